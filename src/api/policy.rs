@@ -1,0 +1,158 @@
+//! `DeschedulingPolicy`: which strategies run, how often, in which mode, under which defaults and limits.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::{
+    apis::meta::v1::{Condition, Time},
+    util::intstr::IntOrString,
+};
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::duration::GoDuration;
+
+/// A descheduling policy. Several may exist; each runs its strategies on its own interval, and a pod
+/// evicted under one is in flight for all.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "tidal.dev",
+    doc = "A tidal descheduling policy: strategies, mode, defaults and limits.",
+    version = "v1alpha1",
+    kind = "DeschedulingPolicy",
+    plural = "deschedulingpolicies",
+    shortname = "dsp",
+    status = "DeschedulingPolicyStatus",
+    printcolumn = r#"{"name":"Mode","type":"string","jsonPath":".spec.mode"}"#,
+    printcolumn = r#"{"name":"Interval","type":"string","jsonPath":".spec.interval"}"#,
+    printcolumn = r#"{"name":"Last-Cycle","type":"date","jsonPath":".status.lastCycleTime"}"#,
+    printcolumn = r#"{"name":"Planned","type":"integer","jsonPath":".status.planned"}"#,
+    printcolumn = r#"{"name":"Evicted","type":"integer","jsonPath":".status.evicted"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.interval) || duration(self.interval) >= duration('10s')").message("interval must be at least 10s"))]
+pub struct DeschedulingPolicySpec {
+    /// Time between two cycles. Zone window changes also start a cycle, so TDM need not poll fast.
+    #[serde(default = "default_interval")]
+    pub interval: GoDuration,
+    /// `Evict` sends evictions; `DryRun` only plans and checks each eviction with a server-side dry run.
+    /// Required, so that nobody gets evictions they did not ask for.
+    pub mode: PolicyMode,
+    /// The strategies to run, each with its arguments. A strategy runs when its key is present.
+    pub strategies: Strategies,
+    /// Values used where a pod or job says nothing.
+    #[serde(default)]
+    pub defaults: PolicyDefaults,
+    /// Caps on evictions per cycle, shared by all strategies of this policy.
+    #[serde(default)]
+    pub limits: EvictionLimits,
+    /// Namespaces whose pods this policy may evict.
+    #[serde(default)]
+    pub namespaces: NamespaceFilter,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum PolicyMode {
+    Evict,
+    DryRun,
+}
+
+/// One key per strategy; its value holds the strategy's arguments (`{}` for the defaults).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("minProperties" = 1))]
+pub struct Strategies {
+    /// Time-division multiplexing: drain preemptable pods from revocable zones outside their windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tdm: Option<crate::strategies::tdm::TdmArgs>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyDefaults {
+    /// Cooldown for pods without a `volcano.sh/cooldown-time`: pods scheduled more recently are not evicted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown: Option<GoDuration>,
+    /// Budget for jobs whose PodGroup and pods carry none. Without one, a job loses one pod per round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_budget: Option<JobBudgetSpec>,
+    /// Whether pods without a `volcano.sh/preemptable` label or annotation count as preemptable.
+    /// Off by default: preemption is opt-in.
+    #[serde(default)]
+    pub preemptable: bool,
+}
+
+/// A job disruption budget, as an integer or a percentage of the job's pods (rounded up).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.maxUnavailable) != has(self.minAvailable)").message("set exactly one of maxUnavailable and minAvailable"))]
+pub struct JobBudgetSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')").message("must be a non-negative integer or a percentage such as 25%"))]
+    pub max_unavailable: Option<IntOrString>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')").message("must be a non-negative integer or a percentage such as 25%"))]
+    pub min_available: Option<IntOrString>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvictionLimits {
+    /// Evictions per node per cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_node: Option<u32>,
+    /// Evictions per namespace per cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_namespace: Option<u32>,
+    /// Evictions per cycle in all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u32>,
+}
+
+/// Either a list of namespaces to include or a list to exclude; empty means every namespace.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!(has(self.include) && size(self.include) > 0 && has(self.exclude) && size(self.exclude) > 0)").message("set include or exclude, not both"))]
+pub struct NamespaceFilter {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub include: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub exclude: Vec<String>,
+}
+
+impl NamespaceFilter {
+    pub fn admits(&self, namespace: &str) -> bool {
+        if !self.include.is_empty() {
+            return self.include.iter().any(|n| n == namespace);
+        }
+        !self.exclude.iter().any(|n| n == namespace)
+    }
+}
+
+/// What the controller did in the policy's last cycle.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeschedulingPolicyStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_cycle_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Evictions the last cycle planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned: Option<u32>,
+    /// Evictions the API server accepted in the last cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evicted: Option<u32>,
+    /// Candidates the last cycle skipped, by the gate that stopped them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub skipped: BTreeMap<String, u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+fn default_interval() -> GoDuration {
+    GoDuration::from_secs(300)
+}

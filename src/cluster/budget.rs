@@ -1,0 +1,183 @@
+//! Job disruption budgets: how many pods of a job may be unavailable at once.
+
+use std::{fmt, str::FromStr};
+
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::Serialize;
+
+use super::setting::{Setting, Sources};
+use crate::{api::policy::JobBudgetSpec, keys};
+
+/// An absolute count or a percentage of the job's pods (percentages round up, as Volcano does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum IntOrPercent {
+    Int(u32),
+    Percent(u32),
+}
+
+impl IntOrPercent {
+    /// The absolute amount for a job of `total` pods.
+    pub fn resolve(self, total: u32) -> u32 {
+        match self {
+            IntOrPercent::Int(n) => n,
+            IntOrPercent::Percent(p) => {
+                let scaled = u64::from(total) * u64::from(p);
+                u32::try_from(scaled.div_ceil(100)).unwrap_or(u32::MAX)
+            }
+        }
+    }
+}
+
+impl FromStr for IntOrPercent {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let expected = || "expected a non-negative integer or a percentage such as 25%".to_owned();
+        match text.strip_suffix('%') {
+            Some(number) => {
+                let percent: u32 = number.parse().map_err(|_| expected())?;
+                if percent > 100 {
+                    return Err("a percentage must be at most 100%".to_owned());
+                }
+                Ok(IntOrPercent::Percent(percent))
+            }
+            None => text.parse().map(IntOrPercent::Int).map_err(|_| expected()),
+        }
+    }
+}
+
+impl fmt::Display for IntOrPercent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IntOrPercent::Int(n) => write!(f, "{n}"),
+            IntOrPercent::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum JobBudget {
+    MaxUnavailable(IntOrPercent),
+    MinAvailable(IntOrPercent),
+}
+
+impl fmt::Display for JobBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JobBudget::MaxUnavailable(v) => write!(f, "maxUnavailable {v}"),
+            JobBudget::MinAvailable(v) => write!(f, "minAvailable {v}"),
+        }
+    }
+}
+
+impl JobBudget {
+    /// Reads the budget annotations of one object. MaxUnavailable wins when both are present; a malformed
+    /// MaxUnavailable is reported even if MinAvailable is fine, because the user meant the former.
+    pub fn read(sources: &Sources<'_>) -> Setting<JobBudget> {
+        let max_unavailable = sources
+            .read_parsed::<IntOrPercent>(&keys::MAX_UNAVAILABLE)
+            .map(JobBudget::MaxUnavailable);
+        max_unavailable.or_else(|| {
+            sources
+                .read_parsed::<IntOrPercent>(&keys::MIN_AVAILABLE)
+                .map(JobBudget::MinAvailable)
+        })
+    }
+
+    /// The policy's default budget. The CRD schema has already checked it; a value that slipped past the
+    /// schema (e.g. from a dump file) is an error, not a guess.
+    pub fn from_spec(spec: &JobBudgetSpec) -> Result<JobBudget, String> {
+        fn convert(value: &IntOrString) -> Result<IntOrPercent, String> {
+            match value {
+                IntOrString::Int(n) => u32::try_from(*n)
+                    .map(IntOrPercent::Int)
+                    .map_err(|_| format!("{n} must not be negative")),
+                IntOrString::String(text) => text.parse(),
+            }
+        }
+        match (&spec.max_unavailable, &spec.min_available) {
+            (Some(max), _) => convert(max).map(JobBudget::MaxUnavailable),
+            (None, Some(min)) => convert(min).map(JobBudget::MinAvailable),
+            (None, None) => Err("set maxUnavailable or minAvailable".to_owned()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn read(pairs: &[(&str, &str)]) -> Setting<JobBudget> {
+        let map: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        JobBudget::read(&Sources {
+            object: "PodGroup ns/g",
+            maps: &[Some(&map)],
+        })
+    }
+
+    #[test]
+    fn both_spellings_are_read() {
+        assert_eq!(
+            read(&[("volcano.sh/jdb-max-unavailable", "40%")]),
+            Setting::Valid(JobBudget::MaxUnavailable(IntOrPercent::Percent(40)))
+        );
+        assert_eq!(
+            read(&[("volcano.sh/job-disruption-budget-min-available", "2")]),
+            Setting::Valid(JobBudget::MinAvailable(IntOrPercent::Int(2)))
+        );
+    }
+
+    #[test]
+    fn max_unavailable_wins() {
+        assert_eq!(
+            read(&[
+                ("volcano.sh/jdb-min-available", "3"),
+                ("volcano.sh/jdb-max-unavailable", "1")
+            ]),
+            Setting::Valid(JobBudget::MaxUnavailable(IntOrPercent::Int(1)))
+        );
+    }
+
+    #[test]
+    fn malformed_values_are_invalid_not_absent() {
+        for bad in ["-1", "abc", "150%", "1.5", "%", ""] {
+            let setting = read(&[("volcano.sh/jdb-max-unavailable", bad)]);
+            let invalid = setting
+                .invalid()
+                .unwrap_or_else(|| panic!("{bad:?} accepted"));
+            assert_eq!(invalid.value, bad);
+        }
+    }
+
+    #[test]
+    fn percentages_round_up() {
+        assert_eq!(IntOrPercent::Percent(40).resolve(5), 2);
+        assert_eq!(IntOrPercent::Percent(25).resolve(5), 2);
+        assert_eq!(IntOrPercent::Percent(20).resolve(5), 1);
+        assert_eq!(IntOrPercent::Percent(1).resolve(1), 1);
+        assert_eq!(IntOrPercent::Percent(0).resolve(7), 0);
+        assert_eq!(IntOrPercent::Percent(100).resolve(7), 7);
+    }
+
+    #[test]
+    fn policy_default_budget() {
+        let spec = JobBudgetSpec {
+            max_unavailable: Some(IntOrString::String("25%".into())),
+            min_available: None,
+        };
+        assert_eq!(
+            JobBudget::from_spec(&spec).unwrap(),
+            JobBudget::MaxUnavailable(IntOrPercent::Percent(25))
+        );
+        let negative = JobBudgetSpec {
+            max_unavailable: None,
+            min_available: Some(IntOrString::Int(-1)),
+        };
+        assert!(JobBudget::from_spec(&negative).is_err());
+    }
+}

@@ -1,0 +1,255 @@
+//! The shared cluster cache: fed object by object (watch events, or a dump replayed as events), it keeps
+//! per-node and per-job aggregates up to date and hands out snapshots that copy only what changed.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+    time::Duration,
+};
+
+use jiff::Timestamp;
+
+use super::{
+    config::{PolicyInfo, ZoneInfo},
+    keys::ObjectKey,
+    node::NodeInfo,
+    pod::PodInfo,
+    snapshot::{JobState, NodeState, Snapshot},
+    versioned::Versioned,
+    workload::{PdbInfo, PodGroupInfo},
+};
+
+#[derive(Debug, Default)]
+pub struct ClusterCache {
+    generation: u64,
+    /// Removals up to this generation are forgotten; older snapshots are rebuilt in full.
+    pruned_through: u64,
+    nodes: Versioned<String, NodeState>,
+    unscheduled: Versioned<ObjectKey, PodInfo>,
+    jobs: Versioned<crate::cluster::JobKey, JobState>,
+    /// The current version of every pod, to find what an update or delete replaces.
+    pods: HashMap<ObjectKey, Arc<PodInfo>>,
+    /// Pods tidal evicted and has not yet seen terminate, with when it evicted them.
+    evicting: HashMap<ObjectKey, Timestamp>,
+    podgroups: Versioned<ObjectKey, PodGroupInfo>,
+    pdbs: Versioned<ObjectKey, PdbInfo>,
+    zones: Versioned<String, ZoneInfo>,
+    policies: Versioned<String, PolicyInfo>,
+}
+
+/// What a snapshot update did, for logs and benchmarks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotUpdate {
+    pub full_rebuild: bool,
+    /// Entries (nodes, jobs, unbound pods, ...) copied or removed.
+    pub entries_synced: usize,
+}
+
+impl ClusterCache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn pod_count(&self) -> usize {
+        self.pods.len()
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.iter().filter(|(_, n)| n.node.is_some()).count()
+    }
+
+    pub fn pod(&self, key: &ObjectKey) -> Option<&Arc<PodInfo>> {
+        self.pods.get(key)
+    }
+
+    /// Adds or replaces a pod. An eviction tidal made stays marked across updates until the pod is gone.
+    pub fn apply_pod(&mut self, mut pod: PodInfo) {
+        pod.evicting_since = self.evicting.get(&pod.key).copied();
+        let pod = Arc::new(pod);
+        if let Some(previous) = self.pods.insert(pod.key.clone(), Arc::clone(&pod)) {
+            self.detach(&previous);
+        }
+        self.attach(&pod);
+    }
+
+    pub fn delete_pod(&mut self, key: &ObjectKey) {
+        self.evicting.remove(key);
+        if let Some(previous) = self.pods.remove(key) {
+            self.detach(&previous);
+        }
+    }
+
+    /// Records that tidal evicted the pod at `at`, so that later cycles count it as leaving and never evict
+    /// it again. Returns false if the pod is not in the cache.
+    pub fn mark_evicting(&mut self, key: &ObjectKey, at: Timestamp) -> bool {
+        let Some(current) = self.pods.get(key) else {
+            return false;
+        };
+        let pod = (**current).clone();
+        self.evicting.insert(key.clone(), at);
+        self.apply_pod(pod);
+        true
+    }
+
+    /// Drops eviction marks older than `ttl`: if the API server never deleted the pod (say, a finalizer
+    /// blocks it) it must count again. Returns the pods unmarked.
+    pub fn expire_evictions(&mut self, now: Timestamp, ttl: Duration) -> Vec<ObjectKey> {
+        let ttl = jiff::SignedDuration::try_from(ttl).unwrap_or(jiff::SignedDuration::MAX);
+        let expired: Vec<ObjectKey> = self
+            .evicting
+            .iter()
+            .filter(|(_, since)| since.saturating_add(ttl).is_ok_and(|until| until <= now))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in &expired {
+            self.evicting.remove(key);
+            if let Some(current) = self.pods.get(key) {
+                let pod = (**current).clone();
+                self.apply_pod(pod);
+            }
+        }
+        expired
+    }
+
+    pub fn evicting_count(&self) -> usize {
+        self.evicting.len()
+    }
+
+    fn attach(&mut self, pod: &Arc<PodInfo>) {
+        let generation = &mut self.generation;
+        match &pod.node_name {
+            Some(node) => self.nodes.update(generation, node, |n| n.add_pod(pod)),
+            None => self
+                .unscheduled
+                .insert_shared(generation, pod.key.clone(), Arc::clone(pod)),
+        }
+        self.jobs.update(generation, &pod.job, |j| {
+            j.pods.insert(pod.key.clone(), Arc::clone(pod));
+        });
+    }
+
+    fn detach(&mut self, pod: &PodInfo) {
+        let generation = &mut self.generation;
+        match &pod.node_name {
+            Some(node) => self.nodes.update(generation, node, |n| n.remove_pod(pod)),
+            None => {
+                self.unscheduled.remove(generation, &pod.key);
+            }
+        }
+        self.jobs.update(generation, &pod.job, |j| {
+            j.pods.remove(&pod.key);
+        });
+    }
+
+    pub fn apply_node(&mut self, node: NodeInfo) {
+        let name = node.name.clone();
+        let node = Arc::new(node);
+        self.nodes
+            .update(&mut self.generation, &name, |n| n.node = Some(node));
+    }
+
+    /// Forgets a node. Its pods stay until their own deletions arrive, as they do from a watch.
+    pub fn delete_node(&mut self, name: &str) {
+        self.nodes
+            .update(&mut self.generation, &name.to_owned(), |n| n.node = None);
+    }
+
+    pub fn apply_podgroup(&mut self, group: PodGroupInfo) {
+        self.podgroups
+            .insert(&mut self.generation, group.key.clone(), group);
+    }
+
+    pub fn delete_podgroup(&mut self, key: &ObjectKey) {
+        self.podgroups.remove(&mut self.generation, key);
+    }
+
+    pub fn apply_pdb(&mut self, pdb: PdbInfo) {
+        self.pdbs.insert(&mut self.generation, pdb.key.clone(), pdb);
+    }
+
+    pub fn delete_pdb(&mut self, key: &ObjectKey) {
+        self.pdbs.remove(&mut self.generation, key);
+    }
+
+    pub fn apply_zone(&mut self, zone: ZoneInfo) {
+        self.zones
+            .insert(&mut self.generation, zone.name.clone(), zone);
+    }
+
+    pub fn delete_zone(&mut self, name: &str) {
+        self.zones.remove(&mut self.generation, &name.to_owned());
+    }
+
+    pub fn apply_policy(&mut self, policy: PolicyInfo) {
+        self.policies
+            .insert(&mut self.generation, policy.name.clone(), policy);
+    }
+
+    pub fn delete_policy(&mut self, name: &str) {
+        self.policies.remove(&mut self.generation, &name.to_owned());
+    }
+
+    /// A snapshot built from scratch.
+    pub fn snapshot(&mut self) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        self.update_snapshot(&mut snapshot);
+        snapshot
+    }
+
+    /// Brings `snapshot` up to date, copying only entries changed since it was last updated (unchanged
+    /// nodes and jobs stay shared with the cache). Meant for one long-lived snapshot per cache: removals
+    /// are forgotten afterwards, so any older snapshot passed here later is rebuilt in full.
+    pub fn update_snapshot(&mut self, snapshot: &mut Snapshot) -> SnapshotUpdate {
+        let full_rebuild =
+            snapshot.generation < self.pruned_through || snapshot.generation > self.generation;
+        let entries_synced = if full_rebuild {
+            *snapshot = Snapshot {
+                generation: 0,
+                nodes: self.nodes.copy_all(),
+                unscheduled: self.unscheduled.copy_all(),
+                jobs: self.jobs.copy_all(),
+                podgroups: self.podgroups.copy_all(),
+                pdbs: self.pdbs.copy_all(),
+                zones: self.zones.copy_all(),
+                policies: self.policies.copy_all(),
+            };
+            snapshot.nodes.len() + snapshot.jobs.len() + snapshot.unscheduled.len()
+        } else {
+            let since = snapshot.generation;
+            self.nodes.sync_into(since, &mut snapshot.nodes)
+                + self.unscheduled.sync_into(since, &mut snapshot.unscheduled)
+                + self.jobs.sync_into(since, &mut snapshot.jobs)
+                + self.podgroups.sync_into(since, &mut snapshot.podgroups)
+                + self.pdbs.sync_into(since, &mut snapshot.pdbs)
+                + self.zones.sync_into(since, &mut snapshot.zones)
+                + self.policies.sync_into(since, &mut snapshot.policies)
+        };
+        snapshot.generation = self.generation;
+        self.prune(self.generation);
+        SnapshotUpdate {
+            full_rebuild,
+            entries_synced,
+        }
+    }
+
+    fn prune(&mut self, through: u64) {
+        self.nodes.prune(through);
+        self.unscheduled.prune(through);
+        self.jobs.prune(through);
+        self.podgroups.prune(through);
+        self.pdbs.prune(through);
+        self.zones.prune(through);
+        self.policies.prune(through);
+        self.pruned_through = through;
+    }
+
+    /// Keys of every pod, for a watcher's relist to find which ones vanished while it was away.
+    pub fn pod_keys(&self) -> Vec<ObjectKey> {
+        self.pods.keys().cloned().collect()
+    }
+
+    /// Zones by name, for callers that need the current configuration without a snapshot.
+    pub fn zones(&self) -> BTreeMap<String, Arc<ZoneInfo>> {
+        self.zones.copy_all()
+    }
+}

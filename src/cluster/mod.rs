@@ -1,0 +1,25 @@
+//! What tidal knows about the cluster: slim objects, the event-fed cache and its snapshots.
+
+pub mod budget;
+pub mod cache;
+pub mod config;
+pub mod keys;
+pub mod node;
+pub mod pod;
+pub mod quantity;
+pub mod resources;
+pub mod setting;
+pub mod snapshot;
+pub mod versioned;
+pub mod workload;
+
+pub use budget::{IntOrPercent, JobBudget};
+pub use cache::ClusterCache;
+pub use config::{PolicyInfo, ZoneInfo};
+pub use keys::{JobKey, JobKind, ObjectKey};
+pub use node::NodeInfo;
+pub use pod::{PodInfo, PodPhase, QosClass};
+pub use resources::Resources;
+pub use setting::{InvalidValue, Setting};
+pub use snapshot::{JobState, JobStats, NodeState, Snapshot};
+pub use workload::{PdbInfo, PodGroupInfo};

@@ -1,0 +1,258 @@
+//! The slim pod tidal keeps: only what its decisions read, parsed once at ingest.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+
+use super::{
+    budget::JobBudget,
+    keys::{JobKey, JobKind, ObjectKey},
+    resources::{Resources, pod_requests},
+    setting::{InvalidValue, Setting, Sources, parse_bool},
+};
+use crate::{api::GoDuration, keys};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum PodPhase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+}
+
+impl PodPhase {
+    fn parse(phase: Option<&str>) -> Self {
+        match phase {
+            Some("Running") => PodPhase::Running,
+            Some("Succeeded") => PodPhase::Succeeded,
+            Some("Failed") => PodPhase::Failed,
+            Some("Pending") | None => PodPhase::Pending,
+            Some(_) => PodPhase::Unknown,
+        }
+    }
+
+    pub fn is_finished(self) -> bool {
+        matches!(self, PodPhase::Succeeded | PodPhase::Failed)
+    }
+}
+
+/// Quality of service, in the order the descheduler evicts: BestEffort first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum QosClass {
+    BestEffort,
+    Burstable,
+    Guaranteed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnerRef {
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodInfo {
+    pub key: ObjectKey,
+    pub uid: String,
+    pub node_name: Option<String>,
+    pub phase: PodPhase,
+    pub labels: BTreeMap<String, String>,
+    /// The controller owner (`ownerReferences[].controller == true`).
+    pub owner: Option<OwnerRef>,
+    pub job: JobKey,
+    /// `scheduling.k8s.io/group-name`: the Volcano PodGroup the pod belongs to.
+    pub group_name: Option<String>,
+    pub priority: Option<i32>,
+    pub qos: QosClass,
+    pub requests: Resources,
+    pub created_at: Option<Timestamp>,
+    /// When `PodScheduled` last became true: cooldown counts from here.
+    pub scheduled_at: Option<Timestamp>,
+    /// The API server has set `deletionTimestamp`: the pod is terminating.
+    pub terminating: bool,
+    /// tidal evicted it at this instant and has not yet seen it go. Set by the cache, never by ingest.
+    pub evicting_since: Option<Timestamp>,
+    /// The pod's own `volcano.sh/preemptable` (label first, then annotation).
+    pub preemptable: Setting<bool>,
+    /// `volcano.sh/revocable-zone` annotation: the zone (or `*`) the pod opted into.
+    pub zone_opt_in: Option<String>,
+    /// `volcano.sh/cooldown-time` (label first, then annotation).
+    pub cooldown: Setting<GoDuration>,
+    /// Job budget annotations on the pod (read when its PodGroup carries none).
+    pub budget: Setting<JobBudget>,
+    /// `descheduler.alpha.kubernetes.io/evict` set to a true value.
+    pub evict_annotation: bool,
+    /// A kubelet mirror of a static pod: deleting it through the API does nothing.
+    pub mirror: bool,
+    /// Fields tidal could not read (e.g. malformed resource quantities); such a pod is never evicted.
+    pub problems: Vec<InvalidValue>,
+}
+
+impl PodInfo {
+    /// Converts an API pod. Fails only if the pod has no name, which the API server never sends.
+    pub fn from_pod(pod: &Pod) -> Result<PodInfo, String> {
+        let meta = &pod.metadata;
+        let name = meta.name.clone().ok_or("pod without metadata.name")?;
+        let namespace = meta.namespace.clone().unwrap_or_default();
+        let key = ObjectKey::new(namespace, name);
+        let object = format!("Pod {key}");
+        let labels = meta.labels.clone().unwrap_or_default();
+        let empty = BTreeMap::new();
+        let annotations = meta.annotations.as_ref().unwrap_or(&empty);
+        let label_then_annotation = Sources {
+            object: &object,
+            maps: &[Some(&labels), Some(annotations)],
+        };
+        let annotation_only = Sources {
+            object: &object,
+            maps: &[Some(annotations)],
+        };
+
+        let owner = meta
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map(|o| OwnerRef {
+                kind: o.kind.clone(),
+                name: o.name.clone(),
+                uid: o.uid.clone(),
+            });
+        let group_name = annotations
+            .get(keys::GROUP_NAME)
+            .filter(|g| !g.is_empty())
+            .cloned();
+        let job = job_of(&key, group_name.as_deref(), owner.as_ref());
+
+        let spec = pod.spec.as_ref();
+        let status = pod.status.as_ref();
+        let mut problems = Vec::new();
+        let requests = match spec.map(pod_requests).transpose() {
+            Ok(requests) => requests.unwrap_or_default(),
+            Err((resource, error)) => {
+                problems.push(InvalidValue {
+                    object: object.clone(),
+                    key: format!("resources.requests.{resource}"),
+                    value: error.text.clone(),
+                    error: error.reason.to_owned(),
+                });
+                Resources::default()
+            }
+        };
+        let scheduled_at = status
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|conditions| {
+                conditions
+                    .iter()
+                    .find(|c| c.type_ == "PodScheduled" && c.status == "True")
+            })
+            .and_then(|c| c.last_transition_time.as_ref())
+            .map(|t| t.0);
+
+        Ok(PodInfo {
+            uid: meta.uid.clone().unwrap_or_default(),
+            node_name: spec
+                .and_then(|s| s.node_name.clone())
+                .filter(|n| !n.is_empty()),
+            phase: PodPhase::parse(status.and_then(|s| s.phase.as_deref())),
+            owner,
+            job,
+            group_name,
+            priority: spec.and_then(|s| s.priority),
+            qos: qos_class(pod),
+            requests,
+            created_at: meta.creation_timestamp.as_ref().map(|t| t.0),
+            scheduled_at,
+            terminating: meta.deletion_timestamp.is_some(),
+            evicting_since: None,
+            preemptable: label_then_annotation.read(&[keys::PREEMPTABLE], parse_bool),
+            zone_opt_in: annotations.get(keys::REVOCABLE_ZONE).cloned(),
+            cooldown: label_then_annotation.read_parsed(&[keys::COOLDOWN_TIME]),
+            budget: JobBudget::read(&annotation_only),
+            evict_annotation: annotations
+                .get(keys::DESCHEDULER_EVICT)
+                .is_some_and(|v| parse_bool(v).unwrap_or(false)),
+            mirror: annotations.contains_key(keys::MIRROR_POD),
+            problems,
+            key,
+            labels,
+        })
+    }
+
+    /// Running and not on its way out: what budgets count as available.
+    pub fn is_available(&self) -> bool {
+        self.phase == PodPhase::Running && !self.is_leaving()
+    }
+
+    /// Terminating, or evicted by tidal and not yet seen to terminate.
+    pub fn is_leaving(&self) -> bool {
+        self.terminating || self.evicting_since.is_some()
+    }
+
+    /// Holds node resources: assigned and not finished (the scheduler's accounting).
+    pub fn holds_resources(&self) -> bool {
+        !self.phase.is_finished()
+    }
+
+    /// Bound to its node by design (DaemonSet pod or static pod): evicting it cannot move it anywhere.
+    pub fn is_node_bound(&self) -> bool {
+        self.mirror
+            || self
+                .owner
+                .as_ref()
+                .is_some_and(|o| o.kind == "DaemonSet" || o.kind == "Node")
+    }
+}
+
+fn job_of(pod: &ObjectKey, group_name: Option<&str>, owner: Option<&OwnerRef>) -> JobKey {
+    let (kind, name) = match (group_name, owner) {
+        (Some(group), _) => (JobKind::PodGroup, group.to_owned()),
+        (None, Some(owner)) => (JobKind::Controller(owner.kind.clone()), owner.name.clone()),
+        (None, None) => (JobKind::Pod, pod.name.clone()),
+    };
+    JobKey {
+        namespace: pod.namespace.clone(),
+        kind,
+        name,
+    }
+}
+
+/// The API server's `status.qosClass` when present, else the same rule computed from the containers.
+fn qos_class(pod: &Pod) -> QosClass {
+    match pod.status.as_ref().and_then(|s| s.qos_class.as_deref()) {
+        Some("Guaranteed") => return QosClass::Guaranteed,
+        Some("Burstable") => return QosClass::Burstable,
+        Some("BestEffort") => return QosClass::BestEffort,
+        _ => {}
+    }
+    let Some(spec) = &pod.spec else {
+        return QosClass::BestEffort;
+    };
+    let containers = spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten());
+    let mut any_set = false;
+    let mut guaranteed = true;
+    for container in containers {
+        let resources = container.resources.as_ref();
+        let requests = resources.and_then(|r| r.requests.as_ref());
+        let limits = resources.and_then(|r| r.limits.as_ref());
+        any_set |= requests.is_some_and(|r| !r.is_empty()) || limits.is_some_and(|l| !l.is_empty());
+        for name in ["cpu", "memory"] {
+            let limit = limits.and_then(|l| l.get(name));
+            let request = requests.and_then(|r| r.get(name)).or(limit);
+            if limit.is_none() || request != limit {
+                guaranteed = false;
+            }
+        }
+    }
+    match (any_set, guaranteed) {
+        (false, _) => QosClass::BestEffort,
+        (true, true) => QosClass::Guaranteed,
+        (true, false) => QosClass::Burstable,
+    }
+}

@@ -1,0 +1,236 @@
+//! Resource amounts the way the scheduler counts them: CPU in millicores, everything else in whole units.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{
+    api::core::v1::{Container, PodSpec},
+    apimachinery::pkg::api::resource::Quantity,
+};
+
+use super::quantity::{self, QuantityError};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resources {
+    pub milli_cpu: i64,
+    pub memory: i64,
+    pub ephemeral_storage: i64,
+    pub pods: i64,
+    /// Extended resources (`nvidia.com/gpu`, `hugepages-2Mi`, ...), in whole units.
+    pub scalar: BTreeMap<String, i64>,
+}
+
+pub const CPU: &str = "cpu";
+pub const MEMORY: &str = "memory";
+pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+pub const PODS: &str = "pods";
+
+impl Resources {
+    /// Reads a resource list; the first malformed quantity is returned as an error with its resource name.
+    pub fn from_list(list: &BTreeMap<String, Quantity>) -> Result<Self, (String, QuantityError)> {
+        let mut out = Resources::default();
+        for (name, amount) in list {
+            let parsed = if name == CPU {
+                quantity::milli_value(amount)
+            } else {
+                quantity::value(amount)
+            };
+            let amount = parsed.map_err(|e| (name.clone(), e))?;
+            out.set(name, amount);
+        }
+        Ok(out)
+    }
+
+    /// The amount of one resource by its Kubernetes name (millicores for `cpu`).
+    pub fn get(&self, name: &str) -> i64 {
+        match name {
+            CPU => self.milli_cpu,
+            MEMORY => self.memory,
+            EPHEMERAL_STORAGE => self.ephemeral_storage,
+            PODS => self.pods,
+            other => self.scalar.get(other).copied().unwrap_or(0),
+        }
+    }
+
+    pub fn set(&mut self, name: &str, amount: i64) {
+        match name {
+            CPU => self.milli_cpu = amount,
+            MEMORY => self.memory = amount,
+            EPHEMERAL_STORAGE => self.ephemeral_storage = amount,
+            PODS => self.pods = amount,
+            other => {
+                self.scalar.insert(other.to_owned(), amount);
+            }
+        }
+    }
+
+    pub fn add(&mut self, other: &Resources) {
+        self.zip_with(other, |a, b| a.saturating_add(b));
+    }
+
+    pub fn sub(&mut self, other: &Resources) {
+        self.zip_with(other, |a, b| a.saturating_sub(b));
+    }
+
+    /// Component-wise maximum.
+    pub fn max_with(&mut self, other: &Resources) {
+        self.zip_with(other, i64::max);
+    }
+
+    fn zip_with(&mut self, other: &Resources, f: impl Fn(i64, i64) -> i64) {
+        self.milli_cpu = f(self.milli_cpu, other.milli_cpu);
+        self.memory = f(self.memory, other.memory);
+        self.ephemeral_storage = f(self.ephemeral_storage, other.ephemeral_storage);
+        self.pods = f(self.pods, other.pods);
+        for (name, amount) in &other.scalar {
+            let mine = self.scalar.entry(name.clone()).or_insert(0);
+            *mine = f(*mine, *amount);
+        }
+        // Keep the map canonical, so that equal amounts compare equal however they were reached.
+        self.scalar.retain(|_, amount| *amount != 0);
+    }
+
+    /// Names of all resources with a non-zero amount, `cpu`, `memory`, `ephemeral-storage`, `pods` first.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        [
+            (CPU, self.milli_cpu),
+            (MEMORY, self.memory),
+            (EPHEMERAL_STORAGE, self.ephemeral_storage),
+            (PODS, self.pods),
+        ]
+        .into_iter()
+        .filter(|(_, amount)| *amount != 0)
+        .map(|(name, _)| name)
+        .chain(self.scalar.keys().map(String::as_str))
+    }
+}
+
+/// What a pod asks the scheduler for, computed as kube-scheduler does: the larger of the sum of its app
+/// containers (plus sidecars) and its largest init container (plus the sidecars started before it), plus
+/// pod overhead; pod-level `resources.requests` replace the container sums for the resources they name.
+pub fn pod_requests(spec: &PodSpec) -> Result<Resources, (String, QuantityError)> {
+    let mut total = Resources::default();
+    for container in &spec.containers {
+        total.add(&container_requests(container)?);
+    }
+    let mut sidecars = Resources::default();
+    let mut largest_init = Resources::default();
+    for init in spec.init_containers.iter().flatten() {
+        let requests = container_requests(init)?;
+        let in_effect = if init.restart_policy.as_deref() == Some("Always") {
+            total.add(&requests);
+            sidecars.add(&requests);
+            sidecars.clone()
+        } else {
+            let mut with_sidecars = requests;
+            with_sidecars.add(&sidecars);
+            with_sidecars
+        };
+        largest_init.max_with(&in_effect);
+    }
+    total.max_with(&largest_init);
+    if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
+        let pod_level = Resources::from_list(pod_level)?;
+        for name in pod_level.names().map(str::to_owned).collect::<Vec<_>>() {
+            total.set(&name, pod_level.get(&name));
+        }
+    }
+    if let Some(overhead) = &spec.overhead {
+        total.add(&Resources::from_list(overhead)?);
+    }
+    total.pods = 1;
+    Ok(total)
+}
+
+fn container_requests(container: &Container) -> Result<Resources, (String, QuantityError)> {
+    match container
+        .resources
+        .as_ref()
+        .and_then(|r| r.requests.as_ref())
+    {
+        Some(requests) => Resources::from_list(requests),
+        None => Ok(Resources::default()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ResourceRequirements;
+
+    fn container(cpu: &str, memory: &str, restart_policy: Option<&str>) -> Container {
+        Container {
+            name: "c".into(),
+            resources: Some(ResourceRequirements {
+                requests: Some(BTreeMap::from([
+                    (CPU.to_owned(), Quantity(cpu.into())),
+                    (MEMORY.to_owned(), Quantity(memory.into())),
+                ])),
+                ..Default::default()
+            }),
+            restart_policy: restart_policy.map(Into::into),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn sums_containers_and_takes_max_of_init() {
+        let spec = PodSpec {
+            containers: vec![
+                container("500m", "1Gi", None),
+                container("250m", "1Gi", None),
+            ],
+            init_containers: Some(vec![container("2", "512Mi", None)]),
+            ..Default::default()
+        };
+        let r = pod_requests(&spec).unwrap();
+        assert_eq!(r.milli_cpu, 2000);
+        assert_eq!(r.memory, 2 << 30);
+        assert_eq!(r.pods, 1);
+    }
+
+    #[test]
+    fn sidecars_add_to_app_containers_and_to_later_init_containers() {
+        let spec = PodSpec {
+            containers: vec![container("1", "1Gi", None)],
+            init_containers: Some(vec![
+                container("100m", "100Mi", Some("Always")),
+                container("1500m", "10Mi", None),
+            ]),
+            ..Default::default()
+        };
+        let r = pod_requests(&spec).unwrap();
+        // app: 1000m + sidecar 100m = 1100m; second init: 1500m + 100m = 1600m.
+        assert_eq!(r.milli_cpu, 1600);
+        assert_eq!(r.memory, (1 << 30) + (100 << 20));
+    }
+
+    #[test]
+    fn overhead_is_added() {
+        let spec = PodSpec {
+            containers: vec![container("1", "1Gi", None)],
+            overhead: Some(BTreeMap::from([(CPU.to_owned(), Quantity("250m".into()))])),
+            ..Default::default()
+        };
+        assert_eq!(pod_requests(&spec).unwrap().milli_cpu, 1250);
+    }
+
+    #[test]
+    fn malformed_quantity_names_the_resource() {
+        let spec = PodSpec {
+            containers: vec![container("lots", "1Gi", None)],
+            ..Default::default()
+        };
+        let (name, err) = pod_requests(&spec).unwrap_err();
+        assert_eq!(name, "cpu");
+        assert!(err.to_string().contains("lots"));
+    }
+
+    #[test]
+    fn arithmetic_keeps_scalars_canonical() {
+        let mut a = Resources::default();
+        a.set("nvidia.com/gpu", 2);
+        let b = a.clone();
+        a.sub(&b);
+        assert_eq!(a, Resources::default());
+    }
+}

@@ -1,0 +1,159 @@
+//! A consistent, immutable view of the cluster for one cycle. Strategies and gates read only this.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use super::{
+    config::{PolicyInfo, ZoneInfo},
+    keys::{JobKey, ObjectKey},
+    node::NodeInfo,
+    pod::PodInfo,
+    resources::Resources,
+    versioned::Aggregate,
+    workload::{PdbInfo, PodGroupInfo},
+};
+
+/// A node with the pods bound to it and what they request: the per-node aggregate strategies decide on.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeState {
+    /// `None` while pods name a node the cache has not seen (or no longer sees).
+    pub node: Option<Arc<NodeInfo>>,
+    pub pods: BTreeMap<ObjectKey, Arc<PodInfo>>,
+    /// Sum of the requests of the pods that hold resources (not finished).
+    pub requested: Resources,
+}
+
+impl NodeState {
+    pub fn name(&self) -> Option<&str> {
+        self.node.as_deref().map(|n| n.name.as_str())
+    }
+
+    pub(super) fn add_pod(&mut self, pod: &Arc<PodInfo>) {
+        if pod.holds_resources() {
+            self.requested.add(&pod.requests);
+        }
+        self.pods.insert(pod.key.clone(), Arc::clone(pod));
+    }
+
+    pub(super) fn remove_pod(&mut self, pod: &PodInfo) {
+        if self.pods.remove(&pod.key).is_some() && pod.holds_resources() {
+            self.requested.sub(&pod.requests);
+        }
+    }
+}
+
+impl Aggregate for NodeState {
+    fn is_empty(&self) -> bool {
+        self.node.is_none() && self.pods.is_empty()
+    }
+}
+
+/// All pods of one job, wherever they run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JobState {
+    pub pods: BTreeMap<ObjectKey, Arc<PodInfo>>,
+}
+
+impl Aggregate for JobState {
+    fn is_empty(&self) -> bool {
+        self.pods.is_empty()
+    }
+}
+
+/// Pod counts of a job, as its disruption budget reads them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobStats {
+    pub total: u32,
+    /// Running and not leaving.
+    pub running: u32,
+    /// Succeeded or failed.
+    pub finished: u32,
+}
+
+impl JobStats {
+    /// Pods that are neither running nor finished: pending, unknown, terminating or being evicted.
+    pub fn unavailable(&self) -> u32 {
+        self.total - self.finished - self.running
+    }
+}
+
+impl JobState {
+    /// Counts the job's pods; `leaving` marks pods to count as already gone (e.g. planned this cycle).
+    pub fn stats(&self, leaving: impl Fn(&PodInfo) -> bool) -> JobStats {
+        let mut stats = JobStats::default();
+        for pod in self.pods.values() {
+            stats.total += 1;
+            if pod.phase.is_finished() {
+                stats.finished += 1;
+            } else if pod.is_available() && !leaving(pod) {
+                stats.running += 1;
+            }
+        }
+        stats
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub(super) generation: u64,
+    pub nodes: BTreeMap<String, Arc<NodeState>>,
+    /// Pods not bound to any node.
+    pub unscheduled: BTreeMap<ObjectKey, Arc<PodInfo>>,
+    pub jobs: BTreeMap<JobKey, Arc<JobState>>,
+    pub podgroups: BTreeMap<ObjectKey, Arc<PodGroupInfo>>,
+    pub pdbs: BTreeMap<ObjectKey, Arc<PdbInfo>>,
+    pub zones: BTreeMap<String, Arc<ZoneInfo>>,
+    pub policies: BTreeMap<String, Arc<PolicyInfo>>,
+}
+
+impl Snapshot {
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Every pod, bound ones by node name, then unbound ones; deterministic order.
+    pub fn pods(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
+        self.nodes
+            .values()
+            .flat_map(|n| n.pods.values())
+            .chain(self.unscheduled.values())
+    }
+
+    pub fn pod_count(&self) -> usize {
+        self.nodes.values().map(|n| n.pods.len()).sum::<usize>() + self.unscheduled.len()
+    }
+
+    pub fn node(&self, name: &str) -> Option<&NodeState> {
+        self.nodes.get(name).map(Arc::as_ref)
+    }
+
+    pub fn job(&self, key: &JobKey) -> Option<&JobState> {
+        self.jobs.get(key).map(Arc::as_ref)
+    }
+
+    /// The Volcano PodGroup a pod names, if that PodGroup exists.
+    pub fn podgroup_of(&self, pod: &PodInfo) -> Option<&PodGroupInfo> {
+        let group = pod.group_name.as_ref()?;
+        let key = ObjectKey::new(pod.key.namespace.clone(), group.clone());
+        self.podgroups.get(&key).map(Arc::as_ref)
+    }
+
+    /// Nodes labelled with `zone`, in name order.
+    pub fn zone_nodes<'a>(&'a self, zone: &'a str) -> impl Iterator<Item = &'a NodeState> + 'a {
+        self.nodes.values().map(Arc::as_ref).filter(move |n| {
+            n.node
+                .as_ref()
+                .is_some_and(|node| node.revocable_zone.as_deref() == Some(zone))
+        })
+    }
+
+    /// Same cluster content as `other` (ignoring generations): what a full rebuild must reproduce.
+    pub fn same_content(&self, other: &Snapshot) -> bool {
+        self.nodes == other.nodes
+            && self.unscheduled == other.unscheduled
+            && self.jobs == other.jobs
+            && self.podgroups == other.podgroups
+            && self.pdbs == other.pdbs
+            && self.zones.keys().eq(other.zones.keys())
+            && self.policies.keys().eq(other.policies.keys())
+    }
+}

@@ -1,0 +1,237 @@
+//! A map that remembers, per entry, the generation at which it last changed, so that a snapshot can copy
+//! only what changed since it was taken (the idea behind kube-scheduler's generation-ordered node list).
+//!
+//! Values are held behind `Arc`: a snapshot shares unchanged values with the cache, and the cache's next
+//! change to a shared value copies it once (`Arc::make_mut`), leaving the snapshot's version intact.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    hash::Hash,
+    sync::Arc,
+};
+
+/// A value built up from parts (a node's pods, a job's pods) that disappears when it has none left.
+pub trait Aggregate: Default + Clone {
+    fn is_empty(&self) -> bool;
+}
+
+#[derive(Debug)]
+pub struct Versioned<K, V> {
+    entries: HashMap<K, Slot<V>>,
+    /// Generation of every entry's last change, including removals not yet pruned.
+    changes: BTreeMap<u64, K>,
+    /// Removals by generation, so that pruning never scans live entries.
+    tombstones: BTreeMap<u64, K>,
+    live: usize,
+}
+
+#[derive(Debug)]
+struct Slot<V> {
+    generation: u64,
+    value: Option<Arc<V>>,
+}
+
+impl<K, V> Default for Versioned<K, V> {
+    fn default() -> Self {
+        Versioned {
+            entries: HashMap::new(),
+            changes: BTreeMap::new(),
+            tombstones: BTreeMap::new(),
+            live: 0,
+        }
+    }
+}
+
+impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
+    pub fn get(&self, key: &K) -> Option<&Arc<V>> {
+        self.entries.get(key).and_then(|slot| slot.value.as_ref())
+    }
+
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &Arc<V>)> {
+        self.entries
+            .iter()
+            .filter_map(|(k, slot)| slot.value.as_ref().map(|v| (k, v)))
+    }
+
+    pub fn insert(&mut self, generation: &mut u64, key: K, value: V) {
+        self.insert_shared(generation, key, Arc::new(value));
+    }
+
+    pub fn insert_shared(&mut self, generation: &mut u64, key: K, value: Arc<V>) {
+        self.set(generation, key, Some(value));
+    }
+
+    /// Changes an entry in place (creating it from `V::default()` if absent). If `f` leaves the entry
+    /// empty, it is removed, so that empty aggregates do not linger.
+    pub fn update<R>(&mut self, generation: &mut u64, key: &K, f: impl FnOnce(&mut V) -> R) -> R
+    where
+        V: Aggregate,
+    {
+        // Taking the value out of its slot leaves this map's reference the only one unless a snapshot
+        // shares it, so `make_mut` copies exactly when a snapshot still needs the old version.
+        let mut value = self
+            .entries
+            .get_mut(key)
+            .and_then(|slot| slot.value.take())
+            .unwrap_or_default();
+        let result = f(Arc::make_mut(&mut value));
+        let value = (!value.is_empty()).then_some(value);
+        self.set(generation, key.clone(), value);
+        result
+    }
+
+    pub fn remove(&mut self, generation: &mut u64, key: &K) -> Option<Arc<V>> {
+        let previous = self.get(key).cloned();
+        if previous.is_some() {
+            self.set(generation, key.clone(), None);
+        }
+        previous
+    }
+
+    fn set(&mut self, generation: &mut u64, key: K, value: Option<Arc<V>>) {
+        *generation += 1;
+        let now = *generation;
+        let is_live = value.is_some();
+        match self.entries.get_mut(&key) {
+            Some(slot) => {
+                self.changes.remove(&slot.generation);
+                let was_live = self.tombstones.remove(&slot.generation).is_none();
+                match (was_live, is_live) {
+                    (true, false) => self.live -= 1,
+                    (false, true) => self.live += 1,
+                    _ => {}
+                }
+                slot.generation = now;
+                slot.value = value;
+            }
+            None => {
+                if !is_live {
+                    return;
+                }
+                self.live += 1;
+                self.entries.insert(
+                    key.clone(),
+                    Slot {
+                        generation: now,
+                        value,
+                    },
+                );
+            }
+        }
+        if !is_live {
+            self.tombstones.insert(now, key.clone());
+        }
+        self.changes.insert(now, key);
+    }
+
+    /// Brings `target` up to date with every change made after generation `since`; returns how many
+    /// entries it copied or removed.
+    pub fn sync_into(&self, since: u64, target: &mut BTreeMap<K, Arc<V>>) -> usize {
+        let mut touched = 0;
+        for (_, key) in self.changes.range(since + 1..) {
+            touched += 1;
+            match self.get(key) {
+                Some(value) => {
+                    target.insert(key.clone(), Arc::clone(value));
+                }
+                None => {
+                    target.remove(key);
+                }
+            }
+        }
+        touched
+    }
+
+    /// Every live entry, for a snapshot that cannot be brought up to date incrementally.
+    pub fn copy_all(&self) -> BTreeMap<K, Arc<V>> {
+        self.iter()
+            .map(|(k, v)| (k.clone(), Arc::clone(v)))
+            .collect()
+    }
+
+    /// Forgets removals at or before `through`; snapshots older than that must be rebuilt in full.
+    pub fn prune(&mut self, through: u64) {
+        while let Some(entry) = self.tombstones.first_entry() {
+            if *entry.key() > through {
+                break;
+            }
+            let (generation, key) = entry.remove_entry();
+            self.changes.remove(&generation);
+            self.entries.remove(&key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    impl Aggregate for i32 {
+        fn is_empty(&self) -> bool {
+            *self == 0
+        }
+    }
+
+    impl Aggregate for Vec<u8> {
+        fn is_empty(&self) -> bool {
+            Vec::is_empty(self)
+        }
+    }
+
+    #[test]
+    fn sync_copies_only_changes_and_removals() {
+        let mut generation = 0;
+        let mut map: Versioned<&str, i32> = Versioned::default();
+        map.insert(&mut generation, "a", 1);
+        map.insert(&mut generation, "b", 2);
+        let mut target = map.copy_all();
+        let mark = generation;
+
+        map.update(&mut generation, &"a", |v| *v = 10);
+        map.remove(&mut generation, &"b");
+        map.insert(&mut generation, "c", 3);
+        assert_eq!(map.sync_into(mark, &mut target), 3);
+        assert_eq!(
+            target,
+            BTreeMap::from([("a", Arc::new(10)), ("c", Arc::new(3))])
+        );
+        assert_eq!(map.len(), 2);
+    }
+
+    #[test]
+    fn update_to_default_removes_and_counts_stay_right() {
+        let mut generation = 0;
+        let mut map: Versioned<&str, i32> = Versioned::default();
+        map.update(&mut generation, &"a", |v| *v = 5);
+        assert_eq!(map.len(), 1);
+        map.update(&mut generation, &"a", |v| *v = 0);
+        assert_eq!(map.len(), 0);
+        assert!(map.get(&"a").is_none());
+        map.update(&mut generation, &"a", |v| *v = 0);
+        assert_eq!(map.len(), 0);
+        map.update(&mut generation, &"a", |v| *v = 7);
+        assert_eq!(map.len(), 1);
+        map.prune(generation);
+        assert_eq!(map.copy_all(), BTreeMap::from([("a", Arc::new(7))]));
+    }
+
+    #[test]
+    fn unchanged_values_are_shared_not_copied() {
+        let mut generation = 0;
+        let mut map: Versioned<&str, Vec<u8>> = Versioned::default();
+        map.insert(&mut generation, "a", vec![1]);
+        map.insert(&mut generation, "b", vec![2]);
+        let snapshot = map.copy_all();
+        map.update(&mut generation, &"a", |v| v.push(9));
+        assert!(Arc::ptr_eq(&snapshot[&"b"], map.get(&"b").unwrap()));
+        assert_eq!(*snapshot[&"a"], vec![1], "the snapshot keeps its version");
+    }
+}

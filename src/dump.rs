@@ -1,0 +1,206 @@
+//! Reading saved clusters: what `kubectl get ... -o yaml` (a `List`), multi-document YAML or JSON holds,
+//! replayed into a [`ClusterCache`] through the same ingest path that watch events take.
+
+use std::{
+    collections::BTreeMap,
+    fmt,
+    path::{Path, PathBuf},
+};
+
+use k8s_openapi::api::{
+    core::v1::{Node, Pod},
+    policy::v1::PodDisruptionBudget,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::{
+    api::{DeschedulingPolicy, PodGroup, RevocableZone},
+    cluster::{ClusterCache, NodeInfo, PdbInfo, PodGroupInfo, PodInfo, PolicyInfo, ZoneInfo},
+};
+
+/// A cluster read from files.
+#[derive(Debug, Default)]
+pub struct Dump {
+    pub cache: ClusterCache,
+    /// Objects of kinds tidal does not read (ReplicaSets, Deployments, ...), by `apiVersion kind`.
+    pub ignored: BTreeMap<String, usize>,
+    pub objects: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DumpError {
+    #[error("{path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: not valid YAML or JSON: {message}")]
+    Syntax { path: PathBuf, message: String },
+    #[error("{path}: {object}: {message}")]
+    Object {
+        path: PathBuf,
+        object: String,
+        message: String,
+    },
+}
+
+impl Dump {
+    pub fn load(paths: &[PathBuf]) -> Result<Dump, DumpError> {
+        let mut dump = Dump::default();
+        for path in paths {
+            let text = std::fs::read_to_string(path).map_err(|source| DumpError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            dump.add_text(path, &text)?;
+        }
+        Ok(dump)
+    }
+
+    /// Adds the objects in `text` (read from `path`, which is only used in messages).
+    pub fn add_text(&mut self, path: &Path, text: &str) -> Result<(), DumpError> {
+        let documents = parse_documents(text).map_err(|message| DumpError::Syntax {
+            path: path.to_owned(),
+            message,
+        })?;
+        let mut items = Vec::new();
+        for document in documents {
+            flatten_lists(document, &mut items);
+        }
+        for (index, item) in items.into_iter().enumerate() {
+            self.add_object(item)
+                .map_err(|(object, message)| DumpError::Object {
+                    path: path.to_owned(),
+                    object: format!("item {} ({object})", index + 1),
+                    message,
+                })?;
+        }
+        Ok(())
+    }
+
+    fn add_object(&mut self, item: Value) -> Result<(), (ObjectName, String)> {
+        let name = ObjectName::of(&item);
+        let fail = |message: String| (name.clone(), message);
+        let cache = &mut self.cache;
+        match (name.api_version.as_str(), name.kind.as_str()) {
+            ("v1", "Pod") => {
+                let pod: Pod = typed(item).map_err(fail)?;
+                cache.apply_pod(PodInfo::from_pod(&pod).map_err(fail)?);
+            }
+            ("v1", "Node") => {
+                let node: Node = typed(item).map_err(fail)?;
+                cache.apply_node(NodeInfo::from_node(&node).map_err(fail)?);
+            }
+            ("policy/v1", "PodDisruptionBudget") => {
+                let pdb: PodDisruptionBudget = typed(item).map_err(fail)?;
+                cache.apply_pdb(PdbInfo::from_pdb(&pdb).map_err(fail)?);
+            }
+            ("scheduling.volcano.sh/v1beta1", "PodGroup") => {
+                let group: PodGroup = typed(item).map_err(fail)?;
+                cache.apply_podgroup(PodGroupInfo::from_podgroup(&group).map_err(fail)?);
+            }
+            ("tidal.dev/v1alpha1", "RevocableZone") => {
+                let zone: RevocableZone = typed(item).map_err(fail)?;
+                let zone = ZoneInfo::from_zone(&zone).map_err(fail)?;
+                // A saved cluster is input the user can fix, so a zone that does not parse stops the run.
+                if let Err(error) = &zone.schedule {
+                    return Err(fail(error.clone()));
+                }
+                cache.apply_zone(zone);
+            }
+            ("tidal.dev/v1alpha1", "DeschedulingPolicy") => {
+                let policy: DeschedulingPolicy = typed(item).map_err(fail)?;
+                let policy = PolicyInfo::from_policy(&policy).map_err(fail)?;
+                if let Err(error) = &policy.default_budget {
+                    return Err(fail(error.clone()));
+                }
+                cache.apply_policy(policy);
+            }
+            _ => {
+                *self
+                    .ignored
+                    .entry(format!("{} {}", name.api_version, name.kind))
+                    .or_default() += 1;
+                return Ok(());
+            }
+        }
+        self.objects += 1;
+        Ok(())
+    }
+}
+
+/// JSON if the text starts like JSON, else (multi-document) YAML.
+fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        let value: Value = serde_json::from_str(trimmed).map_err(|e| e.to_string())?;
+        return Ok(match value {
+            Value::Array(items) => items,
+            other => vec![other],
+        });
+    }
+    let documents: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| e.to_string())?;
+    Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+/// Expands `kind: List` (and `PodList`, `NodeList`, ...) into their items, recursively.
+fn flatten_lists(value: Value, out: &mut Vec<Value>) {
+    let is_list = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|kind| kind.ends_with("List"));
+    match (is_list, value) {
+        (true, Value::Object(mut map)) => {
+            if let Some(Value::Array(items)) = map.remove("items") {
+                for item in items {
+                    flatten_lists(item, out);
+                }
+            }
+        }
+        (_, value) => out.push(value),
+    }
+}
+
+fn typed<T: DeserializeOwned>(value: Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            e.into_inner().to_string()
+        } else {
+            format!("{path}: {}", e.into_inner())
+        }
+    })
+}
+
+/// `Pod shop/web-1` for messages, read before the object is typed (so it works on malformed objects).
+#[derive(Clone, Debug)]
+struct ObjectName {
+    api_version: String,
+    kind: String,
+    namespace: Option<String>,
+    name: Option<String>,
+}
+
+impl ObjectName {
+    fn of(value: &Value) -> Self {
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+        let meta = value.get("metadata");
+        ObjectName {
+            api_version: text(value.get("apiVersion")).unwrap_or_default(),
+            kind: text(value.get("kind")).unwrap_or_else(|| "<no kind>".to_owned()),
+            namespace: text(meta.and_then(|m| m.get("namespace"))),
+            name: text(meta.and_then(|m| m.get("name"))),
+        }
+    }
+}
+
+impl fmt::Display for ObjectName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.name.as_deref().unwrap_or("<no name>");
+        match &self.namespace {
+            Some(namespace) => write!(f, "{} {namespace}/{name}", self.kind),
+            None => write!(f, "{} {name}", self.kind),
+        }
+    }
+}

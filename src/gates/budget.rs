@@ -1,0 +1,162 @@
+//! Gate `budget`: a job loses at most as many pods per round as its disruption budget allows.
+
+use std::collections::HashMap;
+
+use super::Gate;
+use crate::{
+    cluster::{JobBudget, JobKey, JobStats, Setting},
+    plan::{Candidate, PlanContext},
+};
+
+pub const NAME: &str = "budget";
+
+/// How many more pods of a job may be evicted this round.
+///
+/// - MaxUnavailable `m`: `max(0, m − unavailable)`, where unavailable = total − finished − running, so
+///   pending, terminating and already-evicting pods all use up the budget.
+/// - MinAvailable `m`: `max(0, running − m)`. Volcano falls through to 1 here when running < m; we don't.
+/// - No budget: 1 per round.
+pub fn allowed_evictions(budget: Option<JobBudget>, stats: JobStats) -> u32 {
+    match budget {
+        None => 1,
+        Some(JobBudget::MaxUnavailable(max)) => {
+            max.resolve(stats.total).saturating_sub(stats.unavailable())
+        }
+        Some(JobBudget::MinAvailable(min)) => {
+            stats.running.saturating_sub(min.resolve(stats.total))
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct Budget {
+    jobs: HashMap<JobKey, Allowance>,
+}
+
+struct Allowance {
+    budget: Option<JobBudget>,
+    stats: JobStats,
+    remaining: u32,
+    admitted: u32,
+}
+
+impl Budget {
+    fn allowance(&mut self, job: &JobKey, ctx: &PlanContext<'_>) -> &mut Allowance {
+        self.jobs.entry(job.clone()).or_insert_with(|| {
+            // Invalid budgets never reach here: the validity gate refuses them first.
+            let budget = match ctx.job_budget(job) {
+                Setting::Valid(budget) => Some(budget),
+                _ => None,
+            };
+            let stats = ctx
+                .snapshot
+                .job(job)
+                .map(|state| state.stats(|pod| ctx.is_leaving(pod)))
+                .unwrap_or_default();
+            Allowance {
+                budget,
+                stats,
+                remaining: allowed_evictions(budget, stats),
+                admitted: 0,
+            }
+        })
+    }
+}
+
+impl Gate for Budget {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {
+        let job = &candidate.pod.job;
+        let allowance = self.allowance(job, ctx);
+        if allowance.remaining > 0 {
+            return Ok(());
+        }
+        let budget = allowance
+            .budget
+            .map_or_else(|| "no budget (1 per round)".to_owned(), |b| b.to_string());
+        let stats = allowance.stats;
+        Err(format!(
+            "{job}: {budget}; {} pods, {} running, {} unavailable, {} already planned this round",
+            stats.total,
+            stats.running,
+            stats.unavailable(),
+            allowance.admitted
+        ))
+    }
+
+    fn admit(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) {
+        let allowance = self.allowance(&candidate.pod.job, ctx);
+        allowance.remaining = allowance.remaining.saturating_sub(1);
+        allowance.admitted += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::IntOrPercent::{Int, Percent};
+
+    fn stats(total: u32, running: u32, finished: u32) -> JobStats {
+        JobStats {
+            total,
+            running,
+            finished,
+        }
+    }
+
+    #[test]
+    fn max_unavailable_counts_everything_not_running() {
+        let max2 = Some(JobBudget::MaxUnavailable(Int(2)));
+        assert_eq!(allowed_evictions(max2, stats(5, 5, 0)), 2);
+        assert_eq!(
+            allowed_evictions(max2, stats(5, 4, 0)),
+            1,
+            "one pending or leaving"
+        );
+        assert_eq!(allowed_evictions(max2, stats(5, 3, 0)), 0);
+        assert_eq!(allowed_evictions(max2, stats(5, 1, 0)), 0, "never negative");
+        assert_eq!(
+            allowed_evictions(max2, stats(5, 3, 2)),
+            2,
+            "finished pods are not unavailable"
+        );
+    }
+
+    #[test]
+    fn max_unavailable_percent_rounds_up_on_total() {
+        let forty = Some(JobBudget::MaxUnavailable(Percent(40)));
+        assert_eq!(allowed_evictions(forty, stats(5, 5, 0)), 2);
+        assert_eq!(
+            allowed_evictions(forty, stats(4, 4, 0)),
+            2,
+            "40% of 4 = 1.6 -> 2"
+        );
+        assert_eq!(allowed_evictions(forty, stats(1, 1, 0)), 1);
+    }
+
+    #[test]
+    fn min_available_never_falls_through_to_one() {
+        let min2 = Some(JobBudget::MinAvailable(Int(2)));
+        assert_eq!(allowed_evictions(min2, stats(4, 4, 0)), 2);
+        assert_eq!(allowed_evictions(min2, stats(4, 2, 0)), 0);
+        assert_eq!(
+            allowed_evictions(min2, stats(4, 1, 0)),
+            0,
+            "below threshold: Volcano evicts 1"
+        );
+        let half = Some(JobBudget::MinAvailable(Percent(50)));
+        assert_eq!(
+            allowed_evictions(half, stats(5, 5, 0)),
+            2,
+            "50% of 5 -> 3 must stay"
+        );
+    }
+
+    #[test]
+    fn no_budget_allows_one() {
+        assert_eq!(allowed_evictions(None, stats(10, 10, 0)), 1);
+    }
+}

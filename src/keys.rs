@@ -1,0 +1,26 @@
+//! Label and annotation keys tidal reads. They are Volcano's on purpose, so that workloads labelled for
+//! Volcano's TDM, CDP and job-disruption-budget plugins move to tidal unchanged.
+
+/// Node label naming the revocable zone a node belongs to; pod annotation opting a pod into a zone (`*` = any).
+pub const REVOCABLE_ZONE: &str = "volcano.sh/revocable-zone";
+/// Pod or PodGroup label/annotation marking it as evictable when its zone closes.
+pub const PREEMPTABLE: &str = "volcano.sh/preemptable";
+/// Pod label or annotation: minimum time after scheduling before any strategy may evict the pod.
+pub const COOLDOWN_TIME: &str = "volcano.sh/cooldown-time";
+/// Pod annotation naming its Volcano PodGroup.
+pub const GROUP_NAME: &str = "scheduling.k8s.io/group-name";
+
+/// Job disruption budget keys, short spelling first (Volcano's), then the long spelling of the seed design.
+pub const MAX_UNAVAILABLE: [&str; 2] = [
+    "volcano.sh/jdb-max-unavailable",
+    "volcano.sh/job-disruption-budget-max-unavailable",
+];
+pub const MIN_AVAILABLE: [&str; 2] = [
+    "volcano.sh/jdb-min-available",
+    "volcano.sh/job-disruption-budget-min-available",
+];
+
+/// Pod annotation of the Kubernetes descheduler: `"true"` makes a pod evictable despite default protections.
+pub const DESCHEDULER_EVICT: &str = "descheduler.alpha.kubernetes.io/evict";
+/// Annotation the kubelet puts on mirror pods of static pods.
+pub const MIRROR_POD: &str = "kubernetes.io/config.mirror";

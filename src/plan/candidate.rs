@@ -1,0 +1,55 @@
+//! What strategies propose and what the planner decides about it.
+
+use std::sync::Arc;
+
+use crate::cluster::PodInfo;
+
+/// A pod a strategy wants evicted, and why.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub pod: Arc<PodInfo>,
+    pub strategy: &'static str,
+    /// One line a person can act on, e.g. `zone rz1 closed at 21:00:00 Europe/Berlin`.
+    pub reason: String,
+    /// The revocable zone the eviction is about, when there is one.
+    pub zone: Option<String>,
+    /// Set when the strategy found the pod but its arguments say not to evict it (e.g. placement
+    /// violations with `evictPlacementViolations: false`); the report lists it as skipped by gate `policy`.
+    pub held: Option<String>,
+}
+
+impl Candidate {
+    pub fn new(pod: &Arc<PodInfo>, strategy: &'static str, reason: impl Into<String>) -> Self {
+        Candidate {
+            pod: Arc::clone(pod),
+            strategy,
+            reason: reason.into(),
+            zone: None,
+            held: None,
+        }
+    }
+
+    pub fn in_zone(mut self, zone: &str) -> Self {
+        self.zone = Some(zone.to_owned());
+        self
+    }
+
+    pub fn held(mut self, why: impl Into<String>) -> Self {
+        self.held = Some(why.into());
+        self
+    }
+}
+
+/// An eviction the plan would make.
+#[derive(Clone, Debug)]
+pub struct PlannedEviction {
+    pub candidate: Candidate,
+}
+
+/// A candidate a gate refused.
+#[derive(Clone, Debug)]
+pub struct Skipped {
+    pub candidate: Candidate,
+    pub gate: &'static str,
+    pub detail: String,
+}

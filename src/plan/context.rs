@@ -1,0 +1,105 @@
+//! Everything a strategy or gate may read during one policy's planning, and the rules that combine a
+//! pod's own settings with its PodGroup's and the policy's defaults.
+
+use std::collections::{BTreeMap, HashSet};
+
+use jiff::Timestamp;
+
+use super::zones::ZoneView;
+use crate::{
+    api::GoDuration,
+    cluster::{InvalidValue, JobBudget, JobKey, ObjectKey, PodInfo, PolicyInfo, Setting, Snapshot},
+};
+
+pub struct PlanContext<'a> {
+    pub snapshot: &'a Snapshot,
+    pub policy: &'a PolicyInfo,
+    pub now: Timestamp,
+    pub zones: &'a BTreeMap<String, ZoneView>,
+    /// Pods planned for eviction earlier this cycle (by other policies): they count as leaving.
+    pub planned_elsewhere: &'a HashSet<ObjectKey>,
+}
+
+impl PlanContext<'_> {
+    /// The pod's own value (label, then annotation), else its PodGroup's, else the policy default.
+    pub fn preemptable(&self, pod: &PodInfo) -> Setting<bool> {
+        pod.preemptable
+            .clone()
+            .or_else(|| {
+                self.snapshot
+                    .podgroup_of(pod)
+                    .map_or(Setting::Unset, |g| g.preemptable.clone())
+            })
+            .or_else(|| Setting::Valid(self.policy.spec.defaults.preemptable))
+    }
+
+    /// The pod's `volcano.sh/cooldown-time`, else the policy default; `Unset` means no cooldown.
+    pub fn cooldown(&self, pod: &PodInfo) -> Setting<GoDuration> {
+        pod.cooldown.clone().or_else(|| {
+            self.policy
+                .spec
+                .defaults
+                .cooldown
+                .map_or(Setting::Unset, Setting::Valid)
+        })
+    }
+
+    /// The job's budget: from its PodGroup, else from its pods' annotations (which must agree), else the
+    /// policy default. `Unset` means no budget (one eviction per round).
+    pub fn job_budget(&self, job: &JobKey) -> Setting<JobBudget> {
+        let Some(state) = self.snapshot.job(job) else {
+            return Setting::Unset;
+        };
+        let from_group = state
+            .pods
+            .values()
+            .next()
+            .and_then(|pod| self.snapshot.podgroup_of(pod))
+            .map_or(Setting::Unset, |g| g.budget.clone());
+        from_group
+            .or_else(|| agreed_pod_budget(job, state.pods.values().map(|p| &p.budget)))
+            .or_else(|| match &self.policy.default_budget {
+                Ok(Some(budget)) => Setting::Valid(*budget),
+                Ok(None) => Setting::Unset,
+                Err(error) => Setting::Invalid(InvalidValue {
+                    object: format!("DeschedulingPolicy {}", self.policy.name),
+                    key: "spec.defaults.jobBudget".to_owned(),
+                    value: String::new(),
+                    error: error.clone(),
+                }),
+            })
+    }
+
+    /// Counts as gone already: terminating, evicted earlier, or planned by another policy this cycle.
+    pub fn is_leaving(&self, pod: &PodInfo) -> bool {
+        pod.is_leaving() || self.planned_elsewhere.contains(&pod.key)
+    }
+}
+
+/// The budget the pods of a job carry. Pods of one job normally share a template; if they disagree we
+/// cannot know which budget the owner meant, so the job is refused rather than given the looser one.
+fn agreed_pod_budget<'p>(
+    job: &JobKey,
+    budgets: impl Iterator<Item = &'p Setting<JobBudget>>,
+) -> Setting<JobBudget> {
+    let mut agreed: Option<JobBudget> = None;
+    for budget in budgets {
+        match budget {
+            Setting::Invalid(_) => return budget.clone(),
+            Setting::Unset => {}
+            Setting::Valid(b) => match agreed {
+                None => agreed = Some(*b),
+                Some(a) if a == *b => {}
+                Some(a) => {
+                    return Setting::Invalid(InvalidValue {
+                        object: job.to_string(),
+                        key: "job budget annotations".to_owned(),
+                        value: format!("{a} / {b}"),
+                        error: "the job's pods carry different budgets".to_owned(),
+                    });
+                }
+            },
+        }
+    }
+    agreed.map_or(Setting::Unset, Setting::Valid)
+}

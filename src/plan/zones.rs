@@ -1,0 +1,102 @@
+//! The state of every revocable zone at the planning instant: open or closed, draining, whether its
+//! eviction round is due. Computed once per cycle and shared by strategies, the report and zone status.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use jiff::Timestamp;
+
+use crate::{cluster::Snapshot, windows::ZoneState};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ZoneView {
+    pub name: String,
+    pub time_zone: String,
+    /// The windows as one line, e.g. `22:00-06:00 Mon,Tue; 12:00-13:00`.
+    pub schedule: String,
+    /// The zone's state, or why its windows could not be read (such a zone evicts nothing).
+    pub state: Result<ZoneState, String>,
+    /// This zone's own `evictPeriod` has passed since its last eviction round (or it never had one).
+    pub round_due: bool,
+    /// When the next round may start, if it is not due yet.
+    pub next_round: Option<Timestamp>,
+    pub nodes: usize,
+}
+
+impl ZoneView {
+    /// Closed (or draining before a close) and due for a round: TDM evicts its preemptable pods now.
+    pub fn evicting_now(&self) -> bool {
+        self.round_due && self.state.as_ref().is_ok_and(ZoneState::evicting)
+    }
+}
+
+/// Views of all zones, plus warnings about nodes labelled with a zone that has no `RevocableZone`.
+pub fn zone_views(
+    snapshot: &Snapshot,
+    now: Timestamp,
+) -> (BTreeMap<String, ZoneView>, Vec<String>) {
+    let mut node_counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for state in snapshot.nodes.values() {
+        if let Some(zone) = state
+            .node
+            .as_ref()
+            .and_then(|n| n.revocable_zone.as_deref())
+        {
+            *node_counts.entry(zone).or_default() += 1;
+        }
+    }
+    let mut views = BTreeMap::new();
+    for zone in snapshot.zones.values() {
+        let next_round = zone.last_eviction_round.and_then(|last| {
+            last.checked_add(zone.spec.evict_period.to_signed())
+                .ok()
+                .filter(|next| *next > now)
+        });
+        let state = zone
+            .schedule
+            .as_ref()
+            .map(|s| s.state_at(now, zone.spec.drain_before.as_std()))
+            .map_err(Clone::clone);
+        let schedule = zone
+            .spec
+            .windows
+            .iter()
+            .map(|w| {
+                let days: Vec<String> = w.days.iter().map(|d| format!("{d:?}")).collect();
+                if days.is_empty() {
+                    w.time.clone()
+                } else {
+                    format!("{} {}", w.time, days.join(","))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        views.insert(
+            zone.name.clone(),
+            ZoneView {
+                name: zone.name.clone(),
+                time_zone: zone.spec.time_zone.clone(),
+                schedule,
+                state,
+                round_due: next_round.is_none(),
+                next_round,
+                nodes: node_counts.get(zone.name.as_str()).copied().unwrap_or(0),
+            },
+        );
+    }
+    let unknown: BTreeSet<&str> = node_counts
+        .keys()
+        .copied()
+        .filter(|zone| !snapshot.zones.contains_key(*zone))
+        .collect();
+    let warnings = unknown
+        .into_iter()
+        .map(|zone| {
+            format!(
+                "{} node(s) are labelled volcano.sh/revocable-zone={zone} but there is no RevocableZone {zone}: \
+                 tidal does not manage them",
+                node_counts[zone]
+            )
+        })
+        .collect();
+    (views, warnings)
+}

@@ -1,0 +1,90 @@
+//! The report as Markdown, for pasting into a change ticket or a pull request.
+
+use super::{Report, pod_ref, zone_state};
+
+fn escape(cell: &str) -> String {
+    cell.replace('|', "\\|").replace('\n', " ")
+}
+
+fn table(out: &mut String, header: &[&str], rows: impl Iterator<Item = Vec<String>>) {
+    out.push_str(&format!("| {} |\n", header.join(" | ")));
+    out.push_str(&format!("|{}\n", "---|".repeat(header.len())));
+    for row in rows {
+        let cells: Vec<String> = row.iter().map(|c| escape(c)).collect();
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out.push('\n');
+}
+
+pub fn render(report: &Report) -> String {
+    let mut out = format!("# tidal report at {}\n\n", report.now);
+    for policy in &report.policies {
+        out.push_str(&format!("- policy `{}` ({})\n", policy.name, policy.mode));
+    }
+    out.push_str(&format!("\n**{}**\n\n", report.summary()));
+    if !report.zones.is_empty() {
+        out.push_str("## Zones\n\n");
+        table(
+            &mut out,
+            &[
+                "Zone",
+                "State",
+                "Next change",
+                "Windows",
+                "Time zone",
+                "Nodes",
+            ],
+            report.zones.iter().map(|z| {
+                vec![
+                    z.name.clone(),
+                    zone_state(z).to_owned(),
+                    z.next_change.clone().unwrap_or_else(|| "-".into()),
+                    z.windows.clone(),
+                    z.time_zone.clone(),
+                    z.nodes.to_string(),
+                ]
+            }),
+        );
+    }
+    out.push_str(&format!("## Evictions ({})\n\n", report.evictions.len()));
+    if report.evictions.is_empty() {
+        out.push_str("Nothing to evict.\n\n");
+    } else {
+        table(
+            &mut out,
+            &["Pod", "Node", "Strategy", "Job", "Reason"],
+            report.evictions.iter().map(|e| {
+                vec![
+                    format!("`{}`", pod_ref(&e.namespace, &e.name)),
+                    e.node.clone().unwrap_or_default(),
+                    e.strategy.clone(),
+                    e.job.clone(),
+                    e.reason.clone(),
+                ]
+            }),
+        );
+    }
+    if !report.skipped.is_empty() {
+        out.push_str(&format!("## Skipped ({})\n\n", report.skipped.len()));
+        table(
+            &mut out,
+            &["Pod", "Node", "Strategy", "Gate", "Detail"],
+            report.skipped.iter().map(|s| {
+                vec![
+                    format!("`{}`", pod_ref(&s.namespace, &s.name)),
+                    s.node.clone().unwrap_or_default(),
+                    s.strategy.clone(),
+                    s.gate.clone(),
+                    s.detail.clone(),
+                ]
+            }),
+        );
+    }
+    if !report.warnings.is_empty() {
+        out.push_str("## Warnings\n\n");
+        for warning in &report.warnings {
+            out.push_str(&format!("- {}\n", escape(warning)));
+        }
+    }
+    out
+}
