@@ -100,9 +100,11 @@ pub fn builtin_policy() -> PolicyInfo {
             mode: PolicyMode::DryRun,
             strategies: Strategies {
                 tdm: Some(TdmArgs::default()),
+                ..Default::default()
             },
             defaults: Default::default(),
             limits: Default::default(),
+            protections: Default::default(),
             namespaces: Default::default(),
         },
     )

@@ -8,15 +8,21 @@ use std::{
 };
 
 use k8s_openapi::api::{
-    core::v1::{Node, Pod},
+    core::v1::{Namespace, Node, Pod},
     policy::v1::PodDisruptionBudget,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::{
-    api::{DeschedulingPolicy, PodGroup, RevocableZone},
-    cluster::{ClusterCache, NodeInfo, PdbInfo, PodGroupInfo, PodInfo, PolicyInfo, ZoneInfo},
+    api::{
+        DeschedulingPolicy, PodGroup, RevocableZone,
+        metrics::{NodeMetrics, PodMetrics},
+    },
+    cluster::{
+        ClusterCache, NamespaceInfo, NodeInfo, ObjectKey, PdbInfo, PodGroupInfo, PodInfo,
+        PolicyInfo, UsageSample, ZoneInfo, metrics,
+    },
 };
 
 /// A cluster read from files.
@@ -26,6 +32,8 @@ pub struct Dump {
     /// Objects of kinds tidal does not read (ReplicaSets, Deployments, ...), by `apiVersion kind`.
     pub ignored: BTreeMap<String, usize>,
     pub objects: usize,
+    /// PodMetrics read before their pod: applied once the pod has been read.
+    pending_pod_usage: Vec<(ObjectKey, UsageSample)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +84,14 @@ impl Dump {
                     message,
                 })?;
         }
+        let cache = &mut self.cache;
+        self.pending_pod_usage.retain(|(key, sample)| {
+            if cache.pod(key).is_none() {
+                return true;
+            }
+            cache.record_pod_usage(key, sample.clone());
+            false
+        });
         Ok(())
     }
 
@@ -91,6 +107,20 @@ impl Dump {
             ("v1", "Node") => {
                 let node: Node = typed(item).map_err(fail)?;
                 cache.apply_node(NodeInfo::from_node(&node).map_err(fail)?);
+            }
+            ("v1", "Namespace") => {
+                let namespace: Namespace = typed(item).map_err(fail)?;
+                cache.apply_namespace(NamespaceInfo::from_namespace(&namespace).map_err(fail)?);
+            }
+            ("metrics.k8s.io/v1beta1", "NodeMetrics") => {
+                let node: NodeMetrics = typed(item).map_err(fail)?;
+                let (name, sample) = metrics::node_sample(&node).map_err(fail)?;
+                cache.record_node_usage(&name, sample);
+            }
+            ("metrics.k8s.io/v1beta1", "PodMetrics") => {
+                let pod: PodMetrics = typed(item).map_err(fail)?;
+                let (key, sample) = metrics::pod_sample(&pod).map_err(fail)?;
+                self.pending_pod_usage.push((key, sample));
             }
             ("policy/v1", "PodDisruptionBudget") => {
                 let pdb: PodDisruptionBudget = typed(item).map_err(fail)?;
@@ -144,16 +174,30 @@ fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
     Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
 }
 
-/// Expands `kind: List` (and `PodList`, `NodeList`, ...) into their items, recursively.
+/// Expands `kind: List` (and `PodList`, `NodeList`, ...) into their items, recursively. Items of a typed
+/// list (`NodeMetricsList` from `kubectl get --raw`) carry no kind of their own: they get the list's.
 fn flatten_lists(value: Value, out: &mut Vec<Value>) {
-    let is_list = value
+    let list_kind = value
         .get("kind")
         .and_then(Value::as_str)
-        .is_some_and(|kind| kind.ends_with("List"));
-    match (is_list, value) {
-        (true, Value::Object(mut map)) => {
+        .and_then(|kind| kind.strip_suffix("List"))
+        .map(str::to_owned);
+    match (list_kind, value) {
+        (Some(item_kind), Value::Object(mut map)) => {
+            let api_version = map.get("apiVersion").cloned();
             if let Some(Value::Array(items)) = map.remove("items") {
-                for item in items {
+                for mut item in items {
+                    if let Value::Object(fields) = &mut item
+                        && !item_kind.is_empty()
+                        && !fields.contains_key("kind")
+                    {
+                        fields.insert("kind".to_owned(), Value::String(item_kind.clone()));
+                        if let Some(api_version) = &api_version {
+                            fields
+                                .entry("apiVersion")
+                                .or_insert_with(|| api_version.clone());
+                        }
+                    }
                     flatten_lists(item, out);
                 }
             }

@@ -1,0 +1,176 @@
+//! Gate `nodefit` (`protections.nodeFit`): only evict a pod that some other ready, schedulable node could
+//! take — its node selector and required affinity allow the node, it tolerates the node's NoSchedule and
+//! NoExecute taints, and its requests fit what the node has left.
+//!
+//! What a node has left comes from the snapshot's per-node aggregate (`NodeState::requested`), never from
+//! re-adding the node's pods, and each admitted eviction reserves its requests on the node it was found
+//! to fit, so that two evicted pods are not both counted on the same free room. A shape of pod (placement
+//! signature and requests) that fit nowhere is remembered: free room only shrinks within a plan.
+
+use std::{
+    collections::HashMap,
+    hash::{DefaultHasher, Hash, Hasher},
+};
+
+use super::Gate;
+use crate::{
+    cluster::{NodeState, ObjectKey, PodInfo, Resources, placement},
+    plan::{Candidate, PlanContext},
+    strategies,
+};
+
+pub const NAME: &str = "nodefit";
+
+/// Strategies whose pods must leave their node whether or not another node can take them.
+const EXEMPT: [&str; 2] = [strategies::tdm::NAME, strategies::make_room::NAME];
+
+#[derive(Default)]
+pub struct NodeFit {
+    /// Requests of pods admitted this plan, by the node they were found to fit.
+    reserved: HashMap<String, Resources>,
+    /// The node found for each pod by its last successful check.
+    chosen: HashMap<ObjectKey, String>,
+    /// Shapes that fit no node other than (perhaps) the one named, with the reason given then.
+    no_fit: HashMap<u64, (String, String)>,
+}
+
+impl NodeFit {
+    fn shape(pod: &PodInfo) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        pod.placement.signature.hash(&mut hasher);
+        pod.requests.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// Whether `state` could take `pod`, given what this plan reserved there.
+    fn takes(&self, pod: &PodInfo, state: &NodeState) -> Result<(), Reject> {
+        let Some(node) = state.node.as_deref() else {
+            return Err(Reject::Unusable);
+        };
+        if !node.ready || node.unschedulable || !node.problems.is_empty() {
+            return Err(Reject::Unusable);
+        }
+        if !pod.placement.matches_node(node) {
+            return Err(Reject::Affinity);
+        }
+        if !pod
+            .placement
+            .tolerates_node(node, crate::cluster::matching::HARD_EFFECTS)
+        {
+            return Err(Reject::Taints);
+        }
+        let fits = match self.reserved.get(&node.name) {
+            Some(reserved) => {
+                let mut requested = state.requested.clone();
+                requested.add(reserved);
+                placement::fits(&pod.requests, &node.allocatable, &requested)
+            }
+            None => placement::fits(&pod.requests, &node.allocatable, &state.requested),
+        };
+        if fits { Ok(()) } else { Err(Reject::Resources) }
+    }
+
+    /// The first other node (by name) that could take `pod`, or a summary of why none can.
+    pub fn destination(&mut self, pod: &PodInfo, ctx: &PlanContext<'_>) -> Result<String, String> {
+        let shape = Self::shape(pod);
+        let own = pod.node_name.as_deref();
+        if let Some((failed_on, reason)) = self.no_fit.get(&shape) {
+            // Every node but `failed_on` was already found wanting for this shape.
+            let untried = (own != Some(failed_on.as_str()))
+                .then(|| ctx.snapshot.node(failed_on))
+                .flatten();
+            return match untried {
+                Some(state) if self.takes(pod, state).is_ok() => Ok(failed_on.clone()),
+                _ => Err(reason.clone()),
+            };
+        }
+        let mut counts = [0usize; 4];
+        for (name, state) in &ctx.snapshot.nodes {
+            if Some(name.as_str()) == own {
+                continue;
+            }
+            match self.takes(pod, state) {
+                Ok(()) => return Ok(name.clone()),
+                Err(reject) => counts[reject as usize] += 1,
+            }
+        }
+        let [unusable, affinity, taints, resources] = counts;
+        let reason = format!(
+            "fits no other node: {unusable} not ready or unschedulable, {affinity} excluded by node \
+             selector/affinity, {taints} with untolerated taints, {resources} without room for {}",
+            describe(&pod.requests)
+        );
+        self.no_fit
+            .insert(shape, (own.unwrap_or_default().to_owned(), reason.clone()));
+        Err(reason)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Reject {
+    Unusable = 0,
+    Affinity = 1,
+    Taints = 2,
+    Resources = 3,
+}
+
+/// `cpu 500m, memory 256Mi, nvidia.com/gpu 1`: a pod's requests for messages.
+pub fn describe(requests: &Resources) -> String {
+    requests
+        .names()
+        .filter(|name| *name != crate::cluster::resources::PODS)
+        .map(|name| format!("{name} {}", format_amount(name, requests.get(name))))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// CPU in millicores, memory-like amounts in binary units when exact, everything else as a count.
+pub fn format_amount(resource: &str, amount: i64) -> String {
+    use crate::cluster::resources::{CPU, EPHEMERAL_STORAGE, MEMORY};
+    match resource {
+        CPU => format!("{amount}m"),
+        MEMORY | EPHEMERAL_STORAGE => {
+            for (unit, shift) in [("Gi", 30), ("Mi", 20), ("Ki", 10)] {
+                if amount != 0 && amount % (1i64 << shift) == 0 {
+                    return format!("{}{unit}", amount >> shift);
+                }
+            }
+            amount.to_string()
+        }
+        _ => amount.to_string(),
+    }
+}
+
+impl Gate for NodeFit {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {
+        if EXEMPT.contains(&candidate.strategy) {
+            return Ok(());
+        }
+        let node = self.destination(&candidate.pod, ctx)?;
+        self.chosen.insert(candidate.pod.key.clone(), node);
+        Ok(())
+    }
+
+    fn admit(&mut self, candidate: &Candidate, _ctx: &PlanContext<'_>) {
+        if let Some(node) = self.chosen.get(&candidate.pod.key) {
+            self.reserved
+                .entry(node.clone())
+                .or_default()
+                .add(&candidate.pod.requests);
+        }
+    }
+
+    fn retract(&mut self, candidate: &Candidate, _ctx: &PlanContext<'_>) {
+        if let Some(node) = self.chosen.get(&candidate.pod.key)
+            && let Some(reserved) = self.reserved.get_mut(node)
+        {
+            reserved.sub(&candidate.pod.requests);
+            // Room came back: shapes that fit nowhere before might fit now.
+            self.no_fit.clear();
+        }
+    }
+}
