@@ -19,10 +19,7 @@ use crate::{
         DeschedulingPolicy, PodGroup, RevocableZone,
         metrics::{NodeMetrics, PodMetrics},
     },
-    cluster::{
-        ClusterCache, NamespaceInfo, NodeInfo, ObjectKey, PdbInfo, PodGroupInfo, PodInfo,
-        PolicyInfo, UsageSample, ZoneInfo, metrics,
-    },
+    cluster::{ClusterCache, Ingest, ObjectKey, UsageSample, metrics},
 };
 
 /// A cluster read from files.
@@ -97,55 +94,22 @@ impl Dump {
 
     fn add_object(&mut self, item: Value) -> Result<(), (ObjectName, String)> {
         let name = ObjectName::of(&item);
-        let fail = |message: String| (name.clone(), message);
         let cache = &mut self.cache;
-        match (name.api_version.as_str(), name.kind.as_str()) {
-            ("v1", "Pod") => {
-                let pod: Pod = typed(item).map_err(fail)?;
-                cache.apply_pod(PodInfo::from_pod(&pod).map_err(fail)?);
-            }
-            ("v1", "Node") => {
-                let node: Node = typed(item).map_err(fail)?;
-                cache.apply_node(NodeInfo::from_node(&node).map_err(fail)?);
-            }
-            ("v1", "Namespace") => {
-                let namespace: Namespace = typed(item).map_err(fail)?;
-                cache.apply_namespace(NamespaceInfo::from_namespace(&namespace).map_err(fail)?);
-            }
-            ("metrics.k8s.io/v1beta1", "NodeMetrics") => {
-                let node: NodeMetrics = typed(item).map_err(fail)?;
-                let (name, sample) = metrics::node_sample(&node).map_err(fail)?;
-                cache.record_node_usage(&name, sample);
-            }
-            ("metrics.k8s.io/v1beta1", "PodMetrics") => {
-                let pod: PodMetrics = typed(item).map_err(fail)?;
-                let (key, sample) = metrics::pod_sample(&pod).map_err(fail)?;
-                self.pending_pod_usage.push((key, sample));
-            }
-            ("policy/v1", "PodDisruptionBudget") => {
-                let pdb: PodDisruptionBudget = typed(item).map_err(fail)?;
-                cache.apply_pdb(PdbInfo::from_pdb(&pdb).map_err(fail)?);
-            }
-            ("scheduling.volcano.sh/v1beta1", "PodGroup") => {
-                let group: PodGroup = typed(item).map_err(fail)?;
-                cache.apply_podgroup(PodGroupInfo::from_podgroup(&group).map_err(fail)?);
-            }
-            ("tidal.dev/v1alpha1", "RevocableZone") => {
-                let zone: RevocableZone = typed(item).map_err(fail)?;
-                let zone = ZoneInfo::from_zone(&zone).map_err(fail)?;
-                // A saved cluster is input the user can fix, so a zone that does not parse stops the run.
-                if let Err(error) = &zone.schedule {
-                    return Err(fail(error.clone()));
-                }
-                cache.apply_zone(zone);
-            }
+        let result = match (name.api_version.as_str(), name.kind.as_str()) {
+            ("v1", "Pod") => ingest::<Pod>(cache, item),
+            ("v1", "Node") => ingest::<Node>(cache, item),
+            ("v1", "Namespace") => ingest::<Namespace>(cache, item),
+            ("metrics.k8s.io/v1beta1", "NodeMetrics") => typed::<NodeMetrics>(item)
+                .and_then(|m| metrics::node_sample(&m))
+                .map(|(node, sample)| cache.record_node_usage(&node, sample)),
+            ("metrics.k8s.io/v1beta1", "PodMetrics") => typed::<PodMetrics>(item)
+                .and_then(|m| metrics::pod_sample(&m))
+                .map(|sample| self.pending_pod_usage.push(sample)),
+            ("policy/v1", "PodDisruptionBudget") => ingest::<PodDisruptionBudget>(cache, item),
+            ("scheduling.volcano.sh/v1beta1", "PodGroup") => ingest::<PodGroup>(cache, item),
+            ("tidal.dev/v1alpha1", "RevocableZone") => ingest::<RevocableZone>(cache, item),
             ("tidal.dev/v1alpha1", "DeschedulingPolicy") => {
-                let policy: DeschedulingPolicy = typed(item).map_err(fail)?;
-                let policy = PolicyInfo::from_policy(&policy).map_err(fail)?;
-                if let Err(error) = &policy.default_budget {
-                    return Err(fail(error.clone()));
-                }
-                cache.apply_policy(policy);
+                ingest::<DeschedulingPolicy>(cache, item)
             }
             _ => {
                 *self
@@ -154,10 +118,32 @@ impl Dump {
                     .or_default() += 1;
                 return Ok(());
             }
+        };
+        result.map_err(|message| (name.clone(), message))?;
+        // A saved cluster is input the user can fix, so configuration that a live controller would merely
+        // refuse to act on (and warn about) stops the run here.
+        let config_error = match name.kind.as_str() {
+            "RevocableZone" => self
+                .cache
+                .zone(name.name.as_deref().unwrap_or_default())
+                .and_then(|zone| zone.schedule.as_ref().err().cloned()),
+            "DeschedulingPolicy" => self
+                .cache
+                .policy(name.name.as_deref().unwrap_or_default())
+                .and_then(|policy| policy.default_budget.as_ref().err().cloned()),
+            _ => None,
+        };
+        if let Some(error) = config_error {
+            return Err((name, error));
         }
         self.objects += 1;
         Ok(())
     }
+}
+
+fn ingest<K: Ingest>(cache: &mut ClusterCache, value: Value) -> Result<(), String> {
+    let object: K = typed(value)?;
+    object.apply_to(cache)
 }
 
 /// JSON if the text starts like JSON, else (multi-document) YAML.

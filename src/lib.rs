@@ -13,4 +13,5 @@ pub mod keys;
 pub mod plan;
 pub mod report;
 pub mod strategies;
+pub mod watch;
 pub mod windows;

@@ -11,6 +11,7 @@ use jiff::Timestamp;
 
 use super::{
     config::{PolicyInfo, ZoneInfo},
+    ingest::ObjectKind,
     keys::ObjectKey,
     metrics::{UsageSample, UsageSeries},
     namespace::NamespaceInfo,
@@ -285,13 +286,39 @@ impl ClusterCache {
         self.pruned_through = through;
     }
 
-    /// Keys of every pod, for a watcher's relist to find which ones vanished while it was away.
-    pub fn pod_keys(&self) -> Vec<ObjectKey> {
-        self.pods.keys().cloned().collect()
+    /// Keys of every object of a kind, for a watcher's relist to find which ones vanished while it was away.
+    pub fn object_keys(&self, kind: ObjectKind) -> Vec<ObjectKey> {
+        fn named<'a, V: 'a>(it: impl Iterator<Item = (&'a String, V)>) -> Vec<ObjectKey> {
+            it.map(|(name, _)| ObjectKey::new("", name.clone()))
+                .collect()
+        }
+        match kind {
+            ObjectKind::Pod => self.pods.keys().cloned().collect(),
+            ObjectKind::Node => named(self.nodes.iter().filter(|(_, n)| n.node.is_some())),
+            ObjectKind::PodDisruptionBudget => self.pdbs.iter().map(|(k, _)| k.clone()).collect(),
+            ObjectKind::PodGroup => self.podgroups.iter().map(|(k, _)| k.clone()).collect(),
+            ObjectKind::RevocableZone => named(self.zones.iter()),
+            ObjectKind::DeschedulingPolicy => named(self.policies.iter()),
+            ObjectKind::Namespace => named(self.namespaces.iter()),
+        }
     }
 
     /// Zones by name, for callers that need the current configuration without a snapshot.
     pub fn zones(&self) -> BTreeMap<String, Arc<ZoneInfo>> {
         self.zones.copy_all()
+    }
+
+    pub fn zone(&self, name: &str) -> Option<&Arc<ZoneInfo>> {
+        self.zones.get(&name.to_owned())
+    }
+
+    pub fn policy(&self, name: &str) -> Option<&Arc<PolicyInfo>> {
+        self.policies.get(&name.to_owned())
+    }
+
+    pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
+        self.nodes
+            .get(&name.to_owned())
+            .and_then(|state| state.node.as_ref())
     }
 }

@@ -1,0 +1,118 @@
+//! The cache as shared between the watch tasks that feed it and the loops that read it (planning
+//! cycles, the admission webhook), with the one rule that matters: nobody plans from a cache whose
+//! initial lists are incomplete.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard},
+};
+
+use tokio::sync::watch;
+
+use super::{ClusterCache, ObjectKind};
+
+#[derive(Clone)]
+pub struct SharedCache {
+    inner: Arc<RwLock<ClusterCache>>,
+    /// Per required kind: has its latest (re)list completed?
+    synced: Arc<watch::Sender<BTreeMap<ObjectKind, bool>>>,
+    /// Bumped on every change to zones or policies, so that loops can recompute their timers.
+    config_changes: Arc<watch::Sender<u64>>,
+}
+
+impl SharedCache {
+    /// A cache that counts as synced once every kind in `required` has completed its initial list.
+    pub fn new(required: &[ObjectKind]) -> Self {
+        let synced = required.iter().map(|kind| (*kind, false)).collect();
+        SharedCache {
+            inner: Arc::new(RwLock::new(ClusterCache::new())),
+            synced: Arc::new(watch::Sender::new(synced)),
+            config_changes: Arc::new(watch::Sender::new(0)),
+        }
+    }
+
+    /// Wraps an already filled cache (a dump, a test) as fully synced.
+    pub fn from_cache(cache: ClusterCache) -> Self {
+        let shared = SharedCache::new(&[]);
+        *shared.write() = cache;
+        shared
+    }
+
+    // Lock poisoning only follows a panic in another holder; the cache itself is still consistent at
+    // every await-free step, so we keep serving rather than cascading the panic.
+    pub fn read(&self) -> RwLockReadGuard<'_, ClusterCache> {
+        self.inner
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn write(&self) -> RwLockWriteGuard<'_, ClusterCache> {
+        self.inner
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn set_synced(&self, kind: ObjectKind, synced: bool) {
+        self.synced
+            .send_if_modified(|map| match map.get_mut(&kind) {
+                Some(state) if *state != synced => {
+                    *state = synced;
+                    true
+                }
+                _ => false,
+            });
+    }
+
+    pub fn is_synced(&self) -> bool {
+        self.synced.borrow().values().all(|synced| *synced)
+    }
+
+    /// Required kinds whose list has not completed, for readiness messages.
+    pub fn unsynced(&self) -> Vec<ObjectKind> {
+        self.synced
+            .borrow()
+            .iter()
+            .filter(|(_, synced)| !**synced)
+            .map(|(kind, _)| *kind)
+            .collect()
+    }
+
+    /// Waits until every required kind has completed its initial list.
+    pub async fn wait_synced(&self) {
+        let mut rx = self.synced.subscribe();
+        // The sender lives as long as `self`, so this cannot fail while we wait.
+        let _ = rx.wait_for(|map| map.values().all(|synced| *synced)).await;
+    }
+
+    pub fn notify_config_change(&self) {
+        self.config_changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver that changes whenever a zone or policy does.
+    pub fn config_changes(&self) -> watch::Receiver<u64> {
+        self.config_changes.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn synced_only_when_every_required_kind_listed() {
+        let shared = SharedCache::new(&[ObjectKind::Node, ObjectKind::Pod]);
+        assert!(!shared.is_synced());
+        shared.set_synced(ObjectKind::Node, true);
+        assert_eq!(shared.unsynced(), vec![ObjectKind::Pod]);
+        let waiter = {
+            let shared = shared.clone();
+            tokio::spawn(async move { shared.wait_synced().await })
+        };
+        shared.set_synced(ObjectKind::Pod, true);
+        waiter.await.unwrap();
+        assert!(shared.is_synced());
+        // A relist marks the kind unsynced again.
+        shared.set_synced(ObjectKind::Pod, false);
+        assert!(!shared.is_synced());
+    }
+}
