@@ -124,15 +124,20 @@ pub fn describe(requests: &Resources) -> String {
         .join(", ")
 }
 
-/// CPU in millicores, memory-like amounts in binary units when exact, everything else as a count.
+/// CPU in millicores, memory-like amounts in binary units (exact, else to a tenth), everything else as a
+/// count.
 pub fn format_amount(resource: &str, amount: i64) -> String {
     use crate::cluster::resources::{CPU, EPHEMERAL_STORAGE, MEMORY};
     match resource {
         CPU => format!("{amount}m"),
         MEMORY | EPHEMERAL_STORAGE => {
             for (unit, shift) in [("Gi", 30), ("Mi", 20), ("Ki", 10)] {
-                if amount != 0 && amount % (1i64 << shift) == 0 {
+                let size = 1i64 << shift;
+                if amount != 0 && amount % size == 0 {
                     return format!("{}{unit}", amount >> shift);
+                }
+                if amount.abs() >= size {
+                    return format!("{:.1}{unit}", amount as f64 / size as f64);
                 }
             }
             amount.to_string()

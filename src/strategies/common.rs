@@ -3,7 +3,6 @@
 use std::{cmp::Reverse, collections::BTreeMap, sync::Arc};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{
@@ -66,8 +65,9 @@ pub fn movable(pod: &PodInfo, ctx: &PlanContext<'_>) -> bool {
 }
 
 /// Include or exclude owner kinds (at most one list).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, kube::KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!(has(self.include) && has(self.exclude))").message("set include or exclude, not both"))]
 pub struct OwnerKinds {
     /// Only pods with an owner reference of one of these kinds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

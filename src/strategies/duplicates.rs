@@ -126,10 +126,11 @@ impl Strategy for RemoveDuplicates {
             let total: usize = nodes.values().map(Vec::len).sum();
             let keep = total.div_ceil(feasible).max(1);
             for (node, mut pods) in nodes {
-                if pods.len() <= keep {
+                let on_node = pods.len();
+                if on_node <= keep {
                     continue;
                 }
-                let mut excess = pods.len() - keep;
+                let mut excess = on_node - keep;
                 pods.sort_by(|a, b| newest_first(a).cmp(&newest_first(b)));
                 for pod in pods {
                     if excess == 0 {
@@ -139,10 +140,8 @@ impl Strategy for RemoveDuplicates {
                         continue;
                     }
                     let reason = format!(
-                        "{} of {} pods of {} on node {node}; at most {keep} per node \
-                         ({total} pods over {feasible} feasible nodes)",
-                        excess + keep,
-                        total,
+                        "node {node} runs {on_node} of the {total} pods of {}; at most {keep} per \
+                         node ({total} pods over {feasible} feasible nodes)",
                         pod.job,
                     );
                     if admission.offer(Candidate::new(pod, NAME, reason)) {

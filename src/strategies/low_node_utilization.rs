@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use schemars::JsonSchema;
+use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -32,8 +32,9 @@ use crate::{
 
 pub const NAME: &str = "lowNodeUtilization";
 
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.thresholds.all(k, k in self.targetThresholds) && self.targetThresholds.all(k, k in self.thresholds)").message("thresholds and targetThresholds must list the same resources"))]
 pub struct LowNodeUtilizationArgs {
     /// Percent of allocatable per resource below which (on every listed resource) a node is
     /// underutilized. With `useDeviationThresholds`: how far below the mean.
@@ -61,7 +62,7 @@ pub struct LowNodeUtilizationArgs {
     pub namespaces: NamespaceFilter,
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UtilizationLimits {
     /// Evictions per overutilized node per cycle.

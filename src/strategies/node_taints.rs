@@ -3,7 +3,7 @@
 //! taints are left to the kubelet's taint manager, which already evicts for them.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use schemars::JsonSchema;
+use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -18,8 +18,9 @@ use crate::{
 
 pub const NAME: &str = "removePodsViolatingNodeTaints";
 
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!(has(self.excludedTaints) && has(self.includedTaints))").message("set excludedTaints or includedTaints, not both"))]
 pub struct NodeTaintsArgs {
     /// Also evict for `PreferNoSchedule` taints.
     #[serde(default)]

@@ -4,6 +4,7 @@
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -19,8 +20,9 @@ use crate::{
 
 pub const NAME: &str = "podLifeTime";
 
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.maxPodLifeTimeSeconds) || has(self.states) || has(self.conditions) || has(self.exitCodes)").message("set at least one of maxPodLifeTimeSeconds, states, conditions, exitCodes"))]
 pub struct PodLifeTimeArgs {
     /// Pods older than this many seconds (since creation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
