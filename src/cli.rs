@@ -37,7 +37,8 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// A saved cluster: `kubectl get nodes,pods,poddisruptionbudgets,podgroups,revocablezones,deschedulingpolicies -A -o yaml`
-    /// output, multi-document YAML, or JSON. Repeat to combine files.
+    /// output, multi-document YAML, or JSON. Repeat to combine files. Namespaces and metrics.k8s.io
+    /// NodeMetrics/PodMetrics lists (`kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes`) are read too.
     #[arg(long = "cluster", value_name = "FILE", required = true)]
     pub clusters: Vec<PathBuf>,
     /// The instant to plan for (RFC 3339, e.g. 2026-11-22T23:30:00Z). Default: now.

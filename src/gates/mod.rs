@@ -33,7 +33,7 @@ pub trait Gate {
 /// which no amount of waiting changes; node fit comes last, as the most expensive check.
 pub fn chain(policy: &PolicyInfo) -> Vec<Box<dyn Gate>> {
     let mut gates: Vec<Box<dyn Gate>> = vec![
-        Box::new(validity::Validity),
+        Box::new(validity::Validity::default()),
         Box::new(protections::ProtectionGate::new(&policy.spec.protections)),
         Box::new(cooldown::Cooldown),
         Box::new(budget::Budget::default()),

@@ -4,12 +4,16 @@
 //!
 //! What a node has left comes from the snapshot's per-node aggregate (`NodeState::requested`), never from
 //! re-adding the node's pods, and each admitted eviction reserves its requests on the node it was found
-//! to fit, so that two evicted pods are not both counted on the same free room. A shape of pod (placement
-//! signature and requests) that fit nowhere is remembered: free room only shrinks within a plan.
+//! to fit, so that two evicted pods are not both counted on the same free room.
+//!
+//! Free room only shrinks within a plan, so a node that could not take a shape of pod (placement
+//! signature and requests) never can later in the plan: each shape's search resumes where the previous
+//! one stopped, and a plan costs about one pass over the nodes per shape, not one per candidate.
 
 use std::{
     collections::HashMap,
     hash::{DefaultHasher, Hash, Hasher},
+    ops::Bound,
 };
 
 use super::Gate;
@@ -30,8 +34,19 @@ pub struct NodeFit {
     reserved: HashMap<String, Resources>,
     /// The node found for each pod by its last successful check.
     chosen: HashMap<ObjectKey, String>,
-    /// Shapes that fit no node other than (perhaps) the one named, with the reason given then.
-    no_fit: HashMap<u64, (String, String)>,
+    /// How far each shape's search got.
+    progress: HashMap<u64, Progress>,
+}
+
+/// Nodes (by name) before `from` are known not to take the shape — except `hole`, which was the
+/// searching pod's own node and so was never tried.
+#[derive(Clone, Debug, Default)]
+struct Progress {
+    from: Option<String>,
+    exhausted: bool,
+    hole: Option<String>,
+    /// Rejections of the nodes known not to take the shape, by reason.
+    rejected: [usize; 4],
 }
 
 impl NodeFit {
@@ -70,39 +85,80 @@ impl NodeFit {
         if fits { Ok(()) } else { Err(Reject::Resources) }
     }
 
-    /// The first other node (by name) that could take `pod`, or a summary of why none can.
+    /// The first other node (by name, resuming where this shape's last search stopped) that could take
+    /// `pod`, or a summary of why none can.
     pub fn destination(&mut self, pod: &PodInfo, ctx: &PlanContext<'_>) -> Result<String, String> {
         let shape = Self::shape(pod);
+        let mut progress = self.progress.remove(&shape).unwrap_or_default();
+        let found = self.search(pod, ctx, &mut progress);
+        let result = found.ok_or_else(|| {
+            let [unusable, affinity, taints, resources] = progress.rejected;
+            format!(
+                "fits no other node: {unusable} not ready or unschedulable, {affinity} excluded by \
+                 node selector/affinity, {taints} with untolerated taints, {resources} without room \
+                 for {}",
+                describe(&pod.requests)
+            )
+        });
+        self.progress.insert(shape, progress);
+        result
+    }
+
+    fn search(
+        &self,
+        pod: &PodInfo,
+        ctx: &PlanContext<'_>,
+        progress: &mut Progress,
+    ) -> Option<String> {
         let own = pod.node_name.as_deref();
-        if let Some((failed_on, reason)) = self.no_fit.get(&shape) {
-            // Every node but `failed_on` was already found wanting for this shape.
-            let untried = (own != Some(failed_on.as_str()))
-                .then(|| ctx.snapshot.node(failed_on))
-                .flatten();
-            return match untried {
-                Some(state) if self.takes(pod, state).is_ok() => Ok(failed_on.clone()),
-                _ => Err(reason.clone()),
-            };
+        if let Some(hole) = progress.hole.clone()
+            && Some(hole.as_str()) != own
+        {
+            progress.hole = None;
+            if let Some(state) = ctx.snapshot.node(&hole) {
+                match self.takes(pod, state) {
+                    Ok(()) => return Some(hole),
+                    Err(reject) => progress.rejected[reject as usize] += 1,
+                }
+            }
         }
-        let mut counts = [0usize; 4];
-        for (name, state) in &ctx.snapshot.nodes {
+        if progress.exhausted {
+            return None;
+        }
+        let nodes = &ctx.snapshot.nodes;
+        let remaining: Box<dyn Iterator<Item = _>> = match progress.from.as_deref() {
+            Some(from) => {
+                Box::new(nodes.range::<str, _>((Bound::Included(from), Bound::Unbounded)))
+            }
+            None => Box::new(nodes.iter()),
+        };
+        // While `advancing`, every node passed is known not to take the shape.
+        let mut advancing = true;
+        for (name, state) in remaining {
             if Some(name.as_str()) == own {
+                if advancing && progress.hole.is_none() {
+                    progress.hole = Some(name.clone());
+                } else if advancing {
+                    advancing = false;
+                    progress.from = Some(name.clone());
+                }
                 continue;
             }
             match self.takes(pod, state) {
-                Ok(()) => return Ok(name.clone()),
-                Err(reject) => counts[reject as usize] += 1,
+                Ok(()) => {
+                    if advancing {
+                        progress.from = Some(name.clone());
+                    }
+                    return Some(name.clone());
+                }
+                Err(reject) if advancing => progress.rejected[reject as usize] += 1,
+                Err(_) => {}
             }
         }
-        let [unusable, affinity, taints, resources] = counts;
-        let reason = format!(
-            "fits no other node: {unusable} not ready or unschedulable, {affinity} excluded by node \
-             selector/affinity, {taints} with untolerated taints, {resources} without room for {}",
-            describe(&pod.requests)
-        );
-        self.no_fit
-            .insert(shape, (own.unwrap_or_default().to_owned(), reason.clone()));
-        Err(reason)
+        if advancing {
+            progress.exhausted = true;
+        }
+        None
     }
 }
 
@@ -174,8 +230,8 @@ impl Gate for NodeFit {
             && let Some(reserved) = self.reserved.get_mut(node)
         {
             reserved.sub(&candidate.pod.requests);
-            // Room came back: shapes that fit nowhere before might fit now.
-            self.no_fit.clear();
+            // Room came back: nodes that could not take a shape before might now.
+            self.progress.clear();
         }
     }
 }

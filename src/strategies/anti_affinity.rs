@@ -134,13 +134,14 @@ impl AntiAffinity {
                     })
             };
             for state in domains.nodes(ctx, &term.topology_key, value) {
+                // Cheapest and most selective tests first: this runs for every pod of the domain.
                 let found = state.pods.values().find(|other| {
-                    other.key != pod.key
+                    in_scope(&other.key.namespace)
+                        && matching::selector_matches(&selector, &other.labels)
+                        && other.key != pod.key
                         && !other.phase.is_finished()
                         && !ctx.is_leaving(other)
-                        && !gone.contains(&other.key)
-                        && in_scope(&other.key.namespace)
-                        && matching::selector_matches(&selector, &other.labels)
+                        && (gone.is_empty() || !gone.contains(&other.key))
                 });
                 if let Some(other) = found {
                     return Some((other, format!("{}={value}", term.topology_key)));

@@ -101,8 +101,9 @@ impl Strategy for RemoveDuplicates {
             nodes
                 .values()
                 .flatten()
-                .map(|p| p.key.clone())
+                .map(|p| &p.key)
                 .min()
+                .cloned()
                 .unwrap_or_default()
         });
         let mut feasible_by_shape: HashMap<u64, usize> = HashMap::new();

@@ -100,6 +100,13 @@ impl Strategy for HighNodeUtilization {
                 .filter(|p| movable(p, ctx) && selection.admits(p))
                 .collect();
             pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
+            let why = format!(
+                "node {} is underutilized ({}; thresholds {}): emptying it onto {} fuller node(s) with room",
+                source.node.name,
+                describe_percent(source, &listed),
+                describe_thresholds(&args.thresholds),
+                others.len(),
+            );
             for pod in pods {
                 if room.exhausted() {
                     return;
@@ -113,14 +120,7 @@ impl Strategy for HighNodeUtilization {
                 if !room.admits(pod, &pod_usage) {
                     continue;
                 }
-                let reason = format!(
-                    "node {} is underutilized ({}; thresholds {}): emptying it onto {} fuller node(s) with room {}",
-                    source.node.name,
-                    describe_percent(source, &listed),
-                    describe_thresholds(&args.thresholds),
-                    others.len(),
-                    room.describe(),
-                );
+                let reason = format!("{why} {}", room.describe());
                 if admission.offer(Candidate::new(pod, NAME, reason)) {
                     room.take(&pod_usage);
                 }

@@ -166,6 +166,13 @@ impl Strategy for LowNodeUtilization {
                 .filter(|p| movable(p, ctx) && selection.admits(p))
                 .collect();
             pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
+            let why = format!(
+                "node {} is overutilized ({}; target {}); {} underutilized node(s) have room:",
+                source.node.name,
+                describe_percent(source, &listed),
+                describe_thresholds(&high),
+                under.len(),
+            );
             let mut evicted = 0u32;
             for pod in pods {
                 if room.exhausted() {
@@ -185,14 +192,7 @@ impl Strategy for LowNodeUtilization {
                 if !room.admits(pod, &pod_usage) {
                     continue;
                 }
-                let reason = format!(
-                    "node {} is overutilized ({}; target {}); {} underutilized node(s) have room: {}",
-                    source.node.name,
-                    describe_percent(source, &listed),
-                    describe_thresholds(&high),
-                    under.len(),
-                    room.describe(),
-                );
+                let reason = format!("{why} {}", room.describe());
                 if admission.offer(Candidate::new(pod, NAME, reason)) {
                     room.take(&pod_usage);
                     usage.sub(&pod_usage);

@@ -195,27 +195,30 @@ impl MakeRoom {
         pending
     }
 
-    /// The preemptable pods on a node that could make way, in victim order.
-    fn pool<'s>(
+    /// The preemptable pods of a node (in victim order) and their total requests, computed once per run.
+    fn preemptable<'s, 'p>(
         ctx: &PlanContext<'s>,
+        name: &'s str,
         state: &'s NodeState,
-        admission: &mut dyn Admission,
-    ) -> Vec<&'s Arc<PodInfo>> {
-        let mut pool: Vec<&Arc<PodInfo>> = Vec::new();
-        for pod in state.pods.values() {
-            if pod.holds_resources()
-                && movable(pod, ctx)
-                && ctx.preemptable(pod) == Setting::Valid(true)
-                && !admission.decided(&pod.key)
-                && admission
-                    .check(&Candidate::new(pod, NAME, String::new()))
-                    .is_ok()
-            {
-                pool.push(pod);
+        pools: &'p mut HashMap<&'s str, Pool<'s>>,
+    ) -> &'p Pool<'s> {
+        pools.entry(name).or_insert_with(|| {
+            let mut pods: Vec<&Arc<PodInfo>> = state
+                .pods
+                .values()
+                .filter(|p| {
+                    p.holds_resources()
+                        && movable(p, ctx)
+                        && ctx.preemptable(p) == Setting::Valid(true)
+                })
+                .collect();
+            pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
+            let mut total = Resources::default();
+            for pod in &pods {
+                total.add(&pod.requests);
             }
-        }
-        pool.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
-        pool
+            Pool { pods, total }
+        })
     }
 
     /// The best node and set of evictions for `pending`, or `None` (with no eviction needed when the
@@ -225,10 +228,11 @@ impl MakeRoom {
         ctx: &PlanContext<'s>,
         pending: &PodInfo,
         ledger: &Ledger,
+        pools: &mut HashMap<&'s str, Pool<'s>>,
         admission: &mut dyn Admission,
     ) -> Option<Choice<'s>> {
         let mut best: Option<Choice<'s>> = None;
-        let mut needs: Vec<(&'s str, &'s Arc<NodeState>, Resources)> = Vec::new();
+        let mut needs: Vec<(&'s str, Resources)> = Vec::new();
         for (name, state) in &ctx.snapshot.nodes {
             let Some(node) = state.node.as_deref() else {
                 continue;
@@ -242,18 +246,27 @@ impl MakeRoom {
                 // It fits here already: evicting for it would not help.
                 return None;
             }
-            needs.push((name.as_str(), state, need));
+            // Even evicting every preemptable pod would not be enough: no need to ask the gates.
+            if covered(&need, &Self::preemptable(ctx, name, state, pools).total) {
+                needs.push((name.as_str(), need));
+            }
         }
-        for (name, state, need) in needs {
-            let pool = Self::pool(ctx, state, admission);
-            let mut everything = Resources::default();
-            for pod in &pool {
-                everything.add(&pod.requests);
-            }
-            if !covered(&need, &everything) {
+        for (name, need) in needs {
+            let Some(pool) = pools.get(name) else {
                 continue;
-            }
-            let Some(victims) = choose(&need, &pool) else {
+            };
+            let admissible: Vec<&Arc<PodInfo>> = pool
+                .pods
+                .iter()
+                .copied()
+                .filter(|p| {
+                    !admission.decided(&p.key)
+                        && admission
+                            .check(&Candidate::new(p, NAME, String::new()))
+                            .is_ok()
+                })
+                .collect();
+            let Some(victims) = choose(&need, &admissible) else {
                 continue;
             };
             if self
@@ -282,6 +295,12 @@ impl MakeRoom {
     }
 }
 
+/// A node's preemptable pods.
+struct Pool<'s> {
+    pods: Vec<&'s Arc<PodInfo>>,
+    total: Resources,
+}
+
 impl Strategy for MakeRoom {
     fn name(&self) -> &'static str {
         NAME
@@ -303,13 +322,14 @@ impl Strategy for MakeRoom {
 
     fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
         let mut ledger = Ledger::default();
+        let mut pools = HashMap::new();
         let pending = self.pending(ctx);
         for (pod, waited) in pending
             .into_iter()
             .take(self.args.max_pending_pods as usize)
         {
             for _ in 0..ATTEMPTS {
-                let Some(choice) = self.plan_for(ctx, pod, &ledger, admission) else {
+                let Some(choice) = self.plan_for(ctx, pod, &ledger, &mut pools, admission) else {
                     break;
                 };
                 let reason = format!(

@@ -187,56 +187,86 @@ impl TopologySpread {
                     .tolerates_node(node, matching::HARD_EFFECTS))
     }
 
-    fn balance(
+    /// The domains of the nodes eligible for `group`, shared by groups with the same eligibility.
+    fn domains<'s>(
         &self,
-        ctx: &PlanContext<'_>,
-        namespace: &str,
-        group: &Group<'_>,
+        ctx: &PlanContext<'s>,
+        group: &Group<'s>,
+        cache: &mut HashMap<String, Arc<DomainMap<'s>>>,
+    ) -> Arc<DomainMap<'s>> {
+        let constraint = &group.constraint;
+        let placement = &group.sample.placement;
+        let honor_affinity = constraint.node_affinity_policy.as_deref() != Some("Ignore");
+        let honor_taints = constraint.node_taints_policy.as_deref() == Some("Honor");
+        let key = format!(
+            "{}|{}|{}",
+            constraint.topology_key,
+            if honor_affinity {
+                placement.signature
+            } else {
+                0
+            },
+            if honor_taints { placement.signature } else { 0 },
+        );
+        let map = cache.entry(key).or_insert_with(|| {
+            let mut map = DomainMap::default();
+            let mut index_of: HashMap<&str, usize> = HashMap::new();
+            for (name, state) in &ctx.snapshot.nodes {
+                let Some(node) = state.node.as_deref() else {
+                    continue;
+                };
+                let Some(value) = node.labels.get(&constraint.topology_key) else {
+                    continue;
+                };
+                if !self.eligible(group, node) {
+                    continue;
+                }
+                let index = *index_of.entry(value.as_str()).or_insert_with(|| {
+                    map.names.push(value.as_str());
+                    map.nodes.push(Vec::new());
+                    map.names.len() - 1
+                });
+                map.nodes[index].push(state);
+                map.domain_of.insert(name.as_str(), index);
+            }
+            Arc::new(map)
+        });
+        Arc::clone(map)
+    }
+
+    fn balance<'s>(
+        &self,
+        ctx: &PlanContext<'s>,
+        group: &Group<'s>,
+        domains: &DomainMap<'s>,
+        pods: &NamespacePods<'s>,
         admission: &mut dyn Admission,
     ) {
         let constraint = &group.constraint;
-        // Domains of the eligible nodes, and the nodes of each.
-        let mut domains: Vec<&str> = Vec::new();
-        let mut nodes_of: Vec<Vec<&Arc<NodeState>>> = Vec::new();
-        for state in ctx.snapshot.nodes.values() {
-            let Some(node) = state.node.as_deref() else {
-                continue;
-            };
-            let Some(value) = node.labels.get(&constraint.topology_key) else {
-                continue;
-            };
-            if !self.eligible(group, node) {
-                continue;
-            }
-            let index = match domains.iter().position(|d| *d == value.as_str()) {
-                Some(i) => i,
-                None => {
-                    domains.push(value.as_str());
-                    nodes_of.push(Vec::new());
-                    domains.len() - 1
-                }
-            };
-            nodes_of[index].push(state);
-        }
-        if domains.len() < 2 {
+        let names = &domains.names;
+        if names.len() < 2 {
             return;
         }
-        let mut counts = vec![0i64; domains.len()];
-        let mut movable: Vec<Vec<&Arc<PodInfo>>> = vec![Vec::new(); domains.len()];
+        let mut counts = vec![0i64; names.len()];
+        let mut movable: Vec<Vec<&Arc<PodInfo>>> = vec![Vec::new(); names.len()];
         let selection = self.selection();
-        for (index, nodes) in nodes_of.iter().enumerate() {
-            for pod in nodes.iter().flat_map(|n| n.pods.values()) {
-                if pod.key.namespace != namespace
-                    || pod.phase.is_finished()
-                    || ctx.is_leaving(pod)
-                    || !matching::selector_matches(&group.selector, &pod.labels)
-                {
-                    continue;
-                }
-                counts[index] += 1;
-                if group.declaring.contains(&pod.key) && !pod.is_static() && selection.admits(pod) {
-                    movable[index].push(pod);
-                }
+        for pod in pods.candidates(&group.selector) {
+            let Some(&index) = pod
+                .node_name
+                .as_deref()
+                .and_then(|n| domains.domain_of.get(n))
+            else {
+                continue;
+            };
+            if pod.phase.is_finished()
+                || ctx.is_leaving(pod)
+                || !matching::selector_matches(&group.selector, &pod.labels)
+            {
+                continue;
+            }
+            counts[index] += 1;
+            if group.declaring.contains(&pod.key) && !pod.is_static() && selection.admits(pod) {
+                movable[index].push(pod);
             }
         }
         for pods in &mut movable {
@@ -245,7 +275,7 @@ impl TopologySpread {
         let max_skew = i64::from(constraint.max_skew);
         let mut order: BTreeSet<(i64, usize)> = counts.iter().copied().zip(0..).collect();
         let mut stuck: HashSet<usize> = HashSet::new();
-        let mut next_victim = vec![0usize; domains.len()];
+        let mut next_victim = vec![0usize; names.len()];
         while let Some(&(min, smallest)) = order.first() {
             let Some(&(max, largest)) = order.iter().rev().find(|(_, d)| !stuck.contains(d)) else {
                 break;
@@ -260,16 +290,17 @@ impl TopologySpread {
                     continue;
                 }
                 if self.args.topology_balance_node_fit
-                    && !counts.iter().enumerate().any(|(d, count)| {
-                        count + 1 < max && nodes_of[d].iter().any(|state| fits_on(pod, state))
-                    })
+                    && !order
+                        .iter()
+                        .take_while(|(count, _)| count + 1 < max)
+                        .any(|(_, d)| domains.nodes[*d].iter().any(|state| fits_on(pod, state)))
                 {
                     continue;
                 }
                 let reason = format!(
                     "topology spread on {} (maxSkew {max_skew}): domain {} has {max} matching pods, \
                      domain {} has {min}",
-                    constraint.topology_key, domains[largest], domains[smallest]
+                    constraint.topology_key, names[largest], names[smallest]
                 );
                 if admission.offer(Candidate::new(pod, NAME, reason)) {
                     moved = true;
@@ -290,6 +321,58 @@ impl TopologySpread {
     }
 }
 
+/// Topology domains of eligible nodes: names, nodes per domain, domain per node.
+#[derive(Default)]
+struct DomainMap<'s> {
+    names: Vec<&'s str>,
+    nodes: Vec<Vec<&'s Arc<NodeState>>>,
+    domain_of: HashMap<&'s str, usize>,
+}
+
+/// The bound pods of one namespace, indexed by label so that a selector with `matchLabels` only looks
+/// at the pods carrying one of its labels.
+struct NamespacePods<'s> {
+    all: Vec<&'s Arc<PodInfo>>,
+    by_label: HashMap<(&'s str, &'s str), Vec<usize>>,
+}
+
+impl<'s> NamespacePods<'s> {
+    fn new(all: Vec<&'s Arc<PodInfo>>) -> Self {
+        let mut by_label: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+        for (i, pod) in all.iter().enumerate() {
+            for (key, value) in &pod.labels {
+                by_label
+                    .entry((key.as_str(), value.as_str()))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        NamespacePods { all, by_label }
+    }
+
+    /// A superset of the pods `selector` matches: the pods carrying its rarest `matchLabels` pair, or
+    /// every pod if it has none.
+    fn candidates<'a>(
+        &'a self,
+        selector: &'a LabelSelector,
+    ) -> Box<dyn Iterator<Item = &'s Arc<PodInfo>> + 'a> {
+        let rarest = selector
+            .match_labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| {
+                self.by_label
+                    .get(&(k.as_str(), v.as_str()))
+                    .map_or(&[][..], Vec::as_slice)
+            })
+            .min_by_key(|list| list.len());
+        match rarest {
+            Some(list) => Box::new(list.iter().filter_map(|&i| self.all.get(i).copied())),
+            None => Box::new(self.all.iter().copied()),
+        }
+    }
+}
+
 impl Strategy for TopologySpread {
     fn name(&self) -> &'static str {
         NAME
@@ -304,9 +387,25 @@ impl Strategy for TopologySpread {
     }
 
     fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
-        for (namespace, groups) in self.groups(ctx) {
-            for group in &groups {
-                self.balance(ctx, namespace, group, admission);
+        let groups = self.groups(ctx);
+        if groups.is_empty() {
+            return;
+        }
+        let mut by_namespace: HashMap<&str, Vec<&Arc<PodInfo>>> = HashMap::new();
+        for pod in ctx.snapshot.nodes.values().flat_map(|n| n.pods.values()) {
+            if groups.contains_key(pod.key.namespace.as_str()) {
+                by_namespace
+                    .entry(pod.key.namespace.as_str())
+                    .or_default()
+                    .push(pod);
+            }
+        }
+        let mut domain_cache = HashMap::new();
+        for (namespace, groups) in &groups {
+            let pods = NamespacePods::new(by_namespace.remove(namespace).unwrap_or_default());
+            for group in groups {
+                let domains = self.domains(ctx, group, &mut domain_cache);
+                self.balance(ctx, group, &domains, &pods, admission);
             }
         }
     }
