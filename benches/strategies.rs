@@ -389,7 +389,7 @@ fn bench(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("strategies_5000_nodes_150000_pods");
     group.sample_size(10);
-    group.measurement_time(Duration::from_secs(20));
+    group.measurement_time(Duration::from_secs(10));
     group.bench_function("all_enabled", |b| {
         b.iter(|| black_box(plan_once(&snapshot, &all)))
     });

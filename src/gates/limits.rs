@@ -165,3 +165,70 @@ impl Gate for Limits {
         self.tally(keys, false);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::strategies::testkit::*;
+
+    /// Six pods that violate a taint, spread over namespaces, jobs, zones and nodes.
+    fn cluster() -> Cluster {
+        let tainted =
+            |name: &str| node(name, "8", "16Gi", 110).taint("maintenance", "yes", "NoSchedule");
+        Cluster::new()
+            .node(
+                tainted("n1")
+                    .label(super::TOPOLOGY_ZONE, "z1")
+                    .label("volcano.sh/revocable-zone", "rz1"),
+            )
+            .node(tainted("n2").label(super::TOPOLOGY_ZONE, "z1"))
+            .node(tainted("n3").label(super::TOPOLOGY_ZONE, "z2"))
+            .pod(pod("a/web-1", "n1", "100m", "1Gi").owner("ReplicaSet", "web"))
+            .pod(pod("a/web-2", "n1", "100m", "1Gi").owner("ReplicaSet", "web"))
+            .pod(pod("a/web-3", "n2", "100m", "1Gi").owner("ReplicaSet", "web"))
+            .pod(pod("a/api-1", "n2", "100m", "1Gi").owner("ReplicaSet", "api"))
+            .pod(pod("b/db-1", "n3", "100m", "1Gi").owner("StatefulSet", "db"))
+            .pod(pod("b/db-2", "n3", "100m", "1Gi").owner("StatefulSet", "db"))
+    }
+
+    fn plan(limits: &str) -> Outcome {
+        cluster().plan(&format!(
+            "mode: Evict\nstrategies:\n  removePodsViolatingNodeTaints: {{}}\ndefaults: {{jobBudget: {{maxUnavailable: 100%}}}}\nlimits: {limits}\n"
+        ))
+    }
+
+    #[test]
+    fn each_limit_names_itself() {
+        let out = plan("{}");
+        assert_eq!(out.evicted().len(), 6, "no limits");
+        let out = plan("{total: 2}");
+        assert_eq!(out.evicted(), ["a/web-1", "a/web-2"]);
+        assert_eq!(out.detail("a/web-3"), "total limit 2 per cycle reached");
+        let out = plan("{perNode: 1}");
+        assert_eq!(out.evicted(), ["a/web-1", "a/api-1", "b/db-1"]);
+        assert_eq!(out.detail("a/web-2"), "perNode limit 1 reached on n1");
+        let out = plan("{perNamespace: 3}");
+        assert_eq!(
+            out.evicted(),
+            ["a/web-1", "a/web-2", "a/api-1", "b/db-1", "b/db-2"]
+        );
+        assert_eq!(out.detail("a/web-3"), "perNamespace limit 3 reached in a");
+        let out = plan("{perJob: 1}");
+        assert_eq!(out.evicted(), ["a/web-1", "a/api-1", "b/db-1"]);
+        assert_eq!(
+            out.detail("a/web-2"),
+            "perJob limit 1 reached for ReplicaSet a/web"
+        );
+        let out = plan("{perZone: 1}");
+        assert_eq!(
+            out.evicted(),
+            ["a/web-1", "a/api-1", "a/web-3", "b/db-1", "b/db-2"]
+        );
+        assert_eq!(out.detail("a/web-2"), "perZone limit 1 reached in zone rz1");
+        let out = plan("{perTopologyZone: 2}");
+        assert_eq!(out.evicted(), ["a/web-1", "a/web-2", "b/db-1", "b/db-2"]);
+        assert_eq!(
+            out.detail("a/web-3"),
+            "perTopologyZone limit 2 reached in topology zone z1"
+        );
+    }
+}
