@@ -13,5 +13,6 @@ pub mod keys;
 pub mod plan;
 pub mod report;
 pub mod strategies;
+pub mod synthetic;
 pub mod watch;
 pub mod windows;
