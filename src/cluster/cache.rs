@@ -177,6 +177,22 @@ impl ClusterCache {
             .insert(&mut self.generation, zone.name.clone(), zone);
     }
 
+    /// Records that an eviction round started in `zone` at `at`, unless a later one is known already.
+    /// The controller calls this right after a round, so that `evictPeriod` holds even before its status
+    /// write comes back through the watch (or if that write failed). Returns whether anything changed.
+    pub fn note_eviction_round(&mut self, zone: &str, at: Timestamp) -> bool {
+        let Some(current) = self.zones.get(&zone.to_owned()) else {
+            return false;
+        };
+        if current.last_eviction_round.is_some_and(|last| last >= at) {
+            return false;
+        }
+        let mut updated = (**current).clone();
+        updated.last_eviction_round = Some(at);
+        self.apply_zone(updated);
+        true
+    }
+
     pub fn delete_zone(&mut self, name: &str) {
         self.zones.remove(&mut self.generation, &name.to_owned());
     }
@@ -263,6 +279,11 @@ impl ClusterCache {
     /// Zones by name, for callers that need the current configuration without a snapshot.
     pub fn zones(&self) -> BTreeMap<String, Arc<ZoneInfo>> {
         self.zones.copy_all()
+    }
+
+    /// Policies by name, for the controller's scheduler (which needs no snapshot to decide when to run).
+    pub fn policies(&self) -> BTreeMap<String, Arc<PolicyInfo>> {
+        self.policies.copy_all()
     }
 
     pub fn zone(&self, name: &str) -> Option<&Arc<ZoneInfo>> {
