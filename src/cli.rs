@@ -225,13 +225,16 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
 /// `tidal report` against the live cluster: one list of everything, one plan, no eviction; with
 /// `--verify`, a server-side dry-run eviction per planned eviction.
 pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
-    let client = controller::client(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+    let config =
+        controller::client_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+    let evictions = controller::eviction_client(&config)?;
+    let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
     let timeout = args.timeout.as_std().max(Duration::from_secs(1));
-    let shared = controller::oneshot::live_cache(client.clone(), timeout).await?;
+    let shared = controller::oneshot::live_cache(client, timeout).await?;
     let snapshot = shared.write().snapshot();
     let (mut cycle, notes) = plan_report(&snapshot, args)?;
     if args.verify {
-        controller::oneshot::verify(client, &mut cycle, EvictorConfig::default(), timeout).await;
+        controller::oneshot::verify(evictions, &mut cycle, EvictorConfig::default(), timeout).await;
     }
     Ok(render_report(&cycle, notes, args.output))
 }

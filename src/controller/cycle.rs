@@ -3,7 +3,7 @@
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
-use futures::StreamExt;
+use futures::{StreamExt, future::BoxFuture};
 use jiff::Timestamp;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -222,10 +222,16 @@ impl Runtime {
             })
             .collect();
         let status = &self.status;
-        futures::stream::iter(evicted)
-            .for_each_concurrent(8, |(policy, candidate)| {
-                status.pod_evicted(policy, candidate)
+        // Boxed with an explicit lifetime: see `Evictor::evict_all`.
+        let events: Vec<BoxFuture<'_, ()>> = evicted
+            .into_iter()
+            .map(|(policy, candidate)| -> BoxFuture<'_, ()> {
+                Box::pin(status.pod_evicted(policy, candidate))
             })
+            .collect();
+        futures::stream::iter(events)
+            .buffer_unordered(8)
+            .collect::<Vec<()>>()
             .await;
 
         for (plan, outcomes) in cycle.plans.iter().zip(outcomes) {

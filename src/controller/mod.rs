@@ -76,6 +76,24 @@ pub async fn client(
     kubeconfig: Option<&std::path::Path>,
     context: Option<&str>,
 ) -> anyhow::Result<Client> {
+    let config = client_config(kubeconfig, context).await?;
+    Client::try_from(config).context("building the Kubernetes client")
+}
+
+/// The client evictions go through. kube retries 429, 503 and 504 by default, honouring
+/// `Retry-After`; for evictions a 429 is an answer (a PDB said no) and must not be retried within the
+/// cycle, and transient errors are retried by the evictor against the cycle's deadline instead.
+pub fn eviction_client(config: &Config) -> anyhow::Result<Client> {
+    let mut config = config.clone();
+    config.default_retry = false;
+    Client::try_from(config).context("building the Kubernetes client")
+}
+
+/// The client configuration, found as [`client`] describes.
+pub async fn client_config(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+) -> anyhow::Result<Config> {
     let options = KubeConfigOptions {
         context: context.map(str::to_owned),
         ..KubeConfigOptions::default()
@@ -98,18 +116,22 @@ pub async fn client(
                 .context("no in-cluster service account and no usable kubeconfig")?,
         },
     };
-    Client::try_from(config).context("building the Kubernetes client")
+    Ok(config)
 }
 
 /// Runs the controller until `shutdown` is cancelled (SIGTERM in the binary).
 pub async fn run(config: ControllerConfig, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let client = client(config.kubeconfig.as_deref(), config.context.as_deref()).await?;
-    run_with_client(client, config, shutdown).await
+    let client_config =
+        client_config(config.kubeconfig.as_deref(), config.context.as_deref()).await?;
+    let evictions = eviction_client(&client_config)?;
+    let client = Client::try_from(client_config).context("building the Kubernetes client")?;
+    run_with_clients(client, evictions, config, shutdown).await
 }
 
-/// [`run`] with a client built by the caller.
-pub async fn run_with_client(
+/// [`run`] with clients built by the caller (`evictions` as [`eviction_client`] makes it).
+pub async fn run_with_clients(
     client: Client,
+    evictions: Client,
     config: ControllerConfig,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
@@ -126,7 +148,7 @@ pub async fn run_with_client(
             info!(identity = %lease.identity, lease = %format!("{}/{}", lease.namespace, lease.name), "leader election on");
             let (handle, task) =
                 leader::spawn(client.clone(), lease.clone(), election_stop.clone());
-            (handle, Some(task))
+            (handle, Some(AbortOnDrop(task)))
         }
         None => (LeaderHandle::always(), None),
     };
@@ -165,7 +187,7 @@ pub async fn run_with_client(
     let mut runtime = Runtime {
         shared: shared.clone(),
         snapshot: Snapshot::default(),
-        evictor: Evictor::new(client.clone(), config.eviction.clone()),
+        evictor: Evictor::new(evictions, config.eviction.clone()),
         guard: cycle::ActGuard {
             leader: leader.clone(),
             shutdown: shutdown.clone(),
@@ -180,13 +202,23 @@ pub async fn run_with_client(
 
     info!("stopping: releasing the lease");
     election_stop.cancel();
-    if let Some(election) = election {
-        let _ = election.await;
+    if let Some(mut election) = election {
+        let _ = (&mut election.0).await;
     }
     servers_stop.cancel();
     background.abort_all();
     while background.join_next().await.is_some() {}
     Ok(())
+}
+
+/// Aborts the task when dropped: if `run` itself is dropped (its task aborted), the election must not
+/// go on renewing a lease that nobody acts on.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 async fn control_loop(
@@ -232,13 +264,15 @@ async fn control_loop(
             info!(trigger = due.trigger.as_str(), policies = ?due.policies, "cycle");
             let finished = {
                 let cycle = rt.run_cycle(&due.policies, now, due.trigger);
+                let (stop, grace) = (shutdown.clone(), config.shutdown_grace);
+                let grace_over = async move {
+                    stop.cancelled().await;
+                    tokio::time::sleep(grace).await;
+                };
                 tokio::pin!(cycle);
                 tokio::select! {
                     _ = &mut cycle => true,
-                    () = async {
-                        shutdown.cancelled().await;
-                        tokio::time::sleep(config.shutdown_grace).await;
-                    } => false,
+                    () = grace_over => false,
                 }
             };
             if !finished {
@@ -267,4 +301,11 @@ async fn control_loop(
             () = shutdown.cancelled() => return,
         }
     }
+}
+
+/// `run` must stay spawnable: this fails to compile if its future stops being `Send`.
+#[allow(dead_code)]
+fn run_is_send(config: ControllerConfig, shutdown: CancellationToken) {
+    fn spawnable<T: Send>(_: T) {}
+    spawnable(run(config, shutdown));
 }

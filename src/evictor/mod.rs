@@ -9,7 +9,7 @@ pub mod retry;
 
 use std::{sync::Arc, time::Duration};
 
-use futures::StreamExt;
+use futures::{StreamExt, future::BoxFuture};
 use kube::Client;
 use tokio::{sync::Mutex, time::Instant};
 use tracing::{debug, info, warn};
@@ -82,16 +82,23 @@ impl Evictor {
         on_outcome: &(dyn Fn(&EvictionRequest, &Outcome) + Sync),
     ) -> Vec<Outcome> {
         let concurrency = self.config.concurrency.max(1);
-        let mut outcomes: Vec<(usize, Outcome)> =
-            futures::stream::iter(requests.iter().enumerate())
-                .map(|(index, request)| async move {
+        // Boxed with an explicit lifetime: closures returning borrowing futures trip rustc's
+        // higher-ranked `Send` inference when the caller spawns the whole cycle.
+        let sends: Vec<BoxFuture<'_, (usize, Outcome)>> = requests
+            .iter()
+            .enumerate()
+            .map(|(index, request)| -> BoxFuture<'_, (usize, Outcome)> {
+                Box::pin(async move {
                     let outcome = self.evict(request, deadline, guard).await;
                     on_outcome(request, &outcome);
                     (index, outcome)
                 })
-                .buffer_unordered(concurrency)
-                .collect()
-                .await;
+            })
+            .collect();
+        let mut outcomes: Vec<(usize, Outcome)> = futures::stream::iter(sends)
+            .buffer_unordered(concurrency)
+            .collect()
+            .await;
         outcomes.sort_by_key(|(index, _)| *index);
         outcomes.into_iter().map(|(_, outcome)| outcome).collect()
     }
