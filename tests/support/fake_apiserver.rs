@@ -400,7 +400,12 @@ impl Store {
         let _ = inner.events.send(entry);
     }
 
-    fn create(&mut self, inner: &Inner, kind: &Kind, mut object: Value) -> Result<Value, Response> {
+    fn create(
+        &mut self,
+        inner: &Inner,
+        kind: &Kind,
+        mut object: Value,
+    ) -> Result<Value, Box<Response>> {
         object["apiVersion"] = json!(kind.api_version);
         object["kind"] = json!(kind.kind);
         if object["metadata"]["name"]
@@ -425,11 +430,11 @@ impl Store {
             .to_owned();
         let key = (resource_id(kind), ns, name.clone());
         if self.objects.contains_key(&key) {
-            return Err(status_response(
+            return Err(Box::new(status_response(
                 409,
                 "AlreadyExists",
                 &format!("{} \"{name}\" already exists", kind.plural),
-            ));
+            )));
         }
         if object["metadata"]["uid"].is_null() {
             self.uids += 1;
@@ -626,7 +631,7 @@ async fn handle(
             let mut store = inner.lock();
             match store.create(&inner, target.kind, object) {
                 Ok(created) => json_response(201, &created),
-                Err(response) => response,
+                Err(response) => *response,
             }
         }
         (&Method::POST, Some(name), Some("eviction")) if target.kind.plural == "pods" => {
