@@ -153,3 +153,235 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
 
     controller.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_watches_and_410_lose_no_pod_and_evict_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    // Accepted evictions stay invisible, so a relist that forgot tidal's in-flight marks would show.
+    server.set_eviction_effect(EvictionEffect::Keep);
+    base(&server, "1h", "Evict");
+    server.apply(pod(NS, "v1", "rev-1"));
+    server.apply(pod(NS, "v2", "rev-1"));
+    server.apply(pod(NS, "bystander", "std-1"));
+    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    eventually("v1 and v2 evicted", || {
+        let e = server.evictions();
+        (!accepted(&e, "v1").is_empty() && !accepted(&e, "v2").is_empty()).then_some(())
+    })
+    .await;
+
+    // A dropped watch: the watcher resumes from its last resourceVersion and sees what it missed.
+    server.cut_watches();
+    server.apply(pod(NS, "v3", "rev-1"));
+    server.delete("pods", NS, "bystander");
+    eventually("v3 evicted after the watch resumed", || {
+        (!accepted(&server.evictions(), "v3").is_empty()).then_some(())
+    })
+    .await;
+
+    // 410 Gone: history compacted, the watchers must relist. Changes made meanwhile are not lost.
+    server.expire_watches();
+    server.apply(pod(NS, "v4", "rev-1"));
+    server.delete("pods", NS, "v1");
+    eventually("v4 evicted after the relist", || {
+        (!accepted(&server.evictions(), "v4").is_empty()).then_some(())
+    })
+    .await;
+    controller.wait_cycles(3.0).await;
+
+    let evictions = server.evictions();
+    for name in ["v1", "v2", "v3", "v4"] {
+        assert_eq!(
+            real_attempts(&evictions, name),
+            1,
+            "{name} evicted more than once: {evictions:#?}"
+        );
+    }
+    let metrics = controller.metrics().await;
+    // The cache matches the server: v1 and the bystander are gone, v2..v4 are there (and in flight).
+    let server_pods = server.list("api/v1", "pods").len() as f64;
+    assert_eq!(server_pods, 3.0);
+    assert_eq!(
+        metric_sum(&metrics, r#"tidal_cache_objects{kind="pods"}"#),
+        server_pods,
+        "{metrics}"
+    );
+    assert_eq!(
+        metric_sum(&metrics, r#"tidal_cache_objects{kind="in_flight"}"#),
+        3.0
+    );
+    assert!(
+        metric_sum(&metrics, r#"tidal_watch_relists_total{kind="Pod"}"#) >= 2.0,
+        "initial list and the relist after 410: {metrics}"
+    );
+    assert!(
+        metric_sum(&metrics, "tidal_watch_errors_total") >= 1.0,
+        "{metrics}"
+    );
+    controller.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_policy_sends_only_dry_runs_and_fills_status_and_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    base(&server, "1m", "DryRun");
+    server.apply(preemptable(pod(NS, "free", "rev-1")));
+    server.apply(labelled(
+        preemptable(pod(NS, "guarded", "rev-1")),
+        "app",
+        "db",
+    ));
+    server.apply(pdb(NS, "db", "db", 1));
+    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+
+    let status = eventually("the dry-run status", || {
+        let status = policy_status(&server, "tdm");
+        status["planned"].is_number().then_some(status)
+    })
+    .await;
+    assert_eq!(status["planned"], json!(2), "{status}");
+    assert_eq!(status["evicted"], json!(0), "{status}");
+    assert_eq!(status["skipped"]["pdb"], json!(1), "{status}");
+    let message = status["conditions"][0]["message"].as_str().unwrap();
+    assert!(message.contains("would evict (dry run) 1"), "{message}");
+    controller.wait_cycles(2.0).await;
+    controller.stop().await;
+
+    let evictions = server.evictions();
+    assert!(!evictions.is_empty());
+    assert!(
+        evictions.iter().all(|e| e.dry_run),
+        "only dry runs: {evictions:#?}"
+    );
+    assert!(
+        evictions
+            .iter()
+            .all(|e| e.body["deleteOptions"]["dryRun"] == json!(["All"]))
+    );
+    assert!(server.get("pods", NS, "free").is_some(), "nothing deleted");
+    // No round is recorded in dry-run mode: the zone stays due, the plan stays what it would do.
+    let zone = server.get("revocablezones", "", "rz").unwrap();
+    assert!(zone["status"]["lastEvictionRound"].is_null(), "{zone}");
+
+    // `tidal report` against the same live cluster: one cycle, no eviction sent...
+    let kubeconfig = server.kubeconfig(dir.path(), "reporter");
+    let report = |verify: bool| {
+        let mut argv = vec![
+            "tidal".to_owned(),
+            "report".into(),
+            "--kubeconfig".into(),
+            kubeconfig.to_str().unwrap().into(),
+            "-o".into(),
+            "json".into(),
+        ];
+        if verify {
+            argv.push("--verify".into());
+        }
+        argv
+    };
+    let before = server.evictions().len();
+    let plain = run_cli(report(false)).await;
+    assert_eq!(server.evictions().len(), before, "report sends nothing");
+    let names = |list: &serde_json::Value| -> Vec<String> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(&plain["evictions"]), vec!["free", "guarded"]);
+    // ...and with --verify, a server-side dry run per eviction moves the PDB refusal to skipped.
+    let verified = run_cli(report(true)).await;
+    assert_eq!(names(&verified["evictions"]), vec!["free"]);
+    let skipped = verified["skipped"].as_array().unwrap();
+    let guarded = skipped.iter().find(|s| s["name"] == "guarded").unwrap();
+    assert_eq!(guarded["gate"], "pdb", "{guarded}");
+    let sent: Vec<_> = server.evictions().into_iter().skip(before).collect();
+    assert_eq!(sent.len(), 2);
+    assert!(sent.iter().all(|e| e.dry_run && e.user == "reporter"));
+}
+
+/// Runs the CLI's live path (what `main` does for commands that talk to a cluster) and parses JSON.
+async fn run_cli(argv: Vec<String>) -> serde_json::Value {
+    use clap::Parser;
+    let cli = tidal::cli::Cli::try_parse_from(argv).unwrap();
+    let out = tidal::cli::run_live(&cli.command, Default::default())
+        .await
+        .unwrap()
+        .unwrap();
+    serde_json::from_str(&out).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_edit_takes_effect_without_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    base(&server, "1h", "Evict");
+    server.update("deschedulingpolicies", "", "tdm", |p| {
+        p["spec"]["namespaces"] = json!({"include": ["other"]});
+        // A long interval: only the edit itself can make the policy run again soon.
+        p["spec"]["interval"] = json!("1h");
+    });
+    server.apply(pod(NS, "misplaced", "rev-1"));
+    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    eventually("a first cycle", || {
+        policy_status(&server, "tdm")["planned"]
+            .is_number()
+            .then_some(())
+    })
+    .await;
+    assert_eq!(policy_status(&server, "tdm")["planned"], json!(0));
+    assert!(server.evictions().is_empty());
+
+    server.update("deschedulingpolicies", "", "tdm", |p| {
+        p["spec"]["namespaces"] = json!({"include": [NS]});
+    });
+    eventually("the edited policy evicts", || {
+        (!accepted(&server.evictions(), "misplaced").is_empty()).then_some(())
+    })
+    .await;
+    let status = policy_status(&server, "tdm");
+    assert_eq!(status["observedGeneration"], json!(3), "{status}");
+    let metrics = controller.metrics().await;
+    assert!(
+        metric_sum(&metrics, r#"tidal_cycles_total{trigger="config"}"#) >= 1.0,
+        "{metrics}"
+    );
+    controller.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transient_errors_are_retried_within_the_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    server.set_eviction_effect(EvictionEffect::Terminate);
+    base(&server, "1h", "Evict");
+    server.apply(pod(NS, "misplaced", "rev-1"));
+    server.fail_evictions(&[500, 503]);
+    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    eventually("the eviction to go through", || {
+        (!accepted(&server.evictions(), "misplaced").is_empty()).then_some(())
+    })
+    .await;
+    let attempts: Vec<u16> = server
+        .evictions()
+        .iter()
+        .filter(|e| e.name == "misplaced")
+        .map(|e| e.code)
+        .collect();
+    assert_eq!(attempts, vec![500, 503, 201]);
+    let status = eventually("status", || {
+        let s = policy_status(&server, "tdm");
+        (s["evicted"] == json!(1)).then_some(s)
+    })
+    .await;
+    assert!(status["skipped"].get("error").is_none(), "{status}");
+    // The pod now terminates (deletionTimestamp): later cycles leave it alone, then it is gone.
+    controller.wait_cycles(2.0).await;
+    server.finish_terminations();
+    controller.wait_cycles(2.0).await;
+    assert_eq!(real_attempts(&server.evictions(), "misplaced"), 3);
+    controller.stop().await;
+}

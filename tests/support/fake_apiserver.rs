@@ -57,6 +57,8 @@ pub struct EvictionRecord {
 
 #[derive(Clone, Debug)]
 pub struct RequestRecord {
+    /// The answer's status code (200 for a watch that started streaming).
+    pub code: u16,
     pub method: String,
     pub path: String,
     pub query: String,
@@ -597,6 +599,7 @@ async fn handle(
     let request_index = {
         let mut store = inner.lock();
         store.requests.push(RequestRecord {
+            code: 0,
             method: method.to_string(),
             path: uri.path().to_owned(),
             query: uri.query().unwrap_or_default().to_owned(),
@@ -605,6 +608,22 @@ async fn handle(
         });
         store.requests.len() - 1
     };
+    let response = route(&inner, &method, &uri, &headers, body, user, request_index).await;
+    if let Some(record) = inner.lock().requests.get_mut(request_index) {
+        record.code = response.status().as_u16();
+    }
+    response
+}
+
+async fn route(
+    inner: &Arc<Inner>,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Value,
+    user: String,
+    request_index: usize,
+) -> Response {
     let Some(target) = parse_path(uri.path()) else {
         return status_response(
             404,
@@ -612,24 +631,24 @@ async fn handle(
             "the server could not find the requested resource",
         );
     };
-    let query = query_map(&uri);
+    let query = query_map(uri);
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    match (&method, &target.name, target.subresource.as_deref()) {
+    match (method, &target.name, target.subresource.as_deref()) {
         (&Method::GET, None, None) if query.get("watch").map(String::as_str) == Some("true") => {
-            watch_response(&inner, &target, &query)
+            watch_response(inner, &target, &query)
         }
-        (&Method::GET, None, None) => list(&inner, &target),
+        (&Method::GET, None, None) => list(inner, &target),
         (&Method::POST, None, None) => {
             let mut object = body;
             if let Some(ns) = &target.namespace {
                 object["metadata"]["namespace"] = json!(ns);
             }
             let mut store = inner.lock();
-            match store.create(&inner, target.kind, object) {
+            match store.create(inner, target.kind, object) {
                 Ok(created) => json_response(201, &created),
                 Err(response) => *response,
             }
@@ -639,7 +658,7 @@ async fn handle(
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            evict(&inner, &target, name, &query, body, user, request_index)
+            evict(inner, &target, name, &query, body, user, request_index)
         }
         (&Method::GET, Some(name), None | Some("status")) => {
             let store = inner.lock();
@@ -649,14 +668,14 @@ async fn handle(
             }
         }
         (&Method::PUT, Some(name), sub @ (None | Some("status"))) => {
-            replace(&inner, &target, name, body, sub.is_some())
+            replace(inner, &target, name, body, sub.is_some())
         }
         (&Method::PATCH, Some(name), sub @ (None | Some("status"))) => {
-            patch(&inner, &target, name, body, &content_type, sub.is_some())
+            patch(inner, &target, name, body, &content_type, sub.is_some())
         }
         (&Method::DELETE, Some(name), None) => {
             let mut store = inner.lock();
-            match store.remove(&inner, target.kind, &key_of(&target, name)) {
+            match store.remove(inner, target.kind, &key_of(&target, name)) {
                 Some(object) => json_response(200, &object),
                 None => not_found(&target, name),
             }
