@@ -48,6 +48,8 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
     // Not preemptable at all, on a revocable node: a placement violation, proposed every cycle.
     server.apply(pod(NS, "misplaced", "rev-1"));
     server.apply(preemptable(pod(NS, "elsewhere", "std-1")));
+    // A zone whose window cannot be read: reported, never acted on.
+    server.apply(zone("broken", "25:00-26:00", "1m"));
 
     let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
 
@@ -117,8 +119,27 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
     assert!(zone["status"]["lastEvictionRound"].is_string(), "{zone}");
     assert!(zone["status"]["nextChange"].is_string(), "{zone}");
 
-    // Events on the evicted pods.
+    let broken = server.get("revocablezones", "", "broken").unwrap();
+    assert_eq!(
+        broken["status"]["conditions"][0]["status"],
+        json!("False"),
+        "{broken}"
+    );
+    assert_eq!(
+        broken["status"]["conditions"][0]["reason"],
+        json!("InvalidWindows")
+    );
+
+    // Events on the evicted pods, and a warning on the broken zone.
     let events = server.list("apis/events.k8s.io/v1", "events");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["regarding"]["name"] == json!("broken")
+                && e["reason"] == json!("InvalidZone")
+                && e["type"] == json!("Warning")),
+        "{events:#?}"
+    );
     let on = |name: &str| {
         events
             .iter()

@@ -174,3 +174,39 @@ async fn a_leader_whose_lease_is_taken_stops_at_once() {
         "a only releases its own lease"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_abandons_slow_requests_after_the_grace_period_and_releases_the_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    // An eviction that would hang for a minute: only the grace period can end the shutdown sooner.
+    server.set_eviction_delay(std::time::Duration::from_secs(60));
+    server.apply(node("rev-1", Some("rz")));
+    server.apply(zone("rz", &closed_window(), "1h"));
+    server.apply(policy("tdm", "Evict", "200ms"));
+    for name in ["v1", "v2", "v3"] {
+        server.apply(pod(NS, name, "rev-1"));
+    }
+    let a = Controller::start(
+        &server,
+        dir.path(),
+        "a",
+        &["--eviction-concurrency", "1", "--shutdown-grace", "200ms"],
+    );
+    let sent = |server: &FakeApiServer| {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/eviction"))
+            .count()
+    };
+    eventually("the first eviction in flight", || {
+        (sent(&server) == 1).then_some(())
+    })
+    .await;
+    tokio::time::timeout(std::time::Duration::from_secs(20), a.stop())
+        .await
+        .expect("shutdown waits for the grace period, not for the stuck request");
+    assert_eq!(sent(&server), 1, "nothing new is sent once stopping");
+    assert_eq!(holder(&server), None, "the lease is released");
+}

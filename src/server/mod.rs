@@ -83,3 +83,18 @@ pub async fn serve(listener: TcpListener, router: Router, shutdown: Cancellation
         tracing::warn!(?addr, %error, "HTTP server stopped");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn ready_only_once_every_kind_listed() {
+        let cache = SharedCache::new(&[crate::cluster::ObjectKind::Pod]);
+        let (code, text) = ready(State(cache.clone())).await;
+        assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(text.contains("Pod"), "{text}");
+        cache.set_synced(crate::cluster::ObjectKind::Pod, true);
+        assert_eq!(ready(State(cache)).await.0, StatusCode::OK);
+    }
+}

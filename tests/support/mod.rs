@@ -115,8 +115,6 @@ impl Controller {
             "1000",
             "--eviction-burst",
             "1000",
-            "--shutdown-grace",
-            "2s",
         ]
         .iter()
         .map(|s| s.to_string())
