@@ -88,6 +88,7 @@ pub struct RunArgs {
     /// Elect a leader through a Lease, so that only one replica evicts.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
     pub leader_elect: bool,
+    /// Namespace of the Lease (default: $POD_NAMESPACE, the namespace tidal runs in).
     #[arg(
         long,
         value_name = "NS",
@@ -95,6 +96,7 @@ pub struct RunArgs {
         default_value = "tidal-system"
     )]
     pub lease_namespace: String,
+    /// Name of the Lease the replicas share.
     #[arg(long, value_name = "NAME", default_value = "tidal-controller")]
     pub lease_name: String,
     /// This replica's name in the Lease (default: $POD_NAME, else <hostname>_<pid>).
@@ -109,8 +111,10 @@ pub struct RunArgs {
     /// Time between lease renewals / acquisition attempts.
     #[arg(long, value_name = "DURATION", default_value = "2s")]
     pub retry_period: GoDuration,
+    /// Where to serve Prometheus metrics (`/metrics`).
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
     pub metrics_addr: SocketAddr,
+    /// Where to serve `/healthz` and `/readyz` (ready once every watched kind has listed).
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8081")]
     pub health_addr: SocketAddr,
     /// Eviction requests per second (sustained).
@@ -131,6 +135,7 @@ pub struct RunArgs {
     /// On SIGTERM, in-flight requests get this long before they are abandoned.
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub shutdown_grace: GoDuration,
+    /// Log lines as text or as JSON objects (stderr; level from $TIDAL_LOG, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 }
@@ -151,7 +156,9 @@ impl RunArgs {
             renew_deadline: self.renew_deadline.as_std(),
             retry_period: self.retry_period.as_std(),
             ..LeaseConfig::new(
-                self.lease_namespace.clone(),
+                Some(self.lease_namespace.clone())
+                    .filter(|ns| !ns.is_empty())
+                    .unwrap_or_else(|| "tidal-system".to_owned()),
                 self.lease_name.clone(),
                 self.identity
                     .clone()

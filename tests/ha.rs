@@ -210,3 +210,50 @@ async fn sigterm_abandons_slow_requests_after_the_grace_period_and_releases_the_
     assert_eq!(sent(&server), 1, "nothing new is sent once stopping");
     assert_eq!(holder(&server), None, "the lease is released");
 }
+
+/// The binary itself: SIGTERM stops it cleanly (exit 0) and hands the lease back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_releases_its_lease_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    server.apply(node("rev-1", Some("rz")));
+    server.apply(zone("rz", &closed_window(), "1h"));
+    server.apply(policy("tdm", "Evict", "200ms"));
+    server.apply(pod(NS, "v1", "rev-1"));
+    let kubeconfig = server.kubeconfig(dir.path(), "bin");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_tidal"))
+        .args(["run", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args(["--identity", "bin", "--lease-namespace", "tidal-system"])
+        .args([
+            "--lease-duration",
+            "2s",
+            "--renew-deadline",
+            "1s",
+            "--retry-period",
+            "100ms",
+        ])
+        .args(["--metrics-addr", &free_addr().to_string()])
+        .args(["--health-addr", &free_addr().to_string()])
+        .args(["--log-format", "json"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the binary to evict v1", || {
+        (evicted_by(&server, "v1") == vec!["bin".to_owned()]).then_some(())
+    })
+    .await;
+    assert_eq!(holder(&server).as_deref(), Some("bin"));
+    let pid = child.id().unwrap();
+    let killed = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -TERM {pid}")])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait())
+        .await
+        .expect("the binary stops on SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(holder(&server), None, "released on SIGTERM");
+}
