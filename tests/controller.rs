@@ -2,10 +2,38 @@
 
 mod support;
 
-use std::collections::BTreeMap;
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+};
 
+use futures::future::BoxFuture;
 use serde_json::json;
 use support::*;
+use tidal::controller::{CycleContext, CycleHook};
+
+/// Records what each leader cycle showed it: (zone, evicting now) pairs.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Vec<(String, bool)>>>);
+
+impl CycleHook for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+
+    fn run<'a>(&'a self, cycle: &'a CycleContext<'a>) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let zones = cycle
+                .zones
+                .values()
+                .map(|z| (z.name.clone(), z.state.as_ref().is_ok_and(|s| s.evicting())))
+                .collect();
+            assert!(cycle.leader.is_leader());
+            assert!(cycle.snapshot.node("rev-1").is_some());
+            self.0.lock().unwrap().push(zones);
+        })
+    }
+}
 
 const NS: &str = "batch";
 
@@ -51,7 +79,14 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
     // A zone whose window cannot be read: reported, never acted on.
     server.apply(zone("broken", "25:00-26:00", "1m"));
 
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let hook = Arc::new(Recorder::default());
+    let controller = Controller::start_with_hooks(
+        &server,
+        dir.path(),
+        "a",
+        &["--leader-elect", "false"],
+        vec![hook.clone()],
+    );
 
     let status = eventually("the policy status after the first cycle", || {
         let status = policy_status(&server, "tdm");
@@ -147,6 +182,15 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
     };
     assert!(on("solo") && on("misplaced"), "{events:#?}");
     assert!(!on("guarded"));
+
+    // The cycle hook (where closed-zone taints are kept) ran every cycle with the zones' states.
+    let seen = hook.0.lock().unwrap().clone();
+    assert!(seen.len() >= 3, "{seen:?}");
+    assert!(
+        seen.iter()
+            .all(|zones| zones == &vec![("broken".to_owned(), false), ("rz".to_owned(), true)]),
+        "{seen:?}"
+    );
 
     // Health, readiness and metrics.
     let (code, _) = http_get(controller.health_addr, "/healthz").await.unwrap();

@@ -70,6 +70,7 @@ pub struct CycleResult {
 
 /// Everything cycles share across runs.
 pub struct Runtime {
+    pub client: kube::Client,
     pub shared: SharedCache,
     pub snapshot: Snapshot,
     pub evictor: Evictor,
@@ -147,6 +148,7 @@ impl Runtime {
 
         if self.guard.leader.is_leader() {
             let context = CycleContext {
+                client: &self.client,
                 snapshot: &self.snapshot,
                 zones: &cycle.zones,
                 now,

@@ -11,6 +11,8 @@ use crate::{cluster::Snapshot, leader::LeaderHandle, plan::ZoneView};
 
 /// What a hook sees of the cycle.
 pub struct CycleContext<'a> {
+    /// The controller's client (kube's default retries on).
+    pub client: &'a kube::Client,
     pub snapshot: &'a Snapshot,
     /// Every zone's state at `now`, as planning saw it.
     pub zones: &'a BTreeMap<String, ZoneView>,

@@ -185,6 +185,7 @@ pub async fn run_with_clients(
         .as_ref()
         .map_or_else(leader::default_identity, |l| l.identity.clone());
     let mut runtime = Runtime {
+        client: client.clone(),
         shared: shared.clone(),
         snapshot: Snapshot::default(),
         evictor: Evictor::new(evictions, config.eviction.clone()),

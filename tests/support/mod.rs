@@ -94,6 +94,16 @@ impl Controller {
     /// Starts `tidal run` against `server` with the given extra flags. `identity` is also the bearer
     /// token, so the fake server can tell which controller sent a request.
     pub fn start(server: &FakeApiServer, dir: &Path, identity: &str, flags: &[&str]) -> Controller {
+        Self::start_with_hooks(server, dir, identity, flags, Vec::new())
+    }
+
+    pub fn start_with_hooks(
+        server: &FakeApiServer,
+        dir: &Path,
+        identity: &str,
+        flags: &[&str],
+        hooks: Vec<std::sync::Arc<dyn controller::CycleHook>>,
+    ) -> Controller {
         let kubeconfig = server.kubeconfig(dir, identity);
         let (metrics_addr, health_addr) = (free_addr(), free_addr());
         let mut argv: Vec<String> = [
@@ -132,6 +142,7 @@ impl Controller {
         config.config_debounce = Duration::from_millis(50);
         config.eviction.request_timeout = Duration::from_secs(2);
         config.eviction.retry.initial = Duration::from_millis(20);
+        config.hooks = hooks;
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(controller::run(config, shutdown.clone()));
         Controller {
