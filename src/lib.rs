@@ -2,8 +2,9 @@
 //!
 //! The flow of a cycle, one module per step: `cluster` (cache fed by events, snapshot per cycle) →
 //! `plan` (zone states, `strategies` propose, `gates` refuse) → `report` (people and machines) or the
-//! evictor. Decisions are pure functions of a snapshot and an instant; I/O lives in `dump`, the CLI and the live
-//! controller's adapters (`controller`, `evictor`, `leader`, `status`, `server`, `metrics`).
+//! evictor. Decisions are pure functions of a snapshot and an instant; I/O lives in `dump`, the CLI
+//! and the live controller's adapters (`controller`, `evictor`, `leader`, `status`, `server`,
+//! `metrics`).
 
 pub mod api;
 pub mod cli;

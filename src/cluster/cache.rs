@@ -300,3 +300,39 @@ impl ClusterCache {
             .and_then(|state| state.node.as_ref())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{GoDuration, RevocableZone, RevocableZoneSpec, zone::WindowSpec};
+
+    #[test]
+    fn eviction_rounds_only_move_forward() {
+        let zone = RevocableZone::new(
+            "rz",
+            RevocableZoneSpec {
+                windows: vec![WindowSpec {
+                    time: "08:00-20:00".to_owned(),
+                    days: vec![],
+                }],
+                time_zone: "UTC".to_owned(),
+                evict_period: GoDuration::from_secs(60),
+                drain_before: GoDuration::from_secs(0),
+            },
+        );
+        let mut cache = ClusterCache::new();
+        cache.apply_zone(ZoneInfo::from_zone(&zone).unwrap());
+        let t0 = Timestamp::UNIX_EPOCH;
+        let t1 = t0 + jiff::SignedDuration::from_secs(10);
+        assert!(cache.note_eviction_round("rz", t1));
+        assert!(
+            !cache.note_eviction_round("rz", t0),
+            "an older round never wins"
+        );
+        assert!(!cache.note_eviction_round("rz", t1));
+        assert_eq!(cache.zone("rz").unwrap().last_eviction_round, Some(t1));
+        assert!(!cache.note_eviction_round("missing", t1));
+        let snapshot = cache.snapshot();
+        assert_eq!(snapshot.zones["rz"].last_eviction_round, Some(t1));
+    }
+}
