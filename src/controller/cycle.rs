@@ -105,6 +105,28 @@ impl Runtime {
         (policies, zones)
     }
 
+    /// The same, as the last cycle's snapshot saw them (with the rounds it started). The scheduler
+    /// records these after a cycle: an edit that reached the cache while the cycle ran was not planned
+    /// with, so it must still count as a change afterwards.
+    pub fn snapshot_clocks(&self, now: Timestamp) -> (Vec<PolicyClock>, Vec<ZoneClock>) {
+        let policies = self
+            .snapshot
+            .policies
+            .values()
+            .map(|p| PolicyClock::of(p, self.settings.min_interval))
+            .collect();
+        let zones = self
+            .snapshot
+            .zones
+            .values()
+            .map(|zone| {
+                let local = self.rounds.get(&zone.name).copied();
+                zone_clock(zone, zone.last_eviction_round.max(local), now)
+            })
+            .collect();
+        (policies, zones)
+    }
+
     /// Brings the long-lived snapshot up to `now`: expired in-flight marks dropped, local rounds applied.
     fn refresh_snapshot(&mut self, now: Timestamp) {
         let mut cache = self.shared.write();

@@ -280,7 +280,7 @@ async fn control_loop(
                 warn!("shutdown grace period over: abandoning the cycle's in-flight requests");
                 return;
             }
-            let (policies, zones) = rt.clocks(now);
+            let (policies, zones) = rt.snapshot_clocks(now);
             scheduler.record(&due.policies, &policies, &zones, now);
             continue;
         }
