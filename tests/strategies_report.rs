@@ -4,11 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+use clap::Parser;
 use serde_json::Value;
-use tidal::{
-    cli::{self, ReportArgs},
-    report::Format,
-};
+use tidal::cli::{self, Cli, Command};
 
 const NOW: &str = "2026-03-02T12:00:00Z";
 
@@ -25,11 +23,21 @@ fn policy(name: &str) -> PathBuf {
 }
 
 fn report_json(files: &[PathBuf]) -> Value {
-    let args = ReportArgs {
-        clusters: files.to_vec(),
-        now: Some(NOW.parse().unwrap()),
-        output: Format::Json,
-        policies: Vec::new(),
+    // Through clap, as the binary does, so that new report options keep their defaults here.
+    let mut argv: Vec<std::ffi::OsString> = vec![
+        "tidal".into(),
+        "report".into(),
+        "--now".into(),
+        NOW.into(),
+        "-o".into(),
+        "json".into(),
+    ];
+    for file in files {
+        argv.push("--cluster".into());
+        argv.push(file.into());
+    }
+    let Command::Report(args) = Cli::try_parse_from(argv).unwrap().command else {
+        unreachable!("parsed a report command");
     };
     let text = cli::report(&args).unwrap();
     serde_json::from_str(&text).unwrap()

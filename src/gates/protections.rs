@@ -253,6 +253,16 @@ impl Gate for ProtectionGate {
     }
 
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {
+        // A closing revocable zone is taken back whatever runs there, and its pods opted in with
+        // `volcano.sh/preemptable`: for tdm only the never-evict rules hold.
+        if candidate.strategy == crate::strategies::tdm::NAME {
+            let pod = &candidate.pod;
+            return match (pod.is_static(), pod.terminating) {
+                (true, _) => Err("static pod: the API server cannot evict it".to_owned()),
+                (_, true) => Err("terminating".to_owned()),
+                _ => Ok(()),
+            };
+        }
         match self.protection(&candidate.pod, ctx) {
             Some(why) => Err(why),
             None => Ok(()),

@@ -4,6 +4,8 @@
 mod admission;
 mod candidate;
 mod context;
+#[cfg(test)]
+pub(crate) mod tests;
 mod zones;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -73,6 +75,12 @@ pub fn plan_policy(
         plan.error = Some(error.clone());
         return plan;
     }
+    let strategies = strategies::enabled(&policy.spec.strategies);
+    if strategies.is_empty() {
+        // `strategies: {tdm: null}` passes the schema's minProperties but enables nothing; say so.
+        plan.error = Some("spec.strategies enables no strategy".to_owned());
+        return plan;
+    }
     let ctx = PlanContext {
         snapshot,
         policy,
@@ -80,8 +88,7 @@ pub fn plan_policy(
         zones,
         planned_elsewhere,
     };
-    let enabled = strategies::enabled(&policy.spec.strategies);
-    let invalid: Vec<String> = enabled
+    let invalid: Vec<String> = strategies
         .iter()
         .filter_map(|s| s.validate().err().map(|e| format!("{}: {e}", s.name())))
         .chain(gates::validate(policy).err())
@@ -93,7 +100,7 @@ pub fn plan_policy(
     }
     // A pod is decided once per plan, by the first strategy that proposes it.
     let mut admitter = Admitter::new(&ctx, gates::chain(policy));
-    for strategy in &enabled {
+    for strategy in &strategies {
         strategy.run(&ctx, &mut admitter);
     }
     plan.evictions = admitter.evictions;
