@@ -42,8 +42,9 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// A saved cluster: `kubectl get nodes,pods,poddisruptionbudgets,podgroups,revocablezones,deschedulingpolicies -A -o yaml`
-    /// output, multi-document YAML, or JSON. Repeat to combine files. Without it, tidal reads the live
-    /// cluster (in-cluster credentials, else the kubeconfig).
+    /// output, multi-document YAML, or JSON. Repeat to combine files. Namespaces and metrics.k8s.io
+    /// NodeMetrics/PodMetrics lists (`kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes`) are read
+    /// too. Without it, tidal reads the live cluster (in-cluster credentials, else the kubeconfig).
     #[arg(long = "cluster", value_name = "FILE")]
     pub clusters: Vec<PathBuf>,
     /// Kubeconfig for a live cluster (default: $KUBECONFIG, then ~/.kube/config).
@@ -290,9 +291,11 @@ pub fn builtin_policy() -> PolicyInfo {
             mode: PolicyMode::DryRun,
             strategies: Strategies {
                 tdm: Some(TdmArgs::default()),
+                ..Default::default()
             },
             defaults: Default::default(),
             limits: Default::default(),
+            protections: Default::default(),
             namespaces: Default::default(),
         },
     )

@@ -8,15 +8,18 @@ use std::{
 };
 
 use k8s_openapi::api::{
-    core::v1::{Node, Pod},
+    core::v1::{Namespace, Node, Pod},
     policy::v1::PodDisruptionBudget,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::{
-    api::{DeschedulingPolicy, PodGroup, RevocableZone},
-    cluster::{ClusterCache, Ingest},
+    api::{
+        DeschedulingPolicy, PodGroup, RevocableZone,
+        metrics::{NodeMetrics, PodMetrics},
+    },
+    cluster::{ClusterCache, Ingest, ObjectKey, UsageSample, metrics},
 };
 
 /// A cluster read from files.
@@ -26,6 +29,8 @@ pub struct Dump {
     /// Objects of kinds tidal does not read (ReplicaSets, Deployments, ...), by `apiVersion kind`.
     pub ignored: BTreeMap<String, usize>,
     pub objects: usize,
+    /// PodMetrics read before their pod: applied once the pod has been read.
+    pending_pod_usage: Vec<(ObjectKey, UsageSample)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +81,14 @@ impl Dump {
                     message,
                 })?;
         }
+        let cache = &mut self.cache;
+        self.pending_pod_usage.retain(|(key, sample)| {
+            if cache.pod(key).is_none() {
+                return true;
+            }
+            cache.record_pod_usage(key, sample.clone());
+            false
+        });
         Ok(())
     }
 
@@ -85,6 +98,13 @@ impl Dump {
         let result = match (name.api_version.as_str(), name.kind.as_str()) {
             ("v1", "Pod") => ingest::<Pod>(cache, item),
             ("v1", "Node") => ingest::<Node>(cache, item),
+            ("v1", "Namespace") => ingest::<Namespace>(cache, item),
+            ("metrics.k8s.io/v1beta1", "NodeMetrics") => typed::<NodeMetrics>(item)
+                .and_then(|m| metrics::node_sample(&m))
+                .map(|(node, sample)| cache.record_node_usage(&node, sample)),
+            ("metrics.k8s.io/v1beta1", "PodMetrics") => typed::<PodMetrics>(item)
+                .and_then(|m| metrics::pod_sample(&m))
+                .map(|sample| self.pending_pod_usage.push(sample)),
             ("policy/v1", "PodDisruptionBudget") => ingest::<PodDisruptionBudget>(cache, item),
             ("scheduling.volcano.sh/v1beta1", "PodGroup") => ingest::<PodGroup>(cache, item),
             ("tidal.dev/v1alpha1", "RevocableZone") => ingest::<RevocableZone>(cache, item),
@@ -140,16 +160,30 @@ fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
     Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
 }
 
-/// Expands `kind: List` (and `PodList`, `NodeList`, ...) into their items, recursively.
+/// Expands `kind: List` (and `PodList`, `NodeList`, ...) into their items, recursively. Items of a typed
+/// list (`NodeMetricsList` from `kubectl get --raw`) carry no kind of their own: they get the list's.
 fn flatten_lists(value: Value, out: &mut Vec<Value>) {
-    let is_list = value
+    let list_kind = value
         .get("kind")
         .and_then(Value::as_str)
-        .is_some_and(|kind| kind.ends_with("List"));
-    match (is_list, value) {
-        (true, Value::Object(mut map)) => {
+        .and_then(|kind| kind.strip_suffix("List"))
+        .map(str::to_owned);
+    match (list_kind, value) {
+        (Some(item_kind), Value::Object(mut map)) => {
+            let api_version = map.get("apiVersion").cloned();
             if let Some(Value::Array(items)) = map.remove("items") {
-                for item in items {
+                for mut item in items {
+                    if let Value::Object(fields) = &mut item
+                        && !item_kind.is_empty()
+                        && !fields.contains_key("kind")
+                    {
+                        fields.insert("kind".to_owned(), Value::String(item_kind.clone()));
+                        if let Some(api_version) = &api_version {
+                            fields
+                                .entry("apiVersion")
+                                .or_insert_with(|| api_version.clone());
+                        }
+                    }
                     flatten_lists(item, out);
                 }
             }

@@ -930,7 +930,9 @@ fn policy() -> DeschedulingPolicy {
                 per_node: Some(5),
                 per_namespace: Some(50),
                 total: Some(500),
+                ..EvictionLimits::default()
             },
+            protections: Default::default(),
             namespaces: NamespaceFilter {
                 include: Vec::new(),
                 exclude: SYSTEM_NAMESPACES.iter().map(|n| (*n).to_owned()).collect(),

@@ -362,6 +362,7 @@ fn policy(slot: u8, cooldown: u16) -> PolicyInfo {
                 ..PolicyDefaults::default()
             },
             limits: Default::default(),
+            protections: Default::default(),
             namespaces: Default::default(),
         },
     );

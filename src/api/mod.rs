@@ -1,6 +1,7 @@
 //! The API types tidal owns (`tidal.dev/v1alpha1`) and the foreign ones it reads.
 
 pub mod duration;
+pub mod metrics;
 pub mod podgroup;
 pub mod policy;
 pub mod zone;

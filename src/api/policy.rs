@@ -47,6 +47,9 @@ pub struct DeschedulingPolicySpec {
     /// Caps on evictions per cycle, shared by all strategies of this policy.
     #[serde(default)]
     pub limits: EvictionLimits,
+    /// Pods this policy never evicts, and the node-fit check (the descheduler's default evictor).
+    #[serde(default)]
+    pub protections: crate::gates::protections::Protections,
     /// Namespaces whose pods this policy may evict.
     #[serde(default)]
     pub namespaces: NamespaceFilter,
@@ -66,6 +69,47 @@ pub struct Strategies {
     /// Time-division multiplexing: drain preemptable pods from revocable zones outside their windows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tdm: Option<crate::strategies::tdm::TdmArgs>,
+    /// Move pods off overutilized nodes so that they land on underutilized ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low_node_utilization:
+        Option<crate::strategies::low_node_utilization::LowNodeUtilizationArgs>,
+    /// Empty underutilized nodes so that their pods pack onto the others (bin packing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high_node_utilization:
+        Option<crate::strategies::high_node_utilization::HighNodeUtilizationArgs>,
+    /// Spread pods of one owner that pile up on one node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_duplicates: Option<crate::strategies::duplicates::RemoveDuplicatesArgs>,
+    /// Rebalance topology domains whose pod counts are further apart than `maxSkew`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_pods_violating_topology_spread_constraint:
+        Option<crate::strategies::topology_spread::TopologySpreadArgs>,
+    /// Evict pods whose required pod anti-affinity is violated by pods around them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_pods_violating_inter_pod_anti_affinity:
+        Option<crate::strategies::anti_affinity::AntiAffinityArgs>,
+    /// Evict pods whose node no longer satisfies their node affinity (required, or preferred when a
+    /// better node exists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_pods_violating_node_affinity:
+        Option<crate::strategies::node_affinity::NodeAffinityArgs>,
+    /// Evict pods that do not tolerate their node's taints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_pods_violating_node_taints: Option<crate::strategies::node_taints::NodeTaintsArgs>,
+    /// Evict pods whose containers restarted too often.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_pods_having_too_many_restarts:
+        Option<crate::strategies::too_many_restarts::TooManyRestartsArgs>,
+    /// Evict pods older than a maximum age, optionally only in some states.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_life_time: Option<crate::strategies::pod_life_time::PodLifeTimeArgs>,
+    /// Evict failed pods (which otherwise linger until garbage collection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_failed_pods: Option<crate::strategies::failed_pods::RemoveFailedPodsArgs>,
+    /// Evict preemptable pods on non-revocable nodes to make room for a non-preemptable pod that has
+    /// been unschedulable for too long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub make_room_for_pending: Option<crate::strategies::make_room::MakeRoomArgs>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -117,6 +161,16 @@ pub struct EvictionLimits {
     /// Evictions per cycle in all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total: Option<u32>,
+    /// Evictions per workload (PodGroup, else controller, else the pod itself) per cycle, on top of the
+    /// workload's disruption budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_job: Option<u32>,
+    /// Evictions per revocable zone per cycle (pods on nodes of no revocable zone do not count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_zone: Option<u32>,
+    /// Evictions per `topology.kubernetes.io/zone` per cycle (pods on nodes without the label do not count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_topology_zone: Option<u32>,
 }
 
 /// Either a list of namespaces to include or a list to exclude; empty means every namespace.

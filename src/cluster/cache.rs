@@ -13,6 +13,8 @@ use super::{
     config::{PolicyInfo, ZoneInfo},
     ingest::ObjectKind,
     keys::ObjectKey,
+    metrics::{UsageSample, UsageSeries},
+    namespace::NamespaceInfo,
     node::NodeInfo,
     pod::PodInfo,
     snapshot::{JobState, NodeState, Snapshot},
@@ -36,6 +38,9 @@ pub struct ClusterCache {
     pdbs: Versioned<ObjectKey, PdbInfo>,
     zones: Versioned<String, ZoneInfo>,
     policies: Versioned<String, PolicyInfo>,
+    namespaces: Versioned<String, NamespaceInfo>,
+    node_usage: Versioned<String, UsageSeries>,
+    pod_usage: Versioned<ObjectKey, UsageSeries>,
 }
 
 /// What a snapshot update did, for logs and benchmarks.
@@ -75,6 +80,7 @@ impl ClusterCache {
 
     pub fn delete_pod(&mut self, key: &ObjectKey) {
         self.evicting.remove(key);
+        self.pod_usage.remove(&mut self.generation, key);
         if let Some(previous) = self.pods.remove(key) {
             self.detach(&previous);
         }
@@ -153,6 +159,33 @@ impl ClusterCache {
     pub fn delete_node(&mut self, name: &str) {
         self.nodes
             .update(&mut self.generation, &name.to_owned(), |n| n.node = None);
+        self.node_usage
+            .remove(&mut self.generation, &name.to_owned());
+    }
+
+    pub fn apply_namespace(&mut self, namespace: NamespaceInfo) {
+        self.namespaces
+            .insert(&mut self.generation, namespace.name.clone(), namespace);
+    }
+
+    pub fn delete_namespace(&mut self, name: &str) {
+        self.namespaces
+            .remove(&mut self.generation, &name.to_owned());
+    }
+
+    /// Adds a `NodeMetrics` sample to the node's usage series.
+    pub fn record_node_usage(&mut self, node: &str, sample: UsageSample) {
+        self.node_usage
+            .update(&mut self.generation, &node.to_owned(), |s| s.record(sample));
+    }
+
+    /// Adds a `PodMetrics` sample to the pod's usage series. Samples of pods the cache does not know
+    /// are dropped: a pod's series goes when the pod does.
+    pub fn record_pod_usage(&mut self, pod: &ObjectKey, sample: UsageSample) {
+        if self.pods.contains_key(pod) {
+            self.pod_usage
+                .update(&mut self.generation, pod, |s| s.record(sample));
+        }
     }
 
     pub fn apply_podgroup(&mut self, group: PodGroupInfo) {
@@ -229,6 +262,9 @@ impl ClusterCache {
                 pdbs: self.pdbs.copy_all(),
                 zones: self.zones.copy_all(),
                 policies: self.policies.copy_all(),
+                namespaces: self.namespaces.copy_all(),
+                node_usage: self.node_usage.copy_all(),
+                pod_usage: self.pod_usage.copy_all(),
             };
             snapshot.nodes.len() + snapshot.jobs.len() + snapshot.unscheduled.len()
         } else {
@@ -240,6 +276,9 @@ impl ClusterCache {
                 + self.pdbs.sync_into(since, &mut snapshot.pdbs)
                 + self.zones.sync_into(since, &mut snapshot.zones)
                 + self.policies.sync_into(since, &mut snapshot.policies)
+                + self.namespaces.sync_into(since, &mut snapshot.namespaces)
+                + self.node_usage.sync_into(since, &mut snapshot.node_usage)
+                + self.pod_usage.sync_into(since, &mut snapshot.pod_usage)
         };
         snapshot.generation = self.generation;
         self.prune(self.generation);
@@ -257,6 +296,9 @@ impl ClusterCache {
         self.pdbs.prune(through);
         self.zones.prune(through);
         self.policies.prune(through);
+        self.namespaces.prune(through);
+        self.node_usage.prune(through);
+        self.pod_usage.prune(through);
         self.pruned_through = through;
     }
 
@@ -273,6 +315,7 @@ impl ClusterCache {
             ObjectKind::PodGroup => self.podgroups.iter().map(|(k, _)| k.clone()).collect(),
             ObjectKind::RevocableZone => named(self.zones.iter()),
             ObjectKind::DeschedulingPolicy => named(self.policies.iter()),
+            ObjectKind::Namespace => named(self.namespaces.iter()),
         }
     }
 

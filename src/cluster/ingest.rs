@@ -5,14 +5,15 @@
 use std::fmt::Debug;
 
 use k8s_openapi::api::{
-    core::v1::{Node, Pod},
+    core::v1::{Namespace, Node, Pod},
     policy::v1::PodDisruptionBudget,
 };
 use kube::Resource;
 use serde::de::DeserializeOwned;
 
 use super::{
-    ClusterCache, NodeInfo, ObjectKey, PdbInfo, PodGroupInfo, PodInfo, PolicyInfo, ZoneInfo,
+    ClusterCache, NamespaceInfo, NodeInfo, ObjectKey, PdbInfo, PodGroupInfo, PodInfo, PolicyInfo,
+    ZoneInfo,
 };
 use crate::api::{DeschedulingPolicy, PodGroup, RevocableZone};
 
@@ -25,16 +26,19 @@ pub enum ObjectKind {
     PodGroup,
     RevocableZone,
     DeschedulingPolicy,
+    /// For namespace labels (the evictor's `namespaceLabelSelector`, affinity namespace selectors).
+    Namespace,
 }
 
 impl ObjectKind {
-    pub const ALL: [ObjectKind; 6] = [
+    pub const ALL: [ObjectKind; 7] = [
         ObjectKind::Node,
         ObjectKind::Pod,
         ObjectKind::PodDisruptionBudget,
         ObjectKind::PodGroup,
         ObjectKind::RevocableZone,
         ObjectKind::DeschedulingPolicy,
+        ObjectKind::Namespace,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -45,6 +49,7 @@ impl ObjectKind {
             ObjectKind::PodGroup => "PodGroup",
             ObjectKind::RevocableZone => "RevocableZone",
             ObjectKind::DeschedulingPolicy => "DeschedulingPolicy",
+            ObjectKind::Namespace => "Namespace",
         }
     }
 }
@@ -113,6 +118,14 @@ impl Ingest for DeschedulingPolicy {
     }
 }
 
+impl Ingest for Namespace {
+    const KIND: ObjectKind = ObjectKind::Namespace;
+    fn apply_to(&self, cache: &mut ClusterCache) -> Result<(), String> {
+        cache.apply_namespace(NamespaceInfo::from_namespace(self)?);
+        Ok(())
+    }
+}
+
 impl ClusterCache {
     /// Removes one object by kind and key (`namespace/name`; empty namespace for cluster-scoped kinds).
     pub fn delete_object(&mut self, kind: ObjectKind, key: &ObjectKey) {
@@ -123,6 +136,7 @@ impl ClusterCache {
             ObjectKind::PodGroup => self.delete_podgroup(key),
             ObjectKind::RevocableZone => self.delete_zone(&key.name),
             ObjectKind::DeschedulingPolicy => self.delete_policy(&key.name),
+            ObjectKind::Namespace => self.delete_namespace(&key.name),
         }
     }
 }

@@ -8,6 +8,8 @@ use k8s_openapi::api::core::v1::Pod;
 use super::{
     budget::JobBudget,
     keys::{JobKey, JobKind, ObjectKey},
+    placement::Placement,
+    pod_status::PodStatusSummary,
     resources::{Resources, pod_requests},
     setting::{InvalidValue, Setting, Sources, parse_bool},
 };
@@ -89,6 +91,25 @@ pub struct PodInfo {
     pub mirror: bool,
     /// Fields tidal could not read (e.g. malformed resource quantities); such a pod is never evicted.
     pub problems: Vec<InvalidValue>,
+    /// `spec.priorityClassName`, for the system-critical classes when priority admission did not run.
+    pub priority_class_name: Option<String>,
+    /// Kinds of every owner reference, controller or not (`excludeOwnerKinds` looks at all of them).
+    pub owner_kinds: Vec<String>,
+    /// Node selector, affinities, tolerations and spread constraints.
+    pub placement: Placement,
+    pub volumes: VolumeKinds,
+    /// Hash of the sorted container images: pods of one owner with equal hashes are duplicates.
+    pub images_hash: u64,
+    pub status: PodStatusSummary,
+}
+
+/// The kinds of volume the evictor protections care about.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VolumeKinds {
+    /// `emptyDir` or `hostPath`: data that dies with the pod or stays on the node.
+    pub local_storage: bool,
+    /// A `persistentVolumeClaim`, or a generic ephemeral volume (which is backed by one).
+    pub pvc: bool,
 }
 
 impl PodInfo {
@@ -152,7 +173,42 @@ impl PodInfo {
             .and_then(|c| c.last_transition_time.as_ref())
             .map(|t| t.0);
 
+        let volumes = spec
+            .and_then(|s| s.volumes.as_ref())
+            .into_iter()
+            .flatten()
+            .fold(VolumeKinds::default(), |kinds, v| VolumeKinds {
+                local_storage: kinds.local_storage
+                    || v.empty_dir.is_some()
+                    || v.host_path.is_some(),
+                pvc: kinds.pvc || v.persistent_volume_claim.is_some() || v.ephemeral.is_some(),
+            });
+        let images_hash = {
+            let mut images: Vec<&str> = spec
+                .into_iter()
+                .flat_map(|s| &s.containers)
+                .filter_map(|c| c.image.as_deref())
+                .collect();
+            images.sort_unstable();
+            let mut hasher = std::hash::DefaultHasher::new();
+            std::hash::Hash::hash(&images, &mut hasher);
+            std::hash::Hasher::finish(&hasher)
+        };
+
         Ok(PodInfo {
+            priority_class_name: spec
+                .and_then(|s| s.priority_class_name.clone())
+                .filter(|c| !c.is_empty()),
+            owner_kinds: meta
+                .owner_references
+                .iter()
+                .flatten()
+                .map(|o| o.kind.clone())
+                .collect(),
+            placement: Placement::from_spec(spec),
+            volumes,
+            images_hash,
+            status: PodStatusSummary::from_status(status),
             uid: meta.uid.clone().unwrap_or_default(),
             node_name: spec
                 .and_then(|s| s.node_name.clone())
@@ -195,6 +251,22 @@ impl PodInfo {
     /// Holds node resources: assigned and not finished (the scheduler's accounting).
     pub fn holds_resources(&self) -> bool {
         !self.phase.is_finished()
+    }
+
+    /// A static pod (its API object is the kubelet's mirror, or it is owned by its Node): the API server
+    /// cannot evict it.
+    pub fn is_static(&self) -> bool {
+        self.mirror || self.owner.as_ref().is_some_and(|o| o.kind == "Node")
+    }
+
+    /// Owned by a DaemonSet.
+    pub fn is_daemon_set_pod(&self) -> bool {
+        self.owner.as_ref().is_some_and(|o| o.kind == "DaemonSet")
+    }
+
+    /// Priority for ordering victims: pods without a priority count as 0, as the scheduler treats them.
+    pub fn priority_or_zero(&self) -> i32 {
+        self.priority.unwrap_or(0)
     }
 
     /// Bound to its node by design (DaemonSet pod or static pod): evicting it cannot move it anywhere.

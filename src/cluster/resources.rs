@@ -9,7 +9,7 @@ use k8s_openapi::{
 
 use super::quantity::{self, QuantityError};
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Resources {
     pub milli_cpu: i64,
     pub memory: i64,

@@ -5,6 +5,8 @@ use std::{collections::BTreeMap, sync::Arc};
 use super::{
     config::{PolicyInfo, ZoneInfo},
     keys::{JobKey, ObjectKey},
+    metrics::UsageSeries,
+    namespace::NamespaceInfo,
     node::NodeInfo,
     pod::PodInfo,
     resources::Resources,
@@ -103,6 +105,10 @@ pub struct Snapshot {
     pub pdbs: BTreeMap<ObjectKey, Arc<PdbInfo>>,
     pub zones: BTreeMap<String, Arc<ZoneInfo>>,
     pub policies: BTreeMap<String, Arc<PolicyInfo>>,
+    pub namespaces: BTreeMap<String, Arc<NamespaceInfo>>,
+    /// Measured usage (metrics.k8s.io) per node and per pod.
+    pub node_usage: BTreeMap<String, Arc<UsageSeries>>,
+    pub pod_usage: BTreeMap<ObjectKey, Arc<UsageSeries>>,
 }
 
 impl Snapshot {
@@ -155,5 +161,8 @@ impl Snapshot {
             && self.pdbs == other.pdbs
             && self.zones.keys().eq(other.zones.keys())
             && self.policies.keys().eq(other.policies.keys())
+            && self.namespaces == other.namespaces
+            && self.node_usage == other.node_usage
+            && self.pod_usage == other.pod_usage
     }
 }

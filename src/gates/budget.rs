@@ -92,6 +92,12 @@ impl Gate for Budget {
         allowance.remaining = allowance.remaining.saturating_sub(1);
         allowance.admitted += 1;
     }
+
+    fn retract(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) {
+        let allowance = self.allowance(&candidate.pod.job, ctx);
+        allowance.remaining += 1;
+        allowance.admitted = allowance.admitted.saturating_sub(1);
+    }
 }
 
 #[cfg(test)]

@@ -1,21 +1,71 @@
-//! Gate `limit`: caps on evictions per cycle, per node, per namespace and in total, shared by all
-//! strategies of a policy.
+//! Gate `limit`: caps on evictions per cycle — per node, per namespace, per job, per zone, per topology
+//! zone and in total — shared by all strategies of a policy. The detail names the limit that was hit.
 
 use std::collections::HashMap;
 
 use super::Gate;
 use crate::{
     api::policy::EvictionLimits,
+    cluster::PodInfo,
     plan::{Candidate, PlanContext},
 };
 
 pub const NAME: &str = "limit";
+
+/// The well-known node label of the failure-domain zone.
+pub const TOPOLOGY_ZONE: &str = "topology.kubernetes.io/zone";
 
 pub struct Limits {
     limits: EvictionLimits,
     total: u32,
     per_node: HashMap<String, u32>,
     per_namespace: HashMap<String, u32>,
+    per_job: HashMap<String, u32>,
+    per_zone: HashMap<String, u32>,
+    per_topology_zone: HashMap<String, u32>,
+}
+
+/// The keys a candidate counts under, one per kind of limit (`None` where it does not count).
+struct Keys {
+    node: Option<String>,
+    namespace: String,
+    job: String,
+    zone: Option<String>,
+    topology_zone: Option<String>,
+}
+
+fn keys(candidate: &Candidate, ctx: &PlanContext<'_>) -> Keys {
+    let pod: &PodInfo = &candidate.pod;
+    let node = pod
+        .node_name
+        .as_deref()
+        .and_then(|n| ctx.snapshot.node(n))
+        .and_then(|state| state.node.as_deref());
+    Keys {
+        node: pod.node_name.clone(),
+        namespace: pod.key.namespace.clone(),
+        job: pod.job.to_string(),
+        zone: candidate
+            .zone
+            .clone()
+            .or_else(|| node.and_then(|n| n.revocable_zone.clone())),
+        topology_zone: node.and_then(|n| n.labels.get(TOPOLOGY_ZONE).cloned()),
+    }
+}
+
+fn count(map: &HashMap<String, u32>, key: Option<&String>) -> u32 {
+    key.and_then(|k| map.get(k)).copied().unwrap_or(0)
+}
+
+fn bump(map: &mut HashMap<String, u32>, key: Option<String>, up: bool) {
+    if let Some(key) = key {
+        let entry = map.entry(key).or_default();
+        *entry = if up {
+            entry.saturating_add(1)
+        } else {
+            entry.saturating_sub(1)
+        };
+    }
 }
 
 impl Limits {
@@ -25,7 +75,23 @@ impl Limits {
             total: 0,
             per_node: HashMap::new(),
             per_namespace: HashMap::new(),
+            per_job: HashMap::new(),
+            per_zone: HashMap::new(),
+            per_topology_zone: HashMap::new(),
         }
+    }
+
+    fn tally(&mut self, keys: Keys, up: bool) {
+        self.total = if up {
+            self.total.saturating_add(1)
+        } else {
+            self.total.saturating_sub(1)
+        };
+        bump(&mut self.per_node, keys.node, up);
+        bump(&mut self.per_namespace, Some(keys.namespace), up);
+        bump(&mut self.per_job, Some(keys.job), up);
+        bump(&mut self.per_zone, keys.zone, up);
+        bump(&mut self.per_topology_zone, keys.topology_zone, up);
     }
 }
 
@@ -34,36 +100,135 @@ impl Gate for Limits {
         NAME
     }
 
-    fn check(&mut self, candidate: &Candidate, _ctx: &PlanContext<'_>) -> Result<(), String> {
-        let pod = &candidate.pod;
-        if let Some(max) = self.limits.total
+    fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {
+        let limits = &self.limits;
+        if let Some(max) = limits.total
             && self.total >= max
         {
             return Err(format!("total limit {max} per cycle reached"));
         }
-        if let (Some(max), Some(node)) = (self.limits.per_node, &pod.node_name)
-            && self.per_node.get(node).copied().unwrap_or(0) >= max
-        {
-            return Err(format!("perNode limit {max} reached on {node}"));
-        }
-        let namespace = &pod.key.namespace;
-        if let Some(max) = self.limits.per_namespace
-            && self.per_namespace.get(namespace).copied().unwrap_or(0) >= max
-        {
-            return Err(format!("perNamespace limit {max} reached in {namespace}"));
+        let keys = keys(candidate, ctx);
+        let checks = [
+            (
+                limits.per_node,
+                &self.per_node,
+                keys.node.as_ref(),
+                "perNode",
+                "on",
+            ),
+            (
+                limits.per_namespace,
+                &self.per_namespace,
+                Some(&keys.namespace),
+                "perNamespace",
+                "in",
+            ),
+            (
+                limits.per_job,
+                &self.per_job,
+                Some(&keys.job),
+                "perJob",
+                "for",
+            ),
+            (
+                limits.per_zone,
+                &self.per_zone,
+                keys.zone.as_ref(),
+                "perZone",
+                "in zone",
+            ),
+            (
+                limits.per_topology_zone,
+                &self.per_topology_zone,
+                keys.topology_zone.as_ref(),
+                "perTopologyZone",
+                "in topology zone",
+            ),
+        ];
+        for (max, counts, key, field, place) in checks {
+            if let (Some(max), Some(key)) = (max, key)
+                && count(counts, Some(key)) >= max
+            {
+                return Err(format!("{field} limit {max} reached {place} {key}"));
+            }
         }
         Ok(())
     }
 
-    fn admit(&mut self, candidate: &Candidate, _ctx: &PlanContext<'_>) {
-        let pod = &candidate.pod;
-        self.total += 1;
-        if let Some(node) = &pod.node_name {
-            *self.per_node.entry(node.clone()).or_default() += 1;
-        }
-        *self
-            .per_namespace
-            .entry(pod.key.namespace.clone())
-            .or_default() += 1;
+    fn admit(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) {
+        let keys = keys(candidate, ctx);
+        self.tally(keys, true);
+    }
+
+    fn retract(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) {
+        let keys = keys(candidate, ctx);
+        self.tally(keys, false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::strategies::testkit::*;
+
+    /// Six pods that violate a taint, spread over namespaces, jobs, zones and nodes.
+    fn cluster() -> Cluster {
+        let tainted =
+            |name: &str| node(name, "8", "16Gi", 110).taint("maintenance", "yes", "NoSchedule");
+        Cluster::new()
+            .node(
+                tainted("n1")
+                    .label(super::TOPOLOGY_ZONE, "z1")
+                    .label("volcano.sh/revocable-zone", "rz1"),
+            )
+            .node(tainted("n2").label(super::TOPOLOGY_ZONE, "z1"))
+            .node(tainted("n3").label(super::TOPOLOGY_ZONE, "z2"))
+            .pod(pod("a/web-1", "n1", "100m", "1Gi").owner("ReplicaSet", "web"))
+            .pod(pod("a/web-2", "n1", "100m", "1Gi").owner("ReplicaSet", "web"))
+            .pod(pod("a/web-3", "n2", "100m", "1Gi").owner("ReplicaSet", "web"))
+            .pod(pod("a/api-1", "n2", "100m", "1Gi").owner("ReplicaSet", "api"))
+            .pod(pod("b/db-1", "n3", "100m", "1Gi").owner("StatefulSet", "db"))
+            .pod(pod("b/db-2", "n3", "100m", "1Gi").owner("StatefulSet", "db"))
+    }
+
+    fn plan(limits: &str) -> Outcome {
+        cluster().plan(&format!(
+            "mode: Evict\nstrategies:\n  removePodsViolatingNodeTaints: {{}}\ndefaults: {{jobBudget: {{maxUnavailable: 100%}}}}\nlimits: {limits}\n"
+        ))
+    }
+
+    #[test]
+    fn each_limit_names_itself() {
+        let out = plan("{}");
+        assert_eq!(out.evicted().len(), 6, "no limits");
+        let out = plan("{total: 2}");
+        assert_eq!(out.evicted(), ["a/web-1", "a/web-2"]);
+        assert_eq!(out.detail("a/web-3"), "total limit 2 per cycle reached");
+        let out = plan("{perNode: 1}");
+        assert_eq!(out.evicted(), ["a/web-1", "a/api-1", "b/db-1"]);
+        assert_eq!(out.detail("a/web-2"), "perNode limit 1 reached on n1");
+        let out = plan("{perNamespace: 3}");
+        assert_eq!(
+            out.evicted(),
+            ["a/web-1", "a/web-2", "a/api-1", "b/db-1", "b/db-2"]
+        );
+        assert_eq!(out.detail("a/web-3"), "perNamespace limit 3 reached in a");
+        let out = plan("{perJob: 1}");
+        assert_eq!(out.evicted(), ["a/web-1", "a/api-1", "b/db-1"]);
+        assert_eq!(
+            out.detail("a/web-2"),
+            "perJob limit 1 reached for ReplicaSet a/web"
+        );
+        let out = plan("{perZone: 1}");
+        assert_eq!(
+            out.evicted(),
+            ["a/web-1", "a/api-1", "a/web-3", "b/db-1", "b/db-2"]
+        );
+        assert_eq!(out.detail("a/web-2"), "perZone limit 1 reached in zone rz1");
+        let out = plan("{perTopologyZone: 2}");
+        assert_eq!(out.evicted(), ["a/web-1", "a/web-2", "b/db-1", "b/db-2"]);
+        assert_eq!(
+            out.detail("a/web-3"),
+            "perTopologyZone limit 2 reached in topology zone z1"
+        );
     }
 }

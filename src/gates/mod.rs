@@ -5,6 +5,8 @@
 pub mod budget;
 pub mod cooldown;
 pub mod limits;
+pub mod nodefit;
+pub mod protections;
 pub mod validity;
 
 use crate::{
@@ -21,15 +23,29 @@ pub trait Gate {
 
     /// Called once the candidate passed every gate and will be evicted.
     fn admit(&mut self, _candidate: &Candidate, _ctx: &PlanContext<'_>) {}
+
+    /// Undoes `admit`: a group of evictions that only help together was refused further on.
+    fn retract(&mut self, _candidate: &Candidate, _ctx: &PlanContext<'_>) {}
 }
 
 /// The gates of one policy's planning, fresh for each plan. Validity comes first, so that a malformed
-/// setting is reported as such rather than as whatever a later gate makes of it.
+/// setting is reported as such rather than as whatever a later gate makes of it; then the protections,
+/// which no amount of waiting changes; node fit comes last, as the most expensive check.
 pub fn chain(policy: &PolicyInfo) -> Vec<Box<dyn Gate>> {
-    vec![
-        Box::new(validity::Validity),
+    let mut gates: Vec<Box<dyn Gate>> = vec![
+        Box::new(validity::Validity::default()),
+        Box::new(protections::ProtectionGate::new(&policy.spec.protections)),
         Box::new(cooldown::Cooldown),
         Box::new(budget::Budget::default()),
         Box::new(limits::Limits::new(&policy.spec.limits)),
-    ]
+    ];
+    if policy.spec.protections.node_fit {
+        gates.push(Box::new(nodefit::NodeFit::default()));
+    }
+    gates
+}
+
+/// Checks the gates' configuration beyond what the CRD schema can.
+pub fn validate(policy: &PolicyInfo) -> Result<(), String> {
+    policy.spec.protections.validate()
 }

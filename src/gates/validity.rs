@@ -1,15 +1,22 @@
 //! Gate `invalid`: a pod (or its job) with a setting tidal cannot read is never evicted. Guessing a
 //! default for a malformed budget, cooldown or preemptable value could only widen disruption.
 
+use std::collections::HashMap;
+
 use super::Gate;
 use crate::{
-    cluster::Setting,
+    cluster::{JobKey, Setting},
     plan::{Candidate, PlanContext},
 };
 
 pub const NAME: &str = "invalid";
 
-pub struct Validity;
+/// Remembers each job's verdict: reading a job's budget looks at all its pods, and a DaemonSet's job
+/// has one pod per node.
+#[derive(Default)]
+pub struct Validity {
+    jobs: HashMap<JobKey, Option<String>>,
+}
 
 impl Gate for Validity {
     fn name(&self) -> &'static str {
@@ -27,10 +34,15 @@ impl Gate for Validity {
         if let Setting::Invalid(invalid) = ctx.cooldown(pod) {
             return Err(invalid.to_string());
         }
-        if let Setting::Invalid(invalid) = ctx.job_budget(&pod.job) {
-            return Err(invalid.to_string());
+        let job = self.jobs.entry(pod.job.clone()).or_insert_with(|| {
+            ctx.job_budget(&pod.job)
+                .invalid()
+                .map(|invalid| invalid.to_string())
+        });
+        match job {
+            Some(invalid) => Err(invalid.clone()),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -60,7 +72,7 @@ mod tests {
             .clone();
         let candidate = Candidate::new(&pod, "tdm", "test");
         with_context(&snapshot, policy, NOW, &HashSet::new(), |ctx| {
-            Validity.check(&candidate, ctx)
+            Validity::default().check(&candidate, ctx)
         })
     }
 

@@ -72,7 +72,9 @@ impl PlanContext<'_> {
 
     /// Counts as gone already: terminating, evicted earlier, or planned by another policy this cycle.
     pub fn is_leaving(&self, pod: &PodInfo) -> bool {
-        pod.is_leaving() || self.planned_elsewhere.contains(&pod.key)
+        // Strategies ask this of every pod they look at: skip hashing the key when nothing is planned.
+        pod.is_leaving()
+            || (!self.planned_elsewhere.is_empty() && self.planned_elsewhere.contains(&pod.key))
     }
 }
 

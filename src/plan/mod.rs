@@ -1,6 +1,7 @@
 //! Planning: run a policy's strategies over a snapshot and pass every candidate through the gates.
 //! Pure: no clock, no I/O. The same plan feeds the report, the evictor and dry runs.
 
+mod admission;
 mod candidate;
 mod context;
 #[cfg(test)]
@@ -11,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use jiff::Timestamp;
 
+pub use admission::{AcceptAll, Admission, Admitter, Refusal};
 pub use candidate::{Candidate, PlannedEviction, Skipped};
 pub use context::PlanContext;
 pub use zones::{ZoneView, zone_views};
@@ -86,47 +88,23 @@ pub fn plan_policy(
         zones,
         planned_elsewhere,
     };
-    let mut gates = gates::chain(policy);
-    // A pod is decided once per plan, by the first strategy that proposes it.
-    let mut decided: HashSet<ObjectKey> = HashSet::new();
-    for strategy in strategies {
-        for candidate in strategy.propose(&ctx) {
-            let pod = &candidate.pod;
-            if !policy.spec.namespaces.admits(&pod.key.namespace)
-                || ctx.is_leaving(pod)
-                || !decided.insert(pod.key.clone())
-            {
-                continue;
-            }
-            if let Some(why) = &candidate.held {
-                let detail = why.clone();
-                plan.skipped.push(Skipped {
-                    candidate,
-                    gate: HELD_BY_POLICY,
-                    detail,
-                });
-                continue;
-            }
-            let refusal = gates.iter_mut().find_map(|gate| {
-                gate.check(&candidate, &ctx)
-                    .err()
-                    .map(|detail| (gate.name(), detail))
-            });
-            match refusal {
-                Some((gate, detail)) => plan.skipped.push(Skipped {
-                    candidate,
-                    gate,
-                    detail,
-                }),
-                None => {
-                    for gate in &mut gates {
-                        gate.admit(&candidate, &ctx);
-                    }
-                    plan.evictions.push(PlannedEviction { candidate });
-                }
-            }
-        }
+    let invalid: Vec<String> = strategies
+        .iter()
+        .filter_map(|s| s.validate().err().map(|e| format!("{}: {e}", s.name())))
+        .chain(gates::validate(policy).err())
+        .collect();
+    if !invalid.is_empty() {
+        // A misconfigured policy evicts nothing rather than guessing what its author meant.
+        plan.error = Some(invalid.join("; "));
+        return plan;
     }
+    // A pod is decided once per plan, by the first strategy that proposes it.
+    let mut admitter = Admitter::new(&ctx, gates::chain(policy));
+    for strategy in &strategies {
+        strategy.run(&ctx, &mut admitter);
+    }
+    plan.evictions = admitter.evictions;
+    plan.skipped = admitter.skipped;
     plan
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use futures::{StreamExt, future::BoxFuture};
 use k8s_openapi::api::{
-    core::v1::{Node, Pod},
+    core::v1::{Namespace, Node, Pod},
     policy::v1::PodDisruptionBudget,
 };
 use kube::{
@@ -61,6 +61,7 @@ pub async fn start(
         let task: BoxFuture<'static, ()> = match kind {
             ObjectKind::Node => Box::pin(run::<Node>(Api::all(client), shared, observer)),
             ObjectKind::Pod => Box::pin(run::<Pod>(Api::all(client), shared, observer)),
+            ObjectKind::Namespace => Box::pin(run::<Namespace>(Api::all(client), shared, observer)),
             ObjectKind::PodDisruptionBudget => Box::pin(run::<PodDisruptionBudget>(
                 Api::all(client),
                 shared,

@@ -95,6 +95,14 @@ const KINDS: &[Kind] = &[
     },
     Kind {
         group_path: "api/v1",
+        plural: "namespaces",
+        kind: "Namespace",
+        api_version: "v1",
+        namespaced: false,
+        status: false,
+    },
+    Kind {
+        group_path: "api/v1",
         plural: "events",
         kind: "Event",
         api_version: "v1",

@@ -1,0 +1,25 @@
+//! Namespaces, for their labels: the evictor's namespace label selector and affinity terms' namespace
+//! selectors read them.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Namespace;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamespaceInfo {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+impl NamespaceInfo {
+    pub fn from_namespace(namespace: &Namespace) -> Result<NamespaceInfo, String> {
+        Ok(NamespaceInfo {
+            name: namespace
+                .metadata
+                .name
+                .clone()
+                .ok_or("Namespace without metadata.name")?,
+            labels: namespace.metadata.labels.clone().unwrap_or_default(),
+        })
+    }
+}

@@ -1,0 +1,237 @@
+//! Gate `nodefit` (`protections.nodeFit`): only evict a pod that some other ready, schedulable node could
+//! take — its node selector and required affinity allow the node, it tolerates the node's NoSchedule and
+//! NoExecute taints, and its requests fit what the node has left.
+//!
+//! What a node has left comes from the snapshot's per-node aggregate (`NodeState::requested`), never from
+//! re-adding the node's pods, and each admitted eviction reserves its requests on the node it was found
+//! to fit, so that two evicted pods are not both counted on the same free room.
+//!
+//! Free room only shrinks within a plan, so a node that could not take a shape of pod (placement
+//! signature and requests) never can later in the plan: each shape's search resumes where the previous
+//! one stopped, and a plan costs about one pass over the nodes per shape, not one per candidate.
+
+use std::{
+    collections::HashMap,
+    hash::{DefaultHasher, Hash, Hasher},
+    ops::Bound,
+};
+
+use super::Gate;
+use crate::{
+    cluster::{NodeState, ObjectKey, PodInfo, Resources, placement},
+    plan::{Candidate, PlanContext},
+    strategies,
+};
+
+pub const NAME: &str = "nodefit";
+
+/// Strategies whose pods must leave their node whether or not another node can take them.
+const EXEMPT: [&str; 2] = [strategies::tdm::NAME, strategies::make_room::NAME];
+
+#[derive(Default)]
+pub struct NodeFit {
+    /// Requests of pods admitted this plan, by the node they were found to fit.
+    reserved: HashMap<String, Resources>,
+    /// The node found for each pod by its last successful check.
+    chosen: HashMap<ObjectKey, String>,
+    /// How far each shape's search got.
+    progress: HashMap<u64, Progress>,
+}
+
+/// Nodes (by name) before `from` are known not to take the shape — except `hole`, which was the
+/// searching pod's own node and so was never tried.
+#[derive(Clone, Debug, Default)]
+struct Progress {
+    from: Option<String>,
+    exhausted: bool,
+    hole: Option<String>,
+    /// Rejections of the nodes known not to take the shape, by reason.
+    rejected: [usize; 4],
+}
+
+impl NodeFit {
+    fn shape(pod: &PodInfo) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        pod.placement.signature.hash(&mut hasher);
+        pod.requests.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// Whether `state` could take `pod`, given what this plan reserved there.
+    fn takes(&self, pod: &PodInfo, state: &NodeState) -> Result<(), Reject> {
+        let Some(node) = state.node.as_deref() else {
+            return Err(Reject::Unusable);
+        };
+        if !node.ready || node.unschedulable || !node.problems.is_empty() {
+            return Err(Reject::Unusable);
+        }
+        if !pod.placement.matches_node(node) {
+            return Err(Reject::Affinity);
+        }
+        if !pod
+            .placement
+            .tolerates_node(node, crate::cluster::matching::HARD_EFFECTS)
+        {
+            return Err(Reject::Taints);
+        }
+        let fits = match self.reserved.get(&node.name) {
+            Some(reserved) => {
+                let mut requested = state.requested.clone();
+                requested.add(reserved);
+                placement::fits(&pod.requests, &node.allocatable, &requested)
+            }
+            None => placement::fits(&pod.requests, &node.allocatable, &state.requested),
+        };
+        if fits { Ok(()) } else { Err(Reject::Resources) }
+    }
+
+    /// The first other node (by name, resuming where this shape's last search stopped) that could take
+    /// `pod`, or a summary of why none can.
+    pub fn destination(&mut self, pod: &PodInfo, ctx: &PlanContext<'_>) -> Result<String, String> {
+        let shape = Self::shape(pod);
+        let mut progress = self.progress.remove(&shape).unwrap_or_default();
+        let found = self.search(pod, ctx, &mut progress);
+        let result = found.ok_or_else(|| {
+            let [unusable, affinity, taints, resources] = progress.rejected;
+            format!(
+                "fits no other node: {unusable} not ready or unschedulable, {affinity} excluded by \
+                 node selector/affinity, {taints} with untolerated taints, {resources} without room \
+                 for {}",
+                describe(&pod.requests)
+            )
+        });
+        self.progress.insert(shape, progress);
+        result
+    }
+
+    fn search(
+        &self,
+        pod: &PodInfo,
+        ctx: &PlanContext<'_>,
+        progress: &mut Progress,
+    ) -> Option<String> {
+        let own = pod.node_name.as_deref();
+        if let Some(hole) = progress.hole.clone()
+            && Some(hole.as_str()) != own
+        {
+            progress.hole = None;
+            if let Some(state) = ctx.snapshot.node(&hole) {
+                match self.takes(pod, state) {
+                    Ok(()) => return Some(hole),
+                    Err(reject) => progress.rejected[reject as usize] += 1,
+                }
+            }
+        }
+        if progress.exhausted {
+            return None;
+        }
+        let nodes = &ctx.snapshot.nodes;
+        let remaining: Box<dyn Iterator<Item = _>> = match progress.from.as_deref() {
+            Some(from) => {
+                Box::new(nodes.range::<str, _>((Bound::Included(from), Bound::Unbounded)))
+            }
+            None => Box::new(nodes.iter()),
+        };
+        // While `advancing`, every node passed is known not to take the shape.
+        let mut advancing = true;
+        for (name, state) in remaining {
+            if Some(name.as_str()) == own {
+                if advancing && progress.hole.is_none() {
+                    progress.hole = Some(name.clone());
+                } else if advancing {
+                    advancing = false;
+                    progress.from = Some(name.clone());
+                }
+                continue;
+            }
+            match self.takes(pod, state) {
+                Ok(()) => {
+                    if advancing {
+                        progress.from = Some(name.clone());
+                    }
+                    return Some(name.clone());
+                }
+                Err(reject) if advancing => progress.rejected[reject as usize] += 1,
+                Err(_) => {}
+            }
+        }
+        if advancing {
+            progress.exhausted = true;
+        }
+        None
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Reject {
+    Unusable = 0,
+    Affinity = 1,
+    Taints = 2,
+    Resources = 3,
+}
+
+/// `cpu 500m, memory 256Mi, nvidia.com/gpu 1`: a pod's requests for messages.
+pub fn describe(requests: &Resources) -> String {
+    requests
+        .names()
+        .filter(|name| *name != crate::cluster::resources::PODS)
+        .map(|name| format!("{name} {}", format_amount(name, requests.get(name))))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// CPU in millicores, memory-like amounts in binary units (exact, else to a tenth), everything else as a
+/// count.
+pub fn format_amount(resource: &str, amount: i64) -> String {
+    use crate::cluster::resources::{CPU, EPHEMERAL_STORAGE, MEMORY};
+    match resource {
+        CPU => format!("{amount}m"),
+        MEMORY | EPHEMERAL_STORAGE => {
+            for (unit, shift) in [("Gi", 30), ("Mi", 20), ("Ki", 10)] {
+                let size = 1i64 << shift;
+                if amount != 0 && amount % size == 0 {
+                    return format!("{}{unit}", amount >> shift);
+                }
+                if amount.abs() >= size {
+                    return format!("{:.1}{unit}", amount as f64 / size as f64);
+                }
+            }
+            amount.to_string()
+        }
+        _ => amount.to_string(),
+    }
+}
+
+impl Gate for NodeFit {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {
+        if EXEMPT.contains(&candidate.strategy) {
+            return Ok(());
+        }
+        let node = self.destination(&candidate.pod, ctx)?;
+        self.chosen.insert(candidate.pod.key.clone(), node);
+        Ok(())
+    }
+
+    fn admit(&mut self, candidate: &Candidate, _ctx: &PlanContext<'_>) {
+        if let Some(node) = self.chosen.get(&candidate.pod.key) {
+            self.reserved
+                .entry(node.clone())
+                .or_default()
+                .add(&candidate.pod.requests);
+        }
+    }
+
+    fn retract(&mut self, candidate: &Candidate, _ctx: &PlanContext<'_>) {
+        if let Some(node) = self.chosen.get(&candidate.pod.key)
+            && let Some(reserved) = self.reserved.get_mut(node)
+        {
+            reserved.sub(&candidate.pod.requests);
+            // Room came back: nodes that could not take a shape before might now.
+            self.progress.clear();
+        }
+    }
+}

@@ -1,0 +1,468 @@
+//! Gate `protected`: the evictor's protections, the rules operators know from the Kubernetes
+//! descheduler's default evictor. Some pods are never evicted (static and terminating pods); others are
+//! protected by default (system-critical, DaemonSet, local storage, bare pods) or on request (PVCs, no
+//! PDB, label selectors, few replicas, young pods). `descheduler.alpha.kubernetes.io/evict: "true"`
+//! lifts every switchable protection.
+
+use std::collections::HashMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Gate;
+use crate::{
+    api::GoDuration,
+    cluster::{JobKey, PdbInfo, PodInfo, PodPhase, matching},
+    plan::{Candidate, PlanContext},
+};
+
+pub const NAME: &str = "protected";
+
+/// Pods at or above this priority are system-critical (`system-cluster-critical` and
+/// `system-node-critical` are 2000000000 and 2000001000).
+pub const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
+const SYSTEM_CRITICAL_CLASSES: [&str; 2] = ["system-cluster-critical", "system-node-critical"];
+
+/// Which pods the policy must not evict. Static (mirror) pods and terminating pods are never evicted,
+/// whatever is set here.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Protections {
+    /// Protect system-critical pods (priority ≥ 2000000000, or priority class `system-cluster-critical`
+    /// or `system-node-critical`).
+    #[serde(default = "yes")]
+    pub system_critical: bool,
+    /// Also protect every pod whose priority is at least this (pods without a priority count as 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_threshold: Option<i32>,
+    /// Protect pods owned by a DaemonSet: evicting one only restarts it on the same node.
+    #[serde(default = "yes")]
+    pub daemon_set_pods: bool,
+    /// Protect pods with `emptyDir` or `hostPath` volumes, whose data an eviction loses.
+    #[serde(default = "yes")]
+    pub local_storage_pods: bool,
+    /// Protect pods without any owner reference (nothing would recreate them), unless they have failed.
+    #[serde(default = "yes")]
+    pub bare_pods: bool,
+    /// Protect pods that mount a PersistentVolumeClaim (or a generic ephemeral volume).
+    #[serde(default)]
+    pub pvc_pods: bool,
+    /// Protect pods that no PodDisruptionBudget covers.
+    #[serde(default)]
+    pub pods_without_pdb: bool,
+    /// Only pods matching this selector may be evicted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+    /// Only pods in namespaces whose labels match this selector may be evicted. Pods in namespaces tidal
+    /// has not seen are protected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_label_selector: Option<LabelSelector>,
+    /// Protect pods of workloads (PodGroup, else controller) with fewer than this many unfinished pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_replicas: Option<u32>,
+    /// Protect pods younger than this (counted from creation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_pod_age: Option<GoDuration>,
+    /// Only evict a pod that fits some other ready, schedulable node (selector, affinity, taints,
+    /// resources). Does not apply to `tdm` and `makeRoomForPending`, whose pods must leave their node
+    /// whether or not they fit elsewhere. Refusals are reported by gate `nodefit`.
+    #[serde(default)]
+    pub node_fit: bool,
+}
+
+impl Default for Protections {
+    fn default() -> Self {
+        Protections {
+            system_critical: true,
+            priority_threshold: None,
+            daemon_set_pods: true,
+            local_storage_pods: true,
+            bare_pods: true,
+            pvc_pods: false,
+            pods_without_pdb: false,
+            label_selector: None,
+            namespace_label_selector: None,
+            min_replicas: None,
+            min_pod_age: None,
+            node_fit: false,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Protections {
+    /// Selectors are checked here because a malformed one would otherwise match nothing, which for a
+    /// protection selector means protecting nothing the author meant to allow (or everything).
+    pub fn validate(&self) -> Result<(), String> {
+        for (field, selector) in [
+            ("labelSelector", &self.label_selector),
+            ("namespaceLabelSelector", &self.namespace_label_selector),
+        ] {
+            if let Some(selector) = selector {
+                matching::selector_is_valid(selector)
+                    .map_err(|e| format!("protections.{field}: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+pub struct ProtectionGate {
+    spec: Protections,
+    /// PodDisruptionBudgets by namespace, built on first use.
+    pdbs: Option<HashMap<String, Vec<PdbInfoRef>>>,
+    /// Unfinished pods per job, for `minReplicas`.
+    replicas: HashMap<JobKey, u32>,
+}
+
+type PdbInfoRef = std::sync::Arc<PdbInfo>;
+
+impl ProtectionGate {
+    pub fn new(spec: &Protections) -> Self {
+        ProtectionGate {
+            spec: spec.clone(),
+            pdbs: None,
+            replicas: HashMap::new(),
+        }
+    }
+
+    fn covered_by_pdb(&mut self, pod: &PodInfo, ctx: &PlanContext<'_>) -> bool {
+        let index = self.pdbs.get_or_insert_with(|| {
+            let mut index: HashMap<String, Vec<PdbInfoRef>> = HashMap::new();
+            for pdb in ctx.snapshot.pdbs.values() {
+                index
+                    .entry(pdb.key.namespace.clone())
+                    .or_default()
+                    .push(std::sync::Arc::clone(pdb));
+            }
+            index
+        });
+        index.get(&pod.key.namespace).is_some_and(|pdbs| {
+            // policy/v1: an empty selector selects every pod of the namespace, a missing one none.
+            pdbs.iter()
+                .any(|pdb| matching::optional_selector_matches(pdb.selector.as_ref(), &pod.labels))
+        })
+    }
+
+    fn replicas(&mut self, pod: &PodInfo, ctx: &PlanContext<'_>) -> u32 {
+        *self.replicas.entry(pod.job.clone()).or_insert_with(|| {
+            ctx.snapshot.job(&pod.job).map_or(0, |job| {
+                let unfinished = job.pods.values().filter(|p| !p.phase.is_finished());
+                u32::try_from(unfinished.count()).unwrap_or(u32::MAX)
+            })
+        })
+    }
+
+    /// The protection that applies to `pod`, if any.
+    pub fn protection(&mut self, pod: &PodInfo, ctx: &PlanContext<'_>) -> Option<String> {
+        if pod.is_static() {
+            return Some("static pod: the API server cannot evict it".to_owned());
+        }
+        if pod.terminating {
+            return Some("terminating".to_owned());
+        }
+        if pod.evict_annotation {
+            return None;
+        }
+        let spec = &self.spec;
+        let priority = pod.priority_or_zero();
+        if spec.system_critical
+            && (priority >= SYSTEM_CRITICAL_PRIORITY
+                || pod
+                    .priority_class_name
+                    .as_deref()
+                    .is_some_and(|c| SYSTEM_CRITICAL_CLASSES.contains(&c)))
+        {
+            return Some(format!("system-critical (priority {priority})"));
+        }
+        if let Some(threshold) = spec.priority_threshold
+            && priority >= threshold
+        {
+            return Some(format!(
+                "priority {priority} at or above priorityThreshold {threshold}"
+            ));
+        }
+        if spec.daemon_set_pods && pod.is_daemon_set_pod() {
+            return Some("DaemonSet pod".to_owned());
+        }
+        if spec.local_storage_pods && pod.volumes.local_storage {
+            return Some("local storage (emptyDir or hostPath volume)".to_owned());
+        }
+        if spec.bare_pods && pod.owner_kinds.is_empty() && pod.phase != PodPhase::Failed {
+            return Some("bare pod: no owner would recreate it".to_owned());
+        }
+        if spec.pvc_pods && pod.volumes.pvc {
+            return Some("mounts a PersistentVolumeClaim".to_owned());
+        }
+        if let Some(selector) = &spec.label_selector
+            && !matching::selector_matches(selector, &pod.labels)
+        {
+            return Some("labels do not match protections.labelSelector".to_owned());
+        }
+        if let Some(selector) = &spec.namespace_label_selector {
+            let namespace = ctx.snapshot.namespaces.get(&pod.key.namespace);
+            match namespace {
+                None => {
+                    return Some(format!(
+                        "namespace {} unknown: cannot check protections.namespaceLabelSelector",
+                        pod.key.namespace
+                    ));
+                }
+                Some(ns) if !matching::selector_matches(selector, &ns.labels) => {
+                    return Some(format!(
+                        "namespace {} does not match protections.namespaceLabelSelector",
+                        pod.key.namespace
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some(min_age) = spec.min_pod_age {
+            let old_enough = pod.created_at.is_some_and(|created| {
+                created
+                    .checked_add(min_age.to_signed())
+                    .is_ok_and(|until| until <= ctx.now)
+            });
+            if !old_enough {
+                return Some(format!("younger than minPodAge {min_age}"));
+            }
+        }
+        if let Some(min) = self.spec.min_replicas {
+            let replicas = self.replicas(pod, ctx);
+            if replicas < min {
+                return Some(format!(
+                    "{} has {replicas} pod(s), fewer than minReplicas {min}",
+                    pod.job
+                ));
+            }
+        }
+        if self.spec.pods_without_pdb && !self.covered_by_pdb(pod, ctx) {
+            return Some("no PodDisruptionBudget covers it".to_owned());
+        }
+        None
+    }
+}
+
+impl Gate for ProtectionGate {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {
+        // A closing revocable zone is taken back whatever runs there, and its pods opted in with
+        // `volcano.sh/preemptable`: for tdm only the never-evict rules hold.
+        if candidate.strategy == crate::strategies::tdm::NAME {
+            let pod = &candidate.pod;
+            return match (pod.is_static(), pod.terminating) {
+                (true, _) => Err("static pod: the API server cannot evict it".to_owned()),
+                (_, true) => Err("terminating".to_owned()),
+                _ => Ok(()),
+            };
+        }
+        match self.protection(&candidate.pod, ctx) {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::strategies::testkit::*;
+    use serde_json::json;
+
+    /// Every pod on the tainted node violates the taint: the protections decide which go.
+    fn tainted() -> Cluster {
+        Cluster::new()
+            .node(node("n1", "8", "16Gi", 110).taint("maintenance", "yes", "NoSchedule"))
+            .node(node("n2", "8", "16Gi", 110))
+    }
+
+    fn plan(cluster: &mut Cluster, protections: &str) -> Outcome {
+        cluster.plan(&format!(
+            "mode: Evict\nstrategies:\n  removePodsViolatingNodeTaints: {{}}\nprotections: {protections}\n"
+        ))
+    }
+
+    #[test]
+    fn static_and_terminating_pods_are_never_evicted_even_when_annotated() {
+        let mut cluster = tainted()
+            .pod(
+                pod("kube-system/etcd", "n1", "100m", "1Gi")
+                    .owner("Node", "n1")
+                    .annotation("kubernetes.io/config.mirror", "abc")
+                    .annotation("descheduler.alpha.kubernetes.io/evict", "true"),
+            )
+            .pod(pod("a/leaving", "n1", "100m", "1Gi").terminating())
+            .pod(pod("a/plain", "n1", "100m", "1Gi"));
+        let out = plan(&mut cluster, "{}");
+        assert_eq!(out.evicted(), ["a/plain"]);
+        assert!(
+            out.skipped().is_empty(),
+            "static pods are not even proposed"
+        );
+        let mut cluster = tainted().pod(
+            pod("a/static", "n1", "100m", "1Gi")
+                .owner("Node", "n1")
+                .annotation("descheduler.alpha.kubernetes.io/evict", "true"),
+        );
+        let out = plan(&mut cluster, "{daemonSetPods: false, barePods: false}");
+        assert!(out.evicted().is_empty());
+    }
+
+    #[test]
+    fn default_protections_and_their_switches() {
+        let cluster = || {
+            tainted()
+                .pod(pod("kube-system/dns", "n1", "100m", "1Gi").priority(2_000_000_000))
+                .pod(
+                    pod("kube-system/proxy", "n1", "100m", "1Gi")
+                        .spec("priorityClassName", json!("system-node-critical")),
+                )
+                .pod(pod("a/ds", "n1", "100m", "1Gi").owner("DaemonSet", "agent"))
+                .pod(
+                    pod("a/scratch", "n1", "100m", "1Gi")
+                        .spec("volumes", json!([{"name": "tmp", "emptyDir": {}}])),
+                )
+                .pod(pod("a/bare", "n1", "100m", "1Gi").bare())
+                .pod(pod("a/pvc", "n1", "100m", "1Gi").spec(
+                    "volumes",
+                    json!([{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]),
+                ))
+        };
+        let out = plan(&mut cluster(), "{}");
+        assert_eq!(out.evicted(), ["a/pvc"]);
+        assert_eq!(
+            out.detail("kube-system/dns"),
+            "system-critical (priority 2000000000)"
+        );
+        assert_eq!(
+            out.detail("kube-system/proxy"),
+            "system-critical (priority 0)"
+        );
+        assert_eq!(out.detail("a/ds"), "DaemonSet pod");
+        assert!(out.detail("a/scratch").contains("local storage"));
+        assert!(out.detail("a/bare").contains("bare pod"));
+        let out = plan(
+            &mut cluster(),
+            "{systemCritical: false, daemonSetPods: false, localStoragePods: false, barePods: false, pvcPods: true}",
+        );
+        assert_eq!(
+            out.evicted(),
+            [
+                "a/bare",
+                "a/ds",
+                "a/scratch",
+                "kube-system/dns",
+                "kube-system/proxy"
+            ]
+        );
+        assert!(out.detail("a/pvc").contains("PersistentVolumeClaim"));
+    }
+
+    #[test]
+    fn the_evict_annotation_lifts_switchable_protections() {
+        let mut cluster = tainted().pod(
+            pod("a/ds", "n1", "100m", "1Gi")
+                .owner("DaemonSet", "agent")
+                .priority(2_000_000_001)
+                .annotation("descheduler.alpha.kubernetes.io/evict", "true"),
+        );
+        assert_eq!(plan(&mut cluster, "{}").evicted(), ["a/ds"]);
+    }
+
+    #[test]
+    fn optional_protections() {
+        let mut cluster = tainted()
+            .namespace("a", &[("tier", "batch")])
+            .namespace("b", &[("tier", "prod")])
+            .pdb("a", "covered")
+            .pod(
+                pod("a/covered", "n1", "100m", "1Gi")
+                    .label("app", "covered")
+                    .priority(10),
+            )
+            .pod(pod("a/uncovered", "n1", "100m", "1Gi").priority(5000))
+            .pod(pod("b/prod", "n1", "100m", "1Gi"))
+            .pod(pod("c/unknown-ns", "n1", "100m", "1Gi"))
+            .pod(
+                pod("a/young", "n1", "100m", "1Gi")
+                    .created("2026-03-02T11:30:00Z")
+                    .label("app", "covered"),
+            );
+        let out = plan(&mut cluster, "{podsWithoutPdb: true}");
+        assert_eq!(out.evicted(), ["a/covered", "a/young"]);
+        assert_eq!(
+            out.detail("a/uncovered"),
+            "no PodDisruptionBudget covers it"
+        );
+        let out = plan(&mut cluster, "{priorityThreshold: 5000}");
+        assert!(
+            out.detail("a/uncovered")
+                .contains("at or above priorityThreshold 5000")
+        );
+        let out = plan(
+            &mut cluster,
+            "{labelSelector: {matchLabels: {app: covered}}}",
+        );
+        assert_eq!(out.evicted(), ["a/covered", "a/young"]);
+        let out = plan(
+            &mut cluster,
+            "{namespaceLabelSelector: {matchLabels: {tier: batch}}}",
+        );
+        assert_eq!(out.evicted(), ["a/covered", "a/uncovered", "a/young"]);
+        assert!(out.detail("c/unknown-ns").contains("unknown"));
+        let out = plan(&mut cluster, "{minPodAge: 1h}");
+        assert!(out.detail("a/young").contains("younger than minPodAge 1h"));
+        let out = plan(
+            &mut cluster,
+            "{labelSelector: {matchExpressions: [{key: app, operator: Sometimes}]}}",
+        );
+        assert!(out.error().is_some_and(|e| e.contains("unknown operator")));
+    }
+
+    #[test]
+    fn min_replicas_counts_the_workload() {
+        let mut cluster = tainted()
+            .pod(pod("a/solo", "n1", "100m", "1Gi").owner("ReplicaSet", "solo"))
+            .pod(pod("a/pair-1", "n1", "100m", "1Gi").owner("ReplicaSet", "pair"))
+            .pod(pod("a/pair-2", "n2", "100m", "1Gi").owner("ReplicaSet", "pair"));
+        let out = plan(&mut cluster, "{minReplicas: 2}");
+        assert_eq!(out.evicted(), ["a/pair-1"]);
+        assert!(out.detail("a/solo").contains("fewer than minReplicas 2"));
+    }
+
+    #[test]
+    fn node_fit() {
+        let mut cluster = tainted()
+            .node(node("n2", "700m", "16Gi", 110))
+            .node(
+                node("n3", "8", "16Gi", 110)
+                    .label("disk", "ssd")
+                    .unschedulable(),
+            )
+            .pod(pod("a/small", "n1", "500m", "1Gi"))
+            .pod(pod("a/second", "n1", "500m", "1Gi"))
+            .pod(pod("a/large", "n1", "2", "1Gi"))
+            .pod(pod("a/ssd", "n1", "100m", "1Gi").spec("nodeSelector", json!({"disk": "ssd"})));
+        let out = plan(&mut cluster, "{nodeFit: true}");
+        // n2 has room for one 500m pod: the second must not count on the same room.
+        assert_eq!(out.evicted(), ["a/second"]);
+        assert_eq!(
+            out.skipped(),
+            ["a/large nodefit", "a/small nodefit", "a/ssd nodefit"]
+        );
+        assert!(
+            out.detail("a/large")
+                .contains("1 without room for cpu 2000m")
+        );
+        assert!(
+            out.detail("a/ssd")
+                .contains("excluded by node selector/affinity")
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! How strategies hand candidates to the gates and learn the answer. Strategies that evict "until the
+//! node is balanced" or "until the pending pod fits" need to know which of their candidates the gates let
+//! through, or they would stop early (a refused pod counted as gone) or overshoot.
+
+use std::{collections::HashSet, sync::Arc};
+
+use super::{Candidate, HELD_BY_POLICY, PlanContext, PlannedEviction, Skipped};
+use crate::{
+    cluster::{ObjectKey, PodInfo},
+    gates::{Gate, protections},
+};
+
+/// A gate's refusal: its name and why.
+pub type Refusal = (&'static str, String);
+
+pub trait Admission {
+    /// Passes the candidate through the policy's filters and gates. True if it will be evicted; false if
+    /// it was refused (and reported) or had already been decided earlier in this plan.
+    fn offer(&mut self, candidate: Candidate) -> bool;
+
+    /// All or none: true if every candidate will be evicted. Otherwise none is, the first refused one is
+    /// reported as skipped, and the others stay undecided so that a later offer may use them.
+    fn offer_all(&mut self, candidates: Vec<Candidate>) -> bool;
+
+    /// What `offer` would answer, without deciding or reporting anything.
+    fn check(&mut self, candidate: &Candidate) -> Result<(), Refusal>;
+
+    /// The evictor protections refuse this pod. Balancing strategies use it to leave such pods out of
+    /// their choice silently, as the descheduler's evictor filter does, instead of reporting every
+    /// DaemonSet pod of every busy node.
+    fn protected(&mut self, pod: &Arc<PodInfo>) -> bool;
+
+    /// The pod was already evicted or refused earlier in this plan.
+    fn decided(&self, pod: &ObjectKey) -> bool;
+}
+
+/// Accepts everything: what a strategy proposes when no gate objects. Used by `Strategy::propose` of
+/// strategies that need feedback, and by tests.
+#[derive(Default)]
+pub struct AcceptAll {
+    pub candidates: Vec<Candidate>,
+    seen: HashSet<ObjectKey>,
+}
+
+impl Admission for AcceptAll {
+    fn offer(&mut self, candidate: Candidate) -> bool {
+        if !self.seen.insert(candidate.pod.key.clone()) || candidate.held.is_some() {
+            return false;
+        }
+        self.candidates.push(candidate);
+        true
+    }
+
+    fn offer_all(&mut self, candidates: Vec<Candidate>) -> bool {
+        if candidates
+            .iter()
+            .any(|c| self.seen.contains(&c.pod.key) || c.held.is_some())
+        {
+            return false;
+        }
+        for candidate in candidates {
+            self.offer(candidate);
+        }
+        true
+    }
+
+    fn check(&mut self, candidate: &Candidate) -> Result<(), Refusal> {
+        if self.seen.contains(&candidate.pod.key) {
+            return Err(("decided", "already decided".to_owned()));
+        }
+        Ok(())
+    }
+
+    fn protected(&mut self, _pod: &Arc<PodInfo>) -> bool {
+        false
+    }
+
+    fn decided(&self, pod: &ObjectKey) -> bool {
+        self.seen.contains(pod)
+    }
+}
+
+/// The real thing: the policy's namespace filter, then every gate in order.
+pub struct Admitter<'c, 'a> {
+    ctx: &'c PlanContext<'a>,
+    gates: Vec<Box<dyn Gate>>,
+    decided: HashSet<ObjectKey>,
+    pub evictions: Vec<PlannedEviction>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Why a candidate is not even put to the gates.
+enum Precheck {
+    Go,
+    /// Out of scope or already gone: dropped without a report line.
+    Drop,
+    /// Held back by the strategy's own arguments.
+    Held(String),
+}
+
+impl<'c, 'a> Admitter<'c, 'a> {
+    pub fn new(ctx: &'c PlanContext<'a>, gates: Vec<Box<dyn Gate>>) -> Self {
+        Admitter {
+            ctx,
+            gates,
+            decided: HashSet::new(),
+            evictions: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+
+    fn precheck(&self, candidate: &Candidate) -> Precheck {
+        let pod = &candidate.pod;
+        if !self.ctx.policy.spec.namespaces.admits(&pod.key.namespace)
+            || self.ctx.is_leaving(pod)
+            || self.decided.contains(&pod.key)
+        {
+            return Precheck::Drop;
+        }
+        match &candidate.held {
+            Some(why) => Precheck::Held(why.clone()),
+            None => Precheck::Go,
+        }
+    }
+
+    fn run_gates(&mut self, candidate: &Candidate) -> Result<(), Refusal> {
+        let ctx = self.ctx;
+        self.gates.iter_mut().try_for_each(|gate| {
+            gate.check(candidate, ctx)
+                .map_err(|detail| (gate.name(), detail))
+        })
+    }
+
+    fn admit(&mut self, candidate: &Candidate) {
+        for gate in &mut self.gates {
+            gate.admit(candidate, self.ctx);
+        }
+    }
+
+    fn retract(&mut self, candidate: &Candidate) {
+        for gate in &mut self.gates {
+            gate.retract(candidate, self.ctx);
+        }
+    }
+
+    fn skip(&mut self, candidate: Candidate, gate: &'static str, detail: String) {
+        self.decided.insert(candidate.pod.key.clone());
+        self.skipped.push(Skipped {
+            candidate,
+            gate,
+            detail,
+        });
+    }
+}
+
+impl Admission for Admitter<'_, '_> {
+    fn offer(&mut self, candidate: Candidate) -> bool {
+        match self.precheck(&candidate) {
+            Precheck::Drop => return false,
+            Precheck::Held(why) => {
+                self.skip(candidate, HELD_BY_POLICY, why);
+                return false;
+            }
+            Precheck::Go => {}
+        }
+        match self.run_gates(&candidate) {
+            Err((gate, detail)) => {
+                self.skip(candidate, gate, detail);
+                false
+            }
+            Ok(()) => {
+                self.admit(&candidate);
+                self.decided.insert(candidate.pod.key.clone());
+                self.evictions.push(PlannedEviction { candidate });
+                true
+            }
+        }
+    }
+
+    fn offer_all(&mut self, candidates: Vec<Candidate>) -> bool {
+        let mut unique = HashSet::new();
+        for candidate in &candidates {
+            if !matches!(self.precheck(candidate), Precheck::Go)
+                || !unique.insert(candidate.pod.key.clone())
+            {
+                return false;
+            }
+        }
+        // Admit one by one so that tallies (budgets, limits) see the earlier members; undo on refusal.
+        for (index, candidate) in candidates.iter().enumerate() {
+            if let Err((gate, detail)) = self.run_gates(candidate) {
+                for admitted in candidates[..index].iter().rev() {
+                    self.retract(admitted);
+                }
+                let detail = if candidates.len() > 1 {
+                    format!(
+                        "{detail} (one of {} evictions that only help together; none made)",
+                        candidates.len()
+                    )
+                } else {
+                    detail
+                };
+                let refused = candidates.into_iter().nth(index);
+                if let Some(refused) = refused {
+                    self.skip(refused, gate, detail);
+                }
+                return false;
+            }
+            self.admit(candidate);
+        }
+        for candidate in candidates {
+            self.decided.insert(candidate.pod.key.clone());
+            self.evictions.push(PlannedEviction { candidate });
+        }
+        true
+    }
+
+    fn check(&mut self, candidate: &Candidate) -> Result<(), Refusal> {
+        match self.precheck(candidate) {
+            Precheck::Go => self.run_gates(candidate),
+            Precheck::Drop => Err(("scope", "out of scope or already decided".to_owned())),
+            Precheck::Held(why) => Err((HELD_BY_POLICY, why)),
+        }
+    }
+
+    fn protected(&mut self, pod: &Arc<PodInfo>) -> bool {
+        let probe = Candidate::new(pod, "probe", String::new());
+        let ctx = self.ctx;
+        self.gates
+            .iter_mut()
+            .filter(|gate| gate.name() == protections::NAME)
+            .any(|gate| gate.check(&probe, ctx).is_err())
+    }
+
+    fn decided(&self, pod: &ObjectKey) -> bool {
+        self.decided.contains(pod)
+    }
+}

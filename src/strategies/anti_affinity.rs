@@ -1,0 +1,258 @@
+//! removePodsViolatingInterPodAntiAffinity: evict pods whose required pod anti-affinity is violated —
+//! another pod their terms select runs in the same topology domain (typically because the rule was
+//! added after both were placed). Pods are taken lowest priority first, and once one is evicted it no
+//! longer counts against the others, so of two pods that repel each other only one goes.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
+
+use k8s_openapi::{
+    api::core::v1::PodAffinityTerm,
+    apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement},
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Strategy,
+    common::{Selection, movable, victim_order},
+    proposals,
+};
+use crate::{
+    api::policy::NamespaceFilter,
+    cluster::{NodeState, ObjectKey, PodInfo, matching},
+    plan::{Admission, Candidate, PlanContext},
+};
+
+pub const NAME: &str = "removePodsViolatingInterPodAntiAffinity";
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AntiAffinityArgs {
+    #[serde(default)]
+    pub namespaces: NamespaceFilter,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+}
+
+pub struct AntiAffinity {
+    args: AntiAffinityArgs,
+}
+
+/// The term's selector with `matchLabelKeys` (`In` the pod's value) and `mismatchLabelKeys` (`NotIn`).
+fn effective_selector(term: &PodAffinityTerm, pod: &PodInfo) -> Option<LabelSelector> {
+    let mut selector = term.label_selector.clone()?;
+    for (keys, operator) in [
+        (&term.match_label_keys, "In"),
+        (&term.mismatch_label_keys, "NotIn"),
+    ] {
+        for key in keys.iter().flatten() {
+            if let Some(value) = pod.labels.get(key) {
+                selector
+                    .match_expressions
+                    .get_or_insert_with(Vec::new)
+                    .push(LabelSelectorRequirement {
+                        key: key.clone(),
+                        operator: operator.to_owned(),
+                        values: Some(vec![value.clone()]),
+                    });
+            }
+        }
+    }
+    Some(selector)
+}
+
+/// Nodes by topology value, per topology key, built on first use.
+#[derive(Default)]
+struct Domains<'s> {
+    by_key: HashMap<String, HashMap<&'s str, Vec<&'s Arc<NodeState>>>>,
+}
+
+impl<'s> Domains<'s> {
+    fn nodes(&mut self, ctx: &PlanContext<'s>, key: &str, value: &str) -> &[&'s Arc<NodeState>] {
+        let index = self.by_key.entry(key.to_owned()).or_insert_with(|| {
+            let mut index: HashMap<&str, Vec<&Arc<NodeState>>> = HashMap::new();
+            for state in ctx.snapshot.nodes.values() {
+                if let Some(v) = state.node.as_deref().and_then(|n| n.labels.get(key)) {
+                    index.entry(v.as_str()).or_default().push(state);
+                }
+            }
+            index
+        });
+        index.get(value).map_or(&[], Vec::as_slice)
+    }
+}
+
+impl AntiAffinity {
+    pub fn new(args: AntiAffinityArgs) -> Self {
+        AntiAffinity { args }
+    }
+
+    fn selection(&self) -> Selection<'_> {
+        Selection {
+            namespaces: &self.args.namespaces,
+            label_selector: self.args.label_selector.as_ref(),
+        }
+    }
+
+    /// The first pod that `pod`'s anti-affinity terms forbid in its topology domain, with the term's key.
+    fn violation<'s>(
+        ctx: &PlanContext<'s>,
+        domains: &mut Domains<'s>,
+        pod: &PodInfo,
+        gone: &HashSet<&ObjectKey>,
+    ) -> Option<(&'s Arc<PodInfo>, String)> {
+        let node = ctx
+            .snapshot
+            .node(pod.node_name.as_deref()?)?
+            .node
+            .as_deref()?;
+        for term in &pod.placement.anti_affinity {
+            let Some(value) = node.labels.get(&term.topology_key) else {
+                continue;
+            };
+            let Some(selector) = effective_selector(term, pod) else {
+                continue;
+            };
+            if matching::selector_is_valid(&selector).is_err() {
+                continue;
+            }
+            let listed = term.namespaces.as_deref().unwrap_or_default();
+            let namespace_selector = term.namespace_selector.as_ref();
+            let in_scope = |namespace: &str| {
+                if listed.is_empty() && namespace_selector.is_none() {
+                    return namespace == pod.key.namespace;
+                }
+                listed.iter().any(|n| n == namespace)
+                    || namespace_selector.is_some_and(|s| {
+                        ctx.snapshot
+                            .namespaces
+                            .get(namespace)
+                            .is_some_and(|ns| matching::selector_matches(s, &ns.labels))
+                    })
+            };
+            for state in domains.nodes(ctx, &term.topology_key, value) {
+                // Cheapest and most selective tests first: this runs for every pod of the domain.
+                let found = state.pods.values().find(|other| {
+                    in_scope(&other.key.namespace)
+                        && matching::selector_matches(&selector, &other.labels)
+                        && other.key != pod.key
+                        && !other.phase.is_finished()
+                        && !ctx.is_leaving(other)
+                        && (gone.is_empty() || !gone.contains(&other.key))
+                });
+                if let Some(other) = found {
+                    return Some((other, format!("{}={value}", term.topology_key)));
+                }
+            }
+        }
+        None
+    }
+}
+
+impl Strategy for AntiAffinity {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        self.selection().validate()
+    }
+
+    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
+        proposals(self, ctx)
+    }
+
+    fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+        let selection = self.selection();
+        let mut pods: Vec<&Arc<PodInfo>> = ctx
+            .snapshot
+            .nodes
+            .values()
+            .flat_map(|n| n.pods.values())
+            .filter(|p| !p.placement.anti_affinity.is_empty() && movable(p, ctx))
+            .collect();
+        pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
+        let mut domains = Domains::default();
+        let mut gone: HashSet<&ObjectKey> = HashSet::new();
+        for pod in pods {
+            if !selection.admits(pod) {
+                continue;
+            }
+            let Some((other, domain)) = Self::violation(ctx, &mut domains, pod, &gone) else {
+                continue;
+            };
+            let reason = format!(
+                "required pod anti-affinity violated by {} (same {domain})",
+                other.key
+            );
+            if admission.offer(Candidate::new(pod, NAME, reason)) {
+                gone.insert(&pod.key);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use serde_json::json;
+
+    fn repels(app: &str, key: &str) -> serde_json::Value {
+        json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key
+        }]}})
+    }
+
+    #[test]
+    fn of_two_pods_that_repel_each_other_only_the_lower_priority_one_goes() {
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110).label("zone", "a"))
+            .node(node("n2", "4", "8Gi", 110).label("zone", "a"))
+            .pod(
+                pod("a/db-1", "n1", "100m", "1Gi")
+                    .label("app", "db")
+                    .priority(100)
+                    .spec("affinity", repels("db", "kubernetes.io/hostname")),
+            )
+            .pod(
+                pod("a/db-2", "n1", "100m", "1Gi")
+                    .label("app", "db")
+                    .priority(50)
+                    .spec("affinity", repels("db", "kubernetes.io/hostname")),
+            )
+            .pod(
+                pod("a/db-3", "n2", "100m", "1Gi")
+                    .label("app", "db")
+                    .spec("affinity", repels("db", "kubernetes.io/hostname")),
+            )
+            // In another namespace: the default term scope is the pod's own namespace.
+            .pod(pod("b/db", "n2", "100m", "1Gi").label("app", "db"));
+        let out = cluster
+            .plan("mode: Evict\nstrategies:\n  removePodsViolatingInterPodAntiAffinity: {}\n");
+        assert_eq!(out.evicted(), ["a/db-2"]);
+        assert!(out.reason("a/db-2").contains("violated by a/db-1"));
+    }
+
+    #[test]
+    fn wider_topology_and_namespace_selectors() {
+        let term = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "zone",
+            "namespaceSelector": {"matchLabels": {"team": "blue"}}
+        }]}});
+        let mut cluster = Cluster::new()
+            .namespace("a", &[("team", "red")])
+            .namespace("b", &[("team", "blue")])
+            .node(node("n1", "4", "8Gi", 110).label("zone", "z1"))
+            .node(node("n2", "4", "8Gi", 110).label("zone", "z1"))
+            .node(node("n3", "4", "8Gi", 110).label("zone", "z2"))
+            .pod(pod("a/web", "n1", "100m", "1Gi").spec("affinity", term.clone()))
+            .pod(pod("a/web-far", "n3", "100m", "1Gi").spec("affinity", term))
+            .pod(pod("b/cache", "n2", "100m", "1Gi").label("app", "cache"));
+        let out = cluster
+            .plan("mode: Evict\nstrategies:\n  removePodsViolatingInterPodAntiAffinity: {}\n");
+        assert_eq!(out.evicted(), ["a/web"]);
+    }
+}

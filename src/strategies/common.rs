@@ -1,0 +1,148 @@
+//! Pieces several strategies share: the per-strategy pod filter, victim order, owner-kind filters.
+
+use std::{cmp::Reverse, collections::BTreeMap, sync::Arc};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    api::policy::NamespaceFilter,
+    cluster::{NodeState, PodInfo, QosClass, matching},
+    plan::PlanContext,
+};
+
+/// Which pods a strategy looks at, on top of the policy's own namespace filter: the strategy's
+/// `namespaces` and `labelSelector` arguments.
+#[derive(Clone, Copy)]
+pub struct Selection<'a> {
+    pub namespaces: &'a NamespaceFilter,
+    pub label_selector: Option<&'a LabelSelector>,
+}
+
+impl Selection<'_> {
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.namespaces.include.is_empty() && !self.namespaces.exclude.is_empty() {
+            return Err("namespaces: set include or exclude, not both".to_owned());
+        }
+        match self.label_selector {
+            Some(selector) => {
+                matching::selector_is_valid(selector).map_err(|e| format!("labelSelector: {e}"))
+            }
+            None => Ok(()),
+        }
+    }
+
+    pub fn admits(&self, pod: &PodInfo) -> bool {
+        self.namespaces.admits(&pod.key.namespace)
+            && self
+                .label_selector
+                .is_none_or(|s| matching::selector_matches(s, &pod.labels))
+    }
+}
+
+/// The order the descheduler evicts in: pods without a priority first, then by ascending priority;
+/// within a priority BestEffort, Burstable, Guaranteed; then by name so that plans are reproducible.
+pub fn victim_order(pod: &PodInfo) -> (Option<i32>, QosClass, &crate::cluster::ObjectKey) {
+    (pod.priority, pod.qos, &pod.key)
+}
+
+/// Oldest first (by creation), then by name: for age-based strategies.
+pub fn oldest_first(pod: &PodInfo) -> (Option<jiff::Timestamp>, &crate::cluster::ObjectKey) {
+    (pod.created_at, &pod.key)
+}
+
+/// Newest first, then by name: among interchangeable replicas, the one that has done the least work.
+pub fn newest_first(
+    pod: &PodInfo,
+) -> (Reverse<Option<jiff::Timestamp>>, &crate::cluster::ObjectKey) {
+    (Reverse(pod.created_at), &pod.key)
+}
+
+/// A bound pod a strategy may consider moving at all: not static, not finished, not on its way out.
+/// Everything else (protections, budgets, ...) is for the gates to decide and report.
+pub fn movable(pod: &PodInfo, ctx: &PlanContext<'_>) -> bool {
+    pod.node_name.is_some() && !pod.is_static() && !pod.phase.is_finished() && !ctx.is_leaving(pod)
+}
+
+/// Include or exclude owner kinds (at most one list).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, kube::KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!(has(self.include) && has(self.exclude))").message("set include or exclude, not both"))]
+pub struct OwnerKinds {
+    /// Only pods with an owner reference of one of these kinds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
+    /// No pod with an owner reference of one of these kinds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+}
+
+impl OwnerKinds {
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.include.is_empty() && !self.exclude.is_empty() {
+            return Err("ownerKinds: set include or exclude, not both".to_owned());
+        }
+        Ok(())
+    }
+
+    pub fn admits(&self, pod: &PodInfo) -> bool {
+        let has = |kinds: &[String]| pod.owner_kinds.iter().any(|k| kinds.contains(k));
+        (self.include.is_empty() || has(&self.include)) && !has(&self.exclude)
+    }
+}
+
+/// Nodes by the value of a label, for topology domains. Nodes without the label are left out.
+pub fn nodes_by_label<'s>(
+    ctx: &PlanContext<'s>,
+    key: &str,
+) -> BTreeMap<&'s str, Vec<&'s Arc<NodeState>>> {
+    let mut out: BTreeMap<&str, Vec<&Arc<NodeState>>> = BTreeMap::new();
+    for state in ctx.snapshot.nodes.values() {
+        if let Some(value) = state.node.as_deref().and_then(|n| n.labels.get(key)) {
+            out.entry(value.as_str()).or_default().push(state);
+        }
+    }
+    out
+}
+
+/// `5m`, `3h12m`, `2d4h`: an age for messages.
+pub fn format_age(seconds: i64) -> String {
+    let seconds = seconds.max(0);
+    let (days, hours, minutes, secs) = (
+        seconds / 86_400,
+        seconds % 86_400 / 3_600,
+        seconds % 3_600 / 60,
+        seconds % 60,
+    );
+    match (days, hours, minutes) {
+        (0, 0, 0) => format!("{secs}s"),
+        (0, 0, m) => format!("{m}m{secs}s"),
+        (0, h, m) => format!("{h}h{m}m"),
+        (d, h, _) => format!("{d}d{h}h"),
+    }
+}
+
+/// Seconds from `since` to `now`, if `since` is known.
+pub fn seconds_since(since: Option<jiff::Timestamp>, now: jiff::Timestamp) -> Option<i64> {
+    since.map(|t| now.as_second() - t.as_second())
+}
+
+/// The scheduler would place `pod` on `state`'s node as things stand: the node allows it (ready,
+/// schedulable, selector, required affinity, hard taints) and its requests fit the node's free room.
+pub fn fits_on(pod: &PodInfo, state: &NodeState) -> bool {
+    state.node.as_deref().is_some_and(|node| {
+        pod.placement.allows_node(node)
+            && crate::cluster::placement::fits(&pod.requests, &node.allocatable, &state.requested)
+    })
+}
+
+/// The first node other than the pod's own that `pod` fits on, by name.
+pub fn fits_elsewhere<'s>(pod: &PodInfo, ctx: &PlanContext<'s>) -> Option<&'s str> {
+    ctx.snapshot
+        .nodes
+        .iter()
+        .find(|(name, state)| {
+            Some(name.as_str()) != pod.node_name.as_deref() && fits_on(pod, state)
+        })
+        .map(|(name, _)| name.as_str())
+}

@@ -1,0 +1,238 @@
+//! removeDuplicates: spread pods of one owner (ReplicaSet, StatefulSet, Job, ...) that pile up on one
+//! node, as happens after a node outage. Pods are duplicates when they share the owner and the same
+//! container images. With `total` such pods and `n` nodes they could run on, a node keeps at most
+//! `ceil(total / n)` of them; the newest extra ones are evicted.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Strategy,
+    common::{Selection, movable, newest_first},
+    proposals,
+};
+use crate::{
+    api::policy::NamespaceFilter,
+    cluster::PodInfo,
+    plan::{Admission, Candidate, PlanContext},
+};
+
+pub const NAME: &str = "removeDuplicates";
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoveDuplicatesArgs {
+    /// Leave pods with an owner of one of these kinds (add `ReplicaSet` to leave Deployments alone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub exclude_owner_kinds: Vec<String>,
+    #[serde(default)]
+    pub namespaces: NamespaceFilter,
+}
+
+pub struct RemoveDuplicates {
+    args: RemoveDuplicatesArgs,
+}
+
+/// Owner UID and image set.
+type GroupKey<'s> = (&'s str, u64);
+
+impl RemoveDuplicates {
+    pub fn new(args: RemoveDuplicatesArgs) -> Self {
+        RemoveDuplicates { args }
+    }
+
+    fn selection(&self) -> Selection<'_> {
+        Selection {
+            namespaces: &self.args.namespaces,
+            label_selector: None,
+        }
+    }
+}
+
+impl Strategy for RemoveDuplicates {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        self.selection().validate()
+    }
+
+    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
+        proposals(self, ctx)
+    }
+
+    fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+        let selection = self.selection();
+        let mut groups: HashMap<GroupKey<'_>, BTreeMap<&str, Vec<&Arc<PodInfo>>>> = HashMap::new();
+        for (node, state) in &ctx.snapshot.nodes {
+            for pod in state.pods.values() {
+                let Some(owner) = &pod.owner else { continue };
+                if owner.kind == "DaemonSet"
+                    || !movable(pod, ctx)
+                    || !selection.admits(pod)
+                    || pod
+                        .owner_kinds
+                        .iter()
+                        .any(|k| self.args.exclude_owner_kinds.contains(k))
+                {
+                    continue;
+                }
+                groups
+                    .entry((owner.uid.as_str(), pod.images_hash))
+                    .or_default()
+                    .entry(node.as_str())
+                    .or_default()
+                    .push(pod);
+            }
+        }
+        let mut with_duplicates: Vec<_> = groups
+            .into_values()
+            .filter(|nodes| nodes.values().any(|pods| pods.len() > 1))
+            .collect();
+        // Deterministic order: by the first pod of each group.
+        with_duplicates.sort_by_cached_key(|nodes| {
+            nodes
+                .values()
+                .flatten()
+                .map(|p| &p.key)
+                .min()
+                .cloned()
+                .unwrap_or_default()
+        });
+        let mut feasible_by_shape: HashMap<u64, usize> = HashMap::new();
+        for nodes in with_duplicates {
+            let Some(sample) = nodes.values().flatten().next() else {
+                continue;
+            };
+            let feasible = *feasible_by_shape
+                .entry(sample.placement.signature)
+                .or_insert_with(|| {
+                    ctx.snapshot
+                        .nodes
+                        .values()
+                        .filter_map(|s| s.node.as_deref())
+                        .filter(|n| sample.placement.allows_node(n))
+                        .count()
+                });
+            if feasible < 2 {
+                continue;
+            }
+            let total: usize = nodes.values().map(Vec::len).sum();
+            let keep = total.div_ceil(feasible).max(1);
+            for (node, mut pods) in nodes {
+                let on_node = pods.len();
+                if on_node <= keep {
+                    continue;
+                }
+                let mut excess = on_node - keep;
+                pods.sort_by(|a, b| newest_first(a).cmp(&newest_first(b)));
+                for pod in pods {
+                    if excess == 0 {
+                        break;
+                    }
+                    if admission.protected(pod) {
+                        continue;
+                    }
+                    let reason = format!(
+                        "node {node} runs {on_node} of the {total} pods of {}; at most {keep} per \
+                         node ({total} pods over {feasible} feasible nodes)",
+                        pod.job,
+                    );
+                    if admission.offer(Candidate::new(pod, NAME, reason)) {
+                        excess -= 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+
+    fn replica(name: &str, node: &str) -> PodBuilder {
+        pod(name, node, "100m", "128Mi").owner("ReplicaSet", "web")
+    }
+
+    #[test]
+    fn keeps_a_fair_share_per_node_and_evicts_the_newest() {
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .node(node("n2", "4", "8Gi", 110))
+            .node(node("n3", "4", "8Gi", 110))
+            .pod(replica("a/web-1", "n1").created("2026-03-01T10:00:00Z"))
+            .pod(replica("a/web-2", "n1").created("2026-03-01T11:00:00Z"))
+            .pod(replica("a/web-3", "n1").created("2026-03-01T12:00:00Z"))
+            .pod(replica("a/web-4", "n1").created("2026-03-01T13:00:00Z"))
+            .pod(replica("a/web-5", "n2"))
+            .pod(pod("a/other", "n1", "100m", "128Mi").owner("ReplicaSet", "api"));
+        // 5 pods over 3 nodes: at most 2 per node; n1 has 4, so its 2 newest go. The budget of a job
+        // without one is 1 per round: the other replicas, tried in turn, are refused.
+        let out = cluster.plan("mode: Evict\nstrategies:\n  removeDuplicates: {}\n");
+        assert_eq!(out.evicted(), ["a/web-4"]);
+        assert_eq!(
+            out.skipped(),
+            ["a/web-3 budget", "a/web-2 budget", "a/web-1 budget"]
+        );
+        let out = cluster.plan(
+            "mode: Evict\nstrategies:\n  removeDuplicates: {}\ndefaults: {jobBudget: {maxUnavailable: 2}}\n",
+        );
+        assert_eq!(out.evicted(), ["a/web-4", "a/web-3"]);
+    }
+
+    #[test]
+    fn different_images_are_not_duplicates_and_excluded_kinds_stay() {
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .node(node("n2", "4", "8Gi", 110))
+            .pod(replica("a/web-1", "n1"))
+            .pod(replica("a/web-2", "n1").image("example.com/app:2"));
+        assert!(
+            cluster
+                .plan("mode: Evict\nstrategies:\n  removeDuplicates: {}\n")
+                .evicted()
+                .is_empty()
+        );
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .node(node("n2", "4", "8Gi", 110))
+            .pod(replica("a/web-1", "n1"))
+            .pod(replica("a/web-2", "n1").created("2026-03-02T00:00:00Z"));
+        assert_eq!(
+            cluster
+                .plan("mode: Evict\nstrategies:\n  removeDuplicates: {}\n")
+                .evicted(),
+            ["a/web-2"]
+        );
+        assert!(
+            cluster
+                .plan("mode: Evict\nstrategies:\n  removeDuplicates: {excludeOwnerKinds: [ReplicaSet]}\n")
+                .evicted()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn no_eviction_without_another_feasible_node() {
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .node(node("n2", "4", "8Gi", 110).taint("dedicated", "x", "NoSchedule"))
+            .node(node("n3", "4", "8Gi", 110).unschedulable())
+            .pod(replica("a/web-1", "n1"))
+            .pod(replica("a/web-2", "n1"));
+        assert!(
+            cluster
+                .plan("mode: Evict\nstrategies:\n  removeDuplicates: {}\n")
+                .evicted()
+                .is_empty()
+        );
+    }
+}

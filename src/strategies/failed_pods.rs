@@ -1,0 +1,201 @@
+//! removeFailedPods: evict pods in phase `Failed` (which otherwise stay until garbage collection),
+//! optionally only for given reasons or exit codes, older than a minimum, or not owned by given kinds.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Strategy,
+    common::{Selection, format_age, oldest_first, seconds_since},
+    pod_life_time::has_exit_code,
+};
+use crate::{
+    api::policy::NamespaceFilter,
+    cluster::{ContainerScope, PodInfo, PodPhase},
+    plan::{Candidate, PlanContext},
+};
+
+pub const NAME: &str = "removeFailedPods";
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoveFailedPodsArgs {
+    /// Only pods failed for one of these reasons: the pod's status reason or a container's waiting or
+    /// terminated reason (`NodeAffinity`, `OOMKilled`, `Error`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub reasons: Vec<String>,
+    /// Only pods with a container that exited with one of these codes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub exit_codes: Vec<i32>,
+    /// Look at init containers' reasons and exit codes too.
+    #[serde(default)]
+    pub including_init_containers: bool,
+    /// Only pods created at least this many seconds ago.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_pod_lifetime_seconds: Option<u64>,
+    /// Leave pods with an owner of one of these kinds (e.g. `Job`, whose failed pods hold its history).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub exclude_owner_kinds: Vec<String>,
+    #[serde(default)]
+    pub namespaces: NamespaceFilter,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+}
+
+pub struct RemoveFailedPods {
+    args: RemoveFailedPodsArgs,
+}
+
+impl RemoveFailedPods {
+    pub fn new(args: RemoveFailedPodsArgs) -> Self {
+        RemoveFailedPods { args }
+    }
+
+    fn selection(&self) -> Selection<'_> {
+        Selection {
+            namespaces: &self.args.namespaces,
+            label_selector: self.args.label_selector.as_ref(),
+        }
+    }
+
+    fn reason_for(&self, pod: &PodInfo, ctx: &PlanContext<'_>) -> Option<String> {
+        let args = &self.args;
+        if pod.phase != PodPhase::Failed
+            || pod
+                .owner_kinds
+                .iter()
+                .any(|k| args.exclude_owner_kinds.contains(k))
+        {
+            return None;
+        }
+        let scope = ContainerScope {
+            init: args.including_init_containers,
+            ephemeral: false,
+        };
+        let mut why = vec!["failed".to_owned()];
+        if !args.reasons.is_empty() {
+            let reason = pod
+                .status
+                .reason
+                .as_deref()
+                .into_iter()
+                .chain(pod.status.containers_in(scope).flat_map(|c| {
+                    c.waiting
+                        .as_deref()
+                        .into_iter()
+                        .chain(c.terminated.as_ref().and_then(|t| t.reason.as_deref()))
+                }))
+                .find(|r| args.reasons.iter().any(|w| w == r))?;
+            why.push(format!("reason {reason}"));
+        }
+        if !args.exit_codes.is_empty() {
+            if !has_exit_code(pod, &args.exit_codes, scope) {
+                return None;
+            }
+            why.push("exit code matched".to_owned());
+        }
+        if let Some(min) = args.min_pod_lifetime_seconds {
+            let age = seconds_since(pod.created_at, ctx.now)?;
+            if age < i64::try_from(min).unwrap_or(i64::MAX) {
+                return None;
+            }
+            why.push(format!("age {}", format_age(age)));
+        }
+        Some(why.join(", "))
+    }
+}
+
+impl Strategy for RemoveFailedPods {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        self.selection().validate()
+    }
+
+    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
+        let selection = self.selection();
+        let mut pods: Vec<_> = ctx
+            .snapshot
+            .nodes
+            .values()
+            .flat_map(|n| n.pods.values())
+            .filter(|pod| !pod.is_static() && !ctx.is_leaving(pod) && selection.admits(pod))
+            .filter_map(|pod| self.reason_for(pod, ctx).map(|why| (pod, why)))
+            .collect();
+        pods.sort_by(|a, b| oldest_first(a.0).cmp(&oldest_first(b.0)));
+        pods.into_iter()
+            .map(|(pod, why)| Candidate::new(pod, NAME, why))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use serde_json::json;
+
+    fn terminated(reason: &str, code: i32) -> serde_json::Value {
+        json!([{"name": "c", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"terminated": {"reason": reason, "exitCode": code}}}])
+    }
+
+    fn cluster() -> Cluster {
+        Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .pod(pod("a/running", "n1", "100m", "1Gi"))
+            .pod(
+                pod("a/affinity", "n1", "100m", "1Gi")
+                    .phase("Failed")
+                    .status("reason", json!("NodeAffinity")),
+            )
+            .pod(
+                pod("a/oom", "n1", "100m", "1Gi")
+                    .phase("Failed")
+                    .status("containerStatuses", terminated("OOMKilled", 137)),
+            )
+            .pod(
+                pod("a/job", "n1", "100m", "1Gi")
+                    .phase("Failed")
+                    .owner("Job", "nightly")
+                    .created("2026-03-02T11:30:00Z")
+                    .status("containerStatuses", terminated("Error", 1)),
+            )
+            .pod(pod("a/bare", "n1", "100m", "1Gi").phase("Failed").bare())
+    }
+
+    #[test]
+    fn evicts_failed_pods_and_bare_failed_pods_are_not_protected() {
+        let out = cluster().plan("mode: Evict\nstrategies:\n  removeFailedPods: {}\n");
+        assert_eq!(out.evicted(), ["a/affinity", "a/bare", "a/oom", "a/job"]);
+    }
+
+    #[test]
+    fn filters() {
+        let run = |args: &str| {
+            cluster()
+                .plan(&format!(
+                    "mode: Evict\nstrategies:\n  removeFailedPods: {args}\n"
+                ))
+                .evicted()
+        };
+        assert_eq!(
+            run("{reasons: [NodeAffinity, OOMKilled]}"),
+            ["a/affinity", "a/oom"]
+        );
+        assert_eq!(run("{exitCodes: [1]}"), ["a/job"]);
+        assert_eq!(
+            run("{excludeOwnerKinds: [Job]}"),
+            ["a/affinity", "a/bare", "a/oom"]
+        );
+        assert_eq!(
+            run("{minPodLifetimeSeconds: 3600}"),
+            ["a/affinity", "a/bare", "a/oom"]
+        );
+    }
+}

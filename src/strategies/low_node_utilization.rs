@@ -1,0 +1,386 @@
+//! lowNodeUtilization: move pods from overutilized nodes so that the scheduler places them on
+//! underutilized ones.
+//!
+//! A schedulable node below `thresholds` on every listed resource is underutilized; a node above
+//! `targetThresholds` on any listed resource is overutilized. Overutilized nodes are drained busiest
+//! first, their pods in the descheduler's order (no priority first, then ascending priority, then
+//! BestEffort, Burstable, Guaranteed), until the node is no longer above target or the underutilized
+//! nodes' spare room (up to their target) runs out on some resource. A pod whose move does not fit the
+//! remaining room is passed over, so the room never goes negative (Volcano's rescheduling kept
+//! subtracting past zero). Unlisted cpu, memory and pods do not classify nodes, but still bound the room
+//! at 100% of allocatable, so moves never overfill the destinations.
+
+use std::sync::Arc;
+
+use kube::KubeSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Strategy,
+    common::{Selection, movable, victim_order},
+    proposals,
+    utilization::{
+        NodeUsage, Room, Thresholds, UsageArgs, above_any, below_all, bounded_resources,
+        describe_percent, node_usages, pod_usage, resolve_thresholds, validate_thresholds,
+    },
+};
+use crate::{
+    api::policy::NamespaceFilter,
+    cluster::PodInfo,
+    plan::{Admission, Candidate, PlanContext},
+};
+
+pub const NAME: &str = "lowNodeUtilization";
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.thresholds.all(k, k in self.targetThresholds) && self.targetThresholds.all(k, k in self.thresholds)").message("thresholds and targetThresholds must list the same resources"))]
+pub struct LowNodeUtilizationArgs {
+    /// Percent of allocatable per resource below which (on every listed resource) a node is
+    /// underutilized. With `useDeviationThresholds`: how far below the mean.
+    #[schemars(extend("maxProperties" = 32))]
+    pub thresholds: Thresholds,
+    /// Percent of allocatable per resource above which (on any listed resource) a node is overutilized.
+    /// Must list the same resources as `thresholds`. With `useDeviationThresholds`: how far above the
+    /// mean.
+    #[schemars(extend("maxProperties" = 32))]
+    pub target_thresholds: Thresholds,
+    /// Read the thresholds as deviations from the mean usage of all nodes.
+    #[serde(default)]
+    pub use_deviation_thresholds: bool,
+    /// Act only when more than this many nodes are underutilized.
+    #[serde(default)]
+    pub number_of_nodes: u32,
+    /// Caps on this strategy's evictions.
+    #[serde(default)]
+    pub eviction_limits: UtilizationLimits,
+    /// Where usage comes from: pod requests (default) or measured usage.
+    #[serde(default)]
+    pub usage: UsageArgs,
+    /// Namespaces whose pods may be evicted (usage counts every pod).
+    #[serde(default)]
+    pub namespaces: NamespaceFilter,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UtilizationLimits {
+    /// Evictions per overutilized node per cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
+}
+
+pub struct LowNodeUtilization {
+    args: LowNodeUtilizationArgs,
+}
+
+impl LowNodeUtilization {
+    pub fn new(args: LowNodeUtilizationArgs) -> Self {
+        LowNodeUtilization { args }
+    }
+
+    fn selection(&self) -> Selection<'_> {
+        Selection {
+            namespaces: &self.args.namespaces,
+            label_selector: None,
+        }
+    }
+}
+
+impl Strategy for LowNodeUtilization {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let args = &self.args;
+        validate_thresholds("thresholds", &args.thresholds)?;
+        validate_thresholds("targetThresholds", &args.target_thresholds)?;
+        if !args.thresholds.keys().eq(args.target_thresholds.keys()) {
+            return Err("thresholds and targetThresholds must list the same resources".to_owned());
+        }
+        if !args.use_deviation_thresholds {
+            for (resource, low) in &args.thresholds {
+                if args
+                    .target_thresholds
+                    .get(resource)
+                    .is_some_and(|high| low > high)
+                {
+                    return Err(format!(
+                        "thresholds.{resource} is above targetThresholds.{resource}"
+                    ));
+                }
+            }
+        }
+        self.selection().validate()
+    }
+
+    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
+        proposals(self, ctx)
+    }
+
+    fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+        let args = &self.args;
+        let (nodes, _unmeasured) = node_usages(ctx, &args.usage);
+        let listed: Vec<String> = args.thresholds.keys().cloned().collect();
+        let (low, high) = resolve_thresholds(
+            &nodes,
+            &listed,
+            &args.thresholds,
+            Some(&args.target_thresholds),
+            args.use_deviation_thresholds,
+        );
+        let high = high.unwrap_or_default();
+        let under: Vec<&NodeUsage<'_>> = nodes
+            .iter()
+            .filter(|n| !n.node.unschedulable && below_all(n, &low))
+            .collect();
+        let mut over: Vec<&NodeUsage<'_>> = nodes.iter().filter(|n| above_any(n, &high)).collect();
+        if under.is_empty()
+            || over.is_empty()
+            || under.len() <= args.number_of_nodes as usize
+            || under.len() == nodes.len()
+        {
+            return;
+        }
+        let mut room = Room::new(&under, bounded_resources(&args.thresholds), |resource| {
+            high.get(resource).copied().unwrap_or(100.0)
+        });
+        over.sort_by(|a, b| {
+            b.load(&listed)
+                .total_cmp(&a.load(&listed))
+                .then_with(|| a.node.name.cmp(&b.node.name))
+        });
+        let selection = self.selection();
+        for source in over {
+            let mut usage = source.usage.clone();
+            let still_over = |usage: &crate::cluster::Resources| {
+                high.iter().any(|(r, t)| {
+                    super::utilization::percent(usage.get(r), source.node.allocatable.get(r)) > *t
+                })
+            };
+            let mut pods: Vec<&Arc<PodInfo>> = source
+                .state
+                .pods
+                .values()
+                .filter(|p| movable(p, ctx) && selection.admits(p))
+                .collect();
+            pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
+            let why = format!(
+                "node {} is overutilized ({}; target {}); {} underutilized node(s) have room:",
+                source.node.name,
+                describe_percent(source, &listed),
+                describe_thresholds(&high),
+                under.len(),
+            );
+            let mut evicted = 0u32;
+            for pod in pods {
+                if room.exhausted() {
+                    return;
+                }
+                if !still_over(&usage)
+                    || args.eviction_limits.node.is_some_and(|max| evicted >= max)
+                {
+                    break;
+                }
+                if admission.protected(pod) {
+                    continue;
+                }
+                let Some(pod_usage) = pod_usage(pod, ctx, &args.usage) else {
+                    continue;
+                };
+                if !room.admits(pod, &pod_usage) {
+                    continue;
+                }
+                let reason = format!("{why} {}", room.describe());
+                if admission.offer(Candidate::new(pod, NAME, reason)) {
+                    room.take(&pod_usage);
+                    usage.sub(&pod_usage);
+                    evicted += 1;
+                }
+            }
+        }
+    }
+}
+
+/// `cpu 50%, memory 60%`.
+pub fn describe_thresholds(thresholds: &Thresholds) -> String {
+    thresholds
+        .iter()
+        .map(|(r, t)| format!("{r} {t:.0}%"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+
+    const BUDGET: &str = "defaults: {jobBudget: {maxUnavailable: 100}}\n";
+
+    fn spec(extra: &str) -> String {
+        format!(
+            "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{cpu: 20, memory: 20}}\n    targetThresholds: {{cpu: 50, memory: 50}}\n{extra}{BUDGET}"
+        )
+    }
+
+    /// n1 is at 90% CPU (9 × 1 core of 10), n2 and n3 idle.
+    fn busy() -> Cluster {
+        let mut cluster = Cluster::new()
+            .node(node("n1", "10", "100Gi", 110))
+            .node(node("n2", "10", "100Gi", 110))
+            .node(node("n3", "10", "100Gi", 110));
+        for i in 0..9 {
+            cluster = cluster.pod(pod(&format!("a/p{i}"), "n1", "1", "1Gi"));
+        }
+        cluster
+    }
+
+    #[test]
+    fn drains_the_overutilized_node_down_to_its_target() {
+        let out = busy().plan(&spec(""));
+        // 9 cores on a 10-core node; target 50% means at most 5: 4 go.
+        assert_eq!(out.evicted(), ["a/p0", "a/p1", "a/p2", "a/p3"]);
+        assert!(
+            out.reason("a/p0").contains(
+                "node n1 is overutilized (cpu 90%, memory 9%; target cpu 50%, memory 50%)"
+            )
+        );
+    }
+
+    #[test]
+    fn stops_when_the_underutilized_nodes_are_full_never_going_negative() {
+        // One underutilized node with room for 1.5 cores up to its 50% target: only one 1-core pod
+        // moves; the second would overfill it.
+        let mut cluster = Cluster::new()
+            .node(node("n1", "10", "100Gi", 110))
+            .node(node("n2", "10", "100Gi", 110))
+            .pod(pod("a/big", "n2", "3500m", "1Gi"));
+        // n2 is at 35% cpu: not underutilized (20%). Add a third, small node.
+        cluster = cluster.node(node("n3", "3", "100Gi", 110));
+        for i in 0..9 {
+            cluster = cluster.pod(pod(&format!("a/p{i}"), "n1", "1", "1Gi"));
+        }
+        let out = cluster.plan(&spec(""));
+        assert_eq!(
+            out.evicted(),
+            ["a/p0"],
+            "n3 takes 1.5 cores up to 50%: one pod"
+        );
+    }
+
+    #[test]
+    fn priority_then_qos_order() {
+        let mut cluster = Cluster::new()
+            .node(node("n1", "10", "100Gi", 110))
+            .node(node("n2", "10", "100Gi", 110))
+            .node(node("n3", "10", "100Gi", 110))
+            .node(node("n4", "10", "100Gi", 110))
+            .pod(pod("a/high", "n1", "2", "1Gi").priority(1000))
+            .pod(
+                pod("a/low-guaranteed", "n1", "2", "1Gi")
+                    .priority(10)
+                    .qos("Guaranteed"),
+            )
+            .pod(
+                pod("a/low-besteffort", "n1", "2", "1Gi")
+                    .priority(10)
+                    .qos("BestEffort"),
+            )
+            .pod(pod("a/unset", "n1", "2", "1Gi"))
+            .pod(pod("a/zero", "n1", "1", "1Gi").priority(0));
+        let out = cluster.plan(&format!(
+            "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{cpu: 20}}\n    targetThresholds: {{cpu: 10}}\n    useDeviationThresholds: false\n{BUDGET}"
+        ));
+        assert!(
+            out.error()
+                .is_some_and(|e| e.contains("above targetThresholds"))
+        );
+        let out = cluster.plan(&format!(
+            "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{cpu: 20}}\n    targetThresholds: {{cpu: 30}}\n{BUDGET}"
+        ));
+        // 9 cores → at most 3: unset (2), zero (1), then the BestEffort 10 (2) brings it to 4, and the
+        // Guaranteed 10 to 2 (at most 30%). The underutilized nodes have room for 9 cores up to 30%.
+        assert_eq!(
+            out.evicted(),
+            ["a/unset", "a/zero", "a/low-besteffort", "a/low-guaranteed"]
+        );
+    }
+
+    #[test]
+    fn unschedulable_nodes_are_not_destinations_and_number_of_nodes_gates() {
+        let mut cluster = busy().node(node("n2", "10", "100Gi", 110).unschedulable());
+        let out = cluster.plan(&spec(""));
+        assert_eq!(out.evicted().len(), 4, "n3 alone still has room");
+        let out = cluster.plan(&spec("    numberOfNodes: 1\n"));
+        assert!(
+            out.evicted().is_empty(),
+            "only one underutilized node, not more than 1"
+        );
+        let mut cluster = busy()
+            .node(node("n2", "10", "100Gi", 110).unschedulable())
+            .node(node("n3", "10", "100Gi", 110).taint("dedicated", "x", "NoSchedule"));
+        assert!(
+            cluster.plan(&spec("")).evicted().is_empty(),
+            "no destination tolerated"
+        );
+    }
+
+    #[test]
+    fn per_node_limit_and_policy_limits() {
+        let out = busy().plan(&spec("    evictionLimits: {node: 2}\n"));
+        assert_eq!(out.evicted(), ["a/p0", "a/p1"]);
+        let out = busy().plan(&format!("{}limits: {{perNode: 1}}\n", spec("")));
+        assert_eq!(out.evicted(), ["a/p0"]);
+        assert!(out.detail("a/p1").contains("perNode limit 1 reached on n1"));
+    }
+
+    #[test]
+    fn extended_resources() {
+        let mut cluster = Cluster::new()
+            .node(node("g1", "100", "100Gi", 110).allocatable("nvidia.com/gpu", "8"))
+            .node(node("g2", "100", "100Gi", 110).allocatable("nvidia.com/gpu", "8"))
+            .node(node("c1", "100", "100Gi", 110));
+        for i in 0..6 {
+            cluster = cluster
+                .pod(pod(&format!("a/train{i}"), "g1", "1", "1Gi").request("nvidia.com/gpu", "1"));
+        }
+        let out = cluster.plan(&format!(
+            "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{nvidia.com/gpu: 20}}\n    targetThresholds: {{nvidia.com/gpu: 50}}\n{BUDGET}"
+        ));
+        // g1 at 75% GPU; g2 and c1 are underutilized, but only g2 has GPUs: room 4 → 2 moves bring g1
+        // to 50%.
+        assert_eq!(out.evicted(), ["a/train0", "a/train1"]);
+    }
+
+    #[test]
+    fn deviation_thresholds() {
+        // Usage 90%, 10%, 20%: mean 40%; ±15 → under < 25%, over > 55%.
+        let mut cluster = busy()
+            .pod(pod("a/n2", "n2", "1", "1Gi"))
+            .pod(pod("a/n3", "n3", "2", "1Gi"));
+        let out = cluster.plan(&format!(
+            "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{cpu: 15}}\n    targetThresholds: {{cpu: 15}}\n    useDeviationThresholds: true\n{BUDGET}"
+        ));
+        assert_eq!(out.evicted(), ["a/p0", "a/p1", "a/p2", "a/p3"]);
+    }
+
+    #[test]
+    fn measured_usage() {
+        // By requests n1 is at 90%; measured it is at 30%, so nothing moves. n4 is busy by measure.
+        let mut cluster = busy()
+            .node(node("n4", "10", "100Gi", 110))
+            .pod(pod("a/hot", "n4", "100m", "1Gi"))
+            .pod(pod("a/hot2", "n4", "100m", "1Gi"))
+            .node_usage("n1", 3000, 10 << 30, 60)
+            .node_usage("n2", 100, 1 << 30, 60)
+            .node_usage("n3", 100, 1 << 30, 60)
+            .node_usage("n4", 8000, 10 << 30, 60)
+            .node_usage("n4", 9000, 10 << 30, 600) // outside the 5m window
+            .pod_usage("a/hot", 5000, 1 << 30, 60);
+        let out = cluster.plan(&spec("    usage: {source: Metrics, window: 5m}\n"));
+        // a/hot2 has no measurement: its weight is unknown, it is not moved.
+        assert_eq!(out.evicted(), ["a/hot"]);
+        assert!(out.reason("a/hot").contains("cpu 80%"));
+    }
+}

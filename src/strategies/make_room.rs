@@ -1,0 +1,518 @@
+//! makeRoomForPending (Volcano TDM's preemptable function): when a pod that is not preemptable has been
+//! unschedulable for longer than `pendingFor`, evict preemptable pods from one non-revocable node so
+//! that it fits there.
+//!
+//! Nothing is evicted unless a simulated fit shows the evictions make the pod fit: the node is ready and
+//! schedulable, the pod's node selector, required affinity and tolerations allow it, and after removing
+//! the chosen pods its requests fit the node's free room. If the pod already fits some node without any
+//! eviction, something else keeps it pending and nothing is evicted for it. Of all nodes, the one that
+//! needs the fewest evictions wins (then the lowest total priority, then the node name), and the set is
+//! minimal: no chosen pod could be spared. The set is offered to the gates as a whole — all evictions or
+//! none. Preemptable pending pods never trigger this: they are the ones that make way.
+
+use std::{collections::HashMap, sync::Arc};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Strategy,
+    common::{format_age, movable, seconds_since, victim_order},
+    proposals,
+};
+use crate::{
+    api::{GoDuration, policy::NamespaceFilter},
+    cluster::{NodeState, PodInfo, Resources, Setting, placement},
+    gates::nodefit::describe,
+    plan::{Admission, Candidate, PlanContext},
+};
+
+pub const NAME: &str = "makeRoomForPending";
+
+/// How many times a pending pod's choice is redone after the gates refused a member of the set.
+const ATTEMPTS: usize = 3;
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MakeRoomArgs {
+    /// How long a pod must have been unschedulable (`PodScheduled=False`, reason `Unschedulable`) before
+    /// room is made for it, so that the scheduler's own preemption and the autoscaler get their chance.
+    #[serde(default = "default_pending_for")]
+    pub pending_for: GoDuration,
+    /// Pending pods helped per cycle (highest priority, then longest waiting, first).
+    #[serde(default = "default_max_pending")]
+    #[schemars(range(min = 1))]
+    pub max_pending_pods: u32,
+    /// At most this many evictions for one pending pod; a node that needs more is not used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_victims_per_pod: Option<u32>,
+    /// Namespaces of the pending pods to make room for (victims follow the policy's namespaces).
+    #[serde(default)]
+    pub namespaces: NamespaceFilter,
+}
+
+impl Default for MakeRoomArgs {
+    fn default() -> Self {
+        MakeRoomArgs {
+            pending_for: default_pending_for(),
+            max_pending_pods: default_max_pending(),
+            max_victims_per_pod: None,
+            namespaces: NamespaceFilter::default(),
+        }
+    }
+}
+
+fn default_pending_for() -> GoDuration {
+    GoDuration::from_secs(300)
+}
+
+fn default_max_pending() -> u32 {
+    10
+}
+
+pub struct MakeRoom {
+    args: MakeRoomArgs,
+}
+
+/// What this run has already changed on each node: requests of pods it evicts, and of pending pods it
+/// made room for (which will take that room).
+#[derive(Default)]
+struct Ledger {
+    freed: HashMap<String, Resources>,
+    placed: HashMap<String, Resources>,
+}
+
+impl Ledger {
+    /// Requests on the node as this run leaves it.
+    fn requested(&self, state: &NodeState, name: &str) -> Resources {
+        let mut requested = state.requested.clone();
+        if let Some(freed) = self.freed.get(name) {
+            requested.sub(freed);
+        }
+        if let Some(placed) = self.placed.get(name) {
+            requested.add(placed);
+        }
+        requested
+    }
+}
+
+/// A node's eviction plan for one pending pod.
+struct Choice<'s> {
+    node: &'s str,
+    victims: Vec<&'s Arc<PodInfo>>,
+    priority_sum: i64,
+}
+
+/// What is still missing on a node for `requests`: positive parts of `requests - free`.
+fn shortfall(requests: &Resources, allocatable: &Resources, requested: &Resources) -> Resources {
+    let mut need = Resources::default();
+    for name in requests.names() {
+        let free = allocatable.get(name).saturating_sub(requested.get(name));
+        let missing = requests.get(name).saturating_sub(free);
+        if missing > 0 {
+            need.set(name, missing);
+        }
+    }
+    need
+}
+
+fn covered(need: &Resources, freed: &Resources) -> bool {
+    need.names().all(|name| freed.get(name) >= need.get(name))
+}
+
+/// A small set of pods from `pool` (in its order) whose requests cover `need`: repeatedly the pod that
+/// covers the largest share of what is still missing, then every pod that turns out to be redundant is
+/// dropped again, so that no member could be spared.
+fn choose<'s>(need: &Resources, pool: &[&'s Arc<PodInfo>]) -> Option<Vec<&'s Arc<PodInfo>>> {
+    let mut freed = Resources::default();
+    let mut chosen: Vec<&Arc<PodInfo>> = Vec::new();
+    let mut used = vec![false; pool.len()];
+    while !covered(need, &freed) {
+        let mut best: Option<(usize, f64)> = None;
+        for (i, pod) in pool.iter().enumerate() {
+            if used[i] {
+                continue;
+            }
+            let share: f64 = need
+                .names()
+                .map(|name| {
+                    let missing = (need.get(name) - freed.get(name)).max(0);
+                    if missing == 0 {
+                        return 0.0;
+                    }
+                    pod.requests.get(name).min(missing) as f64 / need.get(name) as f64
+                })
+                .sum();
+            if share > 0.0 && best.is_none_or(|(_, b)| share > b) {
+                best = Some((i, share));
+            }
+        }
+        let (index, _) = best?;
+        used[index] = true;
+        chosen.push(pool[index]);
+        freed.add(&pool[index].requests);
+    }
+    for i in (0..chosen.len()).rev() {
+        let mut without = freed.clone();
+        without.sub(&chosen[i].requests);
+        if covered(need, &without) {
+            freed = without;
+            chosen.remove(i);
+        }
+    }
+    Some(chosen)
+}
+
+impl MakeRoom {
+    pub fn new(args: MakeRoomArgs) -> Self {
+        MakeRoom { args }
+    }
+
+    /// Pending pods to help, best first, with how long each has been unschedulable.
+    fn pending<'s>(&self, ctx: &PlanContext<'s>) -> Vec<(&'s Arc<PodInfo>, i64)> {
+        let grace = i64::try_from(self.args.pending_for.as_std().as_secs()).unwrap_or(i64::MAX);
+        let mut pending: Vec<(&Arc<PodInfo>, i64)> = ctx
+            .snapshot
+            .unscheduled
+            .values()
+            .filter(|p| {
+                !p.terminating
+                    && p.problems.is_empty()
+                    && self.args.namespaces.admits(&p.key.namespace)
+                    && ctx.preemptable(p) == Setting::Valid(false)
+            })
+            .filter_map(|p| {
+                let waited = seconds_since(p.status.unschedulable_since(), ctx.now)?;
+                (waited >= grace).then_some((p, waited))
+            })
+            .collect();
+        pending.sort_by(|(a, wa), (b, wb)| {
+            b.priority_or_zero()
+                .cmp(&a.priority_or_zero())
+                .then(wb.cmp(wa))
+                .then_with(|| a.key.cmp(&b.key))
+        });
+        pending
+    }
+
+    /// The preemptable pods of a node (in victim order) and their total requests, computed once per run.
+    fn preemptable<'s, 'p>(
+        ctx: &PlanContext<'s>,
+        name: &'s str,
+        state: &'s NodeState,
+        pools: &'p mut HashMap<&'s str, Pool<'s>>,
+    ) -> &'p Pool<'s> {
+        pools.entry(name).or_insert_with(|| {
+            let mut pods: Vec<&Arc<PodInfo>> = state
+                .pods
+                .values()
+                .filter(|p| {
+                    p.holds_resources()
+                        && movable(p, ctx)
+                        && ctx.preemptable(p) == Setting::Valid(true)
+                })
+                .collect();
+            pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
+            let mut total = Resources::default();
+            for pod in &pods {
+                total.add(&pod.requests);
+            }
+            Pool { pods, total }
+        })
+    }
+
+    /// The best node and set of evictions for `pending`, or `None` (with no eviction needed when the
+    /// pod already fits somewhere).
+    fn plan_for<'s>(
+        &self,
+        ctx: &PlanContext<'s>,
+        pending: &PodInfo,
+        ledger: &Ledger,
+        pools: &mut HashMap<&'s str, Pool<'s>>,
+        admission: &mut dyn Admission,
+    ) -> Option<Choice<'s>> {
+        let mut best: Option<Choice<'s>> = None;
+        let mut needs: Vec<(&'s str, Resources)> = Vec::new();
+        for (name, state) in &ctx.snapshot.nodes {
+            let Some(node) = state.node.as_deref() else {
+                continue;
+            };
+            if node.revocable_zone.is_some() || !pending.placement.allows_node(node) {
+                continue;
+            }
+            let requested = ledger.requested(state, name);
+            let need = shortfall(&pending.requests, &node.allocatable, &requested);
+            if need == Resources::default() {
+                // It fits here already: evicting for it would not help.
+                return None;
+            }
+            // Even evicting every preemptable pod would not be enough: no need to ask the gates.
+            if covered(&need, &Self::preemptable(ctx, name, state, pools).total) {
+                needs.push((name.as_str(), need));
+            }
+        }
+        for (name, need) in needs {
+            let Some(pool) = pools.get(name) else {
+                continue;
+            };
+            let admissible: Vec<&Arc<PodInfo>> = pool
+                .pods
+                .iter()
+                .copied()
+                .filter(|p| {
+                    !admission.decided(&p.key)
+                        && admission
+                            .check(&Candidate::new(p, NAME, String::new()))
+                            .is_ok()
+                })
+                .collect();
+            let Some(victims) = choose(&need, &admissible) else {
+                continue;
+            };
+            if self
+                .args
+                .max_victims_per_pod
+                .is_some_and(|max| victims.len() > max as usize)
+            {
+                continue;
+            }
+            let priority_sum = victims
+                .iter()
+                .map(|p| i64::from(p.priority_or_zero()))
+                .sum();
+            let better = best
+                .as_ref()
+                .is_none_or(|b| (victims.len(), priority_sum) < (b.victims.len(), b.priority_sum));
+            if better {
+                best = Some(Choice {
+                    node: name,
+                    victims,
+                    priority_sum,
+                });
+            }
+        }
+        best
+    }
+}
+
+/// A node's preemptable pods.
+struct Pool<'s> {
+    pods: Vec<&'s Arc<PodInfo>>,
+    total: Resources,
+}
+
+impl Strategy for MakeRoom {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.args.max_pending_pods == 0 {
+            return Err("maxPendingPods must be at least 1".to_owned());
+        }
+        if !self.args.namespaces.include.is_empty() && !self.args.namespaces.exclude.is_empty() {
+            return Err("namespaces: set include or exclude, not both".to_owned());
+        }
+        Ok(())
+    }
+
+    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
+        proposals(self, ctx)
+    }
+
+    fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+        let mut ledger = Ledger::default();
+        let mut pools = HashMap::new();
+        let pending = self.pending(ctx);
+        for (pod, waited) in pending
+            .into_iter()
+            .take(self.args.max_pending_pods as usize)
+        {
+            for _ in 0..ATTEMPTS {
+                let Some(choice) = self.plan_for(ctx, pod, &ledger, &mut pools, admission) else {
+                    break;
+                };
+                let reason = format!(
+                    "make room on node {} for pending pod {} (unschedulable for {}, requests {}): \
+                     {} preemptable pod(s) evicted together",
+                    choice.node,
+                    pod.key,
+                    format_age(waited),
+                    describe(&pod.requests),
+                    choice.victims.len()
+                );
+                let candidates: Vec<Candidate> = choice
+                    .victims
+                    .iter()
+                    .map(|v| Candidate::new(v, NAME, reason.clone()))
+                    .collect();
+                if admission.offer_all(candidates) {
+                    let freed = ledger.freed.entry(choice.node.to_owned()).or_default();
+                    for victim in &choice.victims {
+                        freed.add(&victim.requests);
+                    }
+                    ledger
+                        .placed
+                        .entry(choice.node.to_owned())
+                        .or_default()
+                        .add(&pod.requests);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The simulated fit, exposed for tests of the property that evictions always make the pod fit.
+pub fn fits_after(pending: &PodInfo, state: &NodeState, victims: &[&Arc<PodInfo>]) -> bool {
+    let Some(node) = state.node.as_deref() else {
+        return false;
+    };
+    let mut requested = state.requested.clone();
+    for victim in victims {
+        requested.sub(&victim.requests);
+    }
+    pending.placement.allows_node(node)
+        && placement::fits(&pending.requests, &node.allocatable, &requested)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+    use crate::cluster::ObjectKey;
+
+    const PREEMPTABLE: (&str, &str) = ("volcano.sh/preemptable", "true");
+    const SPEC: &str = "mode: Evict\nstrategies:\n  makeRoomForPending: {}\ndefaults: {jobBudget: {maxUnavailable: 100}}\n";
+
+    fn pending(name: &str, cpu: &str, since: &str) -> PodBuilder {
+        pod(name, "", cpu, "1Gi").status(
+            "conditions",
+            serde_json::json!([{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                "lastTransitionTime": since}]),
+        )
+    }
+
+    fn victim(name: &str, node: &str, cpu: &str) -> PodBuilder {
+        pod(name, node, cpu, "1Gi").label(PREEMPTABLE.0, PREEMPTABLE.1)
+    }
+
+    /// Two full 4-core nodes: n1 with preemptable pods of 1, 1 and 2 cores; n2 with 3 + 1 core.
+    fn full() -> Cluster {
+        Cluster::new()
+            .node(node("n1", "4", "16Gi", 110))
+            .node(node("n2", "4", "16Gi", 110))
+            .node(node("rz", "8", "16Gi", 110).label("volcano.sh/revocable-zone", "rz1"))
+            .pod(victim("a/v1", "n1", "1"))
+            .pod(victim("a/v2", "n1", "1"))
+            .pod(victim("a/v3", "n1", "2"))
+            .pod(victim("a/w1", "n2", "3"))
+            .pod(pod("a/steady", "n2", "1", "1Gi"))
+            .pod(victim("a/rz-pod", "rz", "8"))
+    }
+
+    #[test]
+    fn evicts_the_smallest_set_on_a_non_revocable_node() {
+        let mut cluster = full().pod(pending("a/job", "3", "2026-03-02T11:00:00Z"));
+        let out = cluster.plan(SPEC);
+        // n1 needs v3 + one 1-core pod (2 evictions); n2 needs only w1 (1 eviction). The revocable node
+        // is never used.
+        assert_eq!(out.evicted(), ["a/w1"]);
+        assert!(
+            out.reason("a/w1")
+                .contains("make room on node n2 for pending pod a/job")
+        );
+        let snapshot = cluster.cache.snapshot();
+        let victims: Vec<_> = out
+            .plan
+            .evictions
+            .iter()
+            .map(|e| &e.candidate.pod)
+            .collect();
+        let pod = snapshot
+            .unscheduled
+            .get(&ObjectKey::new("a", "job"))
+            .unwrap();
+        assert!(fits_after(pod, snapshot.node("n2").unwrap(), &victims));
+    }
+
+    #[test]
+    fn the_set_is_minimal() {
+        let mut cluster = full().pod(pod("a/pin", "n2", "100m", "1Gi")).pod(pending(
+            "a/job",
+            "2",
+            "2026-03-02T11:00:00Z",
+        ));
+        // n2 has 100m over its 4 cores... n1: need 2 cores: v3 alone (not v1 + v2).
+        let out = cluster.plan(SPEC);
+        assert_eq!(out.evicted(), ["a/v3"]);
+    }
+
+    #[test]
+    fn nothing_happens_when_it_cannot_help_or_is_not_needed() {
+        // Too big for any node even after evicting everything preemptable.
+        let mut cluster = full().pod(pending("a/huge", "5", "2026-03-02T11:00:00Z"));
+        assert!(cluster.plan(SPEC).evicted().is_empty());
+        // Not pending long enough.
+        let mut cluster = full().pod(pending("a/job", "3", "2026-03-02T11:58:00Z"));
+        assert!(cluster.plan(SPEC).evicted().is_empty());
+        // Preemptable pending pods never trigger it.
+        let mut cluster = full()
+            .pod(pending("a/job", "3", "2026-03-02T11:00:00Z").label(PREEMPTABLE.0, PREEMPTABLE.1));
+        assert!(cluster.plan(SPEC).evicted().is_empty());
+        // A selector no non-revocable node satisfies.
+        let mut cluster = full().pod(
+            pending("a/job", "3", "2026-03-02T11:00:00Z")
+                .spec("nodeSelector", serde_json::json!({"gpu": "yes"})),
+        );
+        assert!(cluster.plan(SPEC).evicted().is_empty());
+        // Fits somewhere already (a new empty node): something else keeps it pending.
+        let mut cluster = full().node(node("n3", "4", "16Gi", 110)).pod(pending(
+            "a/job",
+            "3",
+            "2026-03-02T11:00:00Z",
+        ));
+        assert!(cluster.plan(SPEC).evicted().is_empty());
+    }
+
+    #[test]
+    fn taints_exclude_nodes_and_gates_refuse_the_whole_set() {
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "16Gi", 110).taint("dedicated", "x", "NoSchedule"))
+            .node(node("n2", "4", "16Gi", 110))
+            .pod(victim("a/v1", "n1", "4"))
+            .pod(victim("a/v2", "n2", "2"))
+            .pod(victim("a/v3", "n2", "2").label("volcano.sh/cooldown-time", "48h"))
+            .pod(pending("a/job", "4", "2026-03-02T11:00:00Z"));
+        // n1 is tainted; n2 needs v2 and v3, but v3 is in cooldown: the pool has only v2, which is not
+        // enough, so nothing is evicted (not even v2).
+        let out = cluster.plan(SPEC);
+        assert!(out.evicted().is_empty());
+        // With a total limit of 1, the set of two is refused as a whole.
+        let mut cluster = Cluster::new()
+            .node(node("n2", "4", "16Gi", 110))
+            .pod(victim("a/v2", "n2", "2"))
+            .pod(victim("a/v3", "n2", "2"))
+            .pod(pending("a/job", "4", "2026-03-02T11:00:00Z"));
+        let out = cluster.plan(&format!("{SPEC}limits: {{total: 1}}\n"));
+        assert!(out.evicted().is_empty());
+        assert_eq!(out.skipped(), ["a/v3 limit"]);
+        assert!(out.detail("a/v3").contains("none made"));
+    }
+
+    #[test]
+    fn two_pending_pods_do_not_count_the_same_room() {
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "16Gi", 110))
+            .pod(victim("a/v1", "n1", "2"))
+            .pod(victim("a/v2", "n1", "2"))
+            .pod(pending("a/first", "2", "2026-03-02T10:00:00Z"))
+            .pod(pending("a/second", "2", "2026-03-02T11:00:00Z"));
+        let out = cluster.plan(SPEC);
+        assert_eq!(
+            out.evicted(),
+            ["a/v1", "a/v2"],
+            "one victim per pending pod"
+        );
+    }
+}

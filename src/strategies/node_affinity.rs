@@ -1,0 +1,228 @@
+//! removePodsViolatingNodeAffinity: evict pods whose node no longer satisfies their node affinity.
+//!
+//! - `requiredDuringSchedulingIgnoredDuringExecution`: the node no longer matches the pod's required
+//!   affinity or node selector, and another node would take the pod (otherwise evicting it only makes it
+//!   pending).
+//! - `preferredDuringSchedulingIgnoredDuringExecution`: another node that would take the pod scores
+//!   strictly higher on the pod's preferred terms than its current node.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Strategy,
+    common::{Selection, fits_elsewhere, fits_on, movable},
+};
+use crate::{
+    api::policy::NamespaceFilter,
+    plan::{Candidate, PlanContext},
+};
+
+pub const NAME: &str = "removePodsViolatingNodeAffinity";
+
+const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
+const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeAffinityArgs {
+    /// Which affinity to enforce: `requiredDuringSchedulingIgnoredDuringExecution` (default) and/or
+    /// `preferredDuringSchedulingIgnoredDuringExecution`.
+    #[serde(default = "default_types")]
+    #[schemars(length(min = 1), extend("x-kubernetes-list-type" = "set"))]
+    pub node_affinity_type: Vec<AffinityType>,
+    #[serde(default)]
+    pub namespaces: NamespaceFilter,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+}
+
+impl Default for NodeAffinityArgs {
+    fn default() -> Self {
+        NodeAffinityArgs {
+            node_affinity_type: default_types(),
+            namespaces: NamespaceFilter::default(),
+            label_selector: None,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum AffinityType {
+    #[serde(rename = "requiredDuringSchedulingIgnoredDuringExecution")]
+    Required,
+    #[serde(rename = "preferredDuringSchedulingIgnoredDuringExecution")]
+    Preferred,
+}
+
+fn default_types() -> Vec<AffinityType> {
+    vec![AffinityType::Required]
+}
+
+pub struct NodeAffinity {
+    args: NodeAffinityArgs,
+}
+
+impl NodeAffinity {
+    pub fn new(args: NodeAffinityArgs) -> Self {
+        NodeAffinity { args }
+    }
+
+    fn selection(&self) -> Selection<'_> {
+        Selection {
+            namespaces: &self.args.namespaces,
+            label_selector: self.args.label_selector.as_ref(),
+        }
+    }
+}
+
+impl Strategy for NodeAffinity {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        self.selection().validate()
+    }
+
+    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
+        let required = self
+            .args
+            .node_affinity_type
+            .contains(&AffinityType::Required);
+        let preferred = self
+            .args
+            .node_affinity_type
+            .contains(&AffinityType::Preferred);
+        let selection = self.selection();
+        let mut out = Vec::new();
+        for state in ctx.snapshot.nodes.values() {
+            let Some(node) = state.node.as_deref() else {
+                continue;
+            };
+            for pod in state.pods.values() {
+                if !movable(pod, ctx) || !selection.admits(pod) {
+                    continue;
+                }
+                let placement = &pod.placement;
+                if required && !placement.matches_node(node) {
+                    if let Some(other) = fits_elsewhere(pod, ctx) {
+                        out.push(Candidate::new(
+                            pod,
+                            NAME,
+                            format!(
+                                "node {} no longer satisfies the pod's node selector or {REQUIRED}; \
+                                 node {other} would",
+                                node.name
+                            ),
+                        ));
+                    }
+                    continue;
+                }
+                if preferred && !placement.preferred.is_empty() {
+                    let current = placement.preferred_score(node);
+                    if current >= placement.max_preferred_score() {
+                        continue;
+                    }
+                    let better = ctx.snapshot.nodes.iter().find_map(|(name, other)| {
+                        let score = other
+                            .node
+                            .as_deref()
+                            .map(|n| placement.preferred_score(n))?;
+                        (name != &node.name && score > current && fits_on(pod, other))
+                            .then_some((name, score))
+                    });
+                    if let Some((name, score)) = better {
+                        out.push(Candidate::new(
+                            pod,
+                            NAME,
+                            format!(
+                                "{PREFERRED} scores {current} on node {} but {score} on node {name}",
+                                node.name
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use serde_json::json;
+
+    fn required_zone(zone: &str) -> serde_json::Value {
+        json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": [zone]}]}]
+        }}})
+    }
+
+    fn preferred_zone(zone: &str, weight: i32) -> serde_json::Value {
+        json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": weight,
+            "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": [zone]}]}
+        }]}})
+    }
+
+    #[test]
+    fn required_affinity_evicts_only_when_another_node_fits() {
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110).label("zone", "a"))
+            .node(node("n2", "4", "8Gi", 110).label("zone", "b"))
+            .node(node("n3", "1", "8Gi", 110).label("zone", "c"))
+            .pod(pod("a/wants-b", "n1", "1", "1Gi").spec("affinity", required_zone("b")))
+            .pod(pod("a/wants-a", "n1", "1", "1Gi").spec("affinity", required_zone("a")))
+            // Would fit zone c by selector, but n3 has no room for 2 cores: stays.
+            .pod(pod("a/wants-c", "n1", "2", "1Gi").spec("affinity", required_zone("c")))
+            .pod(pod("a/selector-b", "n1", "1", "1Gi").spec("nodeSelector", json!({"zone": "b"})));
+        let out = cluster.plan("mode: Evict\nstrategies:\n  removePodsViolatingNodeAffinity: {}\n");
+        assert_eq!(out.evicted(), ["a/selector-b", "a/wants-b"]);
+        assert!(out.reason("a/wants-b").contains("node n2 would"));
+    }
+
+    #[test]
+    fn unschedulable_and_tainted_nodes_are_no_destination() {
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110).label("zone", "a"))
+            .node(
+                node("n2", "4", "8Gi", 110)
+                    .label("zone", "b")
+                    .unschedulable(),
+            )
+            .node(
+                node("n3", "4", "8Gi", 110)
+                    .label("zone", "b")
+                    .taint("k", "v", "NoSchedule"),
+            )
+            .node(node("n4", "4", "8Gi", 110).label("zone", "b").not_ready())
+            .pod(pod("a/wants-b", "n1", "1", "1Gi").spec("affinity", required_zone("b")));
+        let out = cluster.plan("mode: Evict\nstrategies:\n  removePodsViolatingNodeAffinity: {}\n");
+        assert!(out.evicted().is_empty());
+    }
+
+    #[test]
+    fn preferred_affinity_moves_to_a_strictly_better_node() {
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110).label("zone", "a"))
+            .node(node("n2", "4", "8Gi", 110).label("zone", "b"))
+            .pod(pod("a/prefers-b", "n1", "1", "1Gi").spec("affinity", preferred_zone("b", 10)))
+            .pod(pod("a/prefers-a", "n1", "1", "1Gi").spec("affinity", preferred_zone("a", 10)))
+            .pod(pod("a/prefers-c", "n1", "1", "1Gi").spec("affinity", preferred_zone("c", 10)));
+        let spec = "mode: Evict\nstrategies:\n  removePodsViolatingNodeAffinity:\n    nodeAffinityType: [preferredDuringSchedulingIgnoredDuringExecution]\n";
+        let out = cluster.plan(spec);
+        assert_eq!(out.evicted(), ["a/prefers-b"]);
+        assert!(
+            out.reason("a/prefers-b")
+                .contains("scores 0 on node n1 but 10 on node n2")
+        );
+        let out = cluster.plan("mode: Evict\nstrategies:\n  removePodsViolatingNodeAffinity: {}\n");
+        assert!(
+            out.evicted().is_empty(),
+            "preferred terms are ignored by default"
+        );
+    }
+}

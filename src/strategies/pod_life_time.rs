@@ -1,0 +1,327 @@
+//! podLifeTime: evict pods older than `maxPodLifeTimeSeconds`, optionally only those in given states,
+//! with given conditions or exit codes, or with given owner kinds. Every filter that is set must match
+//! (AND); within a filter any entry may (OR). Oldest first.
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::KubeSchema;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Strategy,
+    common::{OwnerKinds, Selection, format_age, seconds_since},
+};
+use crate::{
+    api::policy::NamespaceFilter,
+    cluster::{ContainerScope, PodInfo, PodPhase},
+    plan::{Candidate, PlanContext},
+};
+
+pub const NAME: &str = "podLifeTime";
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.maxPodLifeTimeSeconds) || has(self.states) || has(self.conditions) || has(self.exitCodes)").message("set at least one of maxPodLifeTimeSeconds, states, conditions, exitCodes"))]
+pub struct PodLifeTimeArgs {
+    /// Pods older than this many seconds (since creation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pod_life_time_seconds: Option<u64>,
+    /// Only pods in one of these states: a phase (`Running`, `Pending`, `Succeeded`, `Failed`,
+    /// `Unknown`), a pod status reason (`NodeLost`, `Shutdown`, ...), or a container waiting or
+    /// terminated reason (`CrashLoopBackOff`, `ContainerCreating`, `OOMKilled`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub states: Vec<String>,
+    /// Only pods with a condition matching one of these filters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ConditionFilter>,
+    /// Only pods with a terminated container that exited with one of these codes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub exit_codes: Vec<i32>,
+    /// Only (or never) pods with an owner of these kinds.
+    #[serde(default)]
+    pub owner_kinds: OwnerKinds,
+    /// Match states and exit codes of init containers too.
+    #[serde(default)]
+    pub including_init_containers: bool,
+    /// Match states of ephemeral containers too.
+    #[serde(default)]
+    pub including_ephemeral_containers: bool,
+    #[serde(default)]
+    pub namespaces: NamespaceFilter,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+}
+
+/// A pod condition to match; every field that is set must match.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConditionFilter {
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The condition last changed at least this many seconds ago.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_time_since_last_transition_seconds: Option<u64>,
+}
+
+pub struct PodLifeTime {
+    args: PodLifeTimeArgs,
+}
+
+impl ConditionFilter {
+    fn fields_match(&self, condition: &crate::cluster::pod_status::ConditionInfo) -> bool {
+        self.type_.as_ref().is_none_or(|t| *t == condition.type_)
+            && self.status.as_ref().is_none_or(|s| *s == condition.status)
+            && self
+                .reason
+                .as_ref()
+                .is_none_or(|r| condition.reason.as_ref() == Some(r))
+    }
+}
+
+pub(super) fn phase_name(phase: PodPhase) -> &'static str {
+    match phase {
+        PodPhase::Pending => "Pending",
+        PodPhase::Running => "Running",
+        PodPhase::Succeeded => "Succeeded",
+        PodPhase::Failed => "Failed",
+        PodPhase::Unknown => "Unknown",
+    }
+}
+
+/// The pod's phase, its status reason, and its containers' waiting and terminated reasons.
+pub(super) fn pod_states(pod: &PodInfo, scope: ContainerScope) -> impl Iterator<Item = &str> {
+    std::iter::once(phase_name(pod.phase))
+        .chain(pod.status.reason.as_deref())
+        .chain(pod.status.containers_in(scope).flat_map(|c| {
+            c.waiting
+                .as_deref()
+                .into_iter()
+                .chain(c.terminated.as_ref().and_then(|t| t.reason.as_deref()))
+        }))
+}
+
+/// A terminated container of the pod exited with one of `codes`.
+pub(super) fn has_exit_code(pod: &PodInfo, codes: &[i32], scope: ContainerScope) -> bool {
+    pod.status
+        .containers_in(ContainerScope {
+            ephemeral: false,
+            ..scope
+        })
+        .any(|c| {
+            c.terminated
+                .as_ref()
+                .is_some_and(|t| codes.contains(&t.exit_code))
+        })
+}
+
+impl PodLifeTime {
+    pub fn new(args: PodLifeTimeArgs) -> Self {
+        PodLifeTime { args }
+    }
+
+    fn selection(&self) -> Selection<'_> {
+        Selection {
+            namespaces: &self.args.namespaces,
+            label_selector: self.args.label_selector.as_ref(),
+        }
+    }
+
+    fn scope(&self) -> ContainerScope {
+        ContainerScope {
+            init: self.args.including_init_containers,
+            ephemeral: self.args.including_ephemeral_containers,
+        }
+    }
+
+    /// When the pod matched, for ordering (oldest first) and the reason, or `None` if it does not match.
+    fn matches(&self, pod: &PodInfo, now: Timestamp) -> Option<(Timestamp, String)> {
+        let args = &self.args;
+        let mut why = Vec::new();
+        if let Some(max) = args.max_pod_life_time_seconds {
+            let age = seconds_since(pod.created_at, now)?;
+            if age <= i64::try_from(max).unwrap_or(i64::MAX) {
+                return None;
+            }
+            why.push(format!(
+                "age {} > {}",
+                format_age(age),
+                format_age(max as i64)
+            ));
+        }
+        if !args.states.is_empty() {
+            let state =
+                pod_states(pod, self.scope()).find(|s| args.states.iter().any(|w| w == s))?;
+            why.push(format!("state {state}"));
+        }
+        let mut relevant: Option<Timestamp> = None;
+        if !args.conditions.is_empty() {
+            let mut matched = false;
+            for filter in &args.conditions {
+                for condition in pod
+                    .status
+                    .conditions
+                    .iter()
+                    .filter(|c| filter.fields_match(c))
+                {
+                    if let Some(min) = filter.min_time_since_last_transition_seconds {
+                        let Some(since) = seconds_since(condition.last_transition, now) else {
+                            continue;
+                        };
+                        if since < i64::try_from(min).unwrap_or(i64::MAX) {
+                            continue;
+                        }
+                        relevant = relevant.max(condition.last_transition);
+                    }
+                    if !matched {
+                        why.push(format!(
+                            "condition {}={}",
+                            condition.type_, condition.status
+                        ));
+                    }
+                    matched = true;
+                }
+            }
+            if !matched {
+                return None;
+            }
+        }
+        if !args.exit_codes.is_empty() {
+            if !has_exit_code(pod, &args.exit_codes, self.scope()) {
+                return None;
+            }
+            why.push("exit code matched".to_owned());
+        }
+        if !args.owner_kinds.admits(pod) {
+            return None;
+        }
+        let at = relevant.or(pod.created_at).unwrap_or(Timestamp::MIN);
+        Some((at, why.join(", ")))
+    }
+}
+
+impl Strategy for PodLifeTime {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let args = &self.args;
+        self.selection().validate()?;
+        args.owner_kinds.validate()?;
+        if args.max_pod_life_time_seconds.is_none()
+            && args.states.is_empty()
+            && args.conditions.is_empty()
+            && args.exit_codes.is_empty()
+        {
+            return Err(
+                "set at least one of maxPodLifeTimeSeconds, states, conditions, exitCodes"
+                    .to_owned(),
+            );
+        }
+        if args
+            .conditions
+            .iter()
+            .any(|c| *c == ConditionFilter::default())
+        {
+            return Err("every condition filter needs at least one field".to_owned());
+        }
+        Ok(())
+    }
+
+    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
+        let selection = self.selection();
+        let mut matched: Vec<(Timestamp, &std::sync::Arc<PodInfo>, String)> = ctx
+            .snapshot
+            .nodes
+            .values()
+            .flat_map(|n| n.pods.values())
+            .filter(|pod| !pod.is_static() && !ctx.is_leaving(pod) && selection.admits(pod))
+            .filter_map(|pod| self.matches(pod, ctx.now).map(|(at, why)| (at, pod, why)))
+            .collect();
+        matched.sort_by(|a, b| (a.0, &a.1.key).cmp(&(b.0, &b.1.key)));
+        matched
+            .into_iter()
+            .map(|(_, pod, why)| Candidate::new(pod, NAME, why))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use serde_json::json;
+
+    fn cluster() -> Cluster {
+        Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .pod(pod("a/week", "n1", "100m", "1Gi").created("2026-02-23T12:00:00Z"))
+            .pod(pod("a/day", "n1", "100m", "1Gi"))
+            .pod(pod("a/hour", "n1", "100m", "1Gi").created("2026-03-02T11:00:00Z"))
+            .pod(
+                pod("a/oom", "n1", "100m", "1Gi")
+                    .created("2026-02-25T12:00:00Z")
+                    .status(
+                        "containerStatuses",
+                        json!([{"name": "c", "image": "i", "imageID": "", "ready": false, "restartCount": 1,
+                                "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]),
+                    ),
+            )
+            .pod(
+                pod("a/done", "n1", "100m", "1Gi")
+                    .phase("Succeeded")
+                    .owner("Job", "batch")
+                    .status(
+                        "conditions",
+                        json!([{"type": "Ready", "status": "False", "reason": "PodCompleted",
+                                "lastTransitionTime": "2026-03-02T06:00:00Z"}]),
+                    ),
+            )
+    }
+
+    #[test]
+    fn evicts_pods_older_than_the_maximum_oldest_first() {
+        let out = cluster()
+            .plan("mode: Evict\nstrategies:\n  podLifeTime: {maxPodLifeTimeSeconds: 7200}\n");
+        // Each ReplicaSet has one pod: the budget allows one per job, so all go.
+        assert_eq!(out.evicted(), ["a/week", "a/oom", "a/day", "a/done"]);
+        assert!(out.reason("a/week").contains("age 7d0h > 2h0m"));
+    }
+
+    #[test]
+    fn states_exit_codes_and_owner_kinds() {
+        let out = cluster().plan(
+            "mode: Evict\nstrategies:\n  podLifeTime: {maxPodLifeTimeSeconds: 7200, states: [OOMKilled, Succeeded]}\n",
+        );
+        assert_eq!(out.evicted(), ["a/oom", "a/done"]);
+        let out = cluster().plan("mode: Evict\nstrategies:\n  podLifeTime: {exitCodes: [137]}\n");
+        assert_eq!(out.evicted(), ["a/oom"]);
+        let out = cluster().plan(
+            "mode: Evict\nstrategies:\n  podLifeTime: {maxPodLifeTimeSeconds: 7200, ownerKinds: {exclude: [Job]}}\n",
+        );
+        assert_eq!(out.evicted(), ["a/week", "a/oom", "a/day"]);
+    }
+
+    #[test]
+    fn conditions_with_time_since_transition() {
+        let spec = |secs: u64| {
+            format!(
+                "mode: Evict\nstrategies:\n  podLifeTime:\n    states: [Succeeded]\n    conditions:\n    - {{reason: PodCompleted, minTimeSinceLastTransitionSeconds: {secs}}}\n"
+            )
+        };
+        assert_eq!(cluster().plan(&spec(3600)).evicted(), ["a/done"]);
+        assert!(cluster().plan(&spec(8 * 3600)).evicted().is_empty());
+    }
+
+    #[test]
+    fn needs_a_criterion() {
+        let out = cluster().plan("mode: Evict\nstrategies:\n  podLifeTime: {}\n");
+        assert!(out.error().is_some_and(|e| e.contains("at least one")));
+    }
+}

@@ -1,0 +1,191 @@
+//! removePodsHavingTooManyRestarts: evict pods whose containers restarted at least `podRestartThreshold`
+//! times in all (a volume that never attaches, a node-local fault): another node may do better.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Strategy,
+    common::{Selection, movable},
+};
+use crate::{
+    api::policy::NamespaceFilter,
+    cluster::{ContainerScope, PodPhase},
+    plan::{Candidate, PlanContext},
+};
+
+pub const NAME: &str = "removePodsHavingTooManyRestarts";
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TooManyRestartsArgs {
+    /// Restarts, summed over the pod's containers, at which the pod is evicted.
+    #[schemars(range(min = 1))]
+    pub pod_restart_threshold: i32,
+    /// Count init containers' restarts too.
+    #[serde(default)]
+    pub including_init_containers: bool,
+    /// Only pods in one of these states: `Running` (the pod phase) or `CrashLoopBackOff` (a container
+    /// waiting to be restarted). Empty: any state.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub states: Vec<RestartState>,
+    #[serde(default)]
+    pub namespaces: NamespaceFilter,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum RestartState {
+    Running,
+    CrashLoopBackOff,
+}
+
+pub struct TooManyRestarts {
+    args: TooManyRestartsArgs,
+}
+
+impl TooManyRestarts {
+    pub fn new(args: TooManyRestartsArgs) -> Self {
+        TooManyRestarts { args }
+    }
+
+    fn selection(&self) -> Selection<'_> {
+        Selection {
+            namespaces: &self.args.namespaces,
+            label_selector: self.args.label_selector.as_ref(),
+        }
+    }
+}
+
+impl Strategy for TooManyRestarts {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.args.pod_restart_threshold < 1 {
+            return Err("podRestartThreshold must be at least 1".to_owned());
+        }
+        self.selection().validate()
+    }
+
+    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
+        let scope = ContainerScope {
+            init: self.args.including_init_containers,
+            ephemeral: false,
+        };
+        let selection = self.selection();
+        let mut out = Vec::new();
+        for pod in ctx.snapshot.nodes.values().flat_map(|n| n.pods.values()) {
+            if !movable(pod, ctx) || !selection.admits(pod) {
+                continue;
+            }
+            let restarts: i64 = pod
+                .status
+                .containers_in(scope)
+                .map(|c| i64::from(c.restarts.max(0)))
+                .sum();
+            if restarts < i64::from(self.args.pod_restart_threshold) {
+                continue;
+            }
+            let in_state = self.args.states.is_empty()
+                || self.args.states.iter().any(|state| match state {
+                    RestartState::Running => pod.phase == PodPhase::Running,
+                    RestartState::CrashLoopBackOff => pod
+                        .status
+                        .containers_in(scope)
+                        .any(|c| c.waiting.as_deref() == Some("CrashLoopBackOff")),
+                });
+            if in_state {
+                out.push(Candidate::new(
+                    pod,
+                    NAME,
+                    format!(
+                        "{restarts} container restarts (threshold {})",
+                        self.args.pod_restart_threshold
+                    ),
+                ));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use serde_json::json;
+
+    fn statuses(restarts: &[i32], waiting: Option<&str>) -> serde_json::Value {
+        json!(restarts
+            .iter()
+            .map(|r| {
+                let state = match waiting {
+                    Some(reason) => json!({"waiting": {"reason": reason}}),
+                    None => json!({"running": {}}),
+                };
+                json!({"name": "c", "image": "i", "imageID": "", "ready": false, "restartCount": r, "state": state})
+            })
+            .collect::<Vec<_>>())
+    }
+
+    fn cluster() -> Cluster {
+        Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .pod(
+                pod("a/many", "n1", "100m", "1Gi")
+                    .status("containerStatuses", statuses(&[3, 2], None)),
+            )
+            .pod(
+                pod("a/few", "n1", "100m", "1Gi").status("containerStatuses", statuses(&[4], None)),
+            )
+            .pod(
+                pod("a/crashing", "n1", "100m", "1Gi")
+                    .phase("Running")
+                    .status(
+                        "containerStatuses",
+                        statuses(&[9], Some("CrashLoopBackOff")),
+                    ),
+            )
+            .pod(
+                pod("a/init", "n1", "100m", "1Gi")
+                    .status("containerStatuses", statuses(&[1], None))
+                    .status("initContainerStatuses", statuses(&[8], None)),
+            )
+    }
+
+    #[test]
+    fn threshold_counts_app_containers_and_optionally_init_containers() {
+        let out = cluster().plan(
+            "mode: Evict\nstrategies:\n  removePodsHavingTooManyRestarts: {podRestartThreshold: 5}\n",
+        );
+        assert_eq!(out.evicted(), ["a/crashing", "a/many"]);
+        let out = cluster().plan(
+            "mode: Evict\nstrategies:\n  removePodsHavingTooManyRestarts: {podRestartThreshold: 5, includingInitContainers: true}\n",
+        );
+        assert_eq!(out.evicted(), ["a/crashing", "a/init", "a/many"]);
+    }
+
+    #[test]
+    fn states_filter() {
+        let out = cluster().plan(
+            "mode: Evict\nstrategies:\n  removePodsHavingTooManyRestarts: {podRestartThreshold: 5, states: [CrashLoopBackOff]}\n",
+        );
+        assert_eq!(out.evicted(), ["a/crashing"]);
+    }
+
+    #[test]
+    fn zero_threshold_is_refused() {
+        let out = cluster().plan(
+            "mode: Evict\nstrategies:\n  removePodsHavingTooManyRestarts: {podRestartThreshold: 0}\n",
+        );
+        assert!(out.evicted().is_empty());
+        assert!(
+            out.error()
+                .is_some_and(|e| e.contains("podRestartThreshold"))
+        );
+    }
+}

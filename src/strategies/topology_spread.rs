@@ -1,0 +1,509 @@
+//! removePodsViolatingTopologySpreadConstraint: where the pods a spread constraint selects are spread
+//! over its topology domains more unevenly than `maxSkew` allows, evict the fewest pods that bring the
+//! domains back within it — one at a time from the fullest domain towards the emptiest.
+//!
+//! Domains are the values of the constraint's `topologyKey` on the nodes eligible for it
+//! (`nodeAffinityPolicy: Honor`, the default, keeps only nodes the pod's node selector and required
+//! affinity allow; `nodeTaintsPolicy: Honor` also drops nodes with untolerated taints). Only pods that
+//! declare the same constraint are evicted; the strategy's `labelSelector` only limits which of them.
+
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
+    sync::Arc,
+};
+
+use k8s_openapi::{
+    api::core::v1::TopologySpreadConstraint,
+    apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement},
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Strategy,
+    common::{Selection, fits_on, victim_order},
+    proposals,
+};
+use crate::{
+    api::policy::NamespaceFilter,
+    cluster::{NodeInfo, NodeState, PodInfo, matching},
+    plan::{Admission, Candidate, PlanContext},
+};
+
+pub const NAME: &str = "removePodsViolatingTopologySpreadConstraint";
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TopologySpreadArgs {
+    /// Which constraints to enforce, by `whenUnsatisfiable`: `DoNotSchedule` (hard, the default) and/or
+    /// `ScheduleAnyway` (soft).
+    #[serde(default = "default_constraints")]
+    #[schemars(length(min = 1), extend("x-kubernetes-list-type" = "set"))]
+    pub constraints: Vec<Unsatisfiable>,
+    /// Only evict a pod if it fits a node in a domain with fewer matching pods (so that the move can
+    /// actually happen).
+    #[serde(default = "yes")]
+    pub topology_balance_node_fit: bool,
+    #[serde(default)]
+    pub namespaces: NamespaceFilter,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+}
+
+impl Default for TopologySpreadArgs {
+    fn default() -> Self {
+        TopologySpreadArgs {
+            constraints: default_constraints(),
+            topology_balance_node_fit: true,
+            namespaces: NamespaceFilter::default(),
+            label_selector: None,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum Unsatisfiable {
+    DoNotSchedule,
+    ScheduleAnyway,
+}
+
+fn default_constraints() -> Vec<Unsatisfiable> {
+    vec![Unsatisfiable::DoNotSchedule]
+}
+
+fn yes() -> bool {
+    true
+}
+
+pub struct TopologySpread {
+    args: TopologySpreadArgs,
+}
+
+/// One distinct constraint of a namespace, the pods that declare it and one of them to read its node
+/// eligibility from.
+struct Group<'s> {
+    constraint: TopologySpreadConstraint,
+    /// The label selector with `matchLabelKeys` folded in.
+    selector: LabelSelector,
+    sample: &'s Arc<PodInfo>,
+    declaring: HashSet<&'s crate::cluster::ObjectKey>,
+}
+
+/// The constraint's selector, narrowed by `matchLabelKeys` to the declaring pod's values.
+fn effective_selector(
+    constraint: &TopologySpreadConstraint,
+    pod: &PodInfo,
+) -> Option<LabelSelector> {
+    let mut selector = constraint.label_selector.clone()?;
+    for key in constraint.match_label_keys.iter().flatten() {
+        if let Some(value) = pod.labels.get(key) {
+            selector
+                .match_expressions
+                .get_or_insert_with(Vec::new)
+                .push(LabelSelectorRequirement {
+                    key: key.clone(),
+                    operator: "In".to_owned(),
+                    values: Some(vec![value.clone()]),
+                });
+        }
+    }
+    Some(selector)
+}
+
+impl TopologySpread {
+    pub fn new(args: TopologySpreadArgs) -> Self {
+        TopologySpread { args }
+    }
+
+    fn selection(&self) -> Selection<'_> {
+        Selection {
+            namespaces: &self.args.namespaces,
+            label_selector: self.args.label_selector.as_ref(),
+        }
+    }
+
+    fn enforced(&self, constraint: &TopologySpreadConstraint) -> bool {
+        let kind = match constraint.when_unsatisfiable.as_str() {
+            "DoNotSchedule" => Unsatisfiable::DoNotSchedule,
+            "ScheduleAnyway" => Unsatisfiable::ScheduleAnyway,
+            _ => return false,
+        };
+        constraint.max_skew >= 1 && self.args.constraints.contains(&kind)
+    }
+
+    /// The distinct enforced constraints of each namespace, in namespace order.
+    fn groups<'s>(&self, ctx: &PlanContext<'s>) -> BTreeMap<&'s str, Vec<Group<'s>>> {
+        let mut out: BTreeMap<&str, Vec<Group<'s>>> = BTreeMap::new();
+        let mut index: HashMap<(&str, String), usize> = HashMap::new();
+        for pod in ctx.snapshot.nodes.values().flat_map(|n| n.pods.values()) {
+            if pod.placement.spread.is_empty() || pod.phase.is_finished() {
+                continue;
+            }
+            for constraint in pod.placement.spread.iter().filter(|c| self.enforced(c)) {
+                let Some(selector) = effective_selector(constraint, pod) else {
+                    continue;
+                };
+                if matching::selector_is_valid(&selector).is_err() {
+                    continue;
+                }
+                let honor_affinity = constraint.node_affinity_policy.as_deref() != Some("Ignore");
+                let identity = serde_json::to_string(&(
+                    &constraint.topology_key,
+                    constraint.max_skew,
+                    &constraint.when_unsatisfiable,
+                    &selector,
+                    &constraint.node_affinity_policy,
+                    &constraint.node_taints_policy,
+                    honor_affinity.then_some(pod.placement.signature),
+                ))
+                .unwrap_or_default();
+                let namespace = pod.key.namespace.as_str();
+                let groups = out.entry(namespace).or_default();
+                let slot = *index.entry((namespace, identity)).or_insert_with(|| {
+                    groups.push(Group {
+                        constraint: constraint.clone(),
+                        selector,
+                        sample: pod,
+                        declaring: HashSet::new(),
+                    });
+                    groups.len() - 1
+                });
+                if let Some(group) = groups.get_mut(slot) {
+                    group.declaring.insert(&pod.key);
+                }
+            }
+        }
+        out
+    }
+
+    fn eligible(&self, group: &Group<'_>, node: &NodeInfo) -> bool {
+        let constraint = &group.constraint;
+        (constraint.node_affinity_policy.as_deref() == Some("Ignore")
+            || group.sample.placement.matches_node(node))
+            && (constraint.node_taints_policy.as_deref() != Some("Honor")
+                || group
+                    .sample
+                    .placement
+                    .tolerates_node(node, matching::HARD_EFFECTS))
+    }
+
+    /// The domains of the nodes eligible for `group`, shared by groups with the same eligibility.
+    fn domains<'s>(
+        &self,
+        ctx: &PlanContext<'s>,
+        group: &Group<'s>,
+        cache: &mut HashMap<String, Arc<DomainMap<'s>>>,
+    ) -> Arc<DomainMap<'s>> {
+        let constraint = &group.constraint;
+        let placement = &group.sample.placement;
+        let honor_affinity = constraint.node_affinity_policy.as_deref() != Some("Ignore");
+        let honor_taints = constraint.node_taints_policy.as_deref() == Some("Honor");
+        let key = format!(
+            "{}|{}|{}",
+            constraint.topology_key,
+            if honor_affinity {
+                placement.signature
+            } else {
+                0
+            },
+            if honor_taints { placement.signature } else { 0 },
+        );
+        let map = cache.entry(key).or_insert_with(|| {
+            let mut map = DomainMap::default();
+            let mut index_of: HashMap<&str, usize> = HashMap::new();
+            for (name, state) in &ctx.snapshot.nodes {
+                let Some(node) = state.node.as_deref() else {
+                    continue;
+                };
+                let Some(value) = node.labels.get(&constraint.topology_key) else {
+                    continue;
+                };
+                if !self.eligible(group, node) {
+                    continue;
+                }
+                let index = *index_of.entry(value.as_str()).or_insert_with(|| {
+                    map.names.push(value.as_str());
+                    map.nodes.push(Vec::new());
+                    map.names.len() - 1
+                });
+                map.nodes[index].push(state);
+                map.domain_of.insert(name.as_str(), index);
+            }
+            Arc::new(map)
+        });
+        Arc::clone(map)
+    }
+
+    fn balance<'s>(
+        &self,
+        ctx: &PlanContext<'s>,
+        group: &Group<'s>,
+        domains: &DomainMap<'s>,
+        pods: &NamespacePods<'s>,
+        admission: &mut dyn Admission,
+    ) {
+        let constraint = &group.constraint;
+        let names = &domains.names;
+        if names.len() < 2 {
+            return;
+        }
+        let mut counts = vec![0i64; names.len()];
+        let mut movable: Vec<Vec<&Arc<PodInfo>>> = vec![Vec::new(); names.len()];
+        let selection = self.selection();
+        for pod in pods.candidates(&group.selector) {
+            let Some(&index) = pod
+                .node_name
+                .as_deref()
+                .and_then(|n| domains.domain_of.get(n))
+            else {
+                continue;
+            };
+            if pod.phase.is_finished()
+                || ctx.is_leaving(pod)
+                || !matching::selector_matches(&group.selector, &pod.labels)
+            {
+                continue;
+            }
+            counts[index] += 1;
+            if group.declaring.contains(&pod.key) && !pod.is_static() && selection.admits(pod) {
+                movable[index].push(pod);
+            }
+        }
+        for pods in &mut movable {
+            pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
+        }
+        let max_skew = i64::from(constraint.max_skew);
+        let mut order: BTreeSet<(i64, usize)> = counts.iter().copied().zip(0..).collect();
+        let mut stuck: HashSet<usize> = HashSet::new();
+        let mut next_victim = vec![0usize; names.len()];
+        while let Some(&(min, smallest)) = order.first() {
+            let Some(&(max, largest)) = order.iter().rev().find(|(_, d)| !stuck.contains(d)) else {
+                break;
+            };
+            if max - min <= max_skew {
+                break;
+            }
+            let mut moved = false;
+            while let Some(pod) = movable[largest].get(next_victim[largest]).copied() {
+                next_victim[largest] += 1;
+                if admission.protected(pod) || admission.decided(&pod.key) {
+                    continue;
+                }
+                if self.args.topology_balance_node_fit
+                    && !order
+                        .iter()
+                        .take_while(|(count, _)| count + 1 < max)
+                        .any(|(_, d)| domains.nodes[*d].iter().any(|state| fits_on(pod, state)))
+                {
+                    continue;
+                }
+                let reason = format!(
+                    "topology spread on {} (maxSkew {max_skew}): domain {} has {max} matching pods, \
+                     domain {} has {min}",
+                    constraint.topology_key, names[largest], names[smallest]
+                );
+                if admission.offer(Candidate::new(pod, NAME, reason)) {
+                    moved = true;
+                    break;
+                }
+            }
+            if !moved {
+                stuck.insert(largest);
+                continue;
+            }
+            order.remove(&(max, largest));
+            order.insert((max - 1, largest));
+            counts[largest] -= 1;
+            order.remove(&(min, smallest));
+            order.insert((min + 1, smallest));
+            counts[smallest] += 1;
+        }
+    }
+}
+
+/// Topology domains of eligible nodes: names, nodes per domain, domain per node.
+#[derive(Default)]
+struct DomainMap<'s> {
+    names: Vec<&'s str>,
+    nodes: Vec<Vec<&'s Arc<NodeState>>>,
+    domain_of: HashMap<&'s str, usize>,
+}
+
+/// The bound pods of one namespace, indexed by label so that a selector with `matchLabels` only looks
+/// at the pods carrying one of its labels.
+struct NamespacePods<'s> {
+    all: Vec<&'s Arc<PodInfo>>,
+    by_label: HashMap<(&'s str, &'s str), Vec<usize>>,
+}
+
+impl<'s> NamespacePods<'s> {
+    fn new(all: Vec<&'s Arc<PodInfo>>) -> Self {
+        let mut by_label: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+        for (i, pod) in all.iter().enumerate() {
+            for (key, value) in &pod.labels {
+                by_label
+                    .entry((key.as_str(), value.as_str()))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        NamespacePods { all, by_label }
+    }
+
+    /// A superset of the pods `selector` matches: the pods carrying its rarest `matchLabels` pair, or
+    /// every pod if it has none.
+    fn candidates<'a>(
+        &'a self,
+        selector: &'a LabelSelector,
+    ) -> Box<dyn Iterator<Item = &'s Arc<PodInfo>> + 'a> {
+        let rarest = selector
+            .match_labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| {
+                self.by_label
+                    .get(&(k.as_str(), v.as_str()))
+                    .map_or(&[][..], Vec::as_slice)
+            })
+            .min_by_key(|list| list.len());
+        match rarest {
+            Some(list) => Box::new(list.iter().filter_map(|&i| self.all.get(i).copied())),
+            None => Box::new(self.all.iter().copied()),
+        }
+    }
+}
+
+impl Strategy for TopologySpread {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        self.selection().validate()
+    }
+
+    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
+        proposals(self, ctx)
+    }
+
+    fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+        let groups = self.groups(ctx);
+        if groups.is_empty() {
+            return;
+        }
+        let mut by_namespace: HashMap<&str, Vec<&Arc<PodInfo>>> = HashMap::new();
+        for pod in ctx.snapshot.nodes.values().flat_map(|n| n.pods.values()) {
+            if groups.contains_key(pod.key.namespace.as_str()) {
+                by_namespace
+                    .entry(pod.key.namespace.as_str())
+                    .or_default()
+                    .push(pod);
+            }
+        }
+        let mut domain_cache = HashMap::new();
+        for (namespace, groups) in &groups {
+            let pods = NamespacePods::new(by_namespace.remove(namespace).unwrap_or_default());
+            for group in groups {
+                let domains = self.domains(ctx, group, &mut domain_cache);
+                self.balance(ctx, group, &domains, &pods, admission);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use serde_json::json;
+
+    fn spread(max_skew: i32, when: &str) -> serde_json::Value {
+        json!([{"maxSkew": max_skew, "topologyKey": "zone", "whenUnsatisfiable": when,
+                "labelSelector": {"matchLabels": {"app": "web"}}}])
+    }
+
+    fn web(name: &str, node: &str, when: &str) -> PodBuilder {
+        pod(name, node, "100m", "128Mi")
+            .owner("ReplicaSet", "web")
+            .label("app", "web")
+            .spec("topologySpreadConstraints", spread(1, when))
+    }
+
+    fn zones() -> Cluster {
+        Cluster::new()
+            .node(node("a1", "4", "8Gi", 110).label("zone", "a"))
+            .node(node("b1", "4", "8Gi", 110).label("zone", "b"))
+            .node(node("c1", "4", "8Gi", 110).label("zone", "c"))
+            .node(node("x1", "4", "8Gi", 110))
+    }
+
+    const BUDGET: &str = "defaults: {jobBudget: {maxUnavailable: 10}}\n";
+
+    #[test]
+    fn evicts_the_fewest_pods_to_restore_max_skew() {
+        let mut cluster = zones()
+            .pod(web("a/w1", "a1", "DoNotSchedule").priority(10))
+            .pod(web("a/w2", "a1", "DoNotSchedule"))
+            .pod(web("a/w3", "a1", "DoNotSchedule").priority(5))
+            .pod(web("a/w4", "a1", "DoNotSchedule"))
+            .pod(web("a/w5", "b1", "DoNotSchedule"))
+            // Matches the selector and counts, but does not declare the constraint: never evicted.
+            .pod(pod("a/plain", "a1", "100m", "128Mi").label("app", "web"))
+            // Nodes without the topology key are no domain.
+            .pod(web("a/w6", "x1", "DoNotSchedule"));
+        // a=5, b=1, c=0 → move 2 from a to c (a=3,b=1,c=2)... then a-b=2 → one more (a=2,b=2,c=2).
+        let out = cluster.plan(&format!(
+            "mode: Evict\nstrategies:\n  removePodsViolatingTopologySpreadConstraint: {{}}\n{BUDGET}"
+        ));
+        // Lowest priority first: unset (w2, w4), then 5 (w3).
+        assert_eq!(out.evicted(), ["a/w2", "a/w4", "a/w3"]);
+        assert!(
+            out.reason("a/w2")
+                .contains("domain a has 5 matching pods, domain c has 0")
+        );
+    }
+
+    #[test]
+    fn soft_constraints_only_on_request() {
+        let mut cluster = zones()
+            .pod(web("a/w1", "a1", "ScheduleAnyway"))
+            .pod(web("a/w2", "a1", "ScheduleAnyway"))
+            .pod(web("a/w3", "a1", "ScheduleAnyway"));
+        let hard = "mode: Evict\nstrategies:\n  removePodsViolatingTopologySpreadConstraint: {}\n";
+        assert!(
+            cluster
+                .plan(&format!("{hard}{BUDGET}"))
+                .evicted()
+                .is_empty()
+        );
+        let both = "mode: Evict\nstrategies:\n  removePodsViolatingTopologySpreadConstraint: {constraints: [DoNotSchedule, ScheduleAnyway]}\n";
+        assert_eq!(cluster.plan(&format!("{both}{BUDGET}")).evicted().len(), 2);
+    }
+
+    #[test]
+    fn node_fit_and_gates_limit_the_moves() {
+        // The other zones have no room: nothing can move, nothing is evicted.
+        let mut cluster = Cluster::new()
+            .node(node("a1", "4", "8Gi", 110).label("zone", "a"))
+            .node(node("b1", "50m", "8Gi", 110).label("zone", "b"))
+            .pod(web("a/w1", "a1", "DoNotSchedule"))
+            .pod(web("a/w2", "a1", "DoNotSchedule"))
+            .pod(web("a/w3", "a1", "DoNotSchedule"));
+        let spec = "mode: Evict\nstrategies:\n  removePodsViolatingTopologySpreadConstraint: {}\n";
+        assert!(
+            cluster
+                .plan(&format!("{spec}{BUDGET}"))
+                .evicted()
+                .is_empty()
+        );
+        let lax = "mode: Evict\nstrategies:\n  removePodsViolatingTopologySpreadConstraint: {topologyBalanceNodeFit: false}\n";
+        assert_eq!(cluster.plan(&format!("{lax}{BUDGET}")).evicted(), ["a/w1"]);
+        // A limit stops the balancing: the refused pod is reported, the others are tried in turn.
+        let mut cluster = zones()
+            .pod(web("a/w1", "a1", "DoNotSchedule"))
+            .pod(web("a/w2", "a1", "DoNotSchedule"))
+            .pod(web("a/w3", "a1", "DoNotSchedule"));
+        let out = cluster.plan(&format!("{spec}{BUDGET}limits: {{total: 1}}\n"));
+        assert_eq!(out.evicted(), ["a/w1"]);
+        assert_eq!(out.skipped(), ["a/w2 limit", "a/w3 limit"]);
+    }
+}
