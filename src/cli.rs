@@ -1,9 +1,9 @@
-//! The command line: `tidal report`, `tidal crds`.
+//! The command line: `tidal report`, `tidal crds`, `tidal webhook`.
 
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use jiff::Timestamp;
 
 use crate::{
@@ -32,6 +32,34 @@ pub enum Command {
     Report(ReportArgs),
     /// Print the CustomResourceDefinitions tidal installs (RevocableZone, DeschedulingPolicy).
     Crds,
+    /// Serve the admission webhook that keeps pods off revocable nodes they may not use (HTTPS).
+    Webhook(crate::admission::WebhookArgs),
+}
+
+/// How long-running commands log to stderr.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+impl Command {
+    pub fn log_format(&self) -> LogFormat {
+        match self {
+            Command::Webhook(args) => args.log_format,
+            Command::Report(_) | Command::Crds => LogFormat::Text,
+        }
+    }
+}
+
+/// Runs any command: servers until they are told to stop, the others to completion (printing what
+/// they produce).
+pub async fn run_async(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Webhook(args) => crate::admission::run(args).await,
+        offline => print(&run_offline(&offline)?),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -56,6 +84,7 @@ pub fn run_offline(command: &Command) -> anyhow::Result<String> {
     match command {
         Command::Crds => Ok(api::crds_yaml()),
         Command::Report(args) => report(args),
+        Command::Webhook(_) => anyhow::bail!("`tidal webhook` is a server: run it with run_async"),
     }
 }
 

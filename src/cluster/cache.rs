@@ -273,6 +273,10 @@ impl ClusterCache {
         self.policies.get(&name.to_owned())
     }
 
+    pub fn podgroup(&self, key: &ObjectKey) -> Option<&Arc<PodGroupInfo>> {
+        self.podgroups.get(key)
+    }
+
     pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
         self.nodes
             .get(&name.to_owned())
