@@ -63,7 +63,10 @@ pub struct WebhookArgs {
 }
 
 /// Builds a client the standard way: explicit kubeconfig/context, else in-cluster, else kubeconfig.
-pub async fn client(kubeconfig: Option<&PathBuf>, context: Option<&String>) -> anyhow::Result<Client> {
+pub async fn client(
+    kubeconfig: Option<&PathBuf>,
+    context: Option<&String>,
+) -> anyhow::Result<Client> {
     let options = KubeConfigOptions {
         context: context.cloned(),
         ..KubeConfigOptions::default()
@@ -87,7 +90,8 @@ pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
     // Only ring is compiled in; installing it explicitly keeps rustls from guessing.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let certs = Arc::new(
-        CertStore::load(&args.tls_cert, &args.tls_key).context("loading the webhook certificate")?,
+        CertStore::load(&args.tls_cert, &args.tls_key)
+            .context("loading the webhook certificate")?,
     );
     let tls = Arc::new(certs.server_config()?);
     let client = client(args.kubeconfig.as_ref(), args.context.as_ref()).await?;
@@ -110,9 +114,9 @@ pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
     }
     {
         let metrics = state.metrics.clone();
-        tokio::spawn(Arc::clone(&certs).watch(args.cert_reload_interval, move || {
-            metrics.cert_reloaded()
-        }));
+        tokio::spawn(
+            Arc::clone(&certs).watch(args.cert_reload_interval, move || metrics.cert_reloaded()),
+        );
     }
 
     let https = TcpListener::bind(args.listen)

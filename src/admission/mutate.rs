@@ -110,7 +110,9 @@ pub fn mutate(pod: &Pod, info: &PodInfo, preemptable: &Preemptable) -> Mutation 
 /// ANDs `requirement` into every required term (or adds the first term). Empty terms match no node;
 /// they stay empty, since adding to them would make them match.
 fn require(affinity: &mut Affinity, requirement: NodeSelectorRequirement) {
-    let node = affinity.node_affinity.get_or_insert_with(NodeAffinity::default);
+    let node = affinity
+        .node_affinity
+        .get_or_insert_with(NodeAffinity::default);
     let selector = node
         .required_during_scheduling_ignored_during_execution
         .get_or_insert_with(NodeSelector::default);
@@ -136,7 +138,9 @@ fn require(affinity: &mut Affinity, requirement: NodeSelectorRequirement) {
 
 /// Adds a preferred term with `requirement`, unless the pod already has that very term.
 fn prefer(affinity: &mut Affinity, requirement: NodeSelectorRequirement) {
-    let node = affinity.node_affinity.get_or_insert_with(NodeAffinity::default);
+    let node = affinity
+        .node_affinity
+        .get_or_insert_with(NodeAffinity::default);
     let preferred = node
         .preferred_during_scheduling_ignored_during_execution
         .get_or_insert_with(Vec::new);
@@ -169,7 +173,10 @@ fn asks_for_revocable_nodes(pod: &Pod) -> bool {
         .affinity
         .as_ref()
         .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
         .map(|s| s.node_selector_terms.as_slice())
         .unwrap_or_default();
     !terms.is_empty()
@@ -277,7 +284,12 @@ mod tests {
             "kubernetes.io/hostname"
         );
         // Small operations, not a replacement of the user's affinity.
-        assert!(m.patch.0.iter().all(|op| matches!(op, json_patch::PatchOperation::Add(_))));
+        assert!(
+            m.patch
+                .0
+                .iter()
+                .all(|op| matches!(op, json_patch::PatchOperation::Add(_)))
+        );
     }
 
     #[test]
@@ -373,10 +385,18 @@ mod tests {
         );
         let m = mutate(&p, &info, &Preemptable::No);
         assert!(!m.is_empty());
-        assert!(m.warnings[0].contains("may never be scheduled"), "{:?}", m.warnings);
+        assert!(
+            m.warnings[0].contains("may never be scheduled"),
+            "{:?}",
+            m.warnings
+        );
 
         let (p, info) = pod(json!({}), json!({"volcano.sh/revocable-zone": "*"}));
         let m = mutate(&p, &info, &Preemptable::No);
-        assert!(m.warnings[0].contains("is not preemptable"), "{:?}", m.warnings);
+        assert!(
+            m.warnings[0].contains("is not preemptable"),
+            "{:?}",
+            m.warnings
+        );
     }
 }

@@ -222,7 +222,10 @@ mod tests {
             budget: Setting::Unset,
             min_member: None,
         };
-        assert_eq!(preemptable(&pod(json!({}), json!({})), None), Preemptable::No);
+        assert_eq!(
+            preemptable(&pod(json!({}), json!({})), None),
+            Preemptable::No
+        );
         assert_eq!(
             preemptable(&pod(json!({}), json!({})), Some(&group("true"))),
             Preemptable::Yes
@@ -236,14 +239,23 @@ mod tests {
             Preemptable::No
         );
         assert!(matches!(
-            preemptable(&pod(json!({}), json!({"volcano.sh/preemptable": "yes"})), None),
+            preemptable(
+                &pod(json!({}), json!({"volcano.sh/preemptable": "yes"})),
+                None
+            ),
             Preemptable::Unreadable(_)
         ));
     }
 
     #[test]
     fn ordinary_nodes_take_anything() {
-        let verdict = check_binding(&pod(json!({}), json!({})), None, &node(None), None, at("12:00"));
+        let verdict = check_binding(
+            &pod(json!({}), json!({})),
+            None,
+            &node(None),
+            None,
+            at("12:00"),
+        );
         assert_eq!(verdict, Verdict::allow());
     }
 
@@ -261,7 +273,10 @@ mod tests {
             panic!("expected a denial")
         };
         assert!(message.contains("ns/p is not preemptable"), "{message}");
-        assert!(message.contains("node n1 of revocable zone z1"), "{message}");
+        assert!(
+            message.contains("node n1 of revocable zone z1"),
+            "{message}"
+        );
         // Also when no RevocableZone exists: the rule is about the node label.
         assert!(
             !check_binding(
@@ -278,11 +293,21 @@ mod tests {
     #[test]
     fn rule_2_preemptable_pods_only_while_the_zone_is_open() {
         let z = zone(&["08:00-21:00"], "0s");
-        let open = check_binding(&preemptable_pod(), None, &node(Some("z1")), Some(&z), at("12:00"));
+        let open = check_binding(
+            &preemptable_pod(),
+            None,
+            &node(Some("z1")),
+            Some(&z),
+            at("12:00"),
+        );
         assert_eq!(open, Verdict::allow());
-        let Verdict::Deny(message) =
-            check_binding(&preemptable_pod(), None, &node(Some("z1")), Some(&z), at("22:00"))
-        else {
+        let Verdict::Deny(message) = check_binding(
+            &preemptable_pod(),
+            None,
+            &node(Some("z1")),
+            Some(&z),
+            at("22:00"),
+        ) else {
             panic!("closed zone must deny")
         };
         assert!(
@@ -294,15 +319,28 @@ mod tests {
     #[test]
     fn a_draining_zone_takes_no_new_pods() {
         let z = zone(&["08:00-21:00"], "1h");
-        let Verdict::Deny(message) =
-            check_binding(&preemptable_pod(), None, &node(Some("z1")), Some(&z), at("20:30"))
-        else {
+        let Verdict::Deny(message) = check_binding(
+            &preemptable_pod(),
+            None,
+            &node(Some("z1")),
+            Some(&z),
+            at("20:30"),
+        ) else {
             panic!("draining zone must deny")
         };
-        assert!(message.contains("draining (drainBefore 1h0m0s)"), "{message}");
         assert!(
-            check_binding(&preemptable_pod(), None, &node(Some("z1")), Some(&z), at("19:30"))
-                .is_allowed()
+            message.contains("draining (drainBefore 1h0m0s)"),
+            "{message}"
+        );
+        assert!(
+            check_binding(
+                &preemptable_pod(),
+                None,
+                &node(Some("z1")),
+                Some(&z),
+                at("19:30")
+            )
+            .is_allowed()
         );
     }
 
@@ -322,33 +360,48 @@ mod tests {
         else {
             panic!("other zone must deny")
         };
-        assert!(message.contains("volcano.sh/revocable-zone=z2"), "{message}");
+        assert!(
+            message.contains("volcano.sh/revocable-zone=z2"),
+            "{message}"
+        );
     }
 
     #[test]
     fn unreadable_preemptable_is_denied_with_key_and_value() {
         let z = zone(&["00:00-00:00"], "0s");
         let bad = pod(json!({}), json!({"volcano.sh/preemptable": "maybe"}));
-        let Verdict::Deny(message) = check_binding(&bad, None, &node(Some("z1")), Some(&z), at("12:00"))
+        let Verdict::Deny(message) =
+            check_binding(&bad, None, &node(Some("z1")), Some(&z), at("12:00"))
         else {
             panic!("unreadable must deny")
         };
-        assert!(message.contains("volcano.sh/preemptable=\"maybe\""), "{message}");
+        assert!(
+            message.contains("volcano.sh/preemptable=\"maybe\""),
+            "{message}"
+        );
     }
 
     #[test]
     fn unmanaged_or_unreadable_zones_allow_with_a_warning() {
-        let Verdict::Allow { warnings } =
-            check_binding(&preemptable_pod(), None, &node(Some("z1")), None, at("12:00"))
-        else {
+        let Verdict::Allow { warnings } = check_binding(
+            &preemptable_pod(),
+            None,
+            &node(Some("z1")),
+            None,
+            at("12:00"),
+        ) else {
             panic!("unknown zone allows")
         };
         assert!(warnings[0].contains("no RevocableZone z1"));
         let mut broken = zone(&["08:00-21:00"], "0s");
         broken.schedule = Err("unknown time zone".to_owned());
-        let Verdict::Allow { warnings } =
-            check_binding(&preemptable_pod(), None, &node(Some("z1")), Some(&broken), at("12:00"))
-        else {
+        let Verdict::Allow { warnings } = check_binding(
+            &preemptable_pod(),
+            None,
+            &node(Some("z1")),
+            Some(&broken),
+            at("12:00"),
+        ) else {
             panic!("unreadable zone allows")
         };
         assert!(warnings[0].contains("cannot be read"));

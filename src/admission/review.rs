@@ -57,11 +57,16 @@ pub type Request = AdmissionRequest<DynamicObject>;
 
 /// Parses an AdmissionReview, naming the field that does not fit when it fails.
 pub fn parse_review(body: &[u8]) -> Result<Request, ReviewError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ReviewError::Malformed(
+            "the request body is empty".to_owned(),
+        ));
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let review: AdmissionReview<DynamicObject> =
         serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
             let path = e.path().to_string();
-            if path == "." {
+            if path == "." || path == "?" {
                 ReviewError::Malformed(e.into_inner().to_string())
             } else {
                 ReviewError::Malformed(format!("at {path}: {}", e.into_inner()))
@@ -148,7 +153,10 @@ pub fn respond(request: &Request, answer: Answer) -> AdmissionResponse {
                 _ => response,
             };
             if !warnings.is_empty() {
-                response.warnings.get_or_insert_with(Vec::new).extend(warnings);
+                response
+                    .warnings
+                    .get_or_insert_with(Vec::new)
+                    .extend(warnings);
             }
             response
         }
@@ -312,7 +320,10 @@ fn validate_binding(
         Ok(binding) => binding,
         Err(answer) => return Attempt::Done(answer),
     };
-    if !matches!(binding.target.kind.as_deref(), None | Some("") | Some("Node")) {
+    if !matches!(
+        binding.target.kind.as_deref(),
+        None | Some("") | Some("Node")
+    ) {
         return Attempt::Done(Answer::verdict(Verdict::allow()));
     }
     let Some(node_name) = binding.target.name.as_deref().filter(|n| !n.is_empty()) else {
@@ -380,4 +391,373 @@ fn place(
         .and_then(|name| cache.zone(name));
     let verdict = check_binding(pod, group, node, zone.map(AsRef::as_ref), now);
     Attempt::Done(Answer::verdict(verdict.with_warnings(warnings)))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Node;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::{
+        api::{PodGroup, RevocableZone},
+        cluster::Ingest,
+    };
+
+    fn review(resource: &str, sub: Option<&str>, name: &str, object: Value) -> Vec<u8> {
+        let mut request = json!({
+            "uid": "7f0c7a52-1d7e-4b3c-9a51-3a0d1c1f0e11",
+            "kind": {"group": "", "version": "v1", "kind": if sub.is_some() { "Binding" } else { "Pod" }},
+            "resource": {"group": "", "version": "v1", "resource": resource},
+            "name": name,
+            "namespace": "ns",
+            "operation": "CREATE",
+            "userInfo": {"username": "system:kube-scheduler"},
+            "object": object,
+            "dryRun": false
+        });
+        if let Some(sub) = sub {
+            request["subResource"] = json!(sub);
+        }
+        serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request
+        }))
+        .unwrap()
+    }
+
+    fn pod_object(name: &str, annotations: Value, spec_extra: Value) -> Value {
+        let mut spec = json!({"containers": [{"name": "c", "image": "busybox"}]});
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), spec_extra.as_object()) {
+            spec.extend(extra.clone());
+        }
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "namespace": "ns", "annotations": annotations},
+               "spec": spec})
+    }
+
+    fn binding(pod: &str, node: &str) -> Vec<u8> {
+        review(
+            "pods",
+            Some("binding"),
+            pod,
+            json!({"apiVersion": "v1", "kind": "Binding",
+                   "metadata": {"name": pod, "namespace": "ns"},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": node}}),
+        )
+    }
+
+    /// Nodes `plain` and `rev` (zone z1, open 08:00-21:00 UTC); more objects as given.
+    fn cache(objects: &[Value]) -> ClusterCache {
+        let mut cache = ClusterCache::new();
+        let nodes: [Node; 2] = [
+            serde_json::from_value(json!({"metadata": {"name": "plain"}})).unwrap(),
+            serde_json::from_value(json!({"metadata": {"name": "rev",
+                "labels": {"volcano.sh/revocable-zone": "z1"}}}))
+            .unwrap(),
+        ];
+        for node in &nodes {
+            node.apply_to(&mut cache).unwrap();
+        }
+        let zone: RevocableZone = serde_json::from_value(json!({
+            "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
+            "metadata": {"name": "z1"}, "spec": {"windows": [{"time": "08:00-21:00"}]}
+        }))
+        .unwrap();
+        zone.apply_to(&mut cache).unwrap();
+        for object in objects {
+            match object["kind"].as_str() {
+                Some("Pod") => serde_json::from_value::<Pod>(object.clone())
+                    .unwrap()
+                    .apply_to(&mut cache)
+                    .unwrap(),
+                Some("PodGroup") => serde_json::from_value::<PodGroup>(object.clone())
+                    .unwrap()
+                    .apply_to(&mut cache)
+                    .unwrap(),
+                other => panic!("unexpected kind {other:?}"),
+            }
+        }
+        cache
+    }
+
+    const DAY: &str = "2026-03-04T12:00:00Z";
+    const NIGHT: &str = "2026-03-04T23:00:00Z";
+
+    fn done(
+        endpoint: Endpoint,
+        body: &[u8],
+        cache: &ClusterCache,
+        now: &str,
+        last: bool,
+    ) -> Answer {
+        let request = parse_review(body).unwrap();
+        match decide(endpoint, &request, cache, now.parse().unwrap(), last) {
+            Attempt::Done(answer) => answer,
+            Attempt::Retry(what) => panic!("unexpected retry for {what}"),
+        }
+    }
+
+    #[test]
+    fn malformed_reviews_are_clear_errors() {
+        let cases: [(&[u8], &str); 5] = [
+            (b"", "body is empty"),
+            (b"{not json", "key must be a string"),
+            (br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#, "no request"),
+            (
+                br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":5}}"#,
+                "request.uid",
+            ),
+            (b"[1,2,3]", "AdmissionReview"),
+        ];
+        for (body, expected) in cases {
+            let error = parse_review(body).unwrap_err().to_string();
+            assert!(
+                error.contains(expected),
+                "{error:?} should mention {expected:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn non_preemptable_pod_create_is_patched() {
+        let body = review("pods", None, "p", pod_object("p", json!({}), json!({})));
+        let answer = done(Endpoint::MutatePods, &body, &cache(&[]), DAY, false);
+        assert_eq!(answer.verdict, Verdict::allow());
+        let patch = answer.patch.unwrap();
+        assert_eq!(patch.0.len(), 1);
+        let response = respond(
+            &parse_review(&body).unwrap(),
+            Answer {
+                verdict: Verdict::allow(),
+                patch: Some(patch),
+            },
+        );
+        let json: Value = serde_json::from_slice(&response_body(response)).unwrap();
+        assert_eq!(json["kind"], "AdmissionReview");
+        assert_eq!(
+            json["response"]["uid"],
+            "7f0c7a52-1d7e-4b3c-9a51-3a0d1c1f0e11"
+        );
+        assert_eq!(json["response"]["allowed"], true);
+        assert_eq!(json["response"]["patchType"], "JSONPatch");
+    }
+
+    #[test]
+    fn generate_name_pods_without_namespace_are_handled() {
+        let object = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"generateName": "web-"}, "spec": {"containers": [{"name": "c"}]}});
+        let body = review("pods", None, "", object);
+        let answer = done(Endpoint::MutatePods, &body, &cache(&[]), DAY, false);
+        assert!(answer.patch.is_some_and(|p| !p.0.is_empty()));
+    }
+
+    #[test]
+    fn podgroup_decides_when_the_pod_says_nothing_and_is_awaited() {
+        let object = pod_object("p", json!({"scheduling.k8s.io/group-name": "g"}), json!({}));
+        let body = review("pods", None, "p", object);
+        let request = parse_review(&body).unwrap();
+        // Not in the cache yet: retry, then admit unchanged with a warning on the last try.
+        let empty = cache(&[]);
+        assert!(matches!(
+            decide(Endpoint::MutatePods, &request, &empty, DAY.parse().unwrap(), false),
+            Attempt::Retry(what) if what == "PodGroup ns/g"
+        ));
+        let answer = done(Endpoint::MutatePods, &body, &empty, DAY, true);
+        let Verdict::Allow { warnings } = &answer.verdict else {
+            panic!()
+        };
+        assert!(warnings[0].contains("PodGroup ns/g"), "{warnings:?}");
+        assert!(answer.patch.is_none());
+        // With a preemptable PodGroup, the pod prefers revocable nodes.
+        let group = json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ns", "annotations": {"volcano.sh/preemptable": "true"}},
+            "spec": {"minMember": 1}});
+        let answer = done(Endpoint::MutatePods, &body, &cache(&[group]), DAY, false);
+        let patch = serde_json::to_value(answer.patch.unwrap()).unwrap();
+        assert!(
+            patch.to_string().contains("preferredDuringScheduling"),
+            "{patch}"
+        );
+    }
+
+    #[test]
+    fn bindings_are_judged_from_the_cached_pod() {
+        let plain_pod = pod_object("web", json!({}), json!({}));
+        let spot_pod = pod_object("spot", json!({"volcano.sh/preemptable": "true"}), json!({}));
+        let c = cache(&[plain_pod, spot_pod]);
+        // Ordinary node: fine, even for a pod the cache has never seen.
+        assert!(
+            done(
+                Endpoint::ValidateBindings,
+                &binding("unknown", "plain"),
+                &c,
+                DAY,
+                false
+            )
+            .verdict
+            .is_allowed()
+        );
+        // Rule 1.
+        let Verdict::Deny(message) = done(
+            Endpoint::ValidateBindings,
+            &binding("web", "rev"),
+            &c,
+            DAY,
+            false,
+        )
+        .verdict
+        else {
+            panic!("non-preemptable pod bound to a revocable node")
+        };
+        assert!(message.contains("ns/web is not preemptable"), "{message}");
+        // Rule 2.
+        assert!(
+            done(
+                Endpoint::ValidateBindings,
+                &binding("spot", "rev"),
+                &c,
+                DAY,
+                false
+            )
+            .verdict
+            .is_allowed()
+        );
+        assert!(
+            !done(
+                Endpoint::ValidateBindings,
+                &binding("spot", "rev"),
+                &c,
+                NIGHT,
+                false
+            )
+            .verdict
+            .is_allowed()
+        );
+    }
+
+    #[test]
+    fn binding_of_an_unseen_pod_waits_then_passes_with_a_warning() {
+        let c = cache(&[]);
+        let request = parse_review(&binding("late", "rev")).unwrap();
+        assert!(matches!(
+            decide(Endpoint::ValidateBindings, &request, &c, DAY.parse().unwrap(), false),
+            Attempt::Retry(what) if what == "Pod ns/late"
+        ));
+        let Verdict::Allow { warnings } = done(
+            Endpoint::ValidateBindings,
+            &binding("late", "rev"),
+            &c,
+            DAY,
+            true,
+        )
+        .verdict
+        else {
+            panic!()
+        };
+        assert!(warnings[0].contains("unknown to tidal"));
+    }
+
+    #[test]
+    fn pod_create_with_node_name_is_validated() {
+        let direct = |node: &str| {
+            review(
+                "pods",
+                None,
+                "p",
+                pod_object("p", json!({}), json!({"nodeName": node})),
+            )
+        };
+        let c = cache(&[]);
+        assert!(
+            done(Endpoint::ValidatePods, &direct("plain"), &c, DAY, false)
+                .verdict
+                .is_allowed()
+        );
+        assert!(
+            !done(Endpoint::ValidatePods, &direct("rev"), &c, DAY, false)
+                .verdict
+                .is_allowed()
+        );
+        // No nodeName: nothing to validate.
+        let scheduled = review("pods", None, "p", pod_object("p", json!({}), json!({})));
+        assert!(
+            done(Endpoint::ValidatePods, &scheduled, &c, DAY, false)
+                .verdict
+                .is_allowed()
+        );
+    }
+
+    #[test]
+    fn denials_are_403_with_the_message() {
+        let body = binding("web", "rev");
+        let c = cache(&[pod_object("web", json!({}), json!({}))]);
+        let answer = done(Endpoint::ValidateBindings, &body, &c, DAY, false);
+        let json: Value = serde_json::from_slice(&response_body(respond(
+            &parse_review(&body).unwrap(),
+            answer,
+        )))
+        .unwrap();
+        assert_eq!(json["response"]["allowed"], false);
+        assert_eq!(json["response"]["status"]["code"], 403);
+        assert!(
+            json["response"]["status"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("not preemptable")
+        );
+    }
+
+    #[test]
+    fn unexpected_objects_and_operations_are_let_through() {
+        let c = cache(&[]);
+        // A pod body that is not a pod.
+        let body = review(
+            "pods",
+            None,
+            "p",
+            json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p"}, "spec": {"containers": "nope"}}),
+        );
+        let Verdict::Allow { warnings } = done(Endpoint::MutatePods, &body, &c, DAY, false).verdict
+        else {
+            panic!()
+        };
+        assert!(
+            warnings[0].contains("could not read the pod"),
+            "{warnings:?}"
+        );
+        // The wrong resource on an endpoint.
+        let body = review(
+            "services",
+            None,
+            "s",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}),
+        );
+        let Verdict::Allow { warnings } = done(Endpoint::MutatePods, &body, &c, DAY, false).verdict
+        else {
+            panic!()
+        };
+        assert!(warnings[0].contains("services"), "{warnings:?}");
+        // A binding sent to the pod endpoint and vice versa.
+        let Verdict::Allow { warnings } = done(
+            Endpoint::ValidatePods,
+            &binding("web", "rev"),
+            &c,
+            DAY,
+            false,
+        )
+        .verdict
+        else {
+            panic!()
+        };
+        assert!(warnings[0].contains("pods/binding"), "{warnings:?}");
+        // UPDATE is not ours to judge.
+        let mut review: Value = serde_json::from_slice(&binding("web", "rev")).unwrap();
+        review["request"]["operation"] = json!("UPDATE");
+        let body = serde_json::to_vec(&review).unwrap();
+        assert_eq!(
+            done(Endpoint::ValidateBindings, &body, &c, DAY, false).verdict,
+            Verdict::allow()
+        );
+    }
 }

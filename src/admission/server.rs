@@ -58,9 +58,11 @@ impl WebhookState {
 /// The HTTPS application: admission endpoints and probes.
 pub fn router(state: WebhookState) -> Router {
     let endpoint = |endpoint: Endpoint| {
-        post(move |State(state): State<WebhookState>, body: Bytes| async move {
-            admission_response(&state, endpoint, &body).await
-        })
+        post(
+            move |State(state): State<WebhookState>, body: Bytes| async move {
+                admission_response(&state, endpoint, &body).await
+            },
+        )
     };
     Router::new()
         .route(Endpoint::MutatePods.path(), endpoint(Endpoint::MutatePods))
