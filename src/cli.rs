@@ -32,34 +32,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Print the CustomResourceDefinitions tidal installs (RevocableZone, DeschedulingPolicy).
     Crds,
-    /// Serve the admission webhook that keeps pods off revocable nodes they may not use (HTTPS).
+    /// Serve the admission webhook that keeps pods off revocable nodes they may not use (see
+    /// docs/admission.md).
     Webhook(crate::admission::WebhookArgs),
-}
-
-/// How long-running commands log to stderr.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    #[default]
-    Text,
-    Json,
-}
-
-impl Command {
-    pub fn log_format(&self) -> LogFormat {
-        match self {
-            Command::Webhook(args) => args.log_format,
-            Command::Report(_) | Command::Crds => LogFormat::Text,
-        }
-    }
-}
-
-/// Runs any command: servers until they are told to stop, the others to completion (printing what
-/// they produce).
-pub async fn run_async(command: Command) -> anyhow::Result<()> {
-    match command {
-        Command::Webhook(args) => crate::admission::run(args).await,
-        offline => print(&run_offline(&offline)?),
-    }
 }
 
 #[derive(Debug, Args)]
@@ -79,12 +54,51 @@ pub struct ReportArgs {
     pub policies: Vec<String>,
 }
 
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+impl Command {
+    /// Whether the command talks to a cluster (and so needs the async runtime).
+    pub fn is_live(&self) -> bool {
+        match self {
+            Command::Webhook(_) => true,
+            Command::Report(_) | Command::Crds => false,
+        }
+    }
+
+    pub fn log_format(&self) -> LogFormat {
+        match self {
+            Command::Webhook(args) => args.log_format,
+            _ => LogFormat::Text,
+        }
+    }
+}
+
 /// Runs a command that needs no cluster connection; returns what to print.
 pub fn run_offline(command: &Command) -> anyhow::Result<String> {
     match command {
         Command::Crds => Ok(api::crds_yaml()),
         Command::Report(args) => report(args),
-        Command::Webhook(_) => anyhow::bail!("`tidal webhook` is a server: run it with run_async"),
+        Command::Webhook(_) => anyhow::bail!("`tidal webhook` needs a cluster"),
+    }
+}
+
+/// Runs a command against a live cluster until it is done or `shutdown` is cancelled; returns what to
+/// print (nothing for servers).
+pub async fn run_live(
+    command: &Command,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> anyhow::Result<Option<String>> {
+    match command {
+        Command::Webhook(args) => {
+            crate::admission::run(args.clone(), shutdown).await?;
+            Ok(None)
+        }
+        Command::Report(_) | Command::Crds => run_offline(command).map(Some),
     }
 }
 

@@ -3,6 +3,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use tidal::cli::{self, Cli, LogFormat};
+use tokio_util::sync::CancellationToken;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -12,14 +13,14 @@ fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     match cli.command.log_format() {
-        LogFormat::Text => logs.init(),
         LogFormat::Json => logs.json().init(),
+        LogFormat::Text => logs.init(),
     }
-    let result = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
-        .and_then(|runtime| runtime.block_on(cli::run_async(cli.command)));
+    let result = if cli.command.is_live() {
+        live(&cli.command)
+    } else {
+        cli::run_offline(&cli.command).and_then(|out| cli::print(&out))
+    };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -27,4 +28,40 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Commands that talk to a cluster run on a tokio runtime; SIGTERM and Ctrl-C ask them to stop.
+fn live(command: &cli::Command) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        let shutdown = CancellationToken::new();
+        tokio::spawn(stop_on_signal(shutdown.clone()));
+        match cli::run_live(command, shutdown).await? {
+            Some(out) => cli::print(&out),
+            None => Ok(()),
+        }
+    })
+}
+
+async fn stop_on_signal(shutdown: CancellationToken) {
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+    tracing::info!("signal received: shutting down");
+    shutdown.cancel();
 }

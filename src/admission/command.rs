@@ -10,6 +10,7 @@ use kube::{
     config::{KubeConfigOptions, Kubeconfig},
 };
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
 use super::{
@@ -85,8 +86,8 @@ pub async fn client(
     Client::try_from(config).context("building the Kubernetes client")
 }
 
-/// Runs the webhook until SIGTERM or Ctrl-C.
-pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
+/// Runs the webhook until `shutdown` is cancelled (SIGTERM, Ctrl-C).
+pub async fn run(args: WebhookArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
     // Only ring is compiled in; installing it explicitly keeps rustls from guessing.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let certs = Arc::new(
@@ -127,27 +128,19 @@ pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
         .with_context(|| format!("listening on {}", args.metrics_addr))?;
     info!(listen = %args.listen, metrics = %args.metrics_addr, "tidal webhook serving");
 
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let stopped = move || {
-        let mut rx = stop_rx.clone();
-        async move {
-            let _ = rx.wait_for(|stop| *stop).await;
-        }
-    };
     let metrics_server = tokio::spawn(server::serve_plain(
         plain,
         server::metrics_router(state.clone()),
-        stopped(),
+        shutdown.clone().cancelled_owned(),
     ));
     let https_server = tokio::spawn(server::serve_tls(
         https,
         tls,
         server::router(state),
-        stopped(),
+        shutdown.clone().cancelled_owned(),
     ));
-    shutdown_signal().await;
+    shutdown.cancelled().await;
     info!("shutting down");
-    let _ = stop_tx.send(true);
     if let Err(error) = https_server.await {
         error!(%error, "HTTPS server task failed");
     }
@@ -157,26 +150,4 @@ pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
         Err(error) => error!(%error, "metrics server task failed"),
     }
     Ok(())
-}
-
-/// SIGTERM (what the kubelet sends) or Ctrl-C.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
-    }
 }
