@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use rustls::{
     ClientConfig, RootCertStore,
-    pki_types::{CertificateDer, ServerName},
+    pki_types::{CertificateDer, ServerName, pem::PemObject},
 };
 use serde_json::{Value, json};
 use tidal::{
@@ -579,4 +579,54 @@ fn loading_reports_which_file_is_wrong() {
         .unwrap_err()
         .to_string();
     assert!(bad.contains("tls.key"), "{bad}");
+}
+
+/// The chart's default TLS (Helm's genCA/genSignedCert: RSA, PKCS#1 key) works with the webhook's stack.
+#[tokio::test]
+async fn serves_the_certificate_the_chart_generates() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/helm-tls");
+    let store =
+        Arc::new(CertStore::load(fixtures.join("tls.crt"), fixtures.join("tls.key")).unwrap());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let state = WebhookState::new(SharedCache::from_cache(cluster(true, &[])), Duration::ZERO);
+    tokio::spawn(server::serve_tls(
+        listener,
+        Arc::new(store.server_config().unwrap()),
+        server::router(state),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+
+    let mut roots = RootCertStore::empty();
+    let ca = std::fs::read(fixtures.join("ca.crt")).unwrap();
+    roots
+        .add(CertificateDer::from_pem_slice(&ca).unwrap())
+        .unwrap();
+    let config = ClientConfig::builder_with_provider(tidal::admission::tls::provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    // The name the API server uses for the webhook Service.
+    let name = ServerName::try_from("tidal-webhook.tidal-system.svc").unwrap();
+    let tls = TlsConnector::from(Arc::new(config))
+        .connect(name, TcpStream::connect(addr).await.unwrap())
+        .await
+        .expect("the API server's view: the chart's CA trusts the chart's certificate");
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let body = review(Some("binding"), "web-1", binding("web-1", "std-1"));
+    let request = Request::post("/validate-bindings")
+        .header("host", "tidal-webhook.tidal-system.svc")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let _ = stop.send(());
 }
