@@ -1,7 +1,7 @@
 //! The webhook's Prometheus metrics (served on `--metrics-addr` at `/metrics`).
 
 use prometheus_client::{
-    encoding::{EncodeLabelSet, EncodeLabelValue},
+    encoding::EncodeLabelSet,
     metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
     registry::Registry,
 };
@@ -10,7 +10,7 @@ use super::review::Endpoint;
 use crate::{cluster::ObjectKind, watch::WatchObserver};
 
 /// How a request was answered.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub enum Outcome {
     /// Allowed without change.
     Allowed,
@@ -23,10 +23,22 @@ pub enum Outcome {
     Malformed,
 }
 
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Allowed => "allowed",
+            Outcome::Patched => "patched",
+            Outcome::Denied => "denied",
+            Outcome::NotReady => "not_ready",
+            Outcome::Malformed => "malformed",
+        }
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     endpoint: &'static str,
-    outcome: Outcome,
+    outcome: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -114,7 +126,10 @@ impl Metrics {
     pub fn observe(&self, endpoint: Endpoint, outcome: Outcome, seconds: f64) {
         let endpoint = endpoint.as_str();
         self.requests
-            .get_or_create(&RequestLabels { endpoint, outcome })
+            .get_or_create(&RequestLabels {
+                endpoint,
+                outcome: outcome.as_str(),
+            })
             .inc();
         self.duration
             .get_or_create(&EndpointLabels { endpoint })
@@ -142,7 +157,7 @@ impl Metrics {
         self.requests
             .get_or_create(&RequestLabels {
                 endpoint: endpoint.as_str(),
-                outcome,
+                outcome: outcome.as_str(),
             })
             .get()
     }
@@ -163,5 +178,31 @@ impl WatchObserver for Metrics {
                 kind: kind.as_str(),
             })
             .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposition_names_endpoints_and_outcomes() {
+        let metrics = Metrics::new();
+        metrics.observe(Endpoint::ValidateBindings, Outcome::Denied, 0.0002);
+        metrics.observe(Endpoint::MutatePods, Outcome::NotReady, 0.0001);
+        metrics.watch_error(ObjectKind::Pod);
+        assert_eq!(
+            metrics.count(Endpoint::ValidateBindings, Outcome::Denied),
+            1
+        );
+        let text = metrics.encode();
+        for line in [
+            r#"tidal_webhook_requests_total{endpoint="validate-bindings",outcome="denied"} 1"#,
+            r#"tidal_webhook_requests_total{endpoint="mutate-pods",outcome="not_ready"} 1"#,
+            r#"tidal_webhook_request_duration_seconds_count{endpoint="validate-bindings"} 1"#,
+            r#"tidal_webhook_watch_errors_total{kind="Pod"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
     }
 }
