@@ -58,7 +58,7 @@ fn labels(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
 }
 
 fn node_name(i: usize) -> String {
-    if i % 5 == 0 {
+    if i.is_multiple_of(5) {
         format!("rev-{i:05}")
     } else {
         format!("std-{i:05}")
@@ -71,7 +71,7 @@ fn cluster() -> ClusterCache {
     for i in 0..NODES {
         let name = node_name(i);
         let zone = format!("zone-{}", i % ZONES);
-        let node_labels = if i % 5 == 0 {
+        let node_labels = if i.is_multiple_of(5) {
             labels(&[
                 ("kubernetes.io/hostname", &name),
                 ("volcano.sh/revocable-zone", &zone),
@@ -91,7 +91,7 @@ fn cluster() -> ClusterCache {
         .apply_to(&mut cache)
         .expect("node");
         for p in 0..PODS_PER_NODE {
-            let preemptable = (i * PODS_PER_NODE + p) % 10 == 0;
+            let preemptable = (i * PODS_PER_NODE + p).is_multiple_of(10);
             let annotations = preemptable.then(|| labels(&[("volcano.sh/preemptable", "true")]));
             Pod {
                 metadata: ObjectMeta {

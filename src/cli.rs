@@ -1,16 +1,19 @@
-//! The command line: `tidal report`, `tidal crds`, `tidal webhook`.
+//! The command line: `tidal run`, `tidal report`, `tidal crds`, `tidal webhook`.
 
-use std::path::PathBuf;
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use jiff::Timestamp;
 
 use crate::{
-    api::{self, DeschedulingPolicySpec, PolicyMode, policy::Strategies},
-    cluster::PolicyInfo,
+    api::{self, DeschedulingPolicySpec, GoDuration, PolicyMode, policy::Strategies},
+    cluster::{PolicyInfo, Snapshot},
+    controller::{self, ControllerConfig},
     dump::Dump,
-    plan,
+    evictor::EvictorConfig,
+    leader::{self, LeaseConfig},
+    plan::{self, CyclePlan},
     report::{Format, Report},
     strategies::tdm::TdmArgs,
 };
@@ -28,6 +31,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the controller against the cluster: watch, plan, evict (see docs/controller.md).
+    Run(Box<RunArgs>),
     /// Show what tidal would evict, and why, without evicting anything.
     Report(ReportArgs),
     /// Print the CustomResourceDefinitions tidal installs (RevocableZone, DeschedulingPolicy).
@@ -40,9 +45,23 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// A saved cluster: `kubectl get nodes,pods,poddisruptionbudgets,podgroups,revocablezones,deschedulingpolicies -A -o yaml`
-    /// output, multi-document YAML, or JSON. Repeat to combine files.
-    #[arg(long = "cluster", value_name = "FILE", required = true)]
+    /// output, multi-document YAML, or JSON. Repeat to combine files. Without it, tidal reads the live
+    /// cluster (in-cluster credentials, else the kubeconfig).
+    #[arg(long = "cluster", value_name = "FILE")]
     pub clusters: Vec<PathBuf>,
+    /// Kubeconfig for a live cluster (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, value_name = "PATH", conflicts_with = "clusters")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context for a live cluster.
+    #[arg(long, value_name = "NAME", conflicts_with = "clusters")]
+    pub context: Option<String>,
+    /// Live cluster only: check each planned eviction with a server-side dry run (`dryRun=All`) and
+    /// list refusals (a PodDisruptionBudget's 429, ...) as skipped, with gate `pdb` and the like.
+    #[arg(long, conflicts_with = "clusters")]
+    pub verify: bool,
+    /// Live cluster only: give up if listing the cluster takes longer.
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub timeout: GoDuration,
     /// The instant to plan for (RFC 3339, e.g. 2026-11-22T23:30:00Z). Default: now.
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<Timestamp>,
@@ -61,17 +80,121 @@ pub enum LogFormat {
     Json,
 }
 
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Kubeconfig to use instead of the in-cluster service account.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Elect a leader through a Lease, so that only one replica evicts.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
+    pub leader_elect: bool,
+    /// Namespace of the Lease (default: $POD_NAMESPACE, the namespace tidal runs in).
+    #[arg(
+        long,
+        value_name = "NS",
+        env = "POD_NAMESPACE",
+        default_value = "tidal-system"
+    )]
+    pub lease_namespace: String,
+    /// Name of the Lease the replicas share.
+    #[arg(long, value_name = "NAME", default_value = "tidal-controller")]
+    pub lease_name: String,
+    /// This replica's name in the Lease (default: $POD_NAME, else <hostname>_<pid>).
+    #[arg(long, value_name = "ID", env = "POD_NAME")]
+    pub identity: Option<String>,
+    /// How long a lease stays valid without renewal; standbys wait this long before taking over.
+    #[arg(long, value_name = "DURATION", default_value = "15s")]
+    pub lease_duration: GoDuration,
+    /// The leader stops acting if it could not renew for this long (less than --lease-duration).
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub renew_deadline: GoDuration,
+    /// Time between lease renewals / acquisition attempts.
+    #[arg(long, value_name = "DURATION", default_value = "2s")]
+    pub retry_period: GoDuration,
+    /// Where to serve Prometheus metrics (`/metrics`).
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
+    pub metrics_addr: SocketAddr,
+    /// Where to serve `/healthz` and `/readyz` (ready once every watched kind has listed).
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8081")]
+    pub health_addr: SocketAddr,
+    /// Eviction requests per second (sustained).
+    #[arg(long, value_name = "QPS", default_value_t = 5.0)]
+    pub eviction_qps: f64,
+    /// Eviction requests allowed in a burst above the QPS.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub eviction_burst: u32,
+    /// Eviction requests in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub eviction_concurrency: usize,
+    /// Evictions not done by then (retries included) are abandoned until the next cycle.
+    #[arg(long, value_name = "DURATION", default_value = "2m")]
+    pub cycle_timeout: GoDuration,
+    /// A pod tidal evicted counts as leaving until it is gone, or until this long has passed.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub in_flight_ttl: GoDuration,
+    /// On SIGTERM, in-flight requests get this long before they are abandoned.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub shutdown_grace: GoDuration,
+    /// Log lines as text or as JSON objects (stderr; level from $TIDAL_LOG, default info).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+impl RunArgs {
+    pub fn controller_config(&self) -> anyhow::Result<ControllerConfig> {
+        if self.renew_deadline.as_std() >= self.lease_duration.as_std() {
+            anyhow::bail!("--renew-deadline must be shorter than --lease-duration");
+        }
+        if !(self.eviction_qps.is_finite() && self.eviction_qps > 0.0) {
+            anyhow::bail!("--eviction-qps must be a positive number");
+        }
+        let mut config = ControllerConfig::new(self.metrics_addr, self.health_addr);
+        config.kubeconfig = self.kubeconfig.clone();
+        config.context = self.context.clone();
+        config.lease = self.leader_elect.then(|| LeaseConfig {
+            lease_duration: self.lease_duration.as_std(),
+            renew_deadline: self.renew_deadline.as_std(),
+            retry_period: self.retry_period.as_std(),
+            ..LeaseConfig::new(
+                Some(self.lease_namespace.clone())
+                    .filter(|ns| !ns.is_empty())
+                    .unwrap_or_else(|| "tidal-system".to_owned()),
+                self.lease_name.clone(),
+                self.identity
+                    .clone()
+                    .filter(|i| !i.is_empty())
+                    .unwrap_or_else(leader::default_identity),
+            )
+        });
+        config.eviction = EvictorConfig {
+            qps: self.eviction_qps,
+            burst: self.eviction_burst,
+            concurrency: self.eviction_concurrency.max(1),
+            ..EvictorConfig::default()
+        };
+        config.cycle.timeout = self.cycle_timeout.as_std();
+        config.cycle.in_flight_ttl = self.in_flight_ttl.as_std();
+        config.shutdown_grace = self.shutdown_grace.as_std();
+        Ok(config)
+    }
+}
+
 impl Command {
     /// Whether the command talks to a cluster (and so needs the async runtime).
     pub fn is_live(&self) -> bool {
         match self {
-            Command::Webhook(_) => true,
-            Command::Report(_) | Command::Crds => false,
+            Command::Run(_) | Command::Webhook(_) => true,
+            Command::Report(args) => args.clusters.is_empty(),
+            Command::Crds => false,
         }
     }
 
     pub fn log_format(&self) -> LogFormat {
         match self {
+            Command::Run(args) => args.log_format,
             Command::Webhook(args) => args.log_format,
             _ => LogFormat::Text,
         }
@@ -83,28 +206,63 @@ pub fn run_offline(command: &Command) -> anyhow::Result<String> {
     match command {
         Command::Crds => Ok(api::crds_yaml()),
         Command::Report(args) => report(args),
+        Command::Run(_) => anyhow::bail!("`tidal run` needs a cluster"),
         Command::Webhook(_) => anyhow::bail!("`tidal webhook` needs a cluster"),
     }
 }
 
 /// Runs a command against a live cluster until it is done or `shutdown` is cancelled; returns what to
-/// print (nothing for servers).
+/// print (nothing for `run` and `webhook`).
 pub async fn run_live(
     command: &Command,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<Option<String>> {
     match command {
+        Command::Run(args) => {
+            controller::run(args.controller_config()?, shutdown).await?;
+            Ok(None)
+        }
         Command::Webhook(args) => {
             crate::admission::run(args.clone(), shutdown).await?;
             Ok(None)
         }
-        Command::Report(_) | Command::Crds => run_offline(command).map(Some),
+        Command::Report(args) => report_live(args).await.map(Some),
+        Command::Crds => run_offline(command).map(Some),
     }
 }
 
 pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
     let mut dump = Dump::load(&args.clusters)?;
     let snapshot = dump.cache.snapshot();
+    let (cycle, notes) = plan_report(&snapshot, args)?;
+    Ok(render_report(&cycle, notes, args.output))
+}
+
+/// `tidal report` against the live cluster: one list of everything, one plan, no eviction; with
+/// `--verify`, a server-side dry-run eviction per planned eviction.
+pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
+    let config =
+        controller::client_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+    let evictions = controller::eviction_client(&config)?;
+    let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
+    let timeout = args.timeout.as_std().max(Duration::from_secs(1));
+    let shared = controller::oneshot::live_cache(client, timeout).await?;
+    let snapshot = shared.write().snapshot();
+    let (mut cycle, notes) = plan_report(&snapshot, args)?;
+    if args.verify {
+        controller::oneshot::verify(evictions, &mut cycle, EvictorConfig::default(), timeout).await;
+    }
+    Ok(render_report(&cycle, notes, args.output))
+}
+
+fn render_report(cycle: &CyclePlan, notes: Vec<String>, format: Format) -> String {
+    let mut report = Report::from_cycle(cycle);
+    report.warnings.extend(notes);
+    report.render(format)
+}
+
+/// Plans the policies `args` selects (or the built-in one) on `snapshot`; returns notes for the report.
+fn plan_report(snapshot: &Snapshot, args: &ReportArgs) -> anyhow::Result<(CyclePlan, Vec<String>)> {
     let now = args.now.unwrap_or_else(Timestamp::now);
     let builtin = builtin_policy();
     let mut notes = Vec::new();
@@ -127,10 +285,8 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
             .filter(|p: &&PolicyInfo| args.policies.is_empty() || args.policies.contains(&p.name))
             .collect()
     };
-    let cycle = plan::plan_all(&snapshot, &policies, now);
-    let mut report = Report::from_cycle(&cycle);
-    report.warnings.extend(notes);
-    Ok(report.render(args.output))
+    let cycle = plan::plan_all(snapshot, &policies, now);
+    Ok((cycle, notes))
 }
 
 /// What `tidal report` plans with when the input holds no policy: TDM only, in dry-run mode.

@@ -11,11 +11,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use hyper_util::{
-    rt::{TokioExecutor, TokioIo},
-    server::{conn::auto, graceful::GracefulShutdown},
-    service::TowerToHyperService,
-};
+use hyper_util::{rt::TokioIo, server::graceful::GracefulShutdown, service::TowerToHyperService};
 use jiff::Timestamp;
 use tokio::{net::TcpListener, time::Instant};
 use tokio_rustls::TlsAcceptor;
@@ -227,7 +223,8 @@ pub async fn serve_tls(
 ) {
     let acceptor = TlsAcceptor::from(tls);
     let graceful = GracefulShutdown::new();
-    let builder = auto::Builder::new(TokioExecutor::new());
+    // HTTP/1.1 with keep-alive: what the API server's webhook client uses when not offered h2.
+    let builder = hyper::server::conn::http1::Builder::new();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {

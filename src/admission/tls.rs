@@ -123,14 +123,14 @@ impl CertStore {
             .cloned()
     }
 
-    /// A rustls server configuration serving this store's certificate (HTTP/2 and HTTP/1.1).
+    /// A rustls server configuration serving this store's certificate (HTTP/1.1).
     pub fn server_config(self: &Arc<Self>) -> Result<ServerConfig, TlsError> {
         let mut config = ServerConfig::builder_with_provider(Arc::clone(&self.provider))
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsError::Config(e.to_string()))?
             .with_no_client_auth()
             .with_cert_resolver(Arc::clone(self) as Arc<dyn ResolvesServerCert>);
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(config)
     }
 

@@ -83,16 +83,25 @@ pub struct PolicyDefaults {
     pub preemptable: bool,
 }
 
+/// A percentage from 0% to 100%: what a budget given as a string must be.
+pub const PERCENT_PATTERN: &str = "^(100|[1-9]?[0-9])%$";
+
 /// A job disruption budget, as an integer or a percentage of the job's pods (rounded up).
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("has(self.maxUnavailable) != has(self.minAvailable)").message("set exactly one of maxUnavailable and minAvailable"))]
 pub struct JobBudgetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')").message("must be a non-negative integer or a percentage such as 25%"))]
+    // Plain schema keywords rather than CEL: `pattern` applies only to the string form and `minimum` only to
+    // the integer form, which every validator (the API server, kubectl, client-side tests) agrees on.
+    #[schemars(extend("pattern" = PERCENT_PATTERN, "minimum" = 0))]
+    /// Most pods of the job that may be unavailable at once (pending, terminating or being evicted).
     pub max_unavailable: Option<IntOrString>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')").message("must be a non-negative integer or a percentage such as 25%"))]
+    // Plain schema keywords rather than CEL: `pattern` applies only to the string form and `minimum` only to
+    // the integer form, which every validator (the API server, kubectl, client-side tests) agrees on.
+    #[schemars(extend("pattern" = PERCENT_PATTERN, "minimum" = 0))]
+    /// Fewest pods of the job that must stay running.
     pub min_available: Option<IntOrString>,
 }
 

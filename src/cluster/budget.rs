@@ -92,7 +92,11 @@ impl JobBudget {
                 IntOrString::Int(n) => u32::try_from(*n)
                     .map(IntOrPercent::Int)
                     .map_err(|_| format!("{n} must not be negative")),
-                IntOrString::String(text) => text.parse(),
+                // As in the schema: a string is a percentage; a bare number belongs in the integer form.
+                IntOrString::String(text) if text.ends_with('%') => text.parse(),
+                IntOrString::String(text) => Err(format!(
+                    "{text:?} must be an integer or a percentage such as 25%"
+                )),
             }
         }
         match (&spec.max_unavailable, &spec.min_available) {

@@ -177,6 +177,22 @@ impl ClusterCache {
             .insert(&mut self.generation, zone.name.clone(), zone);
     }
 
+    /// Records that an eviction round started in `zone` at `at`, unless a later one is known already.
+    /// The controller calls this right after a round, so that `evictPeriod` holds even before its status
+    /// write comes back through the watch (or if that write failed). Returns whether anything changed.
+    pub fn note_eviction_round(&mut self, zone: &str, at: Timestamp) -> bool {
+        let Some(current) = self.zones.get(&zone.to_owned()) else {
+            return false;
+        };
+        if current.last_eviction_round.is_some_and(|last| last >= at) {
+            return false;
+        }
+        let mut updated = (**current).clone();
+        updated.last_eviction_round = Some(at);
+        self.apply_zone(updated);
+        true
+    }
+
     pub fn delete_zone(&mut self, name: &str) {
         self.zones.remove(&mut self.generation, &name.to_owned());
     }
@@ -265,6 +281,11 @@ impl ClusterCache {
         self.zones.copy_all()
     }
 
+    /// Policies by name, for the controller's scheduler (which needs no snapshot to decide when to run).
+    pub fn policies(&self) -> BTreeMap<String, Arc<PolicyInfo>> {
+        self.policies.copy_all()
+    }
+
     pub fn zone(&self, name: &str) -> Option<&Arc<ZoneInfo>> {
         self.zones.get(&name.to_owned())
     }
@@ -281,5 +302,42 @@ impl ClusterCache {
         self.nodes
             .get(&name.to_owned())
             .and_then(|state| state.node.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{GoDuration, RevocableZone, RevocableZoneSpec, zone::WindowSpec};
+
+    #[test]
+    fn eviction_rounds_only_move_forward() {
+        let zone = RevocableZone::new(
+            "rz",
+            RevocableZoneSpec {
+                windows: vec![WindowSpec {
+                    time: "08:00-20:00".to_owned(),
+                    days: vec![],
+                }],
+                time_zone: "UTC".to_owned(),
+                evict_period: GoDuration::from_secs(60),
+                drain_before: GoDuration::from_secs(0),
+                taint_when_closed: true,
+            },
+        );
+        let mut cache = ClusterCache::new();
+        cache.apply_zone(ZoneInfo::from_zone(&zone).unwrap());
+        let t0 = Timestamp::UNIX_EPOCH;
+        let t1 = t0 + jiff::SignedDuration::from_secs(10);
+        assert!(cache.note_eviction_round("rz", t1));
+        assert!(
+            !cache.note_eviction_round("rz", t0),
+            "an older round never wins"
+        );
+        assert!(!cache.note_eviction_round("rz", t1));
+        assert_eq!(cache.zone("rz").unwrap().last_eviction_round, Some(t1));
+        assert!(!cache.note_eviction_round("missing", t1));
+        let snapshot = cache.snapshot();
+        assert_eq!(snapshot.zones["rz"].last_eviction_round, Some(t1));
     }
 }

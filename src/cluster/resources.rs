@@ -24,17 +24,29 @@ pub const MEMORY: &str = "memory";
 pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
 pub const PODS: &str = "pods";
 
+/// The largest amount of one resource tidal accepts on one object (2^52: 4 PiB of memory, 4.5 billion
+/// cores). Capping inputs keeps every sum exact: a node's requests are added and subtracted as pods come
+/// and go, and that bookkeeping must undo itself exactly, which saturating arithmetic would not.
+pub const MAX_AMOUNT: i64 = 1 << 52;
+
 impl Resources {
     /// Reads a resource list; the first malformed quantity is returned as an error with its resource name.
     pub fn from_list(list: &BTreeMap<String, Quantity>) -> Result<Self, (String, QuantityError)> {
         let mut out = Resources::default();
-        for (name, amount) in list {
+        for (name, quantity) in list {
             let parsed = if name == CPU {
-                quantity::milli_value(amount)
+                quantity::milli_value(quantity)
             } else {
-                quantity::value(amount)
+                quantity::value(quantity)
             };
             let amount = parsed.map_err(|e| (name.clone(), e))?;
+            if !(0..=MAX_AMOUNT).contains(&amount) {
+                let error = QuantityError {
+                    text: quantity.0.clone(),
+                    reason: "outside the range tidal counts (0 to 2^52 units)",
+                };
+                return Err((name.clone(), error));
+            }
             out.set(name, amount);
         }
         Ok(out)
@@ -63,12 +75,14 @@ impl Resources {
         }
     }
 
+    // Wrapping, not saturating: with inputs capped at MAX_AMOUNT no realistic sum overflows, and wrapping
+    // keeps `add` then `sub` an exact round trip even if one ever did.
     pub fn add(&mut self, other: &Resources) {
-        self.zip_with(other, |a, b| a.saturating_add(b));
+        self.zip_with(other, i64::wrapping_add);
     }
 
     pub fn sub(&mut self, other: &Resources) {
-        self.zip_with(other, |a, b| a.saturating_sub(b));
+        self.zip_with(other, i64::wrapping_sub);
     }
 
     /// Component-wise maximum.
@@ -223,6 +237,29 @@ mod tests {
         let (name, err) = pod_requests(&spec).unwrap_err();
         assert_eq!(name, "cpu");
         assert!(err.to_string().contains("lots"));
+    }
+
+    #[test]
+    fn amounts_beyond_the_cap_are_errors() {
+        let list = BTreeMap::from([(MEMORY.to_owned(), Quantity("5E".into()))]);
+        let (name, err) = Resources::from_list(&list).unwrap_err();
+        assert_eq!(name, MEMORY);
+        assert!(err.reason.contains("2^52"), "{err}");
+        let negative = BTreeMap::from([(CPU.to_owned(), Quantity("-1".into()))]);
+        assert!(Resources::from_list(&negative).is_err());
+    }
+
+    #[test]
+    fn add_then_sub_is_exact() {
+        let mut big = Resources::default();
+        big.set(MEMORY, MAX_AMOUNT);
+        let mut sum = Resources::default();
+        for _ in 0..3 {
+            sum.add(&big);
+        }
+        sum.sub(&big);
+        sum.sub(&big);
+        assert_eq!(sum, big);
     }
 
     #[test]

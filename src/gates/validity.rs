@@ -33,3 +33,229 @@ impl Gate for Validity {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::{
+        cluster::{PodInfo, PolicyInfo},
+        keys,
+        plan::tests::{
+            NOW, World, all, annotations, labels, owned_by, pod, podgroup, policy, preemptable,
+            with_context,
+        },
+    };
+
+    /// What the gate says about `ns/name` (a TDM-style candidate) in `world` under `policy`.
+    fn verdict(world: &mut World, policy: &PolicyInfo, name: &str) -> Result<(), String> {
+        let snapshot = world.snapshot();
+        let pod = snapshot
+            .pods()
+            .find(|p| p.key.to_string() == name)
+            .unwrap_or_else(|| panic!("no pod {name}"))
+            .clone();
+        let candidate = Candidate::new(&pod, "tdm", "test");
+        with_context(&snapshot, policy, NOW, &HashSet::new(), |ctx| {
+            Validity.check(&candidate, ctx)
+        })
+    }
+
+    fn check(pods: Vec<PodInfo>, name: &str) -> Result<(), String> {
+        verdict(&mut World::new().with(pods), &policy(json!({})), name)
+    }
+
+    fn assert_refused(result: Result<(), String>, expected: &[&str]) {
+        let detail = result.expect_err("the gate should refuse");
+        for text in expected {
+            assert!(detail.contains(text), "{detail:?} lacks {text:?}");
+        }
+    }
+
+    fn job_pod(name: &str, patch: Value) -> PodInfo {
+        pod(
+            "ns",
+            name,
+            "rev-1",
+            all([owned_by("ReplicaSet", "j"), preemptable(), patch]),
+        )
+    }
+
+    #[test]
+    fn valid_settings_pass() {
+        let pods = vec![job_pod(
+            "fine",
+            annotations(&[
+                (keys::COOLDOWN_TIME, "5m"),
+                (keys::MAX_UNAVAILABLE[0], "50%"),
+            ]),
+        )];
+        assert_eq!(check(pods, "ns/fine"), Ok(()));
+        assert_eq!(
+            check(vec![pod("ns", "bare", "rev-1", json!({}))], "ns/bare"),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn unreadable_pod_fields() {
+        let pods = vec![pod(
+            "ns",
+            "bad-request",
+            "rev-1",
+            json!({"spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "lots"}}}]}}),
+        )];
+        assert_refused(
+            check(pods, "ns/bad-request"),
+            &["Pod ns/bad-request", "resources.requests.cpu", "lots"],
+        );
+    }
+
+    #[test]
+    fn invalid_preemptable_on_the_pod_or_its_podgroup() {
+        assert_refused(
+            check(
+                vec![pod(
+                    "ns",
+                    "p",
+                    "rev-1",
+                    labels(&[(keys::PREEMPTABLE, "yes")]),
+                )],
+                "ns/p",
+            ),
+            &["Pod ns/p", keys::PREEMPTABLE, "\"yes\""],
+        );
+        let mut world = World::new();
+        world.cache.apply_podgroup(podgroup(
+            "ns",
+            "g",
+            annotations(&[(keys::PREEMPTABLE, "si")]),
+        ));
+        let mut world = world.with([pod(
+            "ns",
+            "member",
+            "rev-1",
+            annotations(&[(keys::GROUP_NAME, "g")]),
+        )]);
+        assert_refused(
+            verdict(&mut world, &policy(json!({})), "ns/member"),
+            &["PodGroup ns/g", keys::PREEMPTABLE, "\"si\""],
+        );
+    }
+
+    #[test]
+    fn invalid_cooldown_label_first_then_annotation() {
+        assert_refused(
+            check(
+                vec![job_pod(
+                    "c",
+                    annotations(&[(keys::COOLDOWN_TIME, "10 min")]),
+                )],
+                "ns/c",
+            ),
+            &[keys::COOLDOWN_TIME, "\"10 min\""],
+        );
+        // A malformed label is not hidden by a good annotation.
+        let both = all([
+            labels(&[(keys::COOLDOWN_TIME, "1d")]),
+            annotations(&[(keys::COOLDOWN_TIME, "1h")]),
+        ]);
+        assert_refused(
+            check(vec![job_pod("c", both)], "ns/c"),
+            &[keys::COOLDOWN_TIME, "\"1d\""],
+        );
+    }
+
+    #[test]
+    fn invalid_budget_on_a_pod_refuses_every_pod_of_its_job() {
+        let pods = vec![
+            job_pod("good", annotations(&[(keys::MAX_UNAVAILABLE[1], "1")])),
+            job_pod("bad", annotations(&[(keys::MAX_UNAVAILABLE[1], "one")])),
+        ];
+        let mut world = World::new().with(pods);
+        for name in ["ns/good", "ns/bad"] {
+            assert_refused(
+                verdict(&mut world, &policy(json!({})), name),
+                &["Pod ns/bad", keys::MAX_UNAVAILABLE[1], "\"one\""],
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_budget_on_the_podgroup() {
+        let mut world = World::new();
+        world.cache.apply_podgroup(podgroup(
+            "ns",
+            "g",
+            annotations(&[(keys::MIN_AVAILABLE[0], "101%")]),
+        ));
+        // The pod's own valid budget does not count: the PodGroup's is read first.
+        let mut world = world.with([pod(
+            "ns",
+            "member",
+            "rev-1",
+            annotations(&[
+                (keys::GROUP_NAME, "g"),
+                (keys::PREEMPTABLE, "true"),
+                (keys::MIN_AVAILABLE[0], "1"),
+            ]),
+        )]);
+        assert_refused(
+            verdict(&mut world, &policy(json!({})), "ns/member"),
+            &["PodGroup ns/g", keys::MIN_AVAILABLE[0], "\"101%\""],
+        );
+    }
+
+    #[test]
+    fn pods_of_a_job_with_different_budgets() {
+        let pods = vec![
+            job_pod("a", annotations(&[(keys::MAX_UNAVAILABLE[0], "1")])),
+            job_pod("b", annotations(&[(keys::MAX_UNAVAILABLE[0], "2")])),
+            job_pod("c", json!({})),
+        ];
+        let mut world = World::new().with(pods);
+        for name in ["ns/a", "ns/b", "ns/c"] {
+            assert_refused(
+                verdict(&mut world, &policy(json!({})), name),
+                &["ReplicaSet ns/j", "different budgets"],
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_policy_default_budget() {
+        // Planning never gets here (the policy does not run), but the gate must refuse on its own too.
+        let broken = policy(json!({"defaults": {"jobBudget": {"minAvailable": -1}}}));
+        assert!(broken.default_budget.is_err());
+        let mut world = World::new().with([job_pod("x", json!({}))]);
+        assert_refused(
+            verdict(&mut world, &broken, "ns/x"),
+            &["DeschedulingPolicy p", "spec.defaults.jobBudget"],
+        );
+        // A job with its own budget does not need the default.
+        let mut world = World::new().with([job_pod(
+            "y",
+            annotations(&[(keys::MAX_UNAVAILABLE[0], "1")]),
+        )]);
+        assert_eq!(verdict(&mut world, &broken, "ns/y"), Ok(()));
+    }
+
+    #[test]
+    fn the_first_problem_is_reported() {
+        let pods = vec![job_pod(
+            "many",
+            all([
+                json!({"spec": {"containers": [{"name": "m", "resources": {"requests": {"memory": "1Qi"}}}]}}),
+                annotations(&[
+                    (keys::PREEMPTABLE, "perhaps"),
+                    (keys::COOLDOWN_TIME, "soon"),
+                ]),
+            ]),
+        )];
+        let detail = check(pods, "ns/many").expect_err("refused");
+        assert!(detail.contains("resources.requests.memory"), "{detail}");
+    }
+}

@@ -3,6 +3,8 @@
 
 mod candidate;
 mod context;
+#[cfg(test)]
+pub(crate) mod tests;
 mod zones;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -71,6 +73,12 @@ pub fn plan_policy(
         plan.error = Some(error.clone());
         return plan;
     }
+    let strategies = strategies::enabled(&policy.spec.strategies);
+    if strategies.is_empty() {
+        // `strategies: {tdm: null}` passes the schema's minProperties but enables nothing; say so.
+        plan.error = Some("spec.strategies enables no strategy".to_owned());
+        return plan;
+    }
     let ctx = PlanContext {
         snapshot,
         policy,
@@ -81,7 +89,7 @@ pub fn plan_policy(
     let mut gates = gates::chain(policy);
     // A pod is decided once per plan, by the first strategy that proposes it.
     let mut decided: HashSet<ObjectKey> = HashSet::new();
-    for strategy in strategies::enabled(&policy.spec.strategies) {
+    for strategy in strategies {
         for candidate in strategy.propose(&ctx) {
             let pod = &candidate.pod;
             if !policy.spec.namespaces.admits(&pod.key.namespace)

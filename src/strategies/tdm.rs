@@ -60,7 +60,8 @@ impl Tdm {
             Setting::Valid(false) | Setting::Unset => Placement::Violation(format!(
                 "not preemptable, on a node of revocable zone {zone}"
             )),
-            Setting::Valid(true) => match pod.zone_opt_in.as_deref() {
+            // An empty annotation names no zone, as an empty node label does.
+            Setting::Valid(true) => match pod.zone_opt_in.as_deref().filter(|z| !z.is_empty()) {
                 Some(opted) if opted != "*" && opted != zone => Placement::Violation(format!(
                     "{}={opted} but runs in revocable zone {zone}",
                     keys::REVOCABLE_ZONE
@@ -97,7 +98,9 @@ impl Strategy for Tdm {
     fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
         let mut out = Vec::new();
         for zone in ctx.zones.values() {
-            if zone.state.is_err() {
+            // Everything TDM evicts in a zone, placement violations included, is that zone's round: pacing
+            // violations by evictPeriod too keeps one timer per zone and never evicts faster than asked.
+            if zone.state.is_err() || !zone.round_due {
                 continue;
             }
             let evicting = zone.evicting_now();
@@ -148,4 +151,466 @@ fn victim_order(pod: &Arc<PodInfo>) -> impl Ord + '_ {
         Reverse(pod.scheduled_at.or(pod.created_at)),
         &pod.key,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::{
+        cluster::{ObjectKey, PolicyInfo},
+        plan::{
+            plan_all,
+            tests::{
+                NOW, World, all, annotations, closed_zone, key_of, labels, node, open_zone,
+                owned_by, pod, podgroup, policy, preemptable, scheduled_at, ts, with_context, zone,
+            },
+        },
+    };
+
+    fn propose_with(
+        world: &mut World,
+        policy: &PolicyInfo,
+        planned: &HashSet<ObjectKey>,
+    ) -> Vec<Candidate> {
+        let snapshot = world.snapshot();
+        let args = policy.spec.strategies.tdm.clone().unwrap_or_default();
+        with_context(&snapshot, policy, NOW, planned, |ctx| {
+            Tdm::new(args).propose(ctx)
+        })
+    }
+
+    fn propose(world: &mut World) -> Vec<Candidate> {
+        propose_with(world, &policy(json!({})), &HashSet::new())
+    }
+
+    fn names(candidates: &[Candidate]) -> Vec<String> {
+        candidates.iter().map(key_of).collect()
+    }
+
+    fn reason_of<'c>(candidates: &'c [Candidate], pod: &str) -> &'c str {
+        candidates
+            .iter()
+            .find(|c| key_of(c) == pod)
+            .map(|c| c.reason.as_str())
+            .unwrap_or_else(|| panic!("{pod} not proposed: {:?}", names(candidates)))
+    }
+
+    #[test]
+    fn victims_job_by_job_lowest_priority_then_youngest_then_name() {
+        let mut world = World::new();
+        world.cache.apply_node(node("rev-2", Some("z")));
+        let member = |job: &str, name: &str, node: &str, priority: i32, at: &str| {
+            pod(
+                "ns",
+                name,
+                node,
+                all([
+                    owned_by("ReplicaSet", job),
+                    preemptable(),
+                    json!({"spec": {"priority": priority}}),
+                    scheduled_at(at),
+                ]),
+            )
+        };
+        let mut world = world.with([
+            // Job "b" sorts after job "a" whatever its pods look like.
+            member("b", "b-first", "rev-1", 0, "2026-11-22T03:59:00Z"),
+            member("a", "a-old-high", "rev-1", 10, "2026-11-22T01:00:00Z"),
+            member("a", "a-young-high", "rev-2", 10, "2026-11-22T03:00:00Z"),
+            member("a", "a-tie-y", "rev-1", 10, "2026-11-22T02:00:00Z"),
+            member("a", "a-tie-x", "rev-2", 10, "2026-11-22T02:00:00Z"),
+            member("a", "a-low", "rev-2", -5, "2026-11-22T00:00:00Z"),
+        ]);
+        assert_eq!(
+            names(&propose(&mut world)),
+            [
+                "ns/a-low",
+                "ns/a-young-high",
+                "ns/a-tie-x",
+                "ns/a-tie-y",
+                "ns/a-old-high",
+                "ns/b-first",
+            ]
+        );
+    }
+
+    #[test]
+    fn without_a_scheduling_time_the_creation_time_orders() {
+        let unscheduled_condition = json!({"status": {"conditions": []}});
+        let mut world = World::new().with([
+            pod(
+                "ns",
+                "created-early",
+                "rev-1",
+                all([
+                    owned_by("ReplicaSet", "j"),
+                    preemptable(),
+                    unscheduled_condition.clone(),
+                    json!({"metadata": {"creationTimestamp": "2026-11-21T00:00:00Z"}}),
+                ]),
+            ),
+            pod(
+                "ns",
+                "created-late",
+                "rev-1",
+                all([
+                    owned_by("ReplicaSet", "j"),
+                    preemptable(),
+                    unscheduled_condition,
+                    json!({"metadata": {"creationTimestamp": "2026-11-22T00:00:00Z"}}),
+                ]),
+            ),
+        ]);
+        assert_eq!(
+            names(&propose(&mut world)),
+            ["ns/created-late", "ns/created-early"]
+        );
+    }
+
+    #[test]
+    fn preemptable_from_label_annotation_podgroup_or_policy_default() {
+        let mut world = World::new();
+        world.cache.apply_podgroup(podgroup(
+            "ns",
+            "pg-label",
+            labels(&[(keys::PREEMPTABLE, "true")]),
+        ));
+        world.cache.apply_podgroup(podgroup(
+            "ns",
+            "pg-annotation",
+            annotations(&[(keys::PREEMPTABLE, "true")]),
+        ));
+        let in_group = |name: &str, group: &str| {
+            pod(
+                "ns",
+                name,
+                "rev-1",
+                annotations(&[(keys::GROUP_NAME, group)]),
+            )
+        };
+        let mut world = world.with([
+            pod(
+                "ns",
+                "by-label",
+                "rev-1",
+                labels(&[(keys::PREEMPTABLE, "true")]),
+            ),
+            pod("ns", "by-annotation", "rev-1", preemptable()),
+            pod(
+                "ns",
+                "go-style-true",
+                "rev-1",
+                annotations(&[(keys::PREEMPTABLE, "T")]),
+            ),
+            in_group("by-group-label", "pg-label"),
+            in_group("by-group-annotation", "pg-annotation"),
+            // The pod's own word beats its PodGroup's.
+            pod(
+                "ns",
+                "pod-says-no",
+                "rev-1",
+                all([annotations(&[
+                    (keys::GROUP_NAME, "pg-label"),
+                    (keys::PREEMPTABLE, "false"),
+                ])]),
+            ),
+            // A group name whose PodGroup does not exist says nothing.
+            in_group("missing-group", "pg-missing"),
+            pod("ns", "silent", "rev-1", json!({})),
+        ]);
+        let candidates = propose(&mut world);
+        for allowed in [
+            "ns/by-label",
+            "ns/by-annotation",
+            "ns/go-style-true",
+            "ns/by-group-label",
+            "ns/by-group-annotation",
+        ] {
+            assert!(
+                reason_of(&candidates, allowed).starts_with("zone z closed"),
+                "{allowed}: {}",
+                reason_of(&candidates, allowed)
+            );
+        }
+        for violation in ["ns/pod-says-no", "ns/missing-group", "ns/silent"] {
+            assert_eq!(
+                reason_of(&candidates, violation),
+                "placement violation: not preemptable, on a node of revocable zone z",
+                "{violation}"
+            );
+        }
+
+        // The policy default makes the silent ones preemptable, but not the one that said no.
+        let everyone = policy(json!({"defaults": {"preemptable": true}}));
+        let candidates = propose_with(&mut world, &everyone, &HashSet::new());
+        assert!(reason_of(&candidates, "ns/silent").starts_with("zone z closed"));
+        assert!(reason_of(&candidates, "ns/missing-group").starts_with("zone z closed"));
+        assert!(reason_of(&candidates, "ns/pod-says-no").starts_with("placement violation"));
+    }
+
+    #[test]
+    fn zone_opt_in_annotation() {
+        let mut world = World::new().with([
+            pod(
+                "ns",
+                "any-zone",
+                "rev-1",
+                all([preemptable(), annotations(&[(keys::REVOCABLE_ZONE, "*")])]),
+            ),
+            pod(
+                "ns",
+                "this-zone",
+                "rev-1",
+                all([preemptable(), annotations(&[(keys::REVOCABLE_ZONE, "z")])]),
+            ),
+            pod(
+                "ns",
+                "other-zone",
+                "rev-1",
+                all([
+                    preemptable(),
+                    annotations(&[(keys::REVOCABLE_ZONE, "elsewhere")]),
+                ]),
+            ),
+        ]);
+        let candidates = propose(&mut world);
+        assert!(reason_of(&candidates, "ns/any-zone").starts_with("zone z closed"));
+        assert!(reason_of(&candidates, "ns/this-zone").starts_with("zone z closed"));
+        assert_eq!(
+            reason_of(&candidates, "ns/other-zone"),
+            "placement violation: volcano.sh/revocable-zone=elsewhere but runs in revocable zone z"
+        );
+    }
+
+    #[test]
+    fn empty_zone_opt_in_is_no_opt_in() {
+        let mut world = World::new();
+        world.cache.apply_zone(open_zone("z"));
+        let mut world = world.with([pod(
+            "ns",
+            "empty-opt-in",
+            "rev-1",
+            all([preemptable(), annotations(&[(keys::REVOCABLE_ZONE, "")])]),
+        )]);
+        assert_eq!(names(&propose(&mut world)), Vec::<String>::new());
+    }
+
+    #[test]
+    fn open_zone_proposes_only_violations() {
+        let mut world = World::new();
+        world.cache.apply_zone(open_zone("z"));
+        let mut world = world.with([
+            pod("ns", "preemptable", "rev-1", preemptable()),
+            pod("ns", "misplaced", "rev-1", json!({})),
+            pod(
+                "ns",
+                "other-zone",
+                "rev-1",
+                all([preemptable(), annotations(&[(keys::REVOCABLE_ZONE, "y")])]),
+            ),
+        ]);
+        let candidates = propose(&mut world);
+        assert_eq!(names(&candidates), ["ns/misplaced", "ns/other-zone"]);
+        assert!(
+            candidates
+                .iter()
+                .all(|c| c.held.is_none() && c.zone.as_deref() == Some("z"))
+        );
+
+        let hold = policy(json!({"strategies": {"tdm": {"evictPlacementViolations": false}}}));
+        let held = propose_with(&mut world, &hold, &HashSet::new());
+        assert_eq!(names(&held), ["ns/misplaced", "ns/other-zone"]);
+        assert!(
+            held.iter()
+                .all(|c| c.held.as_deref() == Some("evictPlacementViolations is off"))
+        );
+    }
+
+    #[test]
+    fn invalid_preemptable_is_proposed_for_the_invalid_gate() {
+        let mut world = World::new().with([pod(
+            "ns",
+            "unsure",
+            "rev-1",
+            annotations(&[(keys::PREEMPTABLE, "maybe")]),
+        )]);
+        let candidates = propose(&mut world);
+        assert_eq!(
+            reason_of(&candidates, "ns/unsure"),
+            "on revocable zone z, preemptable unknown"
+        );
+        let snapshot = world.snapshot();
+        let policy = policy(json!({}));
+        let cycle = plan_all(&snapshot, &[&policy], ts(NOW));
+        let plan = &cycle.plans[0];
+        assert!(plan.evictions.is_empty());
+        let skip = &plan.skipped[0];
+        assert_eq!(skip.gate, "invalid");
+        assert!(
+            skip.detail.contains("volcano.sh/preemptable") && skip.detail.contains("\"maybe\""),
+            "{}",
+            skip.detail
+        );
+    }
+
+    #[test]
+    fn node_bound_finished_and_pending_pods_are_not_proposed() {
+        let mut world = World::new().with([
+            pod(
+                "ns",
+                "daemon",
+                "rev-1",
+                all([owned_by("DaemonSet", "agent"), preemptable()]),
+            ),
+            pod(
+                "ns",
+                "static",
+                "rev-1",
+                all([owned_by("Node", "rev-1"), preemptable()]),
+            ),
+            pod(
+                "ns",
+                "mirror",
+                "rev-1",
+                all([preemptable(), annotations(&[(keys::MIRROR_POD, "abc")])]),
+            ),
+            pod(
+                "ns",
+                "done",
+                "rev-1",
+                all([preemptable(), json!({"status": {"phase": "Succeeded"}})]),
+            ),
+            pod(
+                "ns",
+                "failed-violation",
+                "rev-1",
+                json!({"status": {"phase": "Failed"}}),
+            ),
+            pod(
+                "ns",
+                "starting",
+                "rev-1",
+                all([preemptable(), json!({"status": {"phase": "Pending"}})]),
+            ),
+            pod("ns", "normal", "normal-1", json!({})),
+            pod("ns", "victim", "rev-1", preemptable()),
+        ]);
+        assert_eq!(names(&propose(&mut world)), ["ns/victim"]);
+    }
+
+    #[test]
+    fn leaving_pods_are_not_proposed() {
+        let mut world = World::new().with([
+            pod(
+                "ns",
+                "terminating",
+                "rev-1",
+                all([
+                    preemptable(),
+                    json!({"metadata": {"deletionTimestamp": "2026-11-22T03:59:00Z"}}),
+                ]),
+            ),
+            pod("ns", "evicting", "rev-1", preemptable()),
+            pod("ns", "planned", "rev-1", preemptable()),
+            pod("ns", "misplaced-planned", "rev-1", json!({})),
+            pod("ns", "victim", "rev-1", preemptable()),
+        ]);
+        assert!(world.cache.mark_evicting(
+            &ObjectKey::new("ns", "evicting"),
+            ts("2026-11-22T03:59:00Z")
+        ));
+        let planned = HashSet::from([
+            ObjectKey::new("ns", "planned"),
+            ObjectKey::new("ns", "misplaced-planned"),
+        ]);
+        let candidates = propose_with(&mut world, &policy(json!({})), &planned);
+        assert_eq!(names(&candidates), ["ns/victim"]);
+    }
+
+    #[test]
+    fn draining_zone_proposes_with_a_draining_reason() {
+        let mut world = World::new();
+        // Open until 05:00; at 04:00 within its 90 minutes of drainBefore.
+        world.cache.apply_zone(zone(
+            "z",
+            json!({"windows": [{"time": "00:00-05:00"}], "drainBefore": "90m"}),
+            None,
+        ));
+        let mut world = world.with([pod("ns", "victim", "rev-1", preemptable())]);
+        let candidates = propose(&mut world);
+        assert_eq!(
+            reason_of(&candidates, "ns/victim"),
+            "zone z closes at 2026-11-22T05:00:01Z (draining)"
+        );
+
+        world.cache.apply_zone(zone(
+            "z",
+            json!({"windows": [{"time": "00:00-05:00"}], "drainBefore": "30m"}),
+            None,
+        ));
+        assert!(propose(&mut world).is_empty(), "not yet draining at 04:00");
+    }
+
+    #[test]
+    fn closed_reason_names_schedule_and_reopening() {
+        let mut world = World::new().with([pod("ns", "victim", "rev-1", preemptable())]);
+        assert_eq!(
+            reason_of(&propose(&mut world), "ns/victim"),
+            "zone z closed (08:00-20:00 UTC); opens 2026-11-22T08:00:00Z"
+        );
+    }
+
+    #[test]
+    fn zone_with_invalid_schedule_proposes_nothing() {
+        let mut world = World::new();
+        let broken = zone("z", json!({"windows": [{"time": "25:00-06:00"}]}), None);
+        assert!(broken.schedule.is_err());
+        world.cache.apply_zone(broken);
+        let unknown_tz = zone(
+            "y",
+            json!({"windows": [{"time": "08:00-20:00"}], "timeZone": "Mars/Olympus_Mons"}),
+            None,
+        );
+        assert!(unknown_tz.schedule.is_err());
+        world.cache.apply_zone(unknown_tz);
+        world.cache.apply_node(node("rev-y", Some("y")));
+        let mut world = world.with([
+            pod("ns", "preemptable", "rev-1", preemptable()),
+            pod("ns", "misplaced", "rev-1", json!({})),
+            pod("ns", "in-y", "rev-y", preemptable()),
+        ]);
+        assert!(propose(&mut world).is_empty());
+    }
+
+    #[test]
+    fn nodes_of_a_zone_without_revocable_zone_object_are_left_alone() {
+        let mut world = World::new();
+        world.cache.apply_node(node("rev-x", Some("x")));
+        let mut world = world.with([
+            pod("ns", "preemptable", "rev-x", preemptable()),
+            pod("ns", "misplaced", "rev-x", json!({})),
+        ]);
+        assert!(propose(&mut world).is_empty());
+    }
+
+    #[test]
+    fn round_not_due_proposes_no_preemptable_pods() {
+        let mut world = World::new();
+        world.cache.apply_zone(zone(
+            "z",
+            json!({"windows": [{"time": "08:00-20:00"}], "evictPeriod": "5m"}),
+            Some(json!({"lastEvictionRound": "2026-11-22T03:57:00Z"})),
+        ));
+        world.cache.apply_node(node("rev-y", Some("y")));
+        world.cache.apply_zone(closed_zone("y"));
+        let mut world = world.with([
+            pod("ns", "waits", "rev-1", preemptable()),
+            pod("ns", "goes", "rev-y", preemptable()),
+        ]);
+        assert_eq!(names(&propose(&mut world)), ["ns/goes"]);
+    }
 }

@@ -1,0 +1,84 @@
+//! One-shot use of the live machinery, for `tidal report` against a cluster: list everything through
+//! the same watches `tidal run` uses, and optionally check each planned eviction with a server-side
+//! dry run so that the report reflects real PodDisruptionBudgets.
+
+use std::{sync::Arc, time::Duration};
+
+use kube::Client;
+use tokio::{task::JoinSet, time::Instant};
+
+use crate::{
+    cluster::{ObjectKind, SharedCache},
+    evictor::{Always, EvictionRequest, Evictor, EvictorConfig},
+    plan::{CyclePlan, Skipped},
+    watch::{self, LogOnly, WatchPlan},
+};
+
+/// A cache filled by one complete list of every kind tidal reads.
+pub async fn live_cache(client: Client, timeout: Duration) -> anyhow::Result<SharedCache> {
+    let shared = SharedCache::new(&ObjectKind::ALL);
+    let mut tasks = JoinSet::new();
+    for task in watch::start(
+        client,
+        shared.clone(),
+        &WatchPlan::controller(),
+        Arc::new(LogOnly),
+    )
+    .await
+    {
+        tasks.spawn(task);
+    }
+    let synced = tokio::time::timeout(timeout, shared.wait_synced()).await;
+    tasks.abort_all();
+    if synced.is_err() {
+        let waiting: Vec<&str> = shared.unsynced().iter().map(|k| k.as_str()).collect();
+        anyhow::bail!(
+            "the cluster did not answer the lists within {timeout:?} (still waiting for: {})",
+            waiting.join(", ")
+        );
+    }
+    Ok(shared)
+}
+
+/// Sends a dry-run eviction for every planned eviction; those the API server refuses (a PDB's 429,
+/// a pod already gone, ...) move to the skipped list under the gate that names why (`pdb`, `gone`, ...).
+/// Each check is independent: two pods under one budget that allows one disruption both pass here,
+/// while a real cycle would get a 429 for the second.
+pub async fn verify(
+    client: Client,
+    cycle: &mut CyclePlan,
+    config: EvictorConfig,
+    timeout: Duration,
+) {
+    let evictor = Evictor::new(client, config);
+    let deadline = Instant::now() + timeout;
+    for plan in &mut cycle.plans {
+        let requests: Vec<EvictionRequest> = plan
+            .evictions
+            .iter()
+            .map(|e| EvictionRequest {
+                pod: e.candidate.pod.key.clone(),
+                uid: e.candidate.pod.uid.clone(),
+                dry_run: true,
+            })
+            .collect();
+        let outcomes = evictor
+            .evict_all(&requests, deadline, &Always, &|_, _| {})
+            .await;
+        let mut kept = Vec::with_capacity(plan.evictions.len());
+        for (eviction, outcome) in std::mem::take(&mut plan.evictions)
+            .into_iter()
+            .zip(outcomes)
+        {
+            match outcome.skip_gate() {
+                None => kept.push(eviction),
+                Some((gate, detail)) => plan.skipped.push(Skipped {
+                    candidate: eviction.candidate,
+                    gate,
+                    detail,
+                }),
+            }
+        }
+        plan.evictions = kept;
+    }
+}

@@ -1,0 +1,155 @@
+//! What an eviction answer means for tidal. Pure: status code and message in, decision out.
+
+/// The kind of answer the API server gave, as far as retrying is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// 2xx: evicted (or, in a dry run, would be).
+    Accepted,
+    /// 429: a PodDisruptionBudget (or API throttling) refuses for now. Expected, never retried in-cycle.
+    TooManyRequests,
+    /// 404: the pod is already gone.
+    NotFound,
+    /// 409: the uid precondition failed: the pod was replaced by a namesake.
+    Conflict,
+    /// 5xx, 408 or a transport error/timeout: worth another try within the cycle's deadline.
+    Retryable,
+    /// Any other 4xx (403 forbidden, 422 invalid, ...): retrying will not help.
+    Rejected,
+}
+
+pub fn classify(code: u16) -> Answer {
+    match code {
+        200..=299 => Answer::Accepted,
+        429 => Answer::TooManyRequests,
+        404 => Answer::NotFound,
+        409 => Answer::Conflict,
+        408 | 500..=599 => Answer::Retryable,
+        _ => Answer::Rejected,
+    }
+}
+
+/// Gate name for candidates a PodDisruptionBudget protected at eviction time.
+pub const PDB_GATE: &str = "pdb";
+/// Gate name for 429s that were API throttling rather than a disruption budget.
+pub const THROTTLED_GATE: &str = "throttled";
+
+/// Which gate a 429 counts under: the eviction subresource answers `DisruptionBudget` causes (and a
+/// message naming the budget) when a PDB refuses; anything else is API Priority and Fairness.
+pub fn too_many_requests_gate(message: &str, causes: &[String]) -> &'static str {
+    let budget = |text: &str| {
+        let text = text.to_ascii_lowercase();
+        text.contains("disruption budget") || text.contains("disruptionbudget")
+    };
+    if budget(message) || causes.iter().any(|c| budget(c)) {
+        PDB_GATE
+    } else {
+        THROTTLED_GATE
+    }
+}
+
+/// The final result of one eviction request, after any retries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Evicted,
+    /// A dry run the API server accepted: the eviction would go through now.
+    WouldEvict,
+    /// 429: skipped for this cycle, under `gate` (`pdb` or `throttled`).
+    Refused {
+        gate: &'static str,
+        detail: String,
+    },
+    /// 404: nothing to do.
+    Gone,
+    /// 409: the pod is not the one tidal planned for (recreated under the same name).
+    Replaced,
+    /// A rejection or retries exhausted within the deadline.
+    Failed(String),
+    /// Never sent, or abandoned: no longer leader, shutting down, or out of time.
+    Abandoned(String),
+}
+
+impl Outcome {
+    /// The label metrics and logs use.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Evicted => "evicted",
+            Outcome::WouldEvict => "dry_run",
+            Outcome::Refused { .. } => "refused",
+            Outcome::Gone => "gone",
+            Outcome::Replaced => "replaced",
+            Outcome::Failed(_) => "failed",
+            Outcome::Abandoned(_) => "abandoned",
+        }
+    }
+
+    /// Status and report treat every outcome but a (would-be) eviction as a skip, under this gate.
+    pub fn skip_gate(&self) -> Option<(&'static str, String)> {
+        match self {
+            Outcome::Evicted | Outcome::WouldEvict => None,
+            Outcome::Refused { gate, detail } => Some((gate, detail.clone())),
+            Outcome::Gone => Some(("gone", "the pod no longer exists".to_owned())),
+            Outcome::Replaced => Some((
+                "gone",
+                "the pod was replaced by another with the same name".to_owned(),
+            )),
+            Outcome::Failed(why) => Some(("error", why.clone())),
+            Outcome::Abandoned(why) => Some(("abandoned", why.clone())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_codes() {
+        assert_eq!(classify(200), Answer::Accepted);
+        assert_eq!(classify(201), Answer::Accepted);
+        assert_eq!(classify(429), Answer::TooManyRequests);
+        assert_eq!(classify(404), Answer::NotFound);
+        assert_eq!(classify(409), Answer::Conflict);
+        assert_eq!(classify(500), Answer::Retryable);
+        assert_eq!(classify(503), Answer::Retryable);
+        assert_eq!(classify(504), Answer::Retryable);
+        assert_eq!(classify(408), Answer::Retryable);
+        assert_eq!(classify(403), Answer::Rejected);
+        assert_eq!(classify(422), Answer::Rejected);
+        assert_eq!(classify(400), Answer::Rejected);
+    }
+
+    #[test]
+    fn pdb_refusals_are_told_from_throttling() {
+        assert_eq!(
+            too_many_requests_gate(
+                "Cannot evict pod as it would violate the pod's disruption budget.",
+                &[]
+            ),
+            PDB_GATE
+        );
+        assert_eq!(
+            too_many_requests_gate("", &["DisruptionBudget".to_owned()]),
+            PDB_GATE
+        );
+        assert_eq!(
+            too_many_requests_gate("too many requests, please try again later", &[]),
+            THROTTLED_GATE
+        );
+    }
+
+    #[test]
+    fn only_evictions_are_not_skips() {
+        assert_eq!(Outcome::Evicted.skip_gate(), None);
+        assert_eq!(Outcome::WouldEvict.skip_gate(), None);
+        let refused = Outcome::Refused {
+            gate: PDB_GATE,
+            detail: "x".into(),
+        };
+        assert_eq!(refused.skip_gate().unwrap().0, "pdb");
+        assert_eq!(Outcome::Gone.skip_gate().unwrap().0, "gone");
+        assert_eq!(
+            Outcome::Failed("boom".into()).skip_gate().unwrap().0,
+            "error"
+        );
+    }
+}

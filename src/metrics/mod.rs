@@ -1,0 +1,240 @@
+//! Prometheus metrics of the controller (prometheus-client, OpenMetrics text on `/metrics`).
+//! Each metric's meaning is documented in docs/controller.md; keep the two in step.
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{
+        counter::Counter,
+        family::Family,
+        gauge::Gauge,
+        histogram::{Histogram, exponential_buckets},
+    },
+    registry::Registry,
+};
+
+use crate::{cluster::ObjectKind, watch::WatchObserver};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PolicyStrategy {
+    pub policy: String,
+    pub strategy: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EvictionLabels {
+    pub policy: String,
+    pub strategy: String,
+    /// `evicted`, `dry_run`, `refused`, `gone`, `replaced`, `failed`, `abandoned`.
+    pub result: String,
+    /// The revocable zone the eviction was about, or empty.
+    pub zone: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SkipLabels {
+    pub policy: String,
+    pub gate: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabel {
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TriggerLabel {
+    /// `interval`, `zone`, `config` or `leader`: what started the cycle.
+    pub trigger: String,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    pub cycles: Family<TriggerLabel, Counter>,
+    pub cycle_duration: Histogram,
+    pub last_cycle: Gauge<f64, AtomicU64>,
+    pub planned: Family<PolicyStrategy, Counter>,
+    pub evictions: Family<EvictionLabels, Counter>,
+    pub skips: Family<SkipLabels, Counter>,
+    pub cache_objects: Family<KindLabel, Gauge>,
+    pub watch_errors: Family<KindLabel, Counter>,
+    pub relists: Family<KindLabel, Counter>,
+    pub status_errors: Family<KindLabel, Counter>,
+    pub leader: Gauge,
+    pub synced: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("tidal");
+        let cycles = Family::<TriggerLabel, Counter>::default();
+        registry.register(
+            "cycles",
+            "Planning cycles run by the leader, by what started them",
+            cycles.clone(),
+        );
+        let cycle_duration = Histogram::new(exponential_buckets(0.005, 2.0, 14));
+        registry.register(
+            "cycle_duration_seconds",
+            "Duration of a whole cycle: snapshot, planning, evictions, status",
+            cycle_duration.clone(),
+        );
+        let last_cycle = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "last_cycle_timestamp_seconds",
+            "Unix time at which the last cycle planned",
+            last_cycle.clone(),
+        );
+        let planned = Family::<PolicyStrategy, Counter>::default();
+        registry.register(
+            "planned_evictions",
+            "Evictions planned (passed every gate), by policy and strategy",
+            planned.clone(),
+        );
+        let evictions = Family::<EvictionLabels, Counter>::default();
+        registry.register(
+            "evictions",
+            "Eviction requests by policy, strategy, result and zone",
+            evictions.clone(),
+        );
+        let skips = Family::<SkipLabels, Counter>::default();
+        registry.register(
+            "skips",
+            "Candidates not evicted, by the gate that stopped them (including pdb at eviction time)",
+            skips.clone(),
+        );
+        let cache_objects = Family::<KindLabel, Gauge>::default();
+        registry.register(
+            "cache_objects",
+            "Objects in the controller's cache, by kind (in_flight: pods evicted, not yet gone)",
+            cache_objects.clone(),
+        );
+        let watch_errors = Family::<KindLabel, Counter>::default();
+        registry.register(
+            "watch_errors",
+            "Watch errors by kind (the watcher relists or retries after each)",
+            watch_errors.clone(),
+        );
+        let relists = Family::<KindLabel, Counter>::default();
+        registry.register(
+            "watch_relists",
+            "Completed (re)lists by kind",
+            relists.clone(),
+        );
+        let status_errors = Family::<KindLabel, Counter>::default();
+        registry.register(
+            "status_write_errors",
+            "Failed status or event writes, by kind of object",
+            status_errors.clone(),
+        );
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this replica holds the lease (or runs without election)",
+            leader.clone(),
+        );
+        let synced = Gauge::default();
+        registry.register(
+            "cache_synced",
+            "1 when every watched kind has completed its (re)list",
+            synced.clone(),
+        );
+        Metrics {
+            registry,
+            cycles,
+            cycle_duration,
+            last_cycle,
+            planned,
+            evictions,
+            skips,
+            cache_objects,
+            watch_errors,
+            relists,
+            status_errors,
+            leader,
+            synced,
+        }
+    }
+
+    pub fn set_cache_sizes(&self, nodes: usize, pods: usize, in_flight: usize) {
+        for (kind, n) in [("nodes", nodes), ("pods", pods), ("in_flight", in_flight)] {
+            self.cache_objects
+                .get_or_create(&KindLabel {
+                    kind: kind.to_owned(),
+                })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+fn kind(kind: ObjectKind) -> KindLabel {
+    KindLabel {
+        kind: kind.as_str().to_owned(),
+    }
+}
+
+impl WatchObserver for Metrics {
+    fn watch_error(&self, object: ObjectKind) {
+        self.watch_errors.get_or_create(&kind(object)).inc();
+    }
+
+    fn relisted(&self, object: ObjectKind, _removed: usize) {
+        self.relists.get_or_create(&kind(object)).inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposition_names_and_labels() {
+        let metrics = Metrics::new();
+        metrics
+            .evictions
+            .get_or_create(&EvictionLabels {
+                policy: "p".into(),
+                strategy: "tdm".into(),
+                result: "evicted".into(),
+                zone: "rz1".into(),
+            })
+            .inc();
+        metrics.watch_error(ObjectKind::Pod);
+        metrics.set_cache_sizes(3, 10, 1);
+        let text = metrics.encode();
+        assert!(
+            text.contains(
+                r#"tidal_evictions_total{policy="p",strategy="tdm",result="evicted",zone="rz1"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"tidal_watch_errors_total{kind="Pod"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"tidal_cache_objects{kind="pods"} 10"#),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE tidal_cycle_duration_seconds histogram"),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"));
+    }
+}

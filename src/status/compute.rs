@@ -1,0 +1,285 @@
+//! What tidal writes into `status`, computed from a cycle's plan and eviction outcomes. Pure.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+use crate::{
+    api::{PolicyMode, policy::DeschedulingPolicyStatus, zone::RevocableZoneStatus},
+    cluster::{PodPhase, Setting, Snapshot},
+    evictor::Outcome,
+    plan::{Plan, ZoneView},
+};
+
+pub const READY: &str = "Ready";
+
+/// Counts of one policy's cycle: plan and outcomes together.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PolicyCounts {
+    pub planned: u32,
+    /// Accepted real evictions (Evict mode) or accepted dry runs (DryRun mode).
+    pub accepted: u32,
+    pub skipped: BTreeMap<String, u32>,
+}
+
+impl PolicyCounts {
+    /// `outcomes` align with `plan.evictions`; missing ones (never sent) count as planned only.
+    pub fn of(plan: &Plan, outcomes: &[Outcome]) -> PolicyCounts {
+        let mut skipped: BTreeMap<String, u32> = plan
+            .skipped_by_gate()
+            .into_iter()
+            .map(|(gate, n)| (gate.to_owned(), n))
+            .collect();
+        let mut accepted = 0;
+        for outcome in outcomes {
+            match outcome.skip_gate() {
+                None => accepted += 1,
+                Some((gate, _)) => *skipped.entry(gate.to_owned()).or_default() += 1,
+            }
+        }
+        PolicyCounts {
+            planned: u32::try_from(plan.evictions.len()).unwrap_or(u32::MAX),
+            accepted,
+            skipped,
+        }
+    }
+
+    pub fn skipped_total(&self) -> u32 {
+        self.skipped.values().sum()
+    }
+
+    /// `planned 3, evicted 2, skipped 4 (budget 3, pdb 1)`.
+    pub fn summary(&self, mode: PolicyMode) -> String {
+        let verb = match mode {
+            PolicyMode::Evict => "evicted",
+            PolicyMode::DryRun => "would evict (dry run)",
+        };
+        let mut text = format!(
+            "planned {}, {verb} {}, skipped {}",
+            self.planned,
+            self.accepted,
+            self.skipped_total()
+        );
+        if !self.skipped.is_empty() {
+            let parts: Vec<String> = self
+                .skipped
+                .iter()
+                .map(|(gate, n)| format!("{gate} {n}"))
+                .collect();
+            text.push_str(&format!(" ({})", parts.join(", ")));
+        }
+        text
+    }
+}
+
+/// The status of a policy after a cycle. `previous` is the Ready condition written last, whose
+/// transition time carries over while its status stays the same.
+pub fn policy_status(
+    plan: &Plan,
+    counts: &PolicyCounts,
+    generation: Option<i64>,
+    now: Timestamp,
+    previous: Option<&Condition>,
+) -> DeschedulingPolicyStatus {
+    let (ok, reason, message) = match &plan.error {
+        Some(error) => (false, "InvalidPolicy", error.clone()),
+        None => (true, "CycleCompleted", counts.summary(plan.mode)),
+    };
+    DeschedulingPolicyStatus {
+        last_cycle_time: Some(Time(now)),
+        observed_generation: generation,
+        planned: Some(counts.planned),
+        // In DryRun mode nothing is evicted; what would be is in the Ready message.
+        evicted: Some(match plan.mode {
+            PolicyMode::Evict => counts.accepted,
+            PolicyMode::DryRun => 0,
+        }),
+        skipped: counts.skipped.clone(),
+        conditions: vec![condition(ok, reason, message, generation, now, previous)],
+    }
+}
+
+/// The status of a zone at `now`.
+pub fn zone_status(
+    view: &ZoneView,
+    preemptable_pods: u32,
+    last_round: Option<Timestamp>,
+    now: Timestamp,
+    previous: Option<&Condition>,
+) -> RevocableZoneStatus {
+    let (state, ready) = match &view.state {
+        Ok(state) => (
+            Some(state),
+            condition(true, "WindowsValid", String::new(), None, now, previous),
+        ),
+        Err(error) => (
+            None,
+            condition(false, "InvalidWindows", error.clone(), None, now, previous),
+        ),
+    };
+    RevocableZoneStatus {
+        schedule: Some(view.schedule.clone()),
+        open: state.map(|s| s.open),
+        draining: state.map(|s| s.draining),
+        next_change: state.and_then(|s| s.next_change).map(Time),
+        last_eviction_round: last_round.map(Time),
+        nodes: Some(u32::try_from(view.nodes).unwrap_or(u32::MAX)),
+        preemptable_pods: Some(preemptable_pods),
+        observed_generation: None,
+        conditions: vec![ready],
+    }
+}
+
+/// Running pods on the zone's nodes that say they are preemptable (pod, else its PodGroup). Policy
+/// defaults are not counted: they differ between policies, the zone's status is one.
+pub fn preemptable_pods(snapshot: &Snapshot, zone: &str) -> u32 {
+    let count = snapshot
+        .zone_nodes(zone)
+        .flat_map(|node| node.pods.values())
+        .filter(|pod| pod.phase == PodPhase::Running && !pod.is_node_bound())
+        .filter(|pod| {
+            let setting = pod.preemptable.clone().or_else(|| {
+                snapshot
+                    .podgroup_of(pod)
+                    .map_or(Setting::Unset, |g| g.preemptable.clone())
+            });
+            setting == Setting::Valid(true)
+        })
+        .count();
+    u32::try_from(count).unwrap_or(u32::MAX)
+}
+
+fn condition(
+    ok: bool,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+    now: Timestamp,
+    previous: Option<&Condition>,
+) -> Condition {
+    let status = if ok { "True" } else { "False" };
+    let last_transition_time = previous
+        .filter(|p| p.status == status)
+        .map_or(Time(now), |p| p.last_transition_time.clone());
+    Condition {
+        type_: READY.to_owned(),
+        status: status.to_owned(),
+        reason: reason.to_owned(),
+        message,
+        observed_generation: generation,
+        last_transition_time,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::windows::ZoneState;
+
+    fn plan(mode: PolicyMode, error: Option<&str>) -> Plan {
+        Plan {
+            policy: "p".into(),
+            mode,
+            evictions: Vec::new(),
+            skipped: Vec::new(),
+            error: error.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn counts_add_eviction_refusals_to_gate_skips() {
+        let outcomes = [
+            Outcome::Evicted,
+            Outcome::Refused {
+                gate: "pdb",
+                detail: "x".into(),
+            },
+            Outcome::Gone,
+            Outcome::Evicted,
+        ];
+        let counts = PolicyCounts::of(&plan(PolicyMode::Evict, None), &outcomes);
+        assert_eq!(counts.accepted, 2);
+        assert_eq!(counts.skipped.get("pdb"), Some(&1));
+        assert_eq!(counts.skipped.get("gone"), Some(&1));
+        assert_eq!(
+            counts.summary(PolicyMode::Evict),
+            "planned 0, evicted 2, skipped 2 (gone 1, pdb 1)"
+        );
+    }
+
+    #[test]
+    fn dry_run_status_evicts_nothing_and_says_what_it_would() {
+        let counts = PolicyCounts {
+            planned: 3,
+            accepted: 2,
+            skipped: BTreeMap::from([("pdb".to_owned(), 1)]),
+        };
+        let now = Timestamp::UNIX_EPOCH;
+        let status = policy_status(&plan(PolicyMode::DryRun, None), &counts, Some(4), now, None);
+        assert_eq!(status.planned, Some(3));
+        assert_eq!(status.evicted, Some(0));
+        assert_eq!(status.observed_generation, Some(4));
+        let ready = &status.conditions[0];
+        assert_eq!(ready.status, "True");
+        assert!(
+            ready.message.contains("would evict (dry run) 2"),
+            "{}",
+            ready.message
+        );
+    }
+
+    #[test]
+    fn transition_time_survives_while_status_is_unchanged() {
+        let t0 = Timestamp::UNIX_EPOCH;
+        let t1 = t0 + jiff::SignedDuration::from_secs(60);
+        let counts = PolicyCounts::default();
+        let first = policy_status(&plan(PolicyMode::Evict, None), &counts, None, t0, None);
+        let second = policy_status(
+            &plan(PolicyMode::Evict, None),
+            &counts,
+            None,
+            t1,
+            first.conditions.first(),
+        );
+        assert_eq!(second.conditions[0].last_transition_time, Time(t0));
+        let broken = policy_status(
+            &plan(PolicyMode::Evict, Some("bad budget")),
+            &counts,
+            None,
+            t1,
+            second.conditions.first(),
+        );
+        assert_eq!(broken.conditions[0].status, "False");
+        assert_eq!(broken.conditions[0].reason, "InvalidPolicy");
+        assert_eq!(broken.conditions[0].last_transition_time, Time(t1));
+    }
+
+    #[test]
+    fn zone_status_reports_state_or_error() {
+        let now = Timestamp::UNIX_EPOCH;
+        let mut view = ZoneView {
+            name: "rz".into(),
+            time_zone: "UTC".into(),
+            schedule: "08:00-20:00".into(),
+            state: Ok(ZoneState {
+                open: false,
+                draining: false,
+                next_change: Some(now),
+            }),
+            round_due: true,
+            next_round: None,
+            nodes: 2,
+        };
+        let status = zone_status(&view, 5, Some(now), now, None);
+        assert_eq!(status.open, Some(false));
+        assert_eq!(status.nodes, Some(2));
+        assert_eq!(status.preemptable_pods, Some(5));
+        assert_eq!(status.last_eviction_round, Some(Time(now)));
+        assert_eq!(status.conditions[0].status, "True");
+        view.state = Err("bad window".into());
+        let status = zone_status(&view, 0, None, now, None);
+        assert_eq!(status.open, None);
+        assert_eq!(status.conditions[0].reason, "InvalidWindows");
+    }
+}

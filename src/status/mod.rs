@@ -1,0 +1,244 @@
+//! Writing back what happened: `status` of DeschedulingPolicies and RevocableZones (JSON patches on the
+//! status subresource, sent only when the content changed) and Kubernetes Events (events.k8s.io/v1) on
+//! evicted pods, on policies after cycles that did something, and Warnings on invalid zones/policies.
+
+pub mod compute;
+
+use std::{collections::HashMap, sync::Arc};
+
+use k8s_openapi::{api::core::v1::ObjectReference, apimachinery::pkg::apis::meta::v1::Condition};
+use kube::{
+    Api, Client,
+    api::{Patch, PatchParams},
+    runtime::events::{Event, EventType, Recorder, Reporter},
+};
+use serde::Serialize;
+use tracing::{debug, warn};
+
+use crate::{
+    api::{
+        DeschedulingPolicy, RevocableZone, policy::DeschedulingPolicyStatus,
+        zone::RevocableZoneStatus,
+    },
+    cluster::PodInfo,
+    metrics::{KindLabel, Metrics},
+    plan::Candidate,
+};
+
+pub use compute::{PolicyCounts, policy_status, preemptable_pods, zone_status};
+
+const CONTROLLER: &str = "tidal";
+
+/// Writes status and events; remembers what it wrote so that unchanged status is not re-sent.
+pub struct StatusWriter {
+    client: Client,
+    recorder: Recorder,
+    metrics: Arc<Metrics>,
+    written: HashMap<(&'static str, String), serde_json::Value>,
+    warned: HashMap<(&'static str, String), String>,
+}
+
+impl StatusWriter {
+    pub fn new(client: Client, identity: &str, metrics: Arc<Metrics>) -> Self {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: CONTROLLER.to_owned(),
+                instance: Some(identity.to_owned()),
+            },
+        );
+        StatusWriter {
+            client,
+            recorder,
+            metrics,
+            written: HashMap::new(),
+            warned: HashMap::new(),
+        }
+    }
+
+    /// Forgets what was written (after leadership changes hands, another replica may have written since).
+    pub fn forget(&mut self) {
+        self.written.clear();
+        self.warned.clear();
+    }
+
+    /// The Ready condition last written for a policy, for transition times.
+    pub fn policy_ready(&self, name: &str) -> Option<Condition> {
+        self.previous_ready("DeschedulingPolicy", name)
+    }
+
+    pub fn zone_ready(&self, name: &str) -> Option<Condition> {
+        self.previous_ready("RevocableZone", name)
+    }
+
+    fn previous_ready(&self, kind: &'static str, name: &str) -> Option<Condition> {
+        let written = self.written.get(&(kind, name.to_owned()))?;
+        let conditions = written.get("conditions")?.clone();
+        let conditions: Vec<Condition> = serde_json::from_value(conditions).ok()?;
+        conditions.into_iter().find(|c| c.type_ == compute::READY)
+    }
+
+    pub async fn policy(&mut self, name: &str, status: &DeschedulingPolicyStatus) {
+        let api: Api<DeschedulingPolicy> = Api::all(self.client.clone());
+        self.write("DeschedulingPolicy", &api, name, status).await;
+    }
+
+    pub async fn zone(&mut self, name: &str, status: &RevocableZoneStatus) {
+        let api: Api<RevocableZone> = Api::all(self.client.clone());
+        self.write("RevocableZone", &api, name, status).await;
+    }
+
+    async fn write<K, S>(&mut self, kind: &'static str, api: &Api<K>, name: &str, status: &S)
+    where
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+        S: Serialize,
+    {
+        let Ok(value) = serde_json::to_value(status) else {
+            return;
+        };
+        let key = (kind, name.to_owned());
+        if self.written.get(&key) == Some(&value) {
+            return;
+        }
+        // Replace the whole status: a merge patch would keep counts of gates that no longer skip.
+        let patch = match serde_json::from_value::<json_patch::Patch>(serde_json::json!([
+            {"op": "add", "path": "/status", "value": value}
+        ])) {
+            Ok(patch) => patch,
+            Err(error) => {
+                warn!(%error, "building the status patch");
+                return;
+            }
+        };
+        match api
+            .patch_status(name, &PatchParams::default(), &Patch::Json::<()>(patch))
+            .await
+        {
+            Ok(_) => {
+                debug!(kind, name, "status written");
+                self.written.insert(key, value);
+            }
+            Err(error) => {
+                self.count_error(kind);
+                warn!(kind, name, %error, "writing status failed");
+            }
+        }
+    }
+
+    fn count_error(&self, kind: &str) {
+        self.metrics
+            .status_errors
+            .get_or_create(&KindLabel {
+                kind: kind.to_owned(),
+            })
+            .inc();
+    }
+
+    async fn publish(&self, event: Event, reference: ObjectReference, kind: &str) {
+        if let Err(error) = self.recorder.publish(&event, &reference).await {
+            self.count_error(&format!("{kind}Event"));
+            warn!(%error, reason = %event.reason, object = ?reference.name, "publishing an event failed");
+        }
+    }
+
+    /// A Normal event on a pod tidal evicted.
+    pub async fn pod_evicted(&self, policy: &str, candidate: &Candidate) {
+        let pod = &candidate.pod;
+        let mut note = format!(
+            "Evicted by tidal policy {policy}, strategy {}: {} (job {}",
+            candidate.strategy, candidate.reason, pod.job
+        );
+        if let Some(zone) = &candidate.zone {
+            note.push_str(&format!(", zone {zone}"));
+        }
+        note.push(')');
+        let event = Event {
+            type_: EventType::Normal,
+            reason: "Evicted".to_owned(),
+            note: Some(truncate(note)),
+            action: "Evict".to_owned(),
+            secondary: None,
+        };
+        self.publish(event, pod_reference(pod), "Pod").await;
+    }
+
+    /// A Normal event on a policy summing up a cycle that planned or skipped something.
+    pub async fn policy_cycle(&self, policy: &str, summary: String) {
+        let event = Event {
+            type_: EventType::Normal,
+            reason: "Cycle".to_owned(),
+            note: Some(truncate(summary)),
+            action: "Deschedule".to_owned(),
+            secondary: None,
+        };
+        self.publish(event, policy_reference(policy), "DeschedulingPolicy")
+            .await;
+    }
+
+    /// A Warning on an invalid policy or zone, sent again only when the message changes.
+    pub async fn warn_invalid(&mut self, kind: &'static str, name: &str, message: Option<&str>) {
+        let key = (kind, name.to_owned());
+        let Some(message) = message else {
+            self.warned.remove(&key);
+            return;
+        };
+        if self.warned.get(&key).map(String::as_str) == Some(message) {
+            return;
+        }
+        self.warned.insert(key, message.to_owned());
+        let (reason, reference) = match kind {
+            "RevocableZone" => ("InvalidZone", zone_reference(name)),
+            _ => ("InvalidPolicy", policy_reference(name)),
+        };
+        let event = Event {
+            type_: EventType::Warning,
+            reason: reason.to_owned(),
+            note: Some(truncate(message.to_owned())),
+            action: "Validate".to_owned(),
+            secondary: None,
+        };
+        self.publish(event, reference, kind).await;
+    }
+}
+
+/// Event notes are limited to 1 kB.
+fn truncate(mut text: String) -> String {
+    const MAX: usize = 1000;
+    if text.len() > MAX {
+        let mut end = MAX;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
+fn pod_reference(pod: &PodInfo) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".to_owned()),
+        kind: Some("Pod".to_owned()),
+        name: Some(pod.key.name.clone()),
+        namespace: Some(pod.key.namespace.clone()),
+        uid: (!pod.uid.is_empty()).then(|| pod.uid.clone()),
+        ..ObjectReference::default()
+    }
+}
+
+fn policy_reference(name: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("tidal.dev/v1alpha1".to_owned()),
+        kind: Some("DeschedulingPolicy".to_owned()),
+        name: Some(name.to_owned()),
+        ..ObjectReference::default()
+    }
+}
+
+fn zone_reference(name: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("tidal.dev/v1alpha1".to_owned()),
+        kind: Some("RevocableZone".to_owned()),
+        name: Some(name.to_owned()),
+        ..ObjectReference::default()
+    }
+}

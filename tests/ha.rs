@@ -1,0 +1,259 @@
+//! High availability end to end: several `tidal run` replicas against one fake API server, electing a
+//! leader on a Lease. Only the holder of the lease may evict; failover works on release and on crash.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::*;
+
+const NS: &str = "batch";
+
+fn holder(server: &FakeApiServer) -> Option<String> {
+    server
+        .get("leases", "tidal-system", "tidal-controller")
+        .and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_owned))
+}
+
+/// Replays the request log: every successful lease write sets the holder; every eviction must come
+/// from the holder of that moment.
+fn assert_only_holders_evicted(server: &FakeApiServer) {
+    let mut current: Option<String> = None;
+    for (index, request) in server.requests().iter().enumerate() {
+        let lease_write =
+            request.path.ends_with("/leases") || request.path.ends_with("/leases/tidal-controller");
+        if lease_write && matches!(request.method.as_str(), "POST" | "PUT") {
+            if (200..300).contains(&request.code) {
+                current = request.body["spec"]["holderIdentity"]
+                    .as_str()
+                    .map(str::to_owned);
+            }
+        } else if request.path.ends_with("/eviction") {
+            assert_eq!(
+                current.as_deref(),
+                Some(request.user.as_str()),
+                "request {index}: {} evicted while {current:?} held the lease",
+                request.user
+            );
+        }
+    }
+}
+
+fn evicted_by(server: &FakeApiServer, pod: &str) -> Vec<String> {
+    accepted(&server.evictions(), pod)
+        .into_iter()
+        .map(|e| e.user)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_lease_holder_evicts_and_standbys_take_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    // Evicted pods terminate as on a real cluster, so a new leader sees them leaving.
+    server.set_eviction_effect(EvictionEffect::Terminate);
+    server.apply(node("rev-1", Some("rz")));
+    server.apply(zone("rz", &closed_window(), "1h"));
+    server.apply(policy("tdm", "Evict", "200ms"));
+    server.apply(pod(NS, "v1", "rev-1"));
+
+    let a = Controller::start(&server, dir.path(), "a", &[]);
+    eventually("a to hold the lease", || {
+        (holder(&server).as_deref() == Some("a")).then_some(())
+    })
+    .await;
+    let b = Controller::start(&server, dir.path(), "b", &[]);
+    eventually("v1 evicted", || {
+        (!evicted_by(&server, "v1").is_empty()).then_some(())
+    })
+    .await;
+    a.wait_cycles(3.0).await;
+    assert_eq!(b.cycles().await, 0.0, "a standby runs no cycle");
+    assert_eq!(metric_sum(&b.metrics().await, "tidal_leader "), 0.0);
+    assert_eq!(metric_sum(&a.metrics().await, "tidal_leader "), 1.0);
+
+    // Graceful: SIGTERM releases the lease, the standby takes over without waiting for expiry.
+    a.stop().await;
+    eventually("b to hold the lease", || {
+        (holder(&server).as_deref() == Some("b")).then_some(())
+    })
+    .await;
+    server.apply(pod(NS, "v2", "rev-1"));
+    eventually("v2 evicted", || {
+        (!evicted_by(&server, "v2").is_empty()).then_some(())
+    })
+    .await;
+
+    // Crash: b dies without releasing; c waits out the lease on its own clock, then leads.
+    let c = Controller::start(&server, dir.path(), "c", &[]);
+    eventually("c to poll the lease as a standby", || {
+        server
+            .requests()
+            .iter()
+            .any(|r| r.user == "c" && r.path.ends_with("/leases/tidal-controller"))
+            .then_some(())
+    })
+    .await;
+    b.kill().await;
+    server.apply(pod(NS, "v3", "rev-1"));
+    eventually("c to hold the lease", || {
+        (holder(&server).as_deref() == Some("c")).then_some(())
+    })
+    .await;
+    eventually("v3 evicted", || {
+        (!evicted_by(&server, "v3").is_empty()).then_some(())
+    })
+    .await;
+    c.wait_cycles(2.0).await;
+
+    assert_eq!(evicted_by(&server, "v1"), vec!["a"]);
+    assert_eq!(evicted_by(&server, "v2"), vec!["b"]);
+    assert_eq!(evicted_by(&server, "v3"), vec!["c"]);
+    for pod in ["v1", "v2", "v3"] {
+        assert_eq!(real_attempts(&server.evictions(), pod), 1, "{pod}");
+    }
+    assert_only_holders_evicted(&server);
+    let lease = server
+        .get("leases", "tidal-system", "tidal-controller")
+        .unwrap();
+    assert_eq!(lease["spec"]["leaseTransitions"], json!(3), "{lease}");
+    c.stop().await;
+    assert_eq!(holder(&server), None, "released on shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_lease_is_taken_stops_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    server.set_eviction_effect(EvictionEffect::Terminate);
+    server.apply(node("rev-1", Some("rz")));
+    server.apply(zone("rz", &closed_window(), "1h"));
+    server.apply(policy("tdm", "Evict", "200ms"));
+    let a = Controller::start(&server, dir.path(), "a", &[]);
+    eventually("a to lead", || {
+        (holder(&server).as_deref() == Some("a")).then_some(())
+    })
+    .await;
+    a.wait_cycles(1.0).await;
+
+    // Someone else takes the lease (another replica whose writes won): a must stop.
+    server.update(
+        "leases",
+        "tidal-system",
+        "tidal-controller",
+        |lease: &mut Value| {
+            lease["spec"]["holderIdentity"] = json!("intruder");
+            lease["spec"]["leaseDurationSeconds"] = json!(3600);
+        },
+    );
+    eventually_async("a to step down", || async {
+        (metric_sum(&a.metrics().await, "tidal_leader ") == 0.0).then_some(())
+    })
+    .await;
+    server.apply(pod(NS, "v1", "rev-1"));
+    // a keeps polling the lease (and keeps its cache fed) but never acts.
+    let lease_reads = |server: &FakeApiServer| {
+        server
+            .requests()
+            .iter()
+            .filter(|r| {
+                r.user == "a" && r.method == "GET" && r.path.ends_with("/leases/tidal-controller")
+            })
+            .count()
+    };
+    let before = lease_reads(&server);
+    eventually("a few more lease polls", || {
+        (lease_reads(&server) >= before + 5).then_some(())
+    })
+    .await;
+    assert!(server.evictions().is_empty(), "{:#?}", server.evictions());
+    assert_eq!(holder(&server).as_deref(), Some("intruder"));
+    a.stop().await;
+    assert_eq!(
+        holder(&server).as_deref(),
+        Some("intruder"),
+        "a only releases its own lease"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_abandons_slow_requests_after_the_grace_period_and_releases_the_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    // An eviction that would hang for a minute: only the grace period can end the shutdown sooner.
+    server.set_eviction_delay(std::time::Duration::from_secs(60));
+    server.apply(node("rev-1", Some("rz")));
+    server.apply(zone("rz", &closed_window(), "1h"));
+    server.apply(policy("tdm", "Evict", "200ms"));
+    for name in ["v1", "v2", "v3"] {
+        server.apply(pod(NS, name, "rev-1"));
+    }
+    let a = Controller::start(
+        &server,
+        dir.path(),
+        "a",
+        &["--eviction-concurrency", "1", "--shutdown-grace", "200ms"],
+    );
+    let sent = |server: &FakeApiServer| {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/eviction"))
+            .count()
+    };
+    eventually("the first eviction in flight", || {
+        (sent(&server) == 1).then_some(())
+    })
+    .await;
+    tokio::time::timeout(std::time::Duration::from_secs(20), a.stop())
+        .await
+        .expect("shutdown waits for the grace period, not for the stuck request");
+    assert_eq!(sent(&server), 1, "nothing new is sent once stopping");
+    assert_eq!(holder(&server), None, "the lease is released");
+}
+
+/// The binary itself: SIGTERM stops it cleanly (exit 0) and hands the lease back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_releases_its_lease_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    server.apply(node("rev-1", Some("rz")));
+    server.apply(zone("rz", &closed_window(), "1h"));
+    server.apply(policy("tdm", "Evict", "200ms"));
+    server.apply(pod(NS, "v1", "rev-1"));
+    let kubeconfig = server.kubeconfig(dir.path(), "bin");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_tidal"))
+        .args(["run", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args(["--identity", "bin", "--lease-namespace", "tidal-system"])
+        .args([
+            "--lease-duration",
+            "2s",
+            "--renew-deadline",
+            "1s",
+            "--retry-period",
+            "100ms",
+        ])
+        .args(["--metrics-addr", &free_addr().to_string()])
+        .args(["--health-addr", &free_addr().to_string()])
+        .args(["--log-format", "json"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the binary to evict v1", || {
+        (evicted_by(&server, "v1") == vec!["bin".to_owned()]).then_some(())
+    })
+    .await;
+    assert_eq!(holder(&server).as_deref(), Some("bin"));
+    let pid = child.id().unwrap();
+    let killed = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -TERM {pid}")])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait())
+        .await
+        .expect("the binary stops on SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(holder(&server), None, "released on SIGTERM");
+}

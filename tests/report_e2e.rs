@@ -1,0 +1,1243 @@
+//! `tidal report` end to end: saved clusters in, plan out (JSON, table, markdown), through the real CLI.
+//!
+//! The real dump (tests/fixtures/real-apiserver-small.yaml, see the README there) with the zones of
+//! tests/fixtures/real-zones.yaml: on 2026-11-22 rz1 is open 08:00-20:00 UTC and rz2 05:00-17:00 UTC; all
+//! pods were scheduled at 03:40:22 and train-worker-3 has a 1h cooldown (protected until 04:40:22).
+//! Cases the real dump cannot show use small clusters built here and written to temporary files.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    io::Write,
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use clap::Parser;
+use serde_json::{Value, json};
+use tempfile::NamedTempFile;
+
+const BOTH_CLOSED_IN_COOLDOWN: &str = "2026-11-22T04:00:00Z";
+const BOTH_CLOSED_AFTER_COOLDOWN: &str = "2026-11-22T04:50:00Z";
+const ONLY_RZ1_CLOSED: &str = "2026-11-22T06:00:00Z";
+const BOTH_OPEN: &str = "2026-11-22T12:00:00Z";
+const ONLY_RZ2_CLOSED: &str = "2026-11-22T19:00:00Z";
+
+const ETL: [&str; 5] = [
+    "analytics/etl-7dcf699648-ffdd4",
+    "analytics/etl-7dcf699648-kdrsm",
+    "analytics/etl-7dcf699648-m6768",
+    "analytics/etl-7dcf699648-rfkn7",
+    "analytics/etl-7dcf699648-z67fj",
+];
+const PINNED: &str = "shop/pinned-report";
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn real() -> PathBuf {
+    fixture("real-apiserver-small.yaml")
+}
+
+fn real_zones() -> PathBuf {
+    fixture("real-zones.yaml")
+}
+
+/// Runs `tidal report` in-process, as the CLI parses it, and returns the JSON report.
+fn plan(files: &[&Path], now: &str) -> Value {
+    plan_with(files, now, &[])
+}
+
+fn plan_with(files: &[&Path], now: &str, extra: &[&str]) -> Value {
+    let mut argv: Vec<String> = vec!["tidal".into(), "report".into()];
+    for file in files {
+        argv.push("--cluster".into());
+        argv.push(file.display().to_string());
+    }
+    argv.extend(["--now".into(), now.into(), "-o".into(), "json".into()]);
+    argv.extend(extra.iter().map(|s| (*s).to_owned()));
+    let cli = tidal::cli::Cli::try_parse_from(&argv).expect("arguments parse");
+    let tidal::cli::Command::Report(args) = &cli.command else {
+        panic!("not a report command");
+    };
+    let text = tidal::cli::report(args).unwrap_or_else(|e| panic!("report failed: {e:#}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("report is not JSON ({e}): {text}"))
+}
+
+/// Runs the binary.
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tidal"))
+        .args(args)
+        .output()
+        .expect("run tidal")
+}
+
+fn pod_ref(entry: &Value) -> String {
+    format!(
+        "{}/{}",
+        entry["namespace"].as_str().unwrap_or("?"),
+        entry["name"].as_str().unwrap_or("?")
+    )
+}
+
+fn evicted(report: &Value) -> BTreeSet<String> {
+    let list = report["evictions"].as_array().expect("evictions");
+    let set: BTreeSet<String> = list.iter().map(pod_ref).collect();
+    assert_eq!(set.len(), list.len(), "a pod is evicted twice: {list:#?}");
+    set
+}
+
+/// Skipped pods with the gate that stopped them.
+fn skipped(report: &Value) -> BTreeMap<String, String> {
+    let list = report["skipped"].as_array().expect("skipped");
+    let map: BTreeMap<String, String> = list
+        .iter()
+        .map(|s| (pod_ref(s), s["gate"].as_str().unwrap_or("?").to_owned()))
+        .collect();
+    assert_eq!(map.len(), list.len(), "a pod is skipped twice: {list:#?}");
+    map
+}
+
+fn skip_entry<'a>(report: &'a Value, pod: &str) -> &'a Value {
+    report["skipped"]
+        .as_array()
+        .expect("skipped")
+        .iter()
+        .find(|s| pod_ref(s) == pod)
+        .unwrap_or_else(|| panic!("{pod} is not skipped: {report:#}"))
+}
+
+fn eviction<'a>(report: &'a Value, pod: &str) -> &'a Value {
+    report["evictions"]
+        .as_array()
+        .expect("evictions")
+        .iter()
+        .find(|e| pod_ref(e) == pod)
+        .unwrap_or_else(|| panic!("{pod} is not evicted: {report:#}"))
+}
+
+fn zone<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["zones"]
+        .as_array()
+        .expect("zones")
+        .iter()
+        .find(|z| z["name"] == name)
+        .unwrap_or_else(|| panic!("no zone {name}"))
+}
+
+fn set(pods: &[&str]) -> BTreeSet<String> {
+    pods.iter().map(|p| (*p).to_owned()).collect()
+}
+
+fn gates(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(p, g)| ((*p).to_owned(), (*g).to_owned()))
+        .collect()
+}
+
+/// Every pod the report mentions, evicted or skipped.
+fn mentioned(report: &Value) -> BTreeSet<String> {
+    let mut all = evicted(report);
+    all.extend(skipped(report).into_keys());
+    all
+}
+
+// ---- building small clusters ---------------------------------------------------------------------------
+
+/// Merges `patch` into `base`: objects key by key, anything else replaced.
+fn merge(base: &mut Value, patch: Value) {
+    match (base, patch) {
+        (Value::Object(base), Value::Object(patch)) => {
+            for (key, value) in patch {
+                merge(base.entry(key).or_insert(Value::Null), value);
+            }
+        }
+        (base, patch) => *base = patch,
+    }
+}
+
+const SCHEDULED: &str = "2026-11-22T03:00:00Z";
+
+/// A running pod on `node`, scheduled at [`SCHEDULED`], with `patch` merged in.
+fn pod(namespace: &str, name: &str, node: &str, patch: Value) -> Value {
+    let mut pod = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": format!("uid-{namespace}-{name}"),
+            "creationTimestamp": "2026-11-22T02:59:58Z",
+        },
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "main", "image": "busybox:1.36",
+                            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}],
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": SCHEDULED}],
+        },
+    });
+    merge(&mut pod, patch);
+    pod
+}
+
+/// `pod` owned by ReplicaSet `owner`.
+fn replica(namespace: &str, name: &str, node: &str, owner: &str, patch: Value) -> Value {
+    let mut p = pod(
+        namespace,
+        name,
+        node,
+        json!({"metadata": {"ownerReferences": [{
+            "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner,
+            "uid": format!("uid-rs-{owner}"), "controller": true, "blockOwnerDeletion": true,
+        }]}}),
+    );
+    merge(&mut p, patch);
+    p
+}
+
+fn preemptable() -> Value {
+    json!({"metadata": {"annotations": {"volcano.sh/preemptable": "true"}}})
+}
+
+fn annotated(pairs: &[(&str, &str)]) -> Value {
+    let map: serde_json::Map<String, Value> = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), json!(v)))
+        .collect();
+    json!({"metadata": {"annotations": map}})
+}
+
+fn node(name: &str, zone: Option<&str>) -> Value {
+    let mut labels = json!({"kubernetes.io/hostname": name});
+    if let Some(zone) = zone {
+        labels["volcano.sh/revocable-zone"] = json!(zone);
+    }
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {
+            "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    })
+}
+
+fn revocable_zone(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone", "metadata": {"name": name}, "spec": spec})
+}
+
+fn policy(name: &str, patch: Value) -> Value {
+    let mut policy = json!({
+        "apiVersion": "tidal.dev/v1alpha1", "kind": "DeschedulingPolicy",
+        "metadata": {"name": name},
+        "spec": {"mode": "DryRun", "strategies": {"tdm": {}}},
+    });
+    merge(&mut policy, json!({"spec": patch}));
+    policy
+}
+
+/// The objects as a JSON `List` in a temporary file (so the JSON path of the loader is exercised too).
+fn cluster(objects: Vec<Value>) -> NamedTempFile {
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+    text_file(&serde_json::to_string_pretty(&list).expect("json"))
+}
+
+fn text_file(text: &str) -> NamedTempFile {
+    let mut file = tempfile::Builder::new()
+        .suffix(".yaml")
+        .tempfile()
+        .expect("tempfile");
+    file.write_all(text.as_bytes()).expect("write");
+    file
+}
+
+/// The real dump's zones with other specs, and one policy.
+fn real_with(rz1: Value, rz2: Value, policy_patch: Value) -> NamedTempFile {
+    cluster(vec![
+        revocable_zone("rz1", rz1),
+        revocable_zone("rz2", rz2),
+        policy("tdm", policy_patch),
+    ])
+}
+
+fn utc(window: &str) -> Value {
+    json!({"windows": [{"time": window}], "timeZone": "UTC"})
+}
+
+// ---- the real dump -------------------------------------------------------------------------------------
+
+#[test]
+fn real_dump_both_zones_closed_inside_cooldown() {
+    let report = plan(&[&real(), &real_zones()], BOTH_CLOSED_IN_COOLDOWN);
+    assert_eq!(report["now"], BOTH_CLOSED_IN_COOLDOWN);
+    // 40% of 5 rounds up to 2; within the job equal priority and age fall back to name order.
+    // minAvailable 2 with 4 running allows 2; worker-3 is protected by its own cooldown.
+    assert_eq!(
+        evicted(&report),
+        set(&[
+            ETL[0],
+            ETL[1],
+            PINNED,
+            "ml/train-worker-0",
+            "ml/train-worker-1",
+        ])
+    );
+    assert_eq!(
+        skipped(&report),
+        gates(&[
+            (ETL[2], "budget"),
+            (ETL[3], "budget"),
+            (ETL[4], "budget"),
+            ("ml/train-worker-2", "budget"),
+            ("ml/train-worker-3", "cooldown"),
+        ])
+    );
+    let cooldown = skip_entry(&report, "ml/train-worker-3");
+    let detail = cooldown["detail"].as_str().expect("detail");
+    assert!(
+        detail.contains("1h") && detail.contains("2026-11-22T04:40:22Z"),
+        "{detail}"
+    );
+    let budget = skip_entry(&report, ETL[2])["detail"]
+        .as_str()
+        .expect("detail");
+    assert!(
+        budget.contains("maxUnavailable 40%") && budget.contains("5 pods"),
+        "{budget}"
+    );
+    let budget = skip_entry(&report, "ml/train-worker-2")["detail"]
+        .as_str()
+        .expect("detail");
+    assert!(budget.contains("minAvailable 2"), "{budget}");
+
+    for z in ["rz1", "rz2"] {
+        assert_eq!(zone(&report, z)["open"], false, "{z}");
+    }
+    assert_eq!(zone(&report, "rz1")["nextChange"], "2026-11-22T08:00:00Z");
+    assert_eq!(zone(&report, "rz2")["nextChange"], "2026-11-22T05:00:00Z");
+    let etl = eviction(&report, ETL[0]);
+    assert_eq!(etl["node"], "node-rz1-1");
+    assert_eq!(etl["strategy"], "tdm");
+    assert!(
+        etl["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("zone rz1 closed")),
+        "{etl}"
+    );
+}
+
+#[test]
+fn real_dump_cooldown_over_worker_3_is_only_budget_limited() {
+    let report = plan(&[&real(), &real_zones()], BOTH_CLOSED_AFTER_COOLDOWN);
+    assert_eq!(
+        skip_entry(&report, "ml/train-worker-3")["gate"],
+        "budget",
+        "past its cooldown, only the job budget holds train-worker-3 back"
+    );
+    let ml: BTreeSet<String> = evicted(&report)
+        .into_iter()
+        .filter(|p| p.starts_with("ml/"))
+        .collect();
+    assert_eq!(ml, set(&["ml/train-worker-0", "ml/train-worker-1"]));
+}
+
+#[test]
+fn real_dump_daemonset_pods_are_never_proposed() {
+    let everyone_preemptable = real_with(
+        utc("08:00-20:00"),
+        utc("08:00-20:00"),
+        json!({"defaults": {"preemptable": true}}),
+    );
+    for (files, now) in [
+        (
+            vec![real(), real_zones()],
+            BOTH_CLOSED_IN_COOLDOWN.to_owned(),
+        ),
+        (
+            vec![real(), everyone_preemptable.path().to_owned()],
+            BOTH_CLOSED_AFTER_COOLDOWN.to_owned(),
+        ),
+    ] {
+        let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+        let report = plan(&paths, &now);
+        let daemons: Vec<String> = mentioned(&report)
+            .into_iter()
+            .filter(|p| p.starts_with("kube-system/"))
+            .collect();
+        assert!(daemons.is_empty(), "DaemonSet pods proposed: {daemons:?}");
+        assert!(
+            !mentioned(&report)
+                .iter()
+                .any(|p| p.starts_with("shop/web-")),
+            "shop/web runs on normal nodes only"
+        );
+    }
+}
+
+#[test]
+fn real_dump_pinned_pod_is_a_placement_violation_whatever_the_time() {
+    for now in [BOTH_CLOSED_IN_COOLDOWN, BOTH_OPEN] {
+        let report = plan(&[&real(), &real_zones()], now);
+        let pinned = eviction(&report, PINNED);
+        assert_eq!(pinned["node"], "node-rz1-2");
+        assert_eq!(
+            pinned["reason"],
+            "placement violation: not preemptable, on a node of revocable zone rz1",
+            "at {now}"
+        );
+    }
+}
+
+#[test]
+fn real_dump_both_zones_open() {
+    let report = plan(&[&real(), &real_zones()], BOTH_OPEN);
+    assert_eq!(evicted(&report), set(&[PINNED]));
+    assert!(skipped(&report).is_empty(), "{report:#}");
+    for z in ["rz1", "rz2"] {
+        assert_eq!(zone(&report, z)["open"], true, "{z}");
+    }
+    assert_eq!(zone(&report, "rz1")["nextChange"], "2026-11-22T20:00:01Z");
+    assert_eq!(zone(&report, "rz2")["nextChange"], "2026-11-22T17:00:01Z");
+}
+
+#[test]
+fn zones_are_independent() {
+    let report = plan(&[&real(), &real_zones()], ONLY_RZ1_CLOSED);
+    assert_eq!(zone(&report, "rz1")["open"], false);
+    assert_eq!(zone(&report, "rz2")["open"], true);
+    assert_eq!(evicted(&report), set(&[ETL[0], ETL[1], PINNED]));
+    assert!(
+        !mentioned(&report).iter().any(|p| p.starts_with("ml/")),
+        "rz2 is open: {report:#}"
+    );
+
+    let report = plan(&[&real(), &real_zones()], ONLY_RZ2_CLOSED);
+    assert_eq!(zone(&report, "rz1")["open"], true);
+    assert_eq!(zone(&report, "rz2")["open"], false);
+    assert_eq!(
+        evicted(&report),
+        set(&[PINNED, "ml/train-worker-0", "ml/train-worker-1"])
+    );
+    assert!(
+        !mentioned(&report)
+            .iter()
+            .any(|p| p.starts_with("analytics/")),
+        "rz1 is open: {report:#}"
+    );
+}
+
+#[test]
+fn cross_midnight_window_is_open_at_night() {
+    let zones = real_with(utc("22:00-06:00"), utc("22:00-06:00"), json!({}));
+    let report = plan(&[&real(), zones.path()], "2026-11-22T03:00:00Z");
+    assert_eq!(zone(&report, "rz1")["open"], true);
+    assert_eq!(zone(&report, "rz1")["nextChange"], "2026-11-22T06:00:01Z");
+    assert_eq!(
+        evicted(&report),
+        set(&[PINNED]),
+        "open at 03:00: no TDM evictions"
+    );
+    assert!(skipped(&report).is_empty());
+
+    let report = plan(&[&real(), zones.path()], "2026-11-22T07:00:00Z");
+    assert_eq!(zone(&report, "rz1")["open"], false);
+    assert_eq!(zone(&report, "rz1")["nextChange"], "2026-11-22T22:00:00Z");
+    assert!(evicted(&report).contains(ETL[0]));
+}
+
+#[test]
+fn drain_before_evicts_ahead_of_the_close() {
+    let zones = real_with(
+        json!({"windows": [{"time": "00:00-05:00"}], "drainBefore": "30m"}),
+        utc("00:00-00:00"),
+        json!({}),
+    );
+    let draining = plan(&[&real(), zones.path()], "2026-11-22T04:45:00Z");
+    let rz1 = zone(&draining, "rz1");
+    assert_eq!(
+        (&rz1["open"], &rz1["draining"]),
+        (&json!(true), &json!(true))
+    );
+    assert_eq!(evicted(&draining), set(&[ETL[0], ETL[1], PINNED]));
+    let reason = eviction(&draining, ETL[0])["reason"]
+        .as_str()
+        .expect("reason");
+    assert!(reason.contains("draining"), "{reason}");
+
+    let before = plan(&[&real(), zones.path()], "2026-11-22T04:15:00Z");
+    assert_eq!(zone(&before, "rz1")["draining"], false);
+    assert_eq!(evicted(&before), set(&[PINNED]));
+}
+
+#[test]
+fn evict_period_is_per_zone() {
+    // rz1 had a round 30s ago (evictPeriod 1m); rz2's last round was hours ago.
+    let zones = cluster(vec![
+        json!({
+            "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone", "metadata": {"name": "rz1"},
+            "spec": {"windows": [{"time": "08:00-20:00"}], "evictPeriod": "1m"},
+            "status": {"lastEvictionRound": "2026-11-22T04:49:30Z"},
+        }),
+        json!({
+            "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone", "metadata": {"name": "rz2"},
+            "spec": {"windows": [{"time": "08:00-20:00"}], "evictPeriod": "1m"},
+            "status": {"lastEvictionRound": "2026-11-22T01:00:00Z"},
+        }),
+        policy("tdm", json!({})),
+    ]);
+    let report = plan(&[&real(), zones.path()], BOTH_CLOSED_AFTER_COOLDOWN);
+    assert_eq!(zone(&report, "rz1")["nextRound"], "2026-11-22T04:50:30Z");
+    assert!(zone(&report, "rz2").get("nextRound").is_none());
+    assert!(
+        !mentioned(&report)
+            .iter()
+            .any(|p| p.starts_with("analytics/")),
+        "rz1's round is not due: {report:#}"
+    );
+    assert_eq!(
+        evicted(&report)
+            .into_iter()
+            .filter(|p| p.starts_with("ml/"))
+            .collect::<BTreeSet<_>>(),
+        set(&["ml/train-worker-0", "ml/train-worker-1"])
+    );
+
+    let later = plan(&[&real(), zones.path()], "2026-11-22T04:50:30Z");
+    assert!(zone(&later, "rz1").get("nextRound").is_none());
+    assert!(evicted(&later).contains(ETL[0]), "due again at 04:50:30");
+}
+
+// ---- policy settings -----------------------------------------------------------------------------------
+
+#[test]
+fn preemptable_default_flips_the_opt_in() {
+    let zones = real_with(
+        utc("08:00-20:00"),
+        utc("08:00-20:00"),
+        json!({"defaults": {"preemptable": true}}),
+    );
+    let closed = plan(&[&real(), zones.path()], BOTH_CLOSED_IN_COOLDOWN);
+    let pinned = eviction(&closed, PINNED);
+    assert!(
+        pinned["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("zone rz1 closed")),
+        "preemptable by default, the pinned pod is an ordinary TDM victim: {pinned}"
+    );
+    let open = plan(&[&real(), zones.path()], BOTH_OPEN);
+    assert!(
+        evicted(&open).is_empty() && skipped(&open).is_empty(),
+        "no violation when everything is preemptable: {open:#}"
+    );
+}
+
+#[test]
+fn default_cooldown_applies_unless_the_pod_sets_its_own() {
+    let zones = real_with(
+        utc("08:00-20:00"),
+        utc("08:00-20:00"),
+        json!({"defaults": {"cooldown": "2h"}}),
+    );
+    let report = plan(&[&real(), zones.path()], BOTH_CLOSED_AFTER_COOLDOWN);
+    // Everyone was scheduled 70 minutes ago: the 2h default protects all but train-worker-3, whose own 1h
+    // cooldown has passed.
+    assert_eq!(evicted(&report), set(&["ml/train-worker-3"]));
+    let skips = skipped(&report);
+    for pod in ETL
+        .iter()
+        .copied()
+        .chain([PINNED, "ml/train-worker-0", "ml/train-worker-2"])
+    {
+        assert_eq!(
+            skips.get(pod).map(String::as_str),
+            Some("cooldown"),
+            "{pod}"
+        );
+    }
+    let detail = skip_entry(&report, ETL[0])["detail"]
+        .as_str()
+        .expect("detail");
+    assert!(detail.contains("2h0m0s"), "{detail}");
+}
+
+/// A revocable node running a Deployment of 4 preemptable pods without any budget annotation.
+fn no_budget_cluster(policy_patch: Value) -> NamedTempFile {
+    let mut objects = vec![
+        node("rev-1", Some("z")),
+        revocable_zone("z", utc("08:00-20:00")),
+        policy("p", policy_patch),
+    ];
+    for i in 0..4 {
+        objects.push(replica(
+            "batch",
+            &format!("job-{i}"),
+            "rev-1",
+            "job-rs",
+            preemptable(),
+        ));
+    }
+    cluster(objects)
+}
+
+#[test]
+fn default_job_budget_applies_to_jobs_without_one() {
+    let without = no_budget_cluster(json!({}));
+    let report1 = plan(&[without.path()], BOTH_CLOSED_IN_COOLDOWN);
+    assert_eq!(evicted(&report1), set(&["batch/job-0"]));
+    assert!(
+        skip_entry(&report1, "batch/job-1")["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("no budget (1 per round)")),
+        "{report1:#}"
+    );
+
+    let with_default =
+        no_budget_cluster(json!({"defaults": {"jobBudget": {"maxUnavailable": "50%"}}}));
+    let report2 = plan(&[with_default.path()], BOTH_CLOSED_IN_COOLDOWN);
+    assert_eq!(evicted(&report2), set(&["batch/job-0", "batch/job-1"]));
+    assert_eq!(
+        skipped(&report2),
+        gates(&[("batch/job-2", "budget"), ("batch/job-3", "budget")])
+    );
+
+    // The pods' own annotation beats the policy default.
+    let mut objects = vec![
+        node("rev-1", Some("z")),
+        revocable_zone("z", utc("08:00-20:00")),
+        policy(
+            "p",
+            json!({"defaults": {"jobBudget": {"maxUnavailable": "50%"}}}),
+        ),
+    ];
+    for i in 0..4 {
+        let mut p = replica(
+            "batch",
+            &format!("job-{i}"),
+            "rev-1",
+            "job-rs",
+            preemptable(),
+        );
+        merge(
+            &mut p,
+            annotated(&[("volcano.sh/job-disruption-budget-min-available", "3")]),
+        );
+        objects.push(p);
+    }
+    let own = cluster(objects);
+    let report3 = plan(&[own.path()], BOTH_CLOSED_IN_COOLDOWN);
+    assert_eq!(evicted(&report3), set(&["batch/job-0"]));
+}
+
+#[test]
+fn namespaces_include_and_exclude() {
+    let exclude = real_with(
+        utc("08:00-20:00"),
+        utc("08:00-20:00"),
+        json!({"namespaces": {"exclude": ["analytics"]}}),
+    );
+    let report1 = plan(&[&real(), exclude.path()], BOTH_CLOSED_IN_COOLDOWN);
+    assert!(
+        !mentioned(&report1)
+            .iter()
+            .any(|p| p.starts_with("analytics/")),
+        "{report1:#}"
+    );
+    assert_eq!(
+        evicted(&report1),
+        set(&[PINNED, "ml/train-worker-0", "ml/train-worker-1"])
+    );
+
+    let include = real_with(
+        utc("08:00-20:00"),
+        utc("08:00-20:00"),
+        json!({"namespaces": {"include": ["ml"]}}),
+    );
+    let report2 = plan(&[&real(), include.path()], BOTH_CLOSED_IN_COOLDOWN);
+    assert!(
+        mentioned(&report2).iter().all(|p| p.starts_with("ml/")),
+        "{report2:#}"
+    );
+    assert_eq!(
+        evicted(&report2),
+        set(&["ml/train-worker-0", "ml/train-worker-1"])
+    );
+}
+
+#[test]
+fn limits_cap_the_cycle_without_using_up_budgets() {
+    let total = real_with(
+        utc("08:00-20:00"),
+        utc("08:00-20:00"),
+        json!({"limits": {"total": 3}}),
+    );
+    let report1 = plan(&[&real(), total.path()], BOTH_CLOSED_IN_COOLDOWN);
+    // Zones in name order, jobs in order within a zone: rz1's two etl pods and the pinned pod fill the cap.
+    assert_eq!(evicted(&report1), set(&[ETL[0], ETL[1], PINNED]));
+    let skips = skipped(&report1);
+    for pod in ["ml/train-worker-0", "ml/train-worker-1"] {
+        assert_eq!(skips[pod], "limit", "{pod}");
+    }
+    // The limit refused workers 0 and 1 after the budget let them through; had the budget counted them,
+    // worker-2 would be refused by `budget`, not `limit`.
+    assert_eq!(skips["ml/train-worker-2"], "limit");
+    assert_eq!(skips["ml/train-worker-3"], "cooldown");
+    assert!(
+        skip_entry(&report1, "ml/train-worker-0")["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("total limit 3")),
+        "{report1:#}"
+    );
+
+    let per_node = real_with(
+        utc("08:00-20:00"),
+        utc("08:00-20:00"),
+        json!({"limits": {"perNode": 1}}),
+    );
+    let report2 = plan(&[&real(), per_node.path()], BOTH_CLOSED_IN_COOLDOWN);
+    // ffdd4 is on node-rz1-1, kdrsm on node-rz1-2, worker-0 on node-rz2-1: one each.
+    assert_eq!(
+        evicted(&report2),
+        set(&[ETL[0], ETL[1], "ml/train-worker-0"])
+    );
+    let pinned = skip_entry(&report2, PINNED);
+    assert_eq!(pinned["gate"], "limit");
+    assert!(
+        pinned["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("perNode limit 1 reached on node-rz1-2")),
+        "{pinned}"
+    );
+
+    let per_namespace = real_with(
+        utc("08:00-20:00"),
+        utc("08:00-20:00"),
+        json!({"limits": {"perNamespace": 1}}),
+    );
+    let report3 = plan(&[&real(), per_namespace.path()], BOTH_CLOSED_IN_COOLDOWN);
+    assert_eq!(
+        evicted(&report3),
+        set(&[ETL[0], PINNED, "ml/train-worker-0"])
+    );
+    assert_eq!(skip_entry(&report3, ETL[1])["gate"], "limit");
+}
+
+#[test]
+fn placement_violations_can_be_held() {
+    let zones = real_with(
+        utc("08:00-20:00"),
+        utc("08:00-20:00"),
+        json!({"strategies": {"tdm": {"evictPlacementViolations": false}}}),
+    );
+    for now in [BOTH_CLOSED_IN_COOLDOWN, BOTH_OPEN] {
+        let report = plan(&[&real(), zones.path()], now);
+        assert!(!evicted(&report).contains(PINNED), "at {now}");
+        let held = skip_entry(&report, PINNED);
+        assert_eq!(held["gate"], "policy", "at {now}");
+        assert_eq!(held["detail"], "evictPlacementViolations is off");
+        assert!(
+            held["reason"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("placement violation")),
+            "{held}"
+        );
+    }
+}
+
+#[test]
+fn several_policies_never_evict_a_pod_twice_or_overrun_a_budget() {
+    let zones = cluster(vec![
+        revocable_zone("rz1", utc("08:00-20:00")),
+        revocable_zone("rz2", utc("08:00-20:00")),
+        policy("a-first", json!({})),
+        policy("b-second", json!({"mode": "Evict"})),
+    ]);
+    let report = plan(&[&real(), zones.path()], BOTH_CLOSED_IN_COOLDOWN);
+    // `evicted` also asserts that no pod appears twice.
+    assert_eq!(
+        evicted(&report),
+        set(&[
+            ETL[0],
+            ETL[1],
+            PINNED,
+            "ml/train-worker-0",
+            "ml/train-worker-1"
+        ])
+    );
+    for eviction in report["evictions"].as_array().expect("evictions") {
+        assert_eq!(
+            eviction["policy"], "a-first",
+            "the second policy sees the first one's evictions as in flight: {eviction}"
+        );
+    }
+    let second: Vec<&Value> = report["skipped"]
+        .as_array()
+        .expect("skipped")
+        .iter()
+        .filter(|s| s["policy"] == "b-second")
+        .collect();
+    assert!(!second.is_empty());
+    for skip in second {
+        assert!(
+            skip["gate"] == "budget" || skip["gate"] == "cooldown",
+            "{skip}"
+        );
+        if skip["gate"] == "budget" && pod_ref(skip).starts_with("analytics/") {
+            assert!(
+                skip["detail"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("2 unavailable")),
+                "planned evictions count as unavailable: {skip}"
+            );
+        }
+    }
+    let policies = report["policies"].as_array().expect("policies");
+    assert_eq!(policies.len(), 2);
+    assert_eq!(policies[1]["name"], "b-second");
+    assert_eq!(policies[1]["mode"], "Evict");
+    assert_eq!(policies[1]["evictions"], 0);
+}
+
+#[test]
+fn policy_flag_plans_only_the_named_policies() {
+    let zones = cluster(vec![
+        revocable_zone("rz1", utc("08:00-20:00")),
+        revocable_zone("rz2", utc("08:00-20:00")),
+        policy("a-first", json!({})),
+        policy("b-second", json!({"namespaces": {"include": ["ml"]}})),
+    ]);
+    let report = plan_with(
+        &[&real(), zones.path()],
+        BOTH_CLOSED_IN_COOLDOWN,
+        &["--policy", "b-second"],
+    );
+    let names: Vec<&Value> = report["policies"]
+        .as_array()
+        .expect("policies")
+        .iter()
+        .map(|p| &p["name"])
+        .collect();
+    assert_eq!(names, [&json!("b-second")]);
+    assert_eq!(
+        evicted(&report),
+        set(&["ml/train-worker-0", "ml/train-worker-1"])
+    );
+
+    let path = zones.path().to_str().expect("utf-8 path");
+    assert_fails(
+        &["report", "--cluster", path, "--policy", "nope"],
+        &["nope"],
+    );
+}
+
+// ---- output formats ------------------------------------------------------------------------------------
+
+#[test]
+fn json_has_the_documented_shape() {
+    let report = plan(&[&real(), &real_zones()], BOTH_CLOSED_IN_COOLDOWN);
+    let keys = |v: &Value| -> BTreeSet<String> {
+        v.as_object().expect("object").keys().cloned().collect()
+    };
+    for key in ["now", "zones", "evictions", "skipped"] {
+        assert!(report.get(key).is_some(), "missing {key}");
+    }
+    assert!(report["now"].is_string());
+    for zone in report["zones"].as_array().expect("zones") {
+        assert!(
+            keys(zone).is_superset(&set(&["name", "open", "nextChange"])),
+            "{zone}"
+        );
+        assert!(
+            zone["name"].is_string() && zone["open"].is_boolean() && zone["nextChange"].is_string()
+        );
+    }
+    let evictions = report["evictions"].as_array().expect("evictions");
+    assert!(!evictions.is_empty());
+    for e in evictions {
+        assert!(
+            keys(e).is_superset(&set(&["namespace", "name", "node", "strategy", "reason"])),
+            "{e}"
+        );
+        for key in ["namespace", "name", "node", "strategy", "reason"] {
+            assert!(e[key].is_string(), "{key} in {e}");
+        }
+    }
+    let skipped = report["skipped"].as_array().expect("skipped");
+    assert!(!skipped.is_empty());
+    for s in skipped {
+        assert!(
+            keys(s).is_superset(&set(&["namespace", "name", "strategy", "gate", "detail"])),
+            "{s}"
+        );
+        for key in ["namespace", "name", "strategy", "gate", "detail"] {
+            assert!(s[key].is_string(), "{key} in {s}");
+        }
+    }
+}
+
+#[test]
+fn binary_prints_json_table_and_markdown() {
+    let real = real();
+    let zones = real_zones();
+    let base = [
+        "report",
+        "--cluster",
+        real.to_str().expect("utf-8 path"),
+        "--cluster",
+        zones.to_str().expect("utf-8 path"),
+        "--now",
+        BOTH_CLOSED_IN_COOLDOWN,
+    ];
+    let run_with = |format: &str| -> String {
+        let mut args = base.to_vec();
+        args.extend(["-o", format]);
+        let output = run(&args);
+        assert!(output.status.success(), "{format}: {output:?}");
+        String::from_utf8(output.stdout).expect("utf-8")
+    };
+
+    let json: Value = serde_json::from_str(&run_with("json")).expect("json");
+    assert_eq!(json["evictions"].as_array().map(Vec::len), Some(5));
+
+    let table = run_with("table");
+    for expected in [
+        "tidal report at 2026-11-22T04:00:00Z",
+        "policy tdm (DryRun)",
+        "ZONES",
+        "EVICTIONS (5)",
+        "SKIPPED (5)",
+        "analytics/etl-7dcf699648-ffdd4",
+        "placement violation: not preemptable",
+        "protected until 2026-11-22T04:40:22Z",
+        "5 evictions planned, 5 skipped (budget 4, cooldown 1); 2 of 2 zones closed",
+    ] {
+        assert!(
+            table.contains(expected),
+            "table lacks {expected:?}:\n{table}"
+        );
+    }
+    // kubectl style: the header row of each section is aligned with its rows.
+    let header = table
+        .lines()
+        .find(|l| l.starts_with("POD") && l.contains("GATE"))
+        .expect("skipped header");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("ml/train-worker-3"))
+        .expect("cooldown row");
+    assert_eq!(
+        header.find("GATE"),
+        row.find("cooldown"),
+        "\n{header}\n{row}"
+    );
+    assert!(
+        table.trim_end().ends_with("2 of 2 zones closed"),
+        "summary last"
+    );
+
+    let markdown = run_with("markdown");
+    for expected in [
+        "# tidal report at 2026-11-22T04:00:00Z",
+        "## Zones",
+        "## Evictions (5)",
+        "## Skipped (5)",
+        "| `analytics/etl-7dcf699648-ffdd4` |",
+        "| cooldown |",
+        "**5 evictions planned, 5 skipped (budget 4, cooldown 1); 2 of 2 zones closed**",
+    ] {
+        assert!(
+            markdown.contains(expected),
+            "markdown lacks {expected:?}:\n{markdown}"
+        );
+    }
+}
+
+#[test]
+fn without_a_policy_the_builtin_dry_run_tdm_policy_is_used() {
+    let zones_only = cluster(vec![
+        revocable_zone("rz1", utc("08:00-20:00")),
+        revocable_zone("rz2", utc("08:00-20:00")),
+    ]);
+    let report = plan(&[&real(), zones_only.path()], BOTH_CLOSED_IN_COOLDOWN);
+    assert_eq!(report["policies"][0]["name"], "builtin-tdm");
+    assert_eq!(report["policies"][0]["mode"], "DryRun");
+    assert!(evicted(&report).contains(ETL[0]));
+    assert!(
+        report["warnings"]
+            .as_array()
+            .expect("warnings")
+            .iter()
+            .any(|w| w
+                .as_str()
+                .is_some_and(|w| w.contains("no DeschedulingPolicy"))),
+        "{report:#}"
+    );
+}
+
+// ---- bad input -----------------------------------------------------------------------------------------
+
+/// A closed zone with one node and `pods`, under a policy with `policy_patch`.
+fn closed_zone_with(pods: Vec<Value>, extra: Vec<Value>) -> NamedTempFile {
+    let mut objects = vec![
+        node("rev-1", Some("z")),
+        revocable_zone("z", utc("08:00-20:00")),
+        policy("p", json!({})),
+    ];
+    objects.extend(pods);
+    objects.extend(extra);
+    cluster(objects)
+}
+
+fn assert_invalid(report: &Value, pod: &str, key: &str, value: &str) {
+    assert!(!evicted(report).contains(pod), "{pod} evicted: {report:#}");
+    let skip = skip_entry(report, pod);
+    assert_eq!(skip["gate"], "invalid", "{skip}");
+    let detail = skip["detail"].as_str().expect("detail");
+    assert!(
+        detail.contains(key) && detail.contains(&format!("{value:?}")),
+        "{pod}: detail should name {key} and {value:?}: {detail}"
+    );
+}
+
+#[test]
+fn malformed_pod_annotations_are_invalid_and_never_evicted() {
+    let mut pods = Vec::new();
+    // Three bare pods (jobs of one, so budgets do not interfere), each with one bad value.
+    for (name, key, value) in [
+        ("bad-preemptable", "volcano.sh/preemptable", "yes"),
+        ("bad-cooldown", "volcano.sh/cooldown-time", "5 minutes"),
+        ("bad-budget", "volcano.sh/jdb-max-unavailable", "lots"),
+        (
+            "bad-long-budget",
+            "volcano.sh/job-disruption-budget-min-available",
+            "-1",
+        ),
+    ] {
+        let mut p = pod("batch", name, "rev-1", preemptable());
+        merge(&mut p, annotated(&[(key, value)]));
+        pods.push(p);
+    }
+    // A cooldown given as a label is read before the annotation.
+    let mut label = pod("batch", "bad-cooldown-label", "rev-1", preemptable());
+    merge(
+        &mut label,
+        json!({"metadata": {"labels": {"volcano.sh/cooldown-time": "1day"},
+                            "annotations": {"volcano.sh/cooldown-time": "1m"}}}),
+    );
+    pods.push(label);
+    pods.push(pod("batch", "good", "rev-1", preemptable()));
+    let file = closed_zone_with(pods, vec![]);
+    let report = plan(&[file.path()], BOTH_CLOSED_IN_COOLDOWN);
+    assert_invalid(
+        &report,
+        "batch/bad-preemptable",
+        "volcano.sh/preemptable",
+        "yes",
+    );
+    assert_invalid(
+        &report,
+        "batch/bad-cooldown",
+        "volcano.sh/cooldown-time",
+        "5 minutes",
+    );
+    assert_invalid(
+        &report,
+        "batch/bad-budget",
+        "volcano.sh/jdb-max-unavailable",
+        "lots",
+    );
+    assert_invalid(
+        &report,
+        "batch/bad-long-budget",
+        "volcano.sh/job-disruption-budget-min-available",
+        "-1",
+    );
+    assert_invalid(
+        &report,
+        "batch/bad-cooldown-label",
+        "volcano.sh/cooldown-time",
+        "1day",
+    );
+    assert_eq!(evicted(&report), set(&["batch/good"]));
+}
+
+#[test]
+fn a_malformed_budget_stops_the_whole_job() {
+    // One pod of the ReplicaSet carries a bad budget: none of its pods may go, the good ones included.
+    let mut pods = Vec::new();
+    for i in 0..3 {
+        let mut p = replica("batch", &format!("rs-{i}"), "rev-1", "rs", preemptable());
+        let value = if i == 2 { "40 percent" } else { "40%" };
+        merge(
+            &mut p,
+            annotated(&[("volcano.sh/jdb-max-unavailable", value)]),
+        );
+        pods.push(p);
+    }
+    // A PodGroup whose own budget is malformed.
+    let group = json!({
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "train", "namespace": "ml",
+                     "annotations": {"volcano.sh/jdb-min-available": "two"}},
+        "spec": {"minMember": 2},
+    });
+    for i in 0..2 {
+        let mut p = pod("ml", &format!("train-{i}"), "rev-1", preemptable());
+        merge(
+            &mut p,
+            annotated(&[("scheduling.k8s.io/group-name", "train")]),
+        );
+        pods.push(p);
+    }
+    let file = closed_zone_with(pods, vec![group]);
+    let report = plan(&[file.path()], BOTH_CLOSED_IN_COOLDOWN);
+    assert!(evicted(&report).is_empty(), "{report:#}");
+    for i in 0..3 {
+        assert_invalid(
+            &report,
+            &format!("batch/rs-{i}"),
+            "volcano.sh/jdb-max-unavailable",
+            "40 percent",
+        );
+    }
+    for i in 0..2 {
+        let pod = format!("ml/train-{i}");
+        assert_invalid(&report, &pod, "volcano.sh/jdb-min-available", "two");
+        let detail = skip_entry(&report, &pod)["detail"]
+            .as_str()
+            .expect("detail");
+        assert!(detail.contains("PodGroup ml/train"), "{detail}");
+    }
+}
+
+fn assert_fails(args: &[&str], expected: &[&str]) {
+    let output = run(args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success(),
+        "should fail: {args:?}\nstdout: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    for text in expected {
+        assert!(stderr.contains(text), "stderr lacks {text:?}: {stderr}");
+    }
+    assert!(
+        !stderr.contains("panicked"),
+        "a panic is not an error message: {stderr}"
+    );
+}
+
+#[test]
+fn an_unparsable_window_in_a_dump_is_an_error_naming_file_and_zone() {
+    let bad = text_file(
+        "apiVersion: tidal.dev/v1alpha1\nkind: RevocableZone\nmetadata:\n  name: rz-night\nspec:\n  windows:\n  - time: \"25:00-06:00\"\n",
+    );
+    let path = bad.path().to_str().expect("utf-8 path");
+    assert_fails(
+        &["report", "--cluster", path, "--now", BOTH_OPEN],
+        &[path, "RevocableZone rz-night", "25:00-06:00"],
+    );
+    let bad_tz = text_file(
+        "apiVersion: tidal.dev/v1alpha1\nkind: RevocableZone\nmetadata:\n  name: rz-mars\nspec:\n  windows:\n  - time: \"20:00-06:00\"\n  timeZone: Mars/Olympus_Mons\n",
+    );
+    let path = bad_tz.path().to_str().expect("utf-8 path");
+    assert_fails(
+        &["report", "--cluster", path],
+        &[path, "RevocableZone rz-mars", "Mars/Olympus_Mons"],
+    );
+}
+
+#[test]
+fn a_malformed_object_is_an_error_naming_file_and_object() {
+    let broken = cluster(vec![
+        node("rev-1", Some("z")),
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "broken", "namespace": "shop"},
+            "spec": {"containers": "not a list"},
+        }),
+    ]);
+    let path = broken.path().to_str().expect("utf-8 path");
+    assert_fails(
+        &["report", "--cluster", path, "--now", BOTH_OPEN],
+        &[path, "Pod shop/broken", "containers"],
+    );
+
+    let bad_policy = cluster(vec![policy(
+        "p",
+        json!({"defaults": {"jobBudget": {"maxUnavailable": -3}}}),
+    )]);
+    let path = bad_policy.path().to_str().expect("utf-8 path");
+    assert_fails(
+        &["report", "--cluster", path],
+        &[path, "DeschedulingPolicy p", "jobBudget"],
+    );
+
+    let not_yaml = text_file("items: [\n  - {kind: Pod\n");
+    let path = not_yaml.path().to_str().expect("utf-8 path");
+    assert_fails(&["report", "--cluster", path], &[path]);
+}
+
+#[test]
+fn a_missing_file_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("no-such-cluster.yaml");
+    let path = missing.to_str().expect("utf-8 path");
+    assert_fails(&["report", "--cluster", path], &[path]);
+    assert_fails(&["report", "--cluster", path, "-o", "json"], &[path]);
+}
+
+// ---- the demo ------------------------------------------------------------------------------------------
+
+/// The instant the README runs the demo at.
+const DEMO_NOW: &str = "2026-11-23T09:30:00Z";
+
+#[test]
+fn demo_cluster_shows_evictions_budget_and_cooldown() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-cluster.yaml");
+    let report = plan(&[&demo], DEMO_NOW);
+    assert_eq!(
+        evicted(&report),
+        set(&[
+            "analytics/etl-nightly-5d9c7b8f4-mx8rb",
+            "analytics/etl-nightly-5d9c7b8f4-s4hvk",
+            "shop/invoice-export-6b8d4f7c9-wp7fm",
+            "ml/resnet-train-worker-2",
+            "ml/hpo-sweep-trial-1",
+        ])
+    );
+    assert_eq!(
+        skipped(&report),
+        gates(&[
+            ("analytics/etl-nightly-5d9c7b8f4-7ctzq", "budget"),
+            ("analytics/etl-nightly-5d9c7b8f4-dn5wl", "budget"),
+            ("ml/resnet-train-worker-0", "budget"),
+            ("ml/resnet-train-worker-1", "budget"),
+            ("ml/resnet-train-worker-3", "cooldown"),
+            ("ml/hpo-sweep-trial-0", "budget"),
+        ])
+    );
+    for z in ["yarn-a", "yarn-b"] {
+        assert_eq!(zone(&report, z)["open"], false, "{z}");
+    }
+    assert!(
+        report["warnings"].as_array().is_some_and(Vec::is_empty),
+        "{report:#}"
+    );
+
+    // The README's command, as a newcomer runs it (table output).
+    let demo = demo.to_str().expect("utf-8 path");
+    let output = run(&["report", "--cluster", demo, "--now", DEMO_NOW]);
+    assert!(output.status.success(), "{output:?}");
+    let table = String::from_utf8(output.stdout).expect("utf-8");
+    assert!(
+        table
+            .contains("5 evictions planned, 6 skipped (budget 5, cooldown 1); 2 of 2 zones closed"),
+        "{table}"
+    );
+}

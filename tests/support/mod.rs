@@ -1,0 +1,323 @@
+//! Shared by the end-to-end tests: the fake API server, object builders and a harness that starts the
+//! controller through its real entry point (`tidal run`'s flags → `controller::run`).
+
+#![allow(dead_code)]
+
+pub mod fake_apiserver;
+
+use std::{future::Future, net::SocketAddr, path::Path, time::Duration};
+
+use clap::Parser;
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Value, json};
+use tidal::{
+    cli::{Cli, Command},
+    controller,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+pub use fake_apiserver::{EvictionEffect, EvictionRecord, FakeApiServer};
+
+/// Polls `check` until it returns `Some`; fails after a generous timeout (a safety net against hangs,
+/// not a performance assertion).
+pub async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Like [`eventually`] for checks that need to await.
+pub async fn eventually_async<T, F: Future<Output = Option<T>>>(
+    what: &str,
+    mut check: impl FnMut() -> F,
+) -> T {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub fn free_addr() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+/// `GET path` over plain HTTP/1.0; returns (status code, body).
+pub async fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.ok()?;
+    let code = response.split_whitespace().nth(1)?.parse().ok()?;
+    let body = response.split_once("\r\n\r\n")?.1.to_owned();
+    Some((code, body))
+}
+
+/// Sum of the samples of a metric whose line starts with `prefix` (name plus optional label text).
+pub fn metric_sum(exposition: &str, prefix: &str) -> f64 {
+    exposition
+        .lines()
+        .filter(|line| line.starts_with(prefix))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// A running controller.
+pub struct Controller {
+    pub identity: String,
+    pub metrics_addr: SocketAddr,
+    pub health_addr: SocketAddr,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Controller {
+    /// Starts `tidal run` against `server` with the given extra flags. `identity` is also the bearer
+    /// token, so the fake server can tell which controller sent a request.
+    pub fn start(server: &FakeApiServer, dir: &Path, identity: &str, flags: &[&str]) -> Controller {
+        Self::start_with_hooks(server, dir, identity, flags, Vec::new())
+    }
+
+    pub fn start_with_hooks(
+        server: &FakeApiServer,
+        dir: &Path,
+        identity: &str,
+        flags: &[&str],
+        hooks: Vec<std::sync::Arc<dyn controller::CycleHook>>,
+    ) -> Controller {
+        let kubeconfig = server.kubeconfig(dir, identity);
+        let (metrics_addr, health_addr) = (free_addr(), free_addr());
+        let mut argv: Vec<String> = [
+            "tidal",
+            "run",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--identity",
+            identity,
+            "--lease-namespace",
+            "tidal-system",
+            "--lease-duration",
+            "2s",
+            "--renew-deadline",
+            "1s",
+            "--retry-period",
+            "100ms",
+            "--eviction-qps",
+            "1000",
+            "--eviction-burst",
+            "1000",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        argv.extend(["--metrics-addr".into(), metrics_addr.to_string()]);
+        argv.extend(["--health-addr".into(), health_addr.to_string()]);
+        argv.extend(flags.iter().map(|s| s.to_string()));
+        let cli = Cli::try_parse_from(argv).unwrap();
+        let Command::Run(args) = cli.command else {
+            unreachable!()
+        };
+        let mut config = args.controller_config().unwrap();
+        // Test-only speed-ups of knobs that have no flag; everything else is the binary's own path.
+        config.cycle.min_interval = Duration::from_millis(50);
+        config.config_debounce = Duration::from_millis(50);
+        config.eviction.request_timeout = Duration::from_secs(2);
+        config.eviction.retry.initial = Duration::from_millis(20);
+        config.hooks = hooks;
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(controller::run(config, shutdown.clone()));
+        Controller {
+            identity: identity.to_owned(),
+            metrics_addr,
+            health_addr,
+            shutdown,
+            task,
+        }
+    }
+
+    pub async fn metrics(&self) -> String {
+        http_get(self.metrics_addr, "/metrics")
+            .await
+            .map(|(_, body)| body)
+            .unwrap_or_default()
+    }
+
+    /// Cycles run so far, from `/metrics`.
+    pub async fn cycles(&self) -> f64 {
+        metric_sum(&self.metrics().await, "tidal_cycles_total")
+    }
+
+    /// Waits until `n` more cycles than now have completed.
+    pub async fn wait_cycles(&self, n: f64) {
+        let start = self.cycles().await;
+        eventually_async("more cycles", || async {
+            (self.cycles().await >= start + n).then_some(())
+        })
+        .await;
+    }
+
+    /// SIGTERM: stop acting, finish in-flight work, release the lease.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        self.task.await.unwrap().unwrap();
+    }
+
+    /// A crash: the task is dropped without any cleanup.
+    pub async fn kill(self) {
+        self.task.abort();
+        let _ = self.task.await;
+    }
+}
+
+// ---- object builders -------------------------------------------------------------------------
+
+/// A daily window that does not contain the current time (UTC), so the zone is closed for hours.
+pub fn closed_window() -> String {
+    window_from_now(2, 3)
+}
+
+/// A daily window around the current time, open for the next hours.
+pub fn open_window() -> String {
+    window_from_now(-1, 3)
+}
+
+fn window_from_now(start_hours: i64, end_hours: i64) -> String {
+    let now = Timestamp::now();
+    let hhmm = |hours: i64| {
+        let t = now + SignedDuration::from_hours(hours);
+        t.strftime("%H:%M").to_string()
+    };
+    format!("{}-{}", hhmm(start_hours), hhmm(end_hours))
+}
+
+pub fn zone(name: &str, window: &str, evict_period: &str) -> Value {
+    json!({
+        "apiVersion": "tidal.dev/v1alpha1",
+        "kind": "RevocableZone",
+        "metadata": {"name": name},
+        "spec": {"windows": [{"time": window}], "timeZone": "UTC", "evictPeriod": evict_period},
+    })
+}
+
+pub fn policy(name: &str, mode: &str, interval: &str) -> Value {
+    json!({
+        "apiVersion": "tidal.dev/v1alpha1",
+        "kind": "DeschedulingPolicy",
+        "metadata": {"name": name},
+        "spec": {"interval": interval, "mode": mode, "strategies": {"tdm": {}}},
+    })
+}
+
+pub fn node(name: &str, zone: Option<&str>) -> Value {
+    let mut labels = json!({"kubernetes.io/hostname": name});
+    if let Some(zone) = zone {
+        labels["volcano.sh/revocable-zone"] = json!(zone);
+    }
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
+    })
+}
+
+/// A running pod scheduled a day ago (no cooldown applies unless annotated).
+pub fn pod(namespace: &str, name: &str, node: &str) -> Value {
+    let scheduled = (Timestamp::now() - SignedDuration::from_hours(24))
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {}, "annotations": {}},
+        "spec": {"nodeName": node, "containers": [{"name": "main", "image": "busybox",
+            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},
+        "status": {"phase": "Running", "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled},
+            {"type": "Ready", "status": "True", "lastTransitionTime": scheduled}
+        ]},
+    })
+}
+
+pub fn preemptable(mut pod: Value) -> Value {
+    pod["metadata"]["annotations"]["volcano.sh/preemptable"] = json!("true");
+    pod
+}
+
+pub fn annotated(mut pod: Value, key: &str, value: &str) -> Value {
+    pod["metadata"]["annotations"][key] = json!(value);
+    pod
+}
+
+pub fn labelled(mut pod: Value, key: &str, value: &str) -> Value {
+    pod["metadata"]["labels"][key] = json!(value);
+    pod
+}
+
+/// Makes the pod part of a ReplicaSet (its job for budgets).
+pub fn owned_by(mut pod: Value, replica_set: &str) -> Value {
+    pod["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": replica_set,
+        "uid": format!("rs-{replica_set}"), "controller": true
+    }]);
+    pod
+}
+
+/// Scheduled just now: inside any cooldown.
+pub fn just_scheduled(mut pod: Value) -> Value {
+    let now = Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    pod["status"]["conditions"][0]["lastTransitionTime"] = json!(now);
+    pod
+}
+
+pub fn pdb(namespace: &str, name: &str, app: &str, min_available: i64) -> Value {
+    json!({
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": app}}},
+    })
+}
+
+/// Real (not dry-run) eviction requests for `name` that the server accepted.
+pub fn accepted(evictions: &[EvictionRecord], name: &str) -> Vec<EvictionRecord> {
+    evictions
+        .iter()
+        .filter(|e| e.name == name && !e.dry_run && e.code == 201)
+        .cloned()
+        .collect()
+}
+
+/// Real (not dry-run) eviction requests, whatever the answer.
+pub fn real_attempts(evictions: &[EvictionRecord], name: &str) -> usize {
+    evictions
+        .iter()
+        .filter(|e| e.name == name && !e.dry_run)
+        .count()
+}
+
+pub fn policy_status(server: &FakeApiServer, name: &str) -> Value {
+    server
+        .get("deschedulingpolicies", "", name)
+        .map(|p| p["status"].clone())
+        .unwrap_or(Value::Null)
+}
