@@ -225,7 +225,8 @@ async fn dropped_watches_and_410_lose_no_pod_and_evict_nothing_twice() {
     let server = FakeApiServer::start().await;
     // Accepted evictions stay invisible, so a relist that forgot tidal's in-flight marks would show.
     server.set_eviction_effect(EvictionEffect::Keep);
-    base(&server, "1h", "Evict");
+    // A new round every second: only the in-flight marks stand between the pods and a second eviction.
+    base(&server, "1s", "Evict");
     server.apply(pod(NS, "v1", "rev-1"));
     server.apply(pod(NS, "v2", "rev-1"));
     server.apply(pod(NS, "bystander", "std-1"));

@@ -52,7 +52,7 @@ async fn only_the_lease_holder_evicts_and_standbys_take_over() {
     // Evicted pods terminate as on a real cluster, so a new leader sees them leaving.
     server.set_eviction_effect(EvictionEffect::Terminate);
     server.apply(node("rev-1", Some("rz")));
-    server.apply(zone("rz", &closed_window(), "1h"));
+    server.apply(zone("rz", &closed_window(), "1s"));
     server.apply(policy("tdm", "Evict", "200ms"));
     server.apply(pod(NS, "v1", "rev-1"));
 

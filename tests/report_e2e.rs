@@ -913,7 +913,7 @@ fn binary_prints_json_table_and_markdown() {
         "SKIPPED (5)",
         "analytics/etl-7dcf699648-ffdd4",
         "placement violation: not preemptable",
-        "protected until 2026-11-22T04:40:22Z",
+        "protected for 40m 22s more (until 2026-11-22T04:40:22Z)",
         "5 evictions planned, 5 skipped (budget 4, cooldown 1); 2 of 2 zones closed",
     ] {
         assert!(

@@ -27,6 +27,12 @@ pub fn cooldown_until(
     if now < until { Err(until) } else { Ok(()) }
 }
 
+/// `12m 5s`: what a person wants to read, to the second.
+fn remaining(now: Timestamp, until: Timestamp) -> String {
+    let seconds = until.as_second().saturating_sub(now.as_second()).max(1);
+    humantime::format_duration(std::time::Duration::from_secs(seconds.unsigned_abs())).to_string()
+}
+
 impl Gate for Cooldown {
     fn name(&self) -> &'static str {
         NAME
@@ -47,7 +53,8 @@ impl Gate for Cooldown {
         };
         cooldown_until(scheduled_at, cooldown, ctx.now).map_err(|until| {
             format!(
-                "cooldown {cooldown} since scheduled at {scheduled_at}: protected until {until}"
+                "cooldown {cooldown} since scheduled at {scheduled_at}: protected for {} more (until {until})",
+                remaining(ctx.now, until)
             )
         })
     }
