@@ -4,11 +4,12 @@
 //! through the Eviction API, which `NoExecute` would bypass.
 //!
 //! `plan` is the pure decision from a snapshot and the cycle's zone views; `reconcile` applies it
-//! through the API (the controller's leader calls it once per cycle).
+//! through the API. `ZoneTaintHook` runs it as a controller cycle hook (leader only), registered when
+//! closed-zone taints are on.
 
 use std::collections::BTreeMap;
 
-use futures::{StreamExt, stream};
+use futures::{StreamExt, future::BoxFuture, stream};
 use k8s_openapi::api::core::v1::{Node, Taint};
 use kube::{
     Api, Client,
@@ -17,7 +18,11 @@ use kube::{
 use serde_json::json;
 use tracing::{info, warn};
 
-use crate::{cluster::Snapshot, plan::ZoneView};
+use crate::{
+    cluster::Snapshot,
+    controller::{CycleContext, CycleHook},
+    plan::ZoneView,
+};
 
 /// The taint key. Everything under it belongs to tidal: taints with this key on nodes that should not
 /// carry one are removed.
@@ -137,14 +142,52 @@ pub async fn reconcile(
     apply(client, &plan(snapshot, zones)).await
 }
 
+/// The controller cycle hook keeping the taints: register it in `ControllerConfig::hooks` when
+/// closed-zone taints are on (chart value `zoneTaints.enabled`, env `TIDAL_ZONE_TAINTS`).
+pub struct ZoneTaintHook;
+
+impl CycleHook for ZoneTaintHook {
+    fn name(&self) -> &'static str {
+        "zone-taints"
+    }
+
+    fn run<'a>(&'a self, cycle: &'a CycleContext<'a>) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let changes = plan(cycle.snapshot, cycle.zones);
+            if changes.is_empty() {
+                return;
+            }
+            // The lease may be lost mid-hook: every patch checks it first.
+            let outcome = apply_while(cycle.client, &changes, || cycle.leader.is_leader()).await;
+            if !outcome.failed.is_empty() {
+                warn!(
+                    failed = outcome.failed.len(),
+                    "some zone-closed taints could not be updated; retrying next cycle"
+                );
+            }
+        })
+    }
+}
+
 /// Applies taint changes through the API.
 pub async fn apply(client: &Client, changes: &[TaintChange]) -> TaintOutcome {
+    apply_while(client, changes, || true).await
+}
+
+/// Applies taint changes, checking `may_write` right before each patch (a change it refuses is
+/// reported as failed and retried next time).
+pub async fn apply_while(
+    client: &Client,
+    changes: &[TaintChange],
+    may_write: impl Fn() -> bool,
+) -> TaintOutcome {
     let api: Api<Node> = Api::all(client.clone());
+    let may_write = &may_write;
     let results: Vec<(TaintChange, Result<bool, String>)> = stream::iter(changes.iter().cloned())
         .map(|change| {
             let api = api.clone();
             async move {
-                let result = apply_one(&api, &change).await;
+                let result = apply_one(&api, &change, may_write).await;
                 (change, result)
             }
         })
@@ -181,7 +224,11 @@ pub async fn apply(client: &Client, changes: &[TaintChange]) -> TaintOutcome {
 }
 
 /// Reads the node, and patches its taints if they still need the change. `Ok(false)`: nothing to do.
-async fn apply_one(api: &Api<Node>, change: &TaintChange) -> Result<bool, String> {
+async fn apply_one(
+    api: &Api<Node>,
+    change: &TaintChange,
+    may_write: &impl Fn() -> bool,
+) -> Result<bool, String> {
     let mut last_error = String::new();
     for _ in 0..ATTEMPTS {
         let node = match api.get(&change.node).await {
@@ -197,6 +244,9 @@ async fn apply_one(api: &Api<Node>, change: &TaintChange) -> Result<bool, String
         let Some(taints) = updated_taints(&current, change.zone.as_deref()) else {
             return Ok(false);
         };
+        if !may_write() {
+            return Err("not the leader any more".to_owned());
+        }
         let patch = json!({
             "metadata": {"resourceVersion": node.metadata.resource_version},
             "spec": {"taints": if taints.is_empty() { serde_json::Value::Null } else { json!(taints) }},
