@@ -1,4 +1,4 @@
-//! The command line: `tidal run`, `tidal report`, `tidal crds`.
+//! The command line: `tidal run`, `tidal report`, `tidal crds`, `tidal webhook`.
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
@@ -37,6 +37,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Print the CustomResourceDefinitions tidal installs (RevocableZone, DeschedulingPolicy).
     Crds,
+    /// Serve the admission webhook that keeps pods off revocable nodes they may not use (see
+    /// docs/admission.md).
+    Webhook(crate::admission::WebhookArgs),
 }
 
 #[derive(Debug, Args)]
@@ -184,7 +187,7 @@ impl Command {
     /// Whether the command talks to a cluster (and so needs the async runtime).
     pub fn is_live(&self) -> bool {
         match self {
-            Command::Run(_) => true,
+            Command::Run(_) | Command::Webhook(_) => true,
             Command::Report(args) => args.clusters.is_empty(),
             Command::Crds => false,
         }
@@ -193,6 +196,7 @@ impl Command {
     pub fn log_format(&self) -> LogFormat {
         match self {
             Command::Run(args) => args.log_format,
+            Command::Webhook(args) => args.log_format,
             _ => LogFormat::Text,
         }
     }
@@ -204,11 +208,12 @@ pub fn run_offline(command: &Command) -> anyhow::Result<String> {
         Command::Crds => Ok(api::crds_yaml()),
         Command::Report(args) => report(args),
         Command::Run(_) => anyhow::bail!("`tidal run` needs a cluster"),
+        Command::Webhook(_) => anyhow::bail!("`tidal webhook` needs a cluster"),
     }
 }
 
 /// Runs a command against a live cluster until it is done or `shutdown` is cancelled; returns what to
-/// print (nothing for `run`).
+/// print (nothing for `run` and `webhook`).
 pub async fn run_live(
     command: &Command,
     shutdown: tokio_util::sync::CancellationToken,
@@ -216,6 +221,10 @@ pub async fn run_live(
     match command {
         Command::Run(args) => {
             controller::run(args.controller_config()?, shutdown).await?;
+            Ok(None)
+        }
+        Command::Webhook(args) => {
+            crate::admission::run(args.clone(), shutdown).await?;
             Ok(None)
         }
         Command::Report(args) => report_live(args).await.map(Some),

@@ -6,6 +6,7 @@
 //! and the live controller's adapters (`controller`, `evictor`, `leader`, `status`, `server`,
 //! `metrics`).
 
+pub mod admission;
 pub mod api;
 pub mod cli;
 pub mod cluster;
@@ -22,5 +23,6 @@ pub mod server;
 pub mod status;
 pub mod strategies;
 pub mod synthetic;
+pub mod taints;
 pub mod watch;
 pub mod windows;

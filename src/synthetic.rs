@@ -892,6 +892,7 @@ fn zones(spec: &SyntheticSpec) -> Vec<RevocableZone> {
                     time_zone: time_zone.to_owned(),
                     evict_period: GoDuration::from_secs(60 * (1 + i as u64 % 5)),
                     drain_before: GoDuration::from_secs(600),
+                    taint_when_closed: true,
                 },
             );
             zone.status = (i % 2 == 0).then(|| RevocableZoneStatus {

@@ -341,6 +341,7 @@ fn zone(slot: u8, window: u8, last_round: Option<u16>) -> ZoneInfo {
             time_zone: "UTC".into(),
             evict_period: GoDuration::from_secs(60),
             drain_before: GoDuration::default(),
+            taint_when_closed: true,
         },
     );
     zone.status = last_round.map(|round| RevocableZoneStatus {

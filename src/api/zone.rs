@@ -46,6 +46,10 @@ pub struct RevocableZoneSpec {
     /// Start evicting this long before a window closes, so that pods are gone when the other system arrives.
     #[serde(default)]
     pub drain_before: GoDuration,
+    /// Keep a `tidal.dev/zone-closed:NoSchedule` taint on the zone's nodes while it is closed (or draining),
+    /// so that no scheduler even tries to place pods there; removed when the zone opens.
+    #[serde(default = "default_taint_when_closed")]
+    pub taint_when_closed: bool,
 }
 
 /// One daily window.
@@ -90,6 +94,10 @@ pub struct RevocableZoneStatus {
 
 fn default_time_zone() -> String {
     "UTC".to_owned()
+}
+
+fn default_taint_when_closed() -> bool {
+    true
 }
 
 fn default_evict_period() -> GoDuration {

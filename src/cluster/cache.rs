@@ -337,6 +337,10 @@ impl ClusterCache {
         self.policies.get(&name.to_owned())
     }
 
+    pub fn podgroup(&self, key: &ObjectKey) -> Option<&Arc<PodGroupInfo>> {
+        self.podgroups.get(key)
+    }
+
     pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
         self.nodes
             .get(&name.to_owned())
@@ -361,6 +365,7 @@ mod tests {
                 time_zone: "UTC".to_owned(),
                 evict_period: GoDuration::from_secs(60),
                 drain_before: GoDuration::from_secs(0),
+                taint_when_closed: true,
             },
         );
         let mut cache = ClusterCache::new();

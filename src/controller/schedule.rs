@@ -272,6 +272,7 @@ mod tests {
                 time_zone: "UTC".to_owned(),
                 evict_period: GoDuration::from_secs(evict_period),
                 drain_before: GoDuration::from_secs(drain_before),
+                taint_when_closed: true,
             },
         );
         ZoneInfo::from_zone(&zone).unwrap()

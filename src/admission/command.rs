@@ -1,0 +1,153 @@
+//! `tidal webhook`: the admission webhook process. Its own cache of nodes, pods, zones and PodGroups
+//! is fed by watches; requests are answered from it.
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+
+use anyhow::Context;
+use clap::Args;
+use kube::{
+    Client, Config,
+    config::{KubeConfigOptions, Kubeconfig},
+};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info};
+
+use super::{
+    server::{self, WebhookState},
+    tls::CertStore,
+};
+use crate::{
+    cluster::{ObjectKind, SharedCache},
+    watch::{self, WatchObserver, WatchPlan},
+};
+
+/// The kinds the webhook decides from.
+pub const WATCHED: [ObjectKind; 4] = [
+    ObjectKind::Node,
+    ObjectKind::Pod,
+    ObjectKind::RevocableZone,
+    ObjectKind::PodGroup,
+];
+
+#[derive(Debug, Clone, Args)]
+pub struct WebhookArgs {
+    /// PEM certificate (chain) served on --listen. Reloaded when the file changes.
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: PathBuf,
+    /// PEM private key of --tls-cert. Reloaded when the file changes.
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: PathBuf,
+    /// HTTPS address: /mutate-pods, /validate-pods, /validate-bindings, /healthz, /readyz.
+    #[arg(long, default_value = "0.0.0.0:8443")]
+    pub listen: SocketAddr,
+    /// Plain HTTP address for /metrics (and /healthz, /readyz).
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    pub metrics_addr: SocketAddr,
+    /// Kubeconfig file. Default: in-cluster service account, else $KUBECONFIG or ~/.kube/config.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context. Default: the current context.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Log format on stderr.
+    #[arg(long, value_enum, default_value_t = crate::cli::LogFormat::Text)]
+    pub log_format: crate::cli::LogFormat,
+    /// How long a request may wait for a pod, node or PodGroup that tidal's watches have not delivered
+    /// yet (the scheduler may bind a pod before the webhook sees it). Keep well under the webhook's
+    /// timeoutSeconds.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub lookup_wait: Duration,
+    /// How often the certificate files are checked for changes.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub cert_reload_interval: Duration,
+}
+
+/// Builds a client the standard way: explicit kubeconfig/context, else in-cluster, else kubeconfig.
+pub async fn client(
+    kubeconfig: Option<&PathBuf>,
+    context: Option<&String>,
+) -> anyhow::Result<Client> {
+    let options = KubeConfigOptions {
+        context: context.cloned(),
+        ..KubeConfigOptions::default()
+    };
+    let config = match kubeconfig {
+        Some(path) => {
+            let file = Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            Config::from_custom_kubeconfig(file, &options).await?
+        }
+        None if context.is_some() => Config::from_kubeconfig(&options).await?,
+        None => Config::infer()
+            .await
+            .context("no in-cluster service account and no usable kubeconfig")?,
+    };
+    Client::try_from(config).context("building the Kubernetes client")
+}
+
+/// Runs the webhook until `shutdown` is cancelled (SIGTERM, Ctrl-C).
+pub async fn run(args: WebhookArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
+    // Only ring is compiled in; installing it explicitly keeps rustls from guessing.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let certs = Arc::new(
+        CertStore::load(&args.tls_cert, &args.tls_key)
+            .context("loading the webhook certificate")?,
+    );
+    let tls = Arc::new(certs.server_config()?);
+    let client = client(args.kubeconfig.as_ref(), args.context.as_ref()).await?;
+
+    let cache = SharedCache::new(&WATCHED);
+    let state = WebhookState::new(cache.clone(), args.lookup_wait);
+    let observer: Arc<dyn WatchObserver> = state.metrics.clone();
+    let plan = WatchPlan {
+        kinds: WATCHED.to_vec(),
+    };
+    for task in watch::start(client, cache.clone(), &plan, observer).await {
+        tokio::spawn(task);
+    }
+    {
+        let cache = cache.clone();
+        tokio::spawn(async move {
+            cache.wait_synced().await;
+            info!("cache synced: admission checks active");
+        });
+    }
+    {
+        let metrics = state.metrics.clone();
+        tokio::spawn(
+            Arc::clone(&certs).watch(args.cert_reload_interval, move || metrics.cert_reloaded()),
+        );
+    }
+
+    let https = TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let plain = TcpListener::bind(args.metrics_addr)
+        .await
+        .with_context(|| format!("listening on {}", args.metrics_addr))?;
+    info!(listen = %args.listen, metrics = %args.metrics_addr, "tidal webhook serving");
+
+    let metrics_server = tokio::spawn(server::serve_plain(
+        plain,
+        server::metrics_router(state.clone()),
+        shutdown.clone().cancelled_owned(),
+    ));
+    let https_server = tokio::spawn(server::serve_tls(
+        https,
+        tls,
+        server::router(state),
+        shutdown.clone().cancelled_owned(),
+    ));
+    shutdown.cancelled().await;
+    info!("shutting down");
+    if let Err(error) = https_server.await {
+        error!(%error, "HTTPS server task failed");
+    }
+    match metrics_server.await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => error!(%error, "metrics server failed"),
+        Err(error) => error!(%error, "metrics server task failed"),
+    }
+    Ok(())
+}

@@ -1,0 +1,402 @@
+//! The mutation a pod gets at CREATE, as a JSON patch: a required node-affinity term keeping a
+//! non-preemptable pod off revocable nodes (rule 1), or a preferred term drawing a preemptable pod to
+//! them (rule 3). The user's own terms are kept: required terms are ORed by Kubernetes, so our
+//! requirement is ANDed into each of them rather than added as a term of its own.
+
+use k8s_openapi::api::core::v1::{
+    Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+    PreferredSchedulingTerm,
+};
+use serde_json::{Value, json};
+
+use super::placement::{Preemptable, is_exempt};
+use crate::{cluster::PodInfo, keys};
+
+/// Weight of the preferred term toward revocable nodes: the maximum, as Volcano's TDM gives
+/// preemptable pods its top node score there.
+pub const PREFERRED_WEIGHT: i32 = 100;
+
+/// What a pod CREATE gets: a patch (empty when nothing changes) and warnings for the client.
+#[derive(Debug, Default)]
+pub struct Mutation {
+    pub patch: json_patch::Patch,
+    pub warnings: Vec<String>,
+}
+
+impl Mutation {
+    pub fn is_empty(&self) -> bool {
+        self.patch.0.is_empty()
+    }
+}
+
+/// The requirement of rule 1: no revocable-zone label.
+pub fn off_revocable_nodes() -> NodeSelectorRequirement {
+    NodeSelectorRequirement {
+        key: keys::REVOCABLE_ZONE.to_owned(),
+        operator: "DoesNotExist".to_owned(),
+        values: None,
+    }
+}
+
+/// The preference of rule 3: any revocable node, or the nodes of the one zone the pod opted into.
+pub fn toward_revocable_nodes(zone_opt_in: Option<&str>) -> NodeSelectorRequirement {
+    match zone_opt_in {
+        Some(zone) if zone != "*" && !zone.is_empty() => NodeSelectorRequirement {
+            key: keys::REVOCABLE_ZONE.to_owned(),
+            operator: "In".to_owned(),
+            values: Some(vec![zone.to_owned()]),
+        },
+        _ => NodeSelectorRequirement {
+            key: keys::REVOCABLE_ZONE.to_owned(),
+            operator: "Exists".to_owned(),
+            values: None,
+        },
+    }
+}
+
+/// Computes the patch for `pod` (the object being created), whose tidal settings are read into `info`
+/// and whose preemptability (pod, else PodGroup) is `preemptable`.
+pub fn mutate(pod: &Pod, info: &PodInfo, preemptable: &Preemptable) -> Mutation {
+    let Some(spec) = &pod.spec else {
+        return Mutation::default();
+    };
+    // Node agents belong to their node; a pod with spec.nodeName skips the scheduler, so affinity
+    // would only make the kubelet reject it: the validating webhook judges those instead.
+    if is_exempt(info) || spec.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
+        return Mutation::default();
+    }
+    let original = spec.affinity.clone();
+    let mut affinity = original.clone().unwrap_or_default();
+    let mut warnings = Vec::new();
+    match preemptable {
+        Preemptable::Unreadable(invalid) => {
+            warnings.push(format!(
+                "tidal: {invalid}; pod admitted unchanged, and it may not be bound to revocable nodes until \
+                 the value is fixed"
+            ));
+            return Mutation {
+                patch: json_patch::Patch(Vec::new()),
+                warnings,
+            };
+        }
+        Preemptable::No => {
+            if asks_for_revocable_nodes(pod) {
+                warnings.push(format!(
+                    "tidal: pod {} asks for revocable nodes but is not preemptable ({}: \"true\" is missing); \
+                     tidal keeps it off them, so it may never be scheduled",
+                    info.key,
+                    keys::PREEMPTABLE
+                ));
+            } else if let Some(zone) = &info.zone_opt_in {
+                warnings.push(format!(
+                    "tidal: pod {} is annotated {}={zone} but is not preemptable, so it is kept off revocable nodes",
+                    info.key,
+                    keys::REVOCABLE_ZONE
+                ));
+            }
+            require(&mut affinity, off_revocable_nodes());
+        }
+        Preemptable::Yes => prefer(
+            &mut affinity,
+            toward_revocable_nodes(info.zone_opt_in.as_deref()),
+        ),
+    }
+    Mutation {
+        patch: affinity_patch(original.as_ref(), &affinity),
+        warnings,
+    }
+}
+
+/// ANDs `requirement` into every required term (or adds the first term). Empty terms match no node;
+/// they stay empty, since adding to them would make them match.
+fn require(affinity: &mut Affinity, requirement: NodeSelectorRequirement) {
+    let node = affinity
+        .node_affinity
+        .get_or_insert_with(NodeAffinity::default);
+    let selector = node
+        .required_during_scheduling_ignored_during_execution
+        .get_or_insert_with(NodeSelector::default);
+    if selector.node_selector_terms.is_empty() {
+        selector.node_selector_terms.push(NodeSelectorTerm {
+            match_expressions: Some(vec![requirement]),
+            match_fields: None,
+        });
+        return;
+    }
+    for term in &mut selector.node_selector_terms {
+        let empty = term.match_expressions.as_ref().is_none_or(Vec::is_empty)
+            && term.match_fields.as_ref().is_none_or(Vec::is_empty);
+        if empty {
+            continue;
+        }
+        let expressions = term.match_expressions.get_or_insert_with(Vec::new);
+        if !expressions.contains(&requirement) {
+            expressions.push(requirement.clone());
+        }
+    }
+}
+
+/// Adds a preferred term with `requirement`, unless the pod already has that very term.
+fn prefer(affinity: &mut Affinity, requirement: NodeSelectorRequirement) {
+    let node = affinity
+        .node_affinity
+        .get_or_insert_with(NodeAffinity::default);
+    let preferred = node
+        .preferred_during_scheduling_ignored_during_execution
+        .get_or_insert_with(Vec::new);
+    let term = PreferredSchedulingTerm {
+        weight: PREFERRED_WEIGHT,
+        preference: NodeSelectorTerm {
+            match_expressions: Some(vec![requirement]),
+            match_fields: None,
+        },
+    };
+    if !preferred.iter().any(|p| p.preference == term.preference) {
+        preferred.push(term);
+    }
+}
+
+/// A pod that selects revocable nodes on purpose (nodeSelector, or a required term naming the label
+/// with `In`/`Exists` in every term).
+fn asks_for_revocable_nodes(pod: &Pod) -> bool {
+    let Some(spec) = &pod.spec else {
+        return false;
+    };
+    if spec
+        .node_selector
+        .as_ref()
+        .is_some_and(|s| s.contains_key(keys::REVOCABLE_ZONE))
+    {
+        return true;
+    }
+    let terms = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|s| s.node_selector_terms.as_slice())
+        .unwrap_or_default();
+    !terms.is_empty()
+        && terms.iter().all(|term| {
+            term.match_expressions.iter().flatten().any(|e| {
+                e.key == keys::REVOCABLE_ZONE && (e.operator == "In" || e.operator == "Exists")
+            })
+        })
+}
+
+/// The JSON patch turning the pod's affinity into `updated`, computed by diffing the two documents
+/// (rooted at the pod, so the paths are the pod's), which keeps every operation as small as possible.
+fn affinity_patch(original: Option<&Affinity>, updated: &Affinity) -> json_patch::Patch {
+    let rooted = |affinity: Option<Value>| match affinity {
+        Some(value) => json!({"spec": {"affinity": value}}),
+        None => json!({"spec": {}}),
+    };
+    // Serializing k8s-openapi types cannot fail; treat a failure as "no change" rather than panic.
+    let before = rooted(original.and_then(|a| serde_json::to_value(a).ok()));
+    let Ok(after) = serde_json::to_value(updated) else {
+        return json_patch::Patch(Vec::new());
+    };
+    json_patch::diff(&before, &rooted(Some(after)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(extra_spec: Value, annotations: Value) -> (Pod, PodInfo) {
+        let mut spec = json!({"containers": [{"name": "c", "image": "busybox"}]});
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra_spec.as_object()) {
+            spec.extend(extra.clone());
+        }
+        let pod: Pod = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "annotations": annotations},
+            "spec": spec
+        }))
+        .unwrap();
+        let info = PodInfo::from_pod(&pod).unwrap();
+        (pod, info)
+    }
+
+    /// The pod's affinity after applying the mutation's patch to the pod's JSON.
+    fn patched_affinity(pod: &Pod, mutation: &Mutation) -> Value {
+        let mut doc = serde_json::to_value(pod).unwrap();
+        json_patch::patch(&mut doc, &mutation.patch).unwrap();
+        doc["spec"]["affinity"].clone()
+    }
+
+    const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
+    const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
+
+    #[test]
+    fn non_preemptable_pod_without_affinity_gets_one_required_term() {
+        let (p, info) = pod(json!({}), json!({}));
+        let m = mutate(&p, &info, &Preemptable::No);
+        assert_eq!(
+            patched_affinity(&p, &m),
+            json!({"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "volcano.sh/revocable-zone", "operator": "DoesNotExist"}]}
+            ]}}})
+        );
+        assert!(m.warnings.is_empty());
+    }
+
+    #[test]
+    fn requirement_is_anded_into_every_user_term_and_nothing_else_changes() {
+        let (p, info) = pod(
+            json!({"affinity": {
+                "nodeAffinity": {
+                    REQUIRED: {"nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]},
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n7"]}]},
+                        {}
+                    ]},
+                    PREFERRED: [{"weight": 5, "preference": {"matchExpressions": [
+                        {"key": "gpu", "operator": "Exists"}]}}]
+                },
+                "podAntiAffinity": {REQUIRED: [{"topologyKey": "kubernetes.io/hostname",
+                    "labelSelector": {"matchLabels": {"app": "x"}}}]}
+            }}),
+            json!({}),
+        );
+        let m = mutate(&p, &info, &Preemptable::No);
+        let rule = json!({"key": "volcano.sh/revocable-zone", "operator": "DoesNotExist"});
+        let affinity = patched_affinity(&p, &m);
+        assert_eq!(
+            affinity["nodeAffinity"][REQUIRED]["nodeSelectorTerms"],
+            json!([
+                {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}, rule]},
+                {"matchExpressions": [rule],
+                 "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n7"]}]},
+                {}
+            ])
+        );
+        // The user's preferred term and pod anti-affinity survive untouched.
+        assert_eq!(
+            affinity["nodeAffinity"][PREFERRED],
+            json!([{"weight": 5, "preference": {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}}])
+        );
+        assert_eq!(
+            affinity["podAntiAffinity"][REQUIRED][0]["topologyKey"],
+            "kubernetes.io/hostname"
+        );
+        // Small operations, not a replacement of the user's affinity.
+        assert!(
+            m.patch
+                .0
+                .iter()
+                .all(|op| matches!(op, json_patch::PatchOperation::Add(_)))
+        );
+    }
+
+    #[test]
+    fn mutation_is_idempotent() {
+        let (p, info) = pod(json!({}), json!({}));
+        let first = mutate(&p, &info, &Preemptable::No);
+        let mut doc = serde_json::to_value(&p).unwrap();
+        json_patch::patch(&mut doc, &first.patch).unwrap();
+        let again: Pod = serde_json::from_value(doc).unwrap();
+        assert!(mutate(&again, &info, &Preemptable::No).is_empty());
+
+        let (p, info) = pod(json!({}), json!({}));
+        let first = mutate(&p, &info, &Preemptable::Yes);
+        let mut doc = serde_json::to_value(&p).unwrap();
+        json_patch::patch(&mut doc, &first.patch).unwrap();
+        let again: Pod = serde_json::from_value(doc).unwrap();
+        assert!(mutate(&again, &info, &Preemptable::Yes).is_empty());
+    }
+
+    #[test]
+    fn preemptable_pod_prefers_revocable_nodes_keeping_user_preferences() {
+        let (p, info) = pod(
+            json!({"affinity": {"nodeAffinity": {PREFERRED: [
+                {"weight": 10, "preference": {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}}
+            ]}}}),
+            json!({"volcano.sh/preemptable": "true"}),
+        );
+        let m = mutate(&p, &info, &Preemptable::Yes);
+        assert_eq!(
+            patched_affinity(&p, &m)["nodeAffinity"][PREFERRED],
+            json!([
+                {"weight": 10, "preference": {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}},
+                {"weight": 100, "preference": {"matchExpressions": [
+                    {"key": "volcano.sh/revocable-zone", "operator": "Exists"}]}}
+            ])
+        );
+        assert!(
+            patched_affinity(&p, &m)["nodeAffinity"]
+                .get(REQUIRED)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_pod_opted_into_one_zone_prefers_that_zone() {
+        let (p, info) = pod(
+            json!({}),
+            json!({"volcano.sh/preemptable": "true", "volcano.sh/revocable-zone": "z2"}),
+        );
+        let m = mutate(&p, &info, &Preemptable::Yes);
+        assert_eq!(
+            patched_affinity(&p, &m)["nodeAffinity"][PREFERRED][0]["preference"],
+            json!({"matchExpressions": [{"key": "volcano.sh/revocable-zone", "operator": "In", "values": ["z2"]}]})
+        );
+    }
+
+    #[test]
+    fn unreadable_annotation_admits_unchanged_with_a_warning() {
+        let (p, info) = pod(json!({}), json!({"volcano.sh/preemptable": "yes please"}));
+        let preemptable = super::super::placement::preemptable(&info, None);
+        let m = mutate(&p, &info, &preemptable);
+        assert!(m.is_empty());
+        assert_eq!(m.warnings.len(), 1);
+        assert!(
+            m.warnings[0].contains("volcano.sh/preemptable=\"yes please\""),
+            "{:?}",
+            m.warnings
+        );
+    }
+
+    #[test]
+    fn pods_with_node_name_and_daemonset_pods_are_left_alone() {
+        let (p, info) = pod(json!({"nodeName": "n1"}), json!({}));
+        assert!(mutate(&p, &info, &Preemptable::No).is_empty());
+
+        let mut ds: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "agent-x", "namespace": "ns", "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "u", "controller": true}]},
+            "spec": {"containers": [{"name": "c"}]}
+        }))
+        .unwrap();
+        let info = PodInfo::from_pod(&ds).unwrap();
+        assert!(mutate(&ds, &info, &Preemptable::No).is_empty());
+        ds.spec = None;
+        assert!(mutate(&ds, &info, &Preemptable::No).is_empty());
+    }
+
+    #[test]
+    fn non_preemptable_pod_asking_for_revocable_nodes_is_warned() {
+        let (p, info) = pod(
+            json!({"nodeSelector": {"volcano.sh/revocable-zone": "z1"}}),
+            json!({}),
+        );
+        let m = mutate(&p, &info, &Preemptable::No);
+        assert!(!m.is_empty());
+        assert!(
+            m.warnings[0].contains("may never be scheduled"),
+            "{:?}",
+            m.warnings
+        );
+
+        let (p, info) = pod(json!({}), json!({"volcano.sh/revocable-zone": "*"}));
+        let m = mutate(&p, &info, &Preemptable::No);
+        assert!(
+            m.warnings[0].contains("is not preemptable"),
+            "{:?}",
+            m.warnings
+        );
+    }
+}

@@ -1,0 +1,423 @@
+//! The placement rules for revocable nodes, as pure functions of plain data:
+//!
+//! 1. a non-preemptable pod is never bound to a revocable node (one labelled `volcano.sh/revocable-zone`);
+//! 2. a preemptable pod is bound to a revocable node only while that node's zone is open;
+//! 3. preemptable pods prefer revocable nodes (see `mutate`).
+//!
+//! They agree with the TDM strategy's notion of a placement violation, so that what admission lets
+//! through is exactly what the controller's sweep leaves alone.
+
+use jiff::Timestamp;
+
+use crate::{
+    cluster::{InvalidValue, NodeInfo, PodGroupInfo, PodInfo, Setting, ZoneInfo},
+    keys,
+};
+
+/// Whether a pod may be preempted, from the pod's own label/annotation, else its PodGroup's.
+///
+/// Unlike planning, admission has no policy at hand, so an unset value means "not preemptable": the
+/// policy default is off, and keeping a pod off revocable nodes never disrupts anything.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Preemptable {
+    Yes,
+    No,
+    /// The value does not parse: admission cannot tell, and never guesses in the pod's favour.
+    Unreadable(InvalidValue),
+}
+
+pub fn preemptable(pod: &PodInfo, group: Option<&PodGroupInfo>) -> Preemptable {
+    let setting = pod
+        .preemptable
+        .clone()
+        .or_else(|| group.map_or(Setting::Unset, |g| g.preemptable.clone()));
+    match setting {
+        Setting::Valid(true) => Preemptable::Yes,
+        Setting::Valid(false) | Setting::Unset => Preemptable::No,
+        Setting::Invalid(invalid) => Preemptable::Unreadable(invalid),
+    }
+}
+
+/// The pod's own `volcano.sh/preemptable` says nothing, so its PodGroup (if it names one) decides.
+pub fn needs_podgroup(pod: &PodInfo) -> bool {
+    !pod.preemptable.is_set() && pod.group_name.is_some()
+}
+
+/// An admission answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Allow { warnings: Vec<String> },
+    Deny(String),
+}
+
+impl Verdict {
+    pub fn allow() -> Verdict {
+        Verdict::Allow {
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn allow_with(warning: impl Into<String>) -> Verdict {
+        Verdict::Allow {
+            warnings: vec![warning.into()],
+        }
+    }
+
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Verdict::Allow { .. })
+    }
+
+    /// Adds warnings: to the list of an allowing verdict, to the message of a denial.
+    pub fn with_warnings(self, extra: Vec<String>) -> Verdict {
+        match self {
+            Verdict::Allow { mut warnings } => {
+                warnings.extend(extra);
+                Verdict::Allow { warnings }
+            }
+            Verdict::Deny(message) if !extra.is_empty() => {
+                Verdict::Deny(format!("{message} ({})", extra.join("; ")))
+            }
+            deny => deny,
+        }
+    }
+}
+
+/// Exempt from the rules: DaemonSet and static (mirror) pods belong to their node. Applying the rules
+/// to them would keep node agents (CNI, log shippers) off revocable nodes, and TDM never evicts them.
+pub fn is_exempt(pod: &PodInfo) -> bool {
+    pod.is_node_bound()
+}
+
+/// May `pod` be bound to `node` at `now`? `zone` is the RevocableZone named by the node's label, if
+/// one exists; `group` the pod's PodGroup, if it names one that exists.
+pub fn check_binding(
+    pod: &PodInfo,
+    group: Option<&PodGroupInfo>,
+    node: &NodeInfo,
+    zone: Option<&ZoneInfo>,
+    now: Timestamp,
+) -> Verdict {
+    let Some(zone_name) = node.revocable_zone.as_deref() else {
+        return Verdict::allow();
+    };
+    if is_exempt(pod) {
+        return Verdict::allow();
+    }
+    let pod_key = &pod.key;
+    let node_name = &node.name;
+    match preemptable(pod, group) {
+        Preemptable::Yes => {}
+        Preemptable::No => {
+            return Verdict::Deny(format!(
+                "tidal: pod {pod_key} is not preemptable and may not run on node {node_name} of revocable zone \
+                 {zone_name}; label or annotate it (or its PodGroup) {}: \"true\" to allow it there",
+                keys::PREEMPTABLE
+            ));
+        }
+        Preemptable::Unreadable(invalid) => {
+            return Verdict::Deny(format!(
+                "tidal: {invalid}; tidal cannot tell whether pod {pod_key} is preemptable, so it may not run \
+                 on node {node_name} of revocable zone {zone_name}"
+            ));
+        }
+    }
+    if let Some(opted) = pod.zone_opt_in.as_deref()
+        && opted != "*"
+        && opted != zone_name
+    {
+        return Verdict::Deny(format!(
+            "tidal: pod {pod_key} is annotated {}={opted} but node {node_name} is in revocable zone {zone_name}",
+            keys::REVOCABLE_ZONE
+        ));
+    }
+    let Some(zone) = zone else {
+        return Verdict::allow_with(format!(
+            "tidal: node {node_name} is labelled {}={zone_name} but there is no RevocableZone {zone_name}, \
+             so tidal does not manage it",
+            keys::REVOCABLE_ZONE
+        ));
+    };
+    let schedule = match &zone.schedule {
+        Ok(schedule) => schedule,
+        Err(error) => {
+            return Verdict::allow_with(format!(
+                "tidal: the windows of RevocableZone {zone_name} cannot be read ({error}); placement not checked"
+            ));
+        }
+    };
+    let state = schedule.state_at(now, zone.spec.drain_before.as_std());
+    if !state.evicting() {
+        return Verdict::allow();
+    }
+    let next = state
+        .next_change
+        .map_or_else(|| "never".to_owned(), |t| t.to_string());
+    let why = if state.open {
+        // Draining: TDM is already evicting this zone's pods, so a pod placed now would be evicted at once.
+        format!(
+            "closes at {next} and is draining (drainBefore {})",
+            zone.spec.drain_before
+        )
+    } else {
+        format!("is closed until {next}")
+    };
+    Verdict::Deny(format!(
+        "tidal: revocable zone {zone_name} {why}; pod {pod_key} may not be bound to its node {node_name}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use serde_json::json;
+
+    use super::*;
+    use crate::api::RevocableZone;
+
+    fn pod(labels: serde_json::Value, annotations: serde_json::Value) -> PodInfo {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "ns", "labels": labels, "annotations": annotations},
+            "spec": {"containers": [{"name": "c"}]}
+        }))
+        .unwrap();
+        PodInfo::from_pod(&pod).unwrap()
+    }
+
+    fn node(zone: Option<&str>) -> NodeInfo {
+        let labels: BTreeMap<String, String> = zone
+            .map(|z| (keys::REVOCABLE_ZONE.to_owned(), z.to_owned()))
+            .into_iter()
+            .collect();
+        let node: Node =
+            serde_json::from_value(json!({"metadata": {"name": "n1", "labels": labels}})).unwrap();
+        NodeInfo::from_node(&node).unwrap()
+    }
+
+    fn zone(windows: &[&str], drain: &str) -> ZoneInfo {
+        let windows: Vec<_> = windows.iter().map(|w| json!({"time": w})).collect();
+        let zone: RevocableZone = serde_json::from_value(json!({
+            "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
+            "metadata": {"name": "z1"},
+            "spec": {"windows": windows, "drainBefore": drain}
+        }))
+        .unwrap();
+        ZoneInfo::from_zone(&zone).unwrap()
+    }
+
+    fn at(hhmm: &str) -> Timestamp {
+        format!("2026-03-04T{hhmm}:00Z").parse().unwrap()
+    }
+
+    fn preemptable_pod() -> PodInfo {
+        pod(json!({}), json!({"volcano.sh/preemptable": "true"}))
+    }
+
+    #[test]
+    fn preemptable_comes_from_the_pod_then_its_podgroup_and_defaults_to_no() {
+        let group = |value: &str| PodGroupInfo {
+            key: crate::cluster::ObjectKey::new("ns", "g"),
+            preemptable: Setting::Valid(value == "true"),
+            budget: Setting::Unset,
+            min_member: None,
+        };
+        assert_eq!(
+            preemptable(&pod(json!({}), json!({})), None),
+            Preemptable::No
+        );
+        assert_eq!(
+            preemptable(&pod(json!({}), json!({})), Some(&group("true"))),
+            Preemptable::Yes
+        );
+        // The pod's own label beats its group.
+        assert_eq!(
+            preemptable(
+                &pod(json!({"volcano.sh/preemptable": "false"}), json!({})),
+                Some(&group("true"))
+            ),
+            Preemptable::No
+        );
+        assert!(matches!(
+            preemptable(
+                &pod(json!({}), json!({"volcano.sh/preemptable": "yes"})),
+                None
+            ),
+            Preemptable::Unreadable(_)
+        ));
+    }
+
+    #[test]
+    fn ordinary_nodes_take_anything() {
+        let verdict = check_binding(
+            &pod(json!({}), json!({})),
+            None,
+            &node(None),
+            None,
+            at("12:00"),
+        );
+        assert_eq!(verdict, Verdict::allow());
+    }
+
+    #[test]
+    fn rule_1_non_preemptable_pods_stay_off_revocable_nodes() {
+        let z = zone(&["08:00-21:00"], "0s");
+        let verdict = check_binding(
+            &pod(json!({}), json!({})),
+            None,
+            &node(Some("z1")),
+            Some(&z),
+            at("12:00"),
+        );
+        let Verdict::Deny(message) = verdict else {
+            panic!("expected a denial")
+        };
+        assert!(message.contains("ns/p is not preemptable"), "{message}");
+        assert!(
+            message.contains("node n1 of revocable zone z1"),
+            "{message}"
+        );
+        // Also when no RevocableZone exists: the rule is about the node label.
+        assert!(
+            !check_binding(
+                &pod(json!({}), json!({})),
+                None,
+                &node(Some("z1")),
+                None,
+                at("12:00")
+            )
+            .is_allowed()
+        );
+    }
+
+    #[test]
+    fn rule_2_preemptable_pods_only_while_the_zone_is_open() {
+        let z = zone(&["08:00-21:00"], "0s");
+        let open = check_binding(
+            &preemptable_pod(),
+            None,
+            &node(Some("z1")),
+            Some(&z),
+            at("12:00"),
+        );
+        assert_eq!(open, Verdict::allow());
+        let Verdict::Deny(message) = check_binding(
+            &preemptable_pod(),
+            None,
+            &node(Some("z1")),
+            Some(&z),
+            at("22:00"),
+        ) else {
+            panic!("closed zone must deny")
+        };
+        assert!(
+            message.contains("zone z1 is closed until 2026-03-05T08:00:00Z"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_draining_zone_takes_no_new_pods() {
+        let z = zone(&["08:00-21:00"], "1h");
+        let Verdict::Deny(message) = check_binding(
+            &preemptable_pod(),
+            None,
+            &node(Some("z1")),
+            Some(&z),
+            at("20:30"),
+        ) else {
+            panic!("draining zone must deny")
+        };
+        assert!(
+            message.contains("draining (drainBefore 1h0m0s)"),
+            "{message}"
+        );
+        assert!(
+            check_binding(
+                &preemptable_pod(),
+                None,
+                &node(Some("z1")),
+                Some(&z),
+                at("19:30")
+            )
+            .is_allowed()
+        );
+    }
+
+    #[test]
+    fn zone_opt_in_must_match_the_node_zone() {
+        let z = zone(&["00:00-00:00"], "0s");
+        let opted = |value: &str| {
+            pod(
+                json!({}),
+                json!({"volcano.sh/preemptable": "true", "volcano.sh/revocable-zone": value}),
+            )
+        };
+        let n = node(Some("z1"));
+        assert!(check_binding(&opted("*"), None, &n, Some(&z), at("12:00")).is_allowed());
+        assert!(check_binding(&opted("z1"), None, &n, Some(&z), at("12:00")).is_allowed());
+        let Verdict::Deny(message) = check_binding(&opted("z2"), None, &n, Some(&z), at("12:00"))
+        else {
+            panic!("other zone must deny")
+        };
+        assert!(
+            message.contains("volcano.sh/revocable-zone=z2"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn unreadable_preemptable_is_denied_with_key_and_value() {
+        let z = zone(&["00:00-00:00"], "0s");
+        let bad = pod(json!({}), json!({"volcano.sh/preemptable": "maybe"}));
+        let Verdict::Deny(message) =
+            check_binding(&bad, None, &node(Some("z1")), Some(&z), at("12:00"))
+        else {
+            panic!("unreadable must deny")
+        };
+        assert!(
+            message.contains("volcano.sh/preemptable=\"maybe\""),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn unmanaged_or_unreadable_zones_allow_with_a_warning() {
+        let Verdict::Allow { warnings } = check_binding(
+            &preemptable_pod(),
+            None,
+            &node(Some("z1")),
+            None,
+            at("12:00"),
+        ) else {
+            panic!("unknown zone allows")
+        };
+        assert!(warnings[0].contains("no RevocableZone z1"));
+        let mut broken = zone(&["08:00-21:00"], "0s");
+        broken.schedule = Err("unknown time zone".to_owned());
+        let Verdict::Allow { warnings } = check_binding(
+            &preemptable_pod(),
+            None,
+            &node(Some("z1")),
+            Some(&broken),
+            at("12:00"),
+        ) else {
+            panic!("unreadable zone allows")
+        };
+        assert!(warnings[0].contains("cannot be read"));
+    }
+
+    #[test]
+    fn daemonset_pods_are_exempt() {
+        let ds: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "agent", "namespace": "ns", "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "u", "controller": true}
+            ]},
+            "spec": {"containers": [{"name": "c"}]}
+        }))
+        .unwrap();
+        let ds = PodInfo::from_pod(&ds).unwrap();
+        let z = zone(&["08:00-21:00"], "0s");
+        assert!(check_binding(&ds, None, &node(Some("z1")), Some(&z), at("23:00")).is_allowed());
+    }
+}

@@ -1,0 +1,763 @@
+//! AdmissionReviews in and out: parsing that never panics, and the decision for each endpoint taken
+//! from tidal's cache (never from the API server: a binding carries neither pod nor node labels, and
+//! the webhook must answer within the API server's timeout).
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Binding, Pod};
+use kube::core::{
+    DynamicObject,
+    admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation},
+};
+
+use super::{
+    mutate::{Mutation, mutate},
+    placement::{Verdict, check_binding, needs_podgroup, preemptable},
+};
+use crate::cluster::{ClusterCache, ObjectKey, PodGroupInfo, PodInfo};
+
+/// The webhook's endpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Endpoint {
+    /// `POST /mutate-pods`: pod CREATE.
+    MutatePods,
+    /// `POST /validate-pods`: pod CREATE with `spec.nodeName` set.
+    ValidatePods,
+    /// `POST /validate-bindings`: `pods/binding` CREATE.
+    ValidateBindings,
+}
+
+impl Endpoint {
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::MutatePods => "/mutate-pods",
+            Endpoint::ValidatePods => "/validate-pods",
+            Endpoint::ValidateBindings => "/validate-bindings",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Endpoint::MutatePods => "mutate-pods",
+            Endpoint::ValidatePods => "validate-pods",
+            Endpoint::ValidateBindings => "validate-bindings",
+        }
+    }
+}
+
+/// A request body that is not an AdmissionReview with a request. Answered with HTTP 400 and this text.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ReviewError {
+    #[error("the body is not an admission.k8s.io AdmissionReview: {0}")]
+    Malformed(String),
+    #[error("the AdmissionReview has no request")]
+    NoRequest,
+}
+
+pub type Request = AdmissionRequest<DynamicObject>;
+
+/// Parses an AdmissionReview, naming the field that does not fit when it fails.
+pub fn parse_review(body: &[u8]) -> Result<Request, ReviewError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ReviewError::Malformed(
+            "the request body is empty".to_owned(),
+        ));
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let review: AdmissionReview<DynamicObject> =
+        serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+            let path = e.path().to_string();
+            if path == "." || path == "?" {
+                ReviewError::Malformed(e.into_inner().to_string())
+            } else {
+                ReviewError::Malformed(format!("at {path}: {}", e.into_inner()))
+            }
+        })?;
+    review.try_into().map_err(|_| ReviewError::NoRequest)
+}
+
+/// The answer to one request: a verdict, and for mutations the patch.
+#[derive(Debug)]
+pub struct Answer {
+    pub verdict: Verdict,
+    pub patch: Option<json_patch::Patch>,
+}
+
+impl Answer {
+    fn verdict(verdict: Verdict) -> Answer {
+        Answer {
+            verdict,
+            patch: None,
+        }
+    }
+}
+
+/// One attempt at an answer. An object the decision needs may not have reached the cache yet (the
+/// scheduler can bind a pod before tidal's watch delivers it): the caller retries a little later, and
+/// on its last attempt the decision falls back to a safe answer instead.
+#[derive(Debug)]
+pub enum Attempt {
+    Done(Answer),
+    /// Waiting for this object to reach the cache.
+    Retry(String),
+}
+
+/// Decides `request` on `endpoint` from `cache` at `now`. `last_try` turns a missing object into a
+/// final answer (admitted, with a warning) rather than a retry.
+pub fn decide(
+    endpoint: Endpoint,
+    request: &Request,
+    cache: &ClusterCache,
+    now: Timestamp,
+    last_try: bool,
+) -> Attempt {
+    if request.operation != Operation::Create {
+        return Attempt::Done(Answer::verdict(Verdict::allow()));
+    }
+    match endpoint {
+        Endpoint::MutatePods => mutate_pod(request, cache, last_try),
+        Endpoint::ValidatePods => validate_pod(request, cache, now, last_try),
+        Endpoint::ValidateBindings => validate_binding(request, cache, now, last_try),
+    }
+}
+
+/// The answer for a cache that has not completed its initial lists: let everything through, loudly.
+/// A webhook that is not ready must not block the cluster; the controller's sweep fixes placements later.
+pub fn not_ready_answer(unsynced: &str) -> Answer {
+    Answer::verdict(Verdict::allow_with(format!(
+        "tidal webhook is starting (waiting for {unsynced}); admitted without placement checks"
+    )))
+}
+
+/// Builds the response for `request`.
+pub fn respond(request: &Request, answer: Answer) -> AdmissionResponse {
+    let response = AdmissionResponse::from(request);
+    match answer.verdict {
+        Verdict::Deny(message) => {
+            let mut response = response.deny(message);
+            response.result.code = 403;
+            response.result.reason = "Forbidden".to_owned();
+            response
+        }
+        Verdict::Allow { warnings } => {
+            let mut response = match answer.patch {
+                Some(patch) if !patch.0.is_empty() => match response.clone().with_patch(patch) {
+                    Ok(patched) => patched,
+                    Err(error) => {
+                        let mut unchanged = response;
+                        unchanged.warnings = Some(vec![format!(
+                            "tidal: could not encode its patch ({error}); pod admitted unchanged"
+                        )]);
+                        unchanged
+                    }
+                },
+                _ => response,
+            };
+            if !warnings.is_empty() {
+                response
+                    .warnings
+                    .get_or_insert_with(Vec::new)
+                    .extend(warnings);
+            }
+            response
+        }
+    }
+}
+
+/// Serializes the response review. `AdmissionReview` always serializes; the fallback is only there so
+/// that nothing on this path can panic.
+pub fn response_body(response: AdmissionResponse) -> Vec<u8> {
+    serde_json::to_vec(&response.into_review()).unwrap_or_else(|error| {
+        format!(r#"{{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{{"uid":"","allowed":true,"warnings":["tidal: {error}"]}}}}"#)
+            .into_bytes()
+    })
+}
+
+/// The request's object as a typed value; `None` (and an allowing answer) if it is not one.
+fn object_as<K: serde::de::DeserializeOwned + kube::Resource>(
+    request: &Request,
+    what: &str,
+) -> Result<K, Answer> {
+    let Some(object) = request.object.clone() else {
+        return Err(Answer::verdict(Verdict::allow_with(format!(
+            "tidal: the request carries no {what}; not checked"
+        ))));
+    };
+    object.try_parse::<K>().map_err(|error| {
+        Answer::verdict(Verdict::allow_with(format!(
+            "tidal: could not read the {what} ({error}); not checked"
+        )))
+    })
+}
+
+fn is_pods(request: &Request, subresource: Option<&str>) -> bool {
+    request.resource.group.is_empty()
+        && request.resource.resource == "pods"
+        && request.sub_resource.as_deref().filter(|s| !s.is_empty()) == subresource
+}
+
+fn unexpected(request: &Request, endpoint: Endpoint) -> Answer {
+    let resource = &request.resource;
+    let sub = request
+        .sub_resource
+        .as_deref()
+        .map(|s| format!("/{s}"))
+        .unwrap_or_default();
+    Answer::verdict(Verdict::allow_with(format!(
+        "tidal: {}{sub} ({}) sent to {}; not checked (fix the webhook configuration's rules)",
+        resource.resource,
+        resource.group,
+        endpoint.path()
+    )))
+}
+
+/// The pod being created, with the namespace and a name filled in: a pod created with
+/// `generateName` has no name yet, and clients may leave the namespace to the request.
+fn incoming_pod(request: &Request) -> Result<(Pod, PodInfo), Answer> {
+    let mut pod: Pod = object_as(request, "pod")?;
+    let meta = &mut pod.metadata;
+    if meta.namespace.as_deref().is_none_or(str::is_empty) {
+        meta.namespace = request.namespace.clone();
+    }
+    if meta.name.as_deref().is_none_or(str::is_empty) {
+        meta.name = Some(if request.name.is_empty() {
+            format!("{}<generated>", meta.generate_name.as_deref().unwrap_or(""))
+        } else {
+            request.name.clone()
+        });
+    }
+    let info = PodInfo::from_pod(&pod).map_err(|error| {
+        Answer::verdict(Verdict::allow_with(format!(
+            "tidal: could not read the pod ({error}); not checked"
+        )))
+    })?;
+    Ok((pod, info))
+}
+
+/// The pod's PodGroup when its preemptability depends on it. `Err` is a retry, or on the last try the
+/// warning to attach: the group is named but not (yet) known.
+fn podgroup_of<'c>(
+    pod: &PodInfo,
+    cache: &'c ClusterCache,
+    last_try: bool,
+) -> Result<Option<&'c PodGroupInfo>, Result<String, Attempt>> {
+    if !needs_podgroup(pod) {
+        return Ok(None);
+    }
+    let Some(group) = pod.group_name.as_deref() else {
+        return Ok(None);
+    };
+    let key = ObjectKey::new(pod.key.namespace.clone(), group);
+    match cache.podgroup(&key) {
+        Some(found) => Ok(Some(found)),
+        None if last_try => Err(Ok(format!(
+            "tidal: PodGroup {key} named by pod {} is unknown to tidal",
+            pod.key
+        ))),
+        None => Err(Err(Attempt::Retry(format!("PodGroup {key}")))),
+    }
+}
+
+fn mutate_pod(request: &Request, cache: &ClusterCache, last_try: bool) -> Attempt {
+    if !is_pods(request, None) {
+        return Attempt::Done(unexpected(request, Endpoint::MutatePods));
+    }
+    let (pod, info) = match incoming_pod(request) {
+        Ok(pod) => pod,
+        Err(answer) => return Attempt::Done(answer),
+    };
+    let group = match podgroup_of(&info, cache, last_try) {
+        Ok(group) => group,
+        Err(Err(retry)) => return retry,
+        // Affinity cannot be taken back, so a pod whose PodGroup is not known yet is admitted as it
+        // is; its binding is still checked once the PodGroup is known.
+        Err(Ok(warning)) => {
+            return Attempt::Done(Answer::verdict(Verdict::allow_with(format!(
+                "{warning}; pod admitted unchanged"
+            ))));
+        }
+    };
+    let Mutation { patch, warnings } = mutate(&pod, &info, &preemptable(&info, group));
+    Attempt::Done(Answer {
+        verdict: Verdict::Allow { warnings },
+        patch: Some(patch),
+    })
+}
+
+fn validate_pod(
+    request: &Request,
+    cache: &ClusterCache,
+    now: Timestamp,
+    last_try: bool,
+) -> Attempt {
+    if !is_pods(request, None) {
+        return Attempt::Done(unexpected(request, Endpoint::ValidatePods));
+    }
+    let (pod, info) = match incoming_pod(request) {
+        Ok(pod) => pod,
+        Err(answer) => return Attempt::Done(answer),
+    };
+    let Some(node_name) = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .filter(|n| !n.is_empty())
+    else {
+        return Attempt::Done(Answer::verdict(Verdict::allow()));
+    };
+    place(&info, node_name, cache, now, last_try)
+}
+
+fn validate_binding(
+    request: &Request,
+    cache: &ClusterCache,
+    now: Timestamp,
+    last_try: bool,
+) -> Attempt {
+    if !is_pods(request, Some("binding")) {
+        return Attempt::Done(unexpected(request, Endpoint::ValidateBindings));
+    }
+    let binding: Binding = match object_as(request, "binding") {
+        Ok(binding) => binding,
+        Err(answer) => return Attempt::Done(answer),
+    };
+    if !matches!(
+        binding.target.kind.as_deref(),
+        None | Some("") | Some("Node")
+    ) {
+        return Attempt::Done(Answer::verdict(Verdict::allow()));
+    }
+    let Some(node_name) = binding.target.name.as_deref().filter(|n| !n.is_empty()) else {
+        return Attempt::Done(Answer::verdict(Verdict::allow()));
+    };
+    // The binding is named after its pod; the request's name is the pod's as well.
+    let pod_name = Some(request.name.as_str())
+        .filter(|n| !n.is_empty())
+        .or(binding.metadata.name.as_deref())
+        .unwrap_or_default();
+    let namespace = request
+        .namespace
+        .as_deref()
+        .or(binding.metadata.namespace.as_deref())
+        .unwrap_or_default();
+    let key = ObjectKey::new(namespace, pod_name);
+    // An ordinary node needs no pod at all: answer without waiting for the pod to reach the cache.
+    match cache.node(node_name) {
+        Some(node) if node.revocable_zone.is_none() => {
+            return Attempt::Done(Answer::verdict(Verdict::allow()));
+        }
+        _ => {}
+    }
+    match cache.pod(&key) {
+        Some(pod) => {
+            let pod = pod.clone();
+            place(&pod, node_name, cache, now, last_try)
+        }
+        None if last_try => Attempt::Done(Answer::verdict(Verdict::allow_with(format!(
+            "tidal: pod {key} is unknown to tidal; binding to {node_name} not checked"
+        )))),
+        None => Attempt::Retry(format!("Pod {key}")),
+    }
+}
+
+/// Whether `pod` may be placed on the node named `node_name`.
+fn place(
+    pod: &PodInfo,
+    node_name: &str,
+    cache: &ClusterCache,
+    now: Timestamp,
+    last_try: bool,
+) -> Attempt {
+    let Some(node) = cache.node(node_name) else {
+        return if last_try {
+            Attempt::Done(Answer::verdict(Verdict::allow_with(format!(
+                "tidal: node {node_name} is unknown to tidal; placement of pod {} not checked",
+                pod.key
+            ))))
+        } else {
+            Attempt::Retry(format!("Node {node_name}"))
+        };
+    };
+    if node.revocable_zone.is_none() {
+        return Attempt::Done(Answer::verdict(Verdict::allow()));
+    }
+    let (group, warnings) = match podgroup_of(pod, cache, last_try) {
+        Ok(group) => (group, Vec::new()),
+        Err(Ok(warning)) => (None, vec![warning]),
+        Err(Err(retry)) => return retry,
+    };
+    let zone = node
+        .revocable_zone
+        .as_deref()
+        .and_then(|name| cache.zone(name));
+    let verdict = check_binding(pod, group, node, zone.map(AsRef::as_ref), now);
+    Attempt::Done(Answer::verdict(verdict.with_warnings(warnings)))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Node;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::{
+        api::{PodGroup, RevocableZone},
+        cluster::Ingest,
+    };
+
+    fn review(resource: &str, sub: Option<&str>, name: &str, object: Value) -> Vec<u8> {
+        let mut request = json!({
+            "uid": "7f0c7a52-1d7e-4b3c-9a51-3a0d1c1f0e11",
+            "kind": {"group": "", "version": "v1", "kind": if sub.is_some() { "Binding" } else { "Pod" }},
+            "resource": {"group": "", "version": "v1", "resource": resource},
+            "name": name,
+            "namespace": "ns",
+            "operation": "CREATE",
+            "userInfo": {"username": "system:kube-scheduler"},
+            "object": object,
+            "dryRun": false
+        });
+        if let Some(sub) = sub {
+            request["subResource"] = json!(sub);
+        }
+        serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request
+        }))
+        .unwrap()
+    }
+
+    fn pod_object(name: &str, annotations: Value, spec_extra: Value) -> Value {
+        let mut spec = json!({"containers": [{"name": "c", "image": "busybox"}]});
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), spec_extra.as_object()) {
+            spec.extend(extra.clone());
+        }
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "namespace": "ns", "annotations": annotations},
+               "spec": spec})
+    }
+
+    fn binding(pod: &str, node: &str) -> Vec<u8> {
+        review(
+            "pods",
+            Some("binding"),
+            pod,
+            json!({"apiVersion": "v1", "kind": "Binding",
+                   "metadata": {"name": pod, "namespace": "ns"},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": node}}),
+        )
+    }
+
+    /// Nodes `plain` and `rev` (zone z1, open 08:00-21:00 UTC); more objects as given.
+    fn cache(objects: &[Value]) -> ClusterCache {
+        let mut cache = ClusterCache::new();
+        let nodes: [Node; 2] = [
+            serde_json::from_value(json!({"metadata": {"name": "plain"}})).unwrap(),
+            serde_json::from_value(json!({"metadata": {"name": "rev",
+                "labels": {"volcano.sh/revocable-zone": "z1"}}}))
+            .unwrap(),
+        ];
+        for node in &nodes {
+            node.apply_to(&mut cache).unwrap();
+        }
+        let zone: RevocableZone = serde_json::from_value(json!({
+            "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
+            "metadata": {"name": "z1"}, "spec": {"windows": [{"time": "08:00-21:00"}]}
+        }))
+        .unwrap();
+        zone.apply_to(&mut cache).unwrap();
+        for object in objects {
+            match object["kind"].as_str() {
+                Some("Pod") => serde_json::from_value::<Pod>(object.clone())
+                    .unwrap()
+                    .apply_to(&mut cache)
+                    .unwrap(),
+                Some("PodGroup") => serde_json::from_value::<PodGroup>(object.clone())
+                    .unwrap()
+                    .apply_to(&mut cache)
+                    .unwrap(),
+                other => panic!("unexpected kind {other:?}"),
+            }
+        }
+        cache
+    }
+
+    const DAY: &str = "2026-03-04T12:00:00Z";
+    const NIGHT: &str = "2026-03-04T23:00:00Z";
+
+    fn done(
+        endpoint: Endpoint,
+        body: &[u8],
+        cache: &ClusterCache,
+        now: &str,
+        last: bool,
+    ) -> Answer {
+        let request = parse_review(body).unwrap();
+        match decide(endpoint, &request, cache, now.parse().unwrap(), last) {
+            Attempt::Done(answer) => answer,
+            Attempt::Retry(what) => panic!("unexpected retry for {what}"),
+        }
+    }
+
+    #[test]
+    fn malformed_reviews_are_clear_errors() {
+        let cases: [(&[u8], &str); 5] = [
+            (b"", "body is empty"),
+            (b"{not json", "key must be a string"),
+            (br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#, "no request"),
+            (
+                br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":5}}"#,
+                "request.uid",
+            ),
+            (b"[1,2,3]", "AdmissionReview"),
+        ];
+        for (body, expected) in cases {
+            let error = parse_review(body).unwrap_err().to_string();
+            assert!(
+                error.contains(expected),
+                "{error:?} should mention {expected:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn non_preemptable_pod_create_is_patched() {
+        let body = review("pods", None, "p", pod_object("p", json!({}), json!({})));
+        let answer = done(Endpoint::MutatePods, &body, &cache(&[]), DAY, false);
+        assert_eq!(answer.verdict, Verdict::allow());
+        let patch = answer.patch.unwrap();
+        assert_eq!(patch.0.len(), 1);
+        let response = respond(
+            &parse_review(&body).unwrap(),
+            Answer {
+                verdict: Verdict::allow(),
+                patch: Some(patch),
+            },
+        );
+        let json: Value = serde_json::from_slice(&response_body(response)).unwrap();
+        assert_eq!(json["kind"], "AdmissionReview");
+        assert_eq!(
+            json["response"]["uid"],
+            "7f0c7a52-1d7e-4b3c-9a51-3a0d1c1f0e11"
+        );
+        assert_eq!(json["response"]["allowed"], true);
+        assert_eq!(json["response"]["patchType"], "JSONPatch");
+    }
+
+    #[test]
+    fn generate_name_pods_without_namespace_are_handled() {
+        let object = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"generateName": "web-"}, "spec": {"containers": [{"name": "c"}]}});
+        let body = review("pods", None, "", object);
+        let answer = done(Endpoint::MutatePods, &body, &cache(&[]), DAY, false);
+        assert!(answer.patch.is_some_and(|p| !p.0.is_empty()));
+    }
+
+    #[test]
+    fn podgroup_decides_when_the_pod_says_nothing_and_is_awaited() {
+        let object = pod_object("p", json!({"scheduling.k8s.io/group-name": "g"}), json!({}));
+        let body = review("pods", None, "p", object);
+        let request = parse_review(&body).unwrap();
+        // Not in the cache yet: retry, then admit unchanged with a warning on the last try.
+        let empty = cache(&[]);
+        assert!(matches!(
+            decide(Endpoint::MutatePods, &request, &empty, DAY.parse().unwrap(), false),
+            Attempt::Retry(what) if what == "PodGroup ns/g"
+        ));
+        let answer = done(Endpoint::MutatePods, &body, &empty, DAY, true);
+        let Verdict::Allow { warnings } = &answer.verdict else {
+            panic!()
+        };
+        assert!(warnings[0].contains("PodGroup ns/g"), "{warnings:?}");
+        assert!(answer.patch.is_none());
+        // With a preemptable PodGroup, the pod prefers revocable nodes.
+        let group = json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ns", "annotations": {"volcano.sh/preemptable": "true"}},
+            "spec": {"minMember": 1}});
+        let answer = done(Endpoint::MutatePods, &body, &cache(&[group]), DAY, false);
+        let patch = serde_json::to_value(answer.patch.unwrap()).unwrap();
+        assert!(
+            patch.to_string().contains("preferredDuringScheduling"),
+            "{patch}"
+        );
+    }
+
+    #[test]
+    fn bindings_are_judged_from_the_cached_pod() {
+        let plain_pod = pod_object("web", json!({}), json!({}));
+        let spot_pod = pod_object("spot", json!({"volcano.sh/preemptable": "true"}), json!({}));
+        let c = cache(&[plain_pod, spot_pod]);
+        // Ordinary node: fine, even for a pod the cache has never seen.
+        assert!(
+            done(
+                Endpoint::ValidateBindings,
+                &binding("unknown", "plain"),
+                &c,
+                DAY,
+                false
+            )
+            .verdict
+            .is_allowed()
+        );
+        // Rule 1.
+        let Verdict::Deny(message) = done(
+            Endpoint::ValidateBindings,
+            &binding("web", "rev"),
+            &c,
+            DAY,
+            false,
+        )
+        .verdict
+        else {
+            panic!("non-preemptable pod bound to a revocable node")
+        };
+        assert!(message.contains("ns/web is not preemptable"), "{message}");
+        // Rule 2.
+        assert!(
+            done(
+                Endpoint::ValidateBindings,
+                &binding("spot", "rev"),
+                &c,
+                DAY,
+                false
+            )
+            .verdict
+            .is_allowed()
+        );
+        assert!(
+            !done(
+                Endpoint::ValidateBindings,
+                &binding("spot", "rev"),
+                &c,
+                NIGHT,
+                false
+            )
+            .verdict
+            .is_allowed()
+        );
+    }
+
+    #[test]
+    fn binding_of_an_unseen_pod_waits_then_passes_with_a_warning() {
+        let c = cache(&[]);
+        let request = parse_review(&binding("late", "rev")).unwrap();
+        assert!(matches!(
+            decide(Endpoint::ValidateBindings, &request, &c, DAY.parse().unwrap(), false),
+            Attempt::Retry(what) if what == "Pod ns/late"
+        ));
+        let Verdict::Allow { warnings } = done(
+            Endpoint::ValidateBindings,
+            &binding("late", "rev"),
+            &c,
+            DAY,
+            true,
+        )
+        .verdict
+        else {
+            panic!()
+        };
+        assert!(warnings[0].contains("unknown to tidal"));
+    }
+
+    #[test]
+    fn pod_create_with_node_name_is_validated() {
+        let direct = |node: &str| {
+            review(
+                "pods",
+                None,
+                "p",
+                pod_object("p", json!({}), json!({"nodeName": node})),
+            )
+        };
+        let c = cache(&[]);
+        assert!(
+            done(Endpoint::ValidatePods, &direct("plain"), &c, DAY, false)
+                .verdict
+                .is_allowed()
+        );
+        assert!(
+            !done(Endpoint::ValidatePods, &direct("rev"), &c, DAY, false)
+                .verdict
+                .is_allowed()
+        );
+        // No nodeName: nothing to validate.
+        let scheduled = review("pods", None, "p", pod_object("p", json!({}), json!({})));
+        assert!(
+            done(Endpoint::ValidatePods, &scheduled, &c, DAY, false)
+                .verdict
+                .is_allowed()
+        );
+    }
+
+    #[test]
+    fn denials_are_403_with_the_message() {
+        let body = binding("web", "rev");
+        let c = cache(&[pod_object("web", json!({}), json!({}))]);
+        let answer = done(Endpoint::ValidateBindings, &body, &c, DAY, false);
+        let json: Value = serde_json::from_slice(&response_body(respond(
+            &parse_review(&body).unwrap(),
+            answer,
+        )))
+        .unwrap();
+        assert_eq!(json["response"]["allowed"], false);
+        assert_eq!(json["response"]["status"]["code"], 403);
+        assert!(
+            json["response"]["status"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("not preemptable")
+        );
+    }
+
+    #[test]
+    fn unexpected_objects_and_operations_are_let_through() {
+        let c = cache(&[]);
+        // A pod body that is not a pod.
+        let body = review(
+            "pods",
+            None,
+            "p",
+            json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p"}, "spec": {"containers": "nope"}}),
+        );
+        let Verdict::Allow { warnings } = done(Endpoint::MutatePods, &body, &c, DAY, false).verdict
+        else {
+            panic!()
+        };
+        assert!(
+            warnings[0].contains("could not read the pod"),
+            "{warnings:?}"
+        );
+        // The wrong resource on an endpoint.
+        let body = review(
+            "services",
+            None,
+            "s",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}),
+        );
+        let Verdict::Allow { warnings } = done(Endpoint::MutatePods, &body, &c, DAY, false).verdict
+        else {
+            panic!()
+        };
+        assert!(warnings[0].contains("services"), "{warnings:?}");
+        // A binding sent to the pod endpoint and vice versa.
+        let Verdict::Allow { warnings } = done(
+            Endpoint::ValidatePods,
+            &binding("web", "rev"),
+            &c,
+            DAY,
+            false,
+        )
+        .verdict
+        else {
+            panic!()
+        };
+        assert!(warnings[0].contains("pods/binding"), "{warnings:?}");
+        // UPDATE is not ours to judge.
+        let mut review: Value = serde_json::from_slice(&binding("web", "rev")).unwrap();
+        review["request"]["operation"] = json!("UPDATE");
+        let body = serde_json::to_vec(&review).unwrap();
+        assert_eq!(
+            done(Endpoint::ValidateBindings, &body, &c, DAY, false).verdict,
+            Verdict::allow()
+        );
+    }
+}

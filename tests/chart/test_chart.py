@@ -1,0 +1,671 @@
+"""Tests of charts/tidal with the real Helm engine (helm-python-sdk: Helm's Go SDK in a wheel).
+
+Every variant is linted, schema-checked and rendered offline; every rendered manifest is validated against
+the Kubernetes JSON schemas (kubernetes-validate, strict: unknown fields fail) or, for tidal's own kinds,
+against the CRD schema the chart ships. Then the things that matter for a safe install are asserted:
+least-privilege RBAC (no delete on pods, ever), security contexts, webhook failure policy and selectors,
+TLS material that actually chains, and arguments the tidal binary accepts.
+
+Run with scripts/test-chart.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import datetime
+import os
+import pathlib
+import subprocess
+
+import helm_python as helm
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "tidal"
+# kube 5 / k8s-openapi 0.29 cover Kubernetes 1.33-1.37; validate against a version in the middle.
+KUBE_VERSION = "1.34.0"
+RELEASE = "tidal"
+NAMESPACE = "tidal-system"
+
+
+def _user_ca() -> str:
+    """A CA certificate (base64 PEM) as a user would give for webhook.tls.mode=secret."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, "corp-ca")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return base64.b64encode(cert.public_bytes(serialization.Encoding.PEM)).decode()
+
+
+USER_CA = _user_ca()
+
+VARIANTS: dict[str, dict] = {
+    "default": {},
+    "cert-manager": {"webhook": {"tls": {"mode": "cert-manager"}}},
+    "cert-manager-issuer": {
+        "webhook": {
+            "tls": {
+                "mode": "cert-manager",
+                "certManager": {"issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}},
+            }
+        }
+    },
+    "single-replica": {"controller": {"replicas": 1}, "webhook": {"replicas": 1}},
+    "single-replica-no-lease": {"controller": {"replicas": 1, "leaderElection": {"enabled": False}}},
+    "taints-off": {"zoneTaints": {"enabled": False}},
+    "user-secret": {"webhook": {"tls": {"mode": "secret", "secret": {"name": "my-webhook-tls", "caBundle": USER_CA}}}},
+    "strict": {"webhook": {"failurePolicy": "Fail", "excludeNamespaces": ["monitoring"]}},
+    "webhook-off": {"webhook": {"enabled": False}},
+    "everything": {
+        "defaultPolicy": {"enabled": True},
+        "zones": [
+            {
+                "name": "nightly-batch",
+                "spec": {
+                    "windows": [{"time": "20:00-06:00"}],
+                    "timeZone": "Europe/Berlin",
+                    "evictPeriod": "1m",
+                    "drainBefore": "10m",
+                },
+            },
+            {"name": "weekend", "spec": {"windows": [{"time": "00:00-00:00", "days": ["Sat", "Sun"]}]}},
+        ],
+        "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}},
+        "imagePullSecrets": [{"name": "registry"}],
+        "commonLabels": {"team": "platform"},
+        "controller": {"extraArgs": ["--cycle-timeout=90s"], "priorityClassName": "system-cluster-critical"},
+        "webhook": {
+            "namespaceSelectorExpressions": [{"key": "tidal.dev/admission", "operator": "In", "values": ["enabled"]}],
+            "objectSelector": {"matchExpressions": [{"key": "tidal.dev/skip", "operator": "DoesNotExist"}]},
+        },
+    },
+}
+
+# Kinds whose schemas are not in Kubernetes itself: checked for presence and shape by the tests below.
+FOREIGN_API_GROUPS = ("cert-manager.io/", "monitoring.coreos.com/")
+
+
+@pytest.fixture(scope="session")
+def chart():
+    with helm.Chart.load(str(CHART)) as loaded:
+        yield loaded
+
+
+def render(chart, values: dict) -> tuple[list[dict], str]:
+    """The rendered objects (in template order) and NOTES.txt."""
+    out = chart.render(values=copy.deepcopy(values), name=RELEASE, namespace=NAMESPACE, is_install=True)
+    docs: list[dict] = []
+    notes = ""
+    for path in sorted(out):
+        if path.endswith("NOTES.txt"):
+            notes = out[path]
+            continue
+        for doc in yaml.safe_load_all(out[path]):
+            if doc:
+                docs.append(doc)
+    return docs, notes
+
+
+def find(docs: list[dict], kind: str, name: str | None = None) -> list[dict]:
+    return [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+
+
+def one(docs: list[dict], kind: str, name: str | None = None) -> dict:
+    found = find(docs, kind, name)
+    assert len(found) == 1, f"expected one {kind} {name or ''}, got {[d['metadata']['name'] for d in found]}"
+    return found[0]
+
+
+def crd_schemas(chart) -> dict[tuple[str, str], dict]:
+    """openAPIV3Schema per (apiVersion, kind) of the CRDs the chart ships."""
+    schemas = {}
+    for entry in chart.crds:
+        for crd in yaml.safe_load_all(entry["data"]):
+            if not crd:
+                continue
+            group = crd["spec"]["group"]
+            for version in crd["spec"]["versions"]:
+                schemas[(f"{group}/{version['name']}", crd["spec"]["names"]["kind"])] = version["schema"][
+                    "openAPIV3Schema"
+                ]
+    return schemas
+
+
+# ---------------------------------------------------------------------------------------------- lint + schema
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_lint_is_clean(variant):
+    report = helm.lint(
+        str(CHART), VARIANTS[variant], strict=True, namespace=NAMESPACE, kube_version=f"v{KUBE_VERSION}"
+    )
+    assert report["errors"] == []
+    serious = [m for m in report["messages"] if m["severity"] >= 2]
+    assert serious == [], serious
+
+
+@pytest.mark.parametrize(
+    "bad, mentions",
+    [
+        ({"controller": {"replicas": 0}}, "replicas"),
+        ({"webhook": {"failurePolicy": "Sometimes"}}, "failurePolicy"),
+        ({"webhook": {"timeoutSeconds": 45}}, "timeoutSeconds"),
+        ({"webhook": {"lookupWait": "a while"}}, "lookupWait"),
+        ({"webhook": {"tls": {"mode": "letsencrypt"}}}, "mode"),
+        ({"webhook": {"tls": {"mode": "secret"}}}, "name"),
+        ({"controler": {"replicas": 2}}, "controler"),
+        ({"controller": {"eviction": {"qps": 0}}}, "qps"),
+        ({"controller": {"logFormat": "xml"}}, "logFormat"),
+        ({"image": {"digest": "latest"}}, "digest"),
+        ({"defaultPolicy": {"enabled": True, "spec": {"mode": "Yolo", "strategies": {"tdm": {}}}}}, "mode"),
+        ({"zones": [{"name": "z", "spec": {"windows": []}}]}, "windows"),
+        ({"zoneTaints": {"enabled": "yes"}}, "enabled"),
+    ],
+)
+def test_values_schema_rejects_bad_values(chart, bad, mentions):
+    with pytest.raises(helm.HelmValuesError) as error:
+        chart.validate_schema(bad)
+    assert mentions in str(error.value)
+    # Rendering refuses them too, before any template runs.
+    with pytest.raises(helm.HelmError):
+        chart.render(values=bad, name=RELEASE, namespace=NAMESPACE, is_install=True)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_values_schema_accepts_the_variants(chart, variant):
+    chart.validate_schema(copy.deepcopy(VARIANTS[variant]))
+
+
+# ------------------------------------------------------------------------------------ manifests vs. schemas
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_manifest_validates_against_kubernetes_schemas(chart, variant):
+    docs, _ = render(chart, VARIANTS[variant])
+    tidal_schemas = crd_schemas(chart)
+    assert docs
+    for doc in docs:
+        key = (doc["apiVersion"], doc["kind"])
+        where = f"{doc['kind']}/{doc['metadata'].get('name')} ({variant})"
+        if doc["apiVersion"].startswith(FOREIGN_API_GROUPS):
+            continue
+        if key in tidal_schemas:
+            jsonschema.validate(doc, tidal_schemas[key])
+            continue
+        try:
+            kubernetes_validate.validate(doc, KUBE_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            pytest.fail(f"{where}: {error.message} at {list(error.path)}")
+
+
+def test_crds_validate_against_kubernetes_schemas(chart):
+    crds = [crd for entry in chart.crds for crd in yaml.safe_load_all(entry["data"]) if crd]
+    assert {c["spec"]["names"]["kind"] for c in crds} == {"RevocableZone", "DeschedulingPolicy"}
+    for crd in crds:
+        kubernetes_validate.validate(crd, KUBE_VERSION, strict=True)
+
+
+def test_namespaced_objects_go_to_the_release_namespace(chart):
+    docs, _ = render(chart, VARIANTS["everything"])
+    cluster_scoped = {
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "DeschedulingPolicy",
+        "RevocableZone",
+    }
+    for doc in docs:
+        if doc["kind"] in cluster_scoped:
+            assert "namespace" not in doc["metadata"], doc["metadata"]
+        else:
+            assert doc["metadata"]["namespace"] == NAMESPACE, doc["metadata"]
+
+
+# ------------------------------------------------------------------------------------------------------ RBAC
+
+
+def rules_of(docs, kind, name):
+    return one(docs, kind, name)["rules"]
+
+
+def grants(rules, group, resource, verb):
+    return any(
+        group in r.get("apiGroups", [])
+        and resource in r.get("resources", [])
+        and (verb in r.get("verbs", []) or "*" in r.get("verbs", []))
+        for r in rules
+    )
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_no_role_can_delete_pods_or_use_wildcards(chart, variant):
+    docs, _ = render(chart, VARIANTS[variant])
+    for role in find(docs, "ClusterRole") + find(docs, "Role"):
+        for rule in role["rules"]:
+            assert "*" not in rule.get("verbs", []), role["metadata"]["name"]
+            assert "*" not in rule.get("resources", []), role["metadata"]["name"]
+            assert "*" not in rule.get("apiGroups", []), role["metadata"]["name"]
+            if {"pods", "pods/eviction"} & set(rule.get("resources", [])):
+                assert not {"delete", "deletecollection"} & set(rule["verbs"]), rule
+
+
+def test_controller_rbac_is_what_the_contract_lists(chart):
+    docs, _ = render(chart, {})
+    rules = rules_of(docs, "ClusterRole", "tidal-controller")
+    for resource in ["pods", "nodes"]:
+        for verb in ["get", "list", "watch"]:
+            assert grants(rules, "", resource, verb), (resource, verb)
+    assert grants(rules, "", "pods/eviction", "create")
+    assert grants(rules, "policy", "poddisruptionbudgets", "watch")
+    assert grants(rules, "scheduling.volcano.sh", "podgroups", "watch")
+    for resource in ["revocablezones", "deschedulingpolicies"]:
+        assert grants(rules, "tidal.dev", resource, "watch")
+        assert grants(rules, "tidal.dev", f"{resource}/status", "patch")
+        assert not grants(rules, "tidal.dev", resource, "update"), "spec is the user's"
+    assert grants(rules, "", "events", "create")
+    assert grants(rules, "events.k8s.io", "events", "create")
+    # Closed-zone taints are on by default: nodes may be patched, nothing else about them.
+    assert grants(rules, "", "nodes", "patch")
+    assert not grants(rules, "", "nodes", "update")
+    assert not grants(rules, "", "pods", "patch")
+    # Leases only in the release namespace.
+    assert not grants(rules, "coordination.k8s.io", "leases", "get")
+    lease_role = one(docs, "Role", "tidal-controller-leader-election")
+    assert lease_role["metadata"]["namespace"] == NAMESPACE
+    lease_rules = lease_role["rules"]
+    for verb in ["get", "create", "update"]:
+        assert grants(lease_rules, "coordination.k8s.io", "leases", verb)
+    binding = one(docs, "ClusterRoleBinding", "tidal-controller")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "tidal-controller", "namespace": NAMESPACE}]
+
+
+def test_nodes_are_patched_only_with_taints_on(chart):
+    docs, _ = render(chart, VARIANTS["taints-off"])
+    for role in find(docs, "ClusterRole") + find(docs, "Role"):
+        assert not grants(role["rules"], "", "nodes", "patch"), role["metadata"]["name"]
+    controller = one(docs, "Deployment", "tidal-controller")
+    env = {e["name"]: e for e in controller["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["TIDAL_ZONE_TAINTS"]["value"] == "false"
+
+
+def test_webhook_only_reads(chart):
+    docs, _ = render(chart, {})
+    rules = rules_of(docs, "ClusterRole", "tidal-webhook")
+    for rule in rules:
+        assert set(rule["verbs"]) <= {"get", "list", "watch"}, rule
+    for group, resource in [("", "pods"), ("", "nodes"), ("scheduling.volcano.sh", "podgroups"), ("tidal.dev", "revocablezones")]:
+        assert grants(rules, group, resource, "watch"), resource
+    binding = one(docs, "ClusterRoleBinding", "tidal-webhook")
+    assert binding["subjects"][0]["name"] == "tidal-webhook"
+
+
+def test_no_lease_role_without_leader_election(chart):
+    docs, _ = render(chart, VARIANTS["single-replica-no-lease"])
+    assert find(docs, "Role") == []
+
+
+# -------------------------------------------------------------------------------------------- pods and probes
+
+
+def pod_spec(docs, name):
+    return one(docs, "Deployment", name)["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_security_contexts_and_resources(chart, variant):
+    docs, _ = render(chart, VARIANTS[variant])
+    deployments = find(docs, "Deployment")
+    assert len(deployments) == (1 if variant == "webhook-off" else 2)
+    for deployment in deployments:
+        spec = deployment["spec"]["template"]["spec"]
+        pod = spec["securityContext"]
+        assert pod["runAsNonRoot"] is True
+        assert pod["runAsUser"] != 0
+        assert pod["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert not spec.get("hostNetwork") and not spec.get("hostPID")
+        for container in spec["containers"]:
+            sc = container["securityContext"]
+            assert sc["runAsNonRoot"] is True
+            assert sc["readOnlyRootFilesystem"] is True
+            assert sc["allowPrivilegeEscalation"] is False
+            assert sc["capabilities"] == {"drop": ["ALL"]}
+            assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
+            assert not sc.get("privileged")
+            for section in ["requests", "limits"]:
+                assert {"cpu", "memory"} <= set(container["resources"][section]), (container["name"], section)
+
+
+def test_controller_deployment(chart):
+    docs, _ = render(chart, {})
+    deployment = one(docs, "Deployment", "tidal-controller")
+    assert deployment["spec"]["replicas"] == 2
+    spec = deployment["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == "tidal-controller"
+    container = spec["containers"][0]
+    assert container["args"][0] == "run"
+    assert "--leader-elect=true" in container["args"]
+    assert "--lease-name=tidal-controller" in container["args"]
+    assert "--metrics-addr=0.0.0.0:8080" in container["args"]
+    assert "--health-addr=0.0.0.0:8081" in container["args"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"metrics": 8080, "health": 8081}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    pdb = one(docs, "PodDisruptionBudget", "tidal-controller")
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    # tidal's own pods stay off revocable nodes and spread over nodes.
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": "volcano.sh/revocable-zone", "operator": "DoesNotExist"}]}]
+    assert spec["affinity"]["podAntiAffinity"]
+
+
+def test_single_replica_has_no_pdb_that_would_block_drains(chart):
+    docs, _ = render(chart, VARIANTS["single-replica"])
+    assert find(docs, "PodDisruptionBudget") == []
+    assert one(docs, "Deployment", "tidal-controller")["spec"]["replicas"] == 1
+    docs, _ = render(chart, VARIANTS["single-replica-no-lease"])
+    args = pod_spec(docs, "tidal-controller")["containers"][0]["args"]
+    assert "--leader-elect=false" in args
+
+
+def test_replicas_without_leader_election_are_refused(chart):
+    with pytest.raises(helm.HelmError) as error:
+        chart.render(
+            values={"controller": {"leaderElection": {"enabled": False}}},
+            name=RELEASE,
+            namespace=NAMESPACE,
+            is_install=True,
+        )
+    assert "leaderElection" in str(error.value)
+
+
+def test_webhook_deployment_and_service(chart):
+    docs, _ = render(chart, {})
+    deployment = one(docs, "Deployment", "tidal-webhook")
+    spec = deployment["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    assert container["args"][0] == "webhook"
+    assert "--tls-cert=/etc/tidal/tls/tls.crt" in container["args"]
+    assert "--tls-key=/etc/tidal/tls/tls.key" in container["args"]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "tls")
+    assert mount["mountPath"] == "/etc/tidal/tls" and mount["readOnly"] is True
+    assert "subPath" not in mount, "a subPath mount never sees a renewed certificate"
+    volume = next(v for v in spec["volumes"] if v["name"] == "tls")
+    assert volume["secret"]["secretName"] == "tidal-webhook-tls"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"https": 8443, "metrics": 8080}
+    for probe, path in [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")]:
+        assert container[probe]["httpGet"] == {"path": path, "port": "https", "scheme": "HTTPS"}
+    service = one(docs, "Service", "tidal-webhook")
+    assert service["spec"]["ports"] == [{"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"}]
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert one(docs, "PodDisruptionBudget", "tidal-webhook")["spec"]["minAvailable"] == 1
+
+
+# ------------------------------------------------------------------------------------- webhook configurations
+
+
+def webhooks(docs):
+    mutating = one(docs, "MutatingWebhookConfiguration")["webhooks"]
+    validating = one(docs, "ValidatingWebhookConfiguration")["webhooks"]
+    return {w["name"]: w for w in mutating}, {w["name"]: w for w in validating}
+
+
+def test_webhook_configurations_are_safe_and_exact(chart):
+    docs, _ = render(chart, {})
+    mutating, validating = webhooks(docs)
+    assert set(mutating) == {"pods.mutate.tidal.dev"}
+    assert set(validating) == {"bindings.validate.tidal.dev", "pods.validate.tidal.dev"}
+    expected = {
+        "pods.mutate.tidal.dev": ("/mutate-pods", ["pods"]),
+        "bindings.validate.tidal.dev": ("/validate-bindings", ["pods/binding"]),
+        "pods.validate.tidal.dev": ("/validate-pods", ["pods"]),
+    }
+    for name, hook in {**mutating, **validating}.items():
+        path, resources = expected[name]
+        assert hook["clientConfig"]["service"] == {
+            "name": "tidal-webhook",
+            "namespace": NAMESPACE,
+            "path": path,
+            "port": 443,
+        }
+        assert hook["rules"] == [
+            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": resources, "scope": "Namespaced"}
+        ]
+        assert hook["failurePolicy"] == "Ignore"
+        assert hook["sideEffects"] == "None"
+        assert hook["timeoutSeconds"] <= 10
+        assert hook["admissionReviewVersions"] == ["v1"]
+        selector = hook["namespaceSelector"]["matchExpressions"][0]
+        assert selector["key"] == "kubernetes.io/metadata.name" and selector["operator"] == "NotIn"
+        assert {"kube-system", NAMESPACE} <= set(selector["values"])
+    # Only pods created already bound go to /validate-pods; bindings carry no pod labels, so no objectSelector.
+    assert validating["pods.validate.tidal.dev"]["matchConditions"][0]["expression"].startswith("has(object.spec.nodeName)")
+    assert "objectSelector" not in validating["bindings.validate.tidal.dev"]
+    assert mutating["pods.mutate.tidal.dev"]["reinvocationPolicy"] == "IfNeeded"
+
+
+def test_strict_sites_get_fail_and_extra_exclusions(chart):
+    docs, _ = render(chart, VARIANTS["strict"])
+    mutating, validating = webhooks(docs)
+    for hook in {**mutating, **validating}.values():
+        assert hook["failurePolicy"] == "Fail"
+        assert "monitoring" in hook["namespaceSelector"]["matchExpressions"][0]["values"]
+
+
+def test_selectors_from_values(chart):
+    docs, _ = render(chart, VARIANTS["everything"])
+    mutating, validating = webhooks(docs)
+    for hook in [mutating["pods.mutate.tidal.dev"], validating["pods.validate.tidal.dev"]]:
+        assert hook["objectSelector"] == {"matchExpressions": [{"key": "tidal.dev/skip", "operator": "DoesNotExist"}]}
+    for hook in {**mutating, **validating}.values():
+        assert hook["namespaceSelector"]["matchExpressions"][1] == {
+            "key": "tidal.dev/admission",
+            "operator": "In",
+            "values": ["enabled"],
+        }
+
+
+def test_webhook_off_renders_no_webhook_objects(chart):
+    docs, _ = render(chart, VARIANTS["webhook-off"])
+    kinds = {d["kind"] for d in docs}
+    assert not {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Secret"} & kinds
+    assert [d["metadata"]["name"] for d in find(docs, "Deployment")] == ["tidal-controller"]
+
+
+# -------------------------------------------------------------------------------------------------------- TLS
+
+
+def pem_certs(b64: str) -> list[x509.Certificate]:
+    return x509.load_pem_x509_certificates(base64.b64decode(b64))
+
+
+def verify_signed_by(cert: x509.Certificate, ca: x509.Certificate):
+    key = ca.public_key()
+    if isinstance(key, rsa.RSAPublicKey):
+        key.verify(cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(), cert.signature_hash_algorithm)
+    else:
+        key.verify(cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(cert.signature_hash_algorithm))
+
+
+def test_self_signed_tls_chains_and_names_the_service(chart):
+    docs, _ = render(chart, {})
+    secret = one(docs, "Secret", "tidal-webhook-tls")
+    assert secret["type"] == "kubernetes.io/tls"
+    (ca,) = pem_certs(secret["data"]["ca.crt"])
+    (leaf,) = pem_certs(secret["data"]["tls.crt"])
+    verify_signed_by(leaf, ca)
+    names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(x509.DNSName)
+    assert f"tidal-webhook.{NAMESPACE}.svc" in names
+    key = serialization.load_pem_private_key(base64.b64decode(secret["data"]["tls.key"]), password=None)
+    assert key.public_key().public_numbers() == leaf.public_key().public_numbers()
+    mutating, validating = webhooks(docs)
+    for hook in {**mutating, **validating}.values():
+        assert hook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+
+
+def test_cert_manager_issues_the_secret_the_webhook_mounts(chart):
+    docs, _ = render(chart, VARIANTS["cert-manager"])
+    assert find(docs, "Secret") == []
+    certificate = one(docs, "Certificate", "tidal-webhook")
+    assert certificate["apiVersion"] == "cert-manager.io/v1"
+    assert certificate["spec"]["secretName"] == "tidal-webhook-tls"
+    assert f"tidal-webhook.{NAMESPACE}.svc" in certificate["spec"]["dnsNames"]
+    issuer = one(docs, "Issuer", "tidal-webhook-selfsigned")
+    assert issuer["spec"] == {"selfSigned": {}}
+    assert certificate["spec"]["issuerRef"]["name"] == "tidal-webhook-selfsigned"
+    volume = next(v for v in pod_spec(docs, "tidal-webhook")["volumes"] if v["name"] == "tls")
+    assert volume["secret"]["secretName"] == "tidal-webhook-tls"
+    for config in find(docs, "MutatingWebhookConfiguration") + find(docs, "ValidatingWebhookConfiguration"):
+        assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/tidal-webhook"
+        for hook in config["webhooks"]:
+            assert "caBundle" not in hook["clientConfig"], "cert-manager's cainjector fills it"
+
+    docs, _ = render(chart, VARIANTS["cert-manager-issuer"])
+    assert find(docs, "Issuer") == []
+    assert one(docs, "Certificate")["spec"]["issuerRef"] == {
+        "name": "corp-ca",
+        "kind": "ClusterIssuer",
+        "group": "cert-manager.io",
+    }
+
+
+def test_user_provided_secret(chart):
+    docs, _ = render(chart, VARIANTS["user-secret"])
+    assert find(docs, "Secret") == [] and find(docs, "Certificate") == []
+    volume = next(v for v in pod_spec(docs, "tidal-webhook")["volumes"] if v["name"] == "tls")
+    assert volume["secret"]["secretName"] == "my-webhook-tls"
+    mutating, validating = webhooks(docs)
+    for hook in {**mutating, **validating}.values():
+        assert hook["clientConfig"]["caBundle"] == USER_CA
+    # Without the CA the API server could not trust the webhook: refuse to render.
+    with pytest.raises(helm.HelmError) as error:
+        chart.render(
+            values={"webhook": {"tls": {"mode": "secret", "secret": {"name": "my-webhook-tls"}}}},
+            name=RELEASE,
+            namespace=NAMESPACE,
+            is_install=True,
+        )
+    assert "caBundle" in str(error.value)
+
+
+# ------------------------------------------------------------------------------ metrics, optional objects, notes
+
+
+def test_metrics_services_and_service_monitor(chart):
+    docs, _ = render(chart, {})
+    assert find(docs, "ServiceMonitor") == []
+    for component in ["controller", "webhook"]:
+        service = one(docs, "Service", f"tidal-{component}-metrics")
+        assert service["spec"]["ports"][0]["name"] == "metrics"
+        assert service["spec"]["ports"][0]["port"] == 8080
+        assert service["metadata"]["labels"]["tidal.dev/metrics"] == "true"
+        assert service["spec"]["selector"] == one(docs, "Deployment", f"tidal-{component}")["spec"]["selector"]["matchLabels"]
+    docs, _ = render(chart, VARIANTS["everything"])
+    monitor = one(docs, "ServiceMonitor")
+    assert monitor["spec"]["selector"]["matchLabels"]["tidal.dev/metrics"] == "true"
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+
+
+def test_policy_and_zones_are_opt_in(chart):
+    docs, _ = render(chart, {})
+    assert find(docs, "DeschedulingPolicy") == [] and find(docs, "RevocableZone") == []
+    docs, _ = render(chart, VARIANTS["everything"])
+    policy = one(docs, "DeschedulingPolicy", "default")
+    assert policy["spec"]["mode"] == "DryRun", "a chart-made policy never evicts by default"
+    assert [z["metadata"]["name"] for z in find(docs, "RevocableZone")] == ["nightly-batch", "weekend"]
+
+
+def test_notes_tell_how_to_see_the_report(chart):
+    _, notes = render(chart, {})
+    assert "kubectl get deschedulingpolicies" in notes
+    assert "kubectl get revocablezones" in notes
+    assert "tidal report" in notes
+    assert "No DeschedulingPolicy was installed" in notes
+
+
+def test_common_labels_and_pull_secrets_reach_everything(chart):
+    docs, _ = render(chart, VARIANTS["everything"])
+    for doc in docs:
+        assert doc["metadata"]["labels"]["team"] == "platform", doc["metadata"]["name"]
+    for name in ["tidal-controller", "tidal-webhook"]:
+        assert pod_spec(docs, name)["imagePullSecrets"] == [{"name": "registry"}]
+
+
+# --------------------------------------------------------------------------- the binary accepts the chart's args
+
+
+def tidal_binary() -> pathlib.Path | None:
+    explicit = os.environ.get("TIDAL_BIN")
+    if explicit:
+        return pathlib.Path(explicit)
+    for profile in ["debug", "release"]:
+        candidate = ROOT / "target" / profile / "tidal"
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def run_tidal(args: list[str]) -> subprocess.CompletedProcess | None:
+    """Runs tidal with the chart's arguments plus a kubeconfig that cannot exist, so it stops right after
+    parsing them. None if it kept running (it accepted them and is retrying)."""
+    binary = tidal_binary()
+    env = {"PATH": os.environ.get("PATH", ""), "POD_NAMESPACE": NAMESPACE, "POD_NAME": "tidal-0", "HOME": "/nonexistent"}
+    try:
+        return subprocess.run(
+            [str(binary), *args, "--kubeconfig=/nonexistent/kubeconfig"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+
+
+@pytest.mark.skipif(tidal_binary() is None, reason="no tidal binary built (cargo build) and TIDAL_BIN unset")
+def test_the_binary_accepts_the_webhook_args(chart):
+    docs, _ = render(chart, VARIANTS["everything"])
+    args = pod_spec(docs, "tidal-webhook")["containers"][0]["args"]
+    result = run_tidal(args)
+    if result is not None:
+        # clap exits 2 on arguments it does not know; past parsing, the missing certificate stops it.
+        assert result.returncode != 2, result.stderr
+        assert "webhook certificate" in result.stderr, result.stderr
+
+
+def test_the_binary_accepts_the_controller_args(chart):
+    binary = tidal_binary()
+    if binary is None:
+        pytest.skip("no tidal binary built (cargo build) and TIDAL_BIN unset")
+    probe = subprocess.run([str(binary), "run", "--help"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip("this tidal binary has no `run` command")
+    docs, _ = render(chart, VARIANTS["everything"])
+    args = pod_spec(docs, "tidal-controller")["containers"][0]["args"]
+    result = run_tidal(args)
+    if result is not None:
+        assert result.returncode != 2, result.stderr

@@ -1,0 +1,109 @@
+//! Closed-zone taints applied through a (fake) API server: added on the nodes of a closed zone next to
+//! the taints others put there, removed when the zone opens, and left alone when already right.
+
+#[allow(unused_imports)]
+mod support;
+
+use k8s_openapi::api::core::v1::Node;
+use serde_json::{Value, json};
+use support::*;
+use tidal::{
+    api::RevocableZone,
+    cluster::{ClusterCache, Ingest},
+    plan::zone_views,
+    taints,
+};
+
+fn with_taints(mut node: Value, taints: Value) -> Value {
+    node["spec"] = json!({"taints": taints});
+    node
+}
+
+/// tidal's view of the server's nodes and zones, as the controller's cache would hold it.
+fn snapshot_of(server: &FakeApiServer) -> tidal::cluster::Snapshot {
+    let mut cache = ClusterCache::new();
+    for node in server.list("api/v1", "nodes") {
+        serde_json::from_value::<Node>(node)
+            .unwrap()
+            .apply_to(&mut cache)
+            .unwrap();
+    }
+    for zone in server.list("apis/tidal.dev/v1alpha1", "revocablezones") {
+        serde_json::from_value::<RevocableZone>(zone)
+            .unwrap()
+            .apply_to(&mut cache)
+            .unwrap();
+    }
+    cache.snapshot()
+}
+
+fn taints_of(server: &FakeApiServer, node: &str) -> Value {
+    server.get("nodes", "", node).unwrap()["spec"]
+        .get("taints")
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn taints_follow_the_zone_and_keep_everyone_elses() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    let gpu = json!({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"});
+    server.apply(with_taints(node("rev-1", Some("rz")), json!([gpu])));
+    server.apply(with_taints(
+        node("rev-2", Some("rz")),
+        json!([{"key": "tidal.dev/zone-closed", "value": "old-name", "effect": "NoSchedule"}]),
+    ));
+    server.apply(node("std-1", None));
+    server.apply(zone("rz", &closed_window(), "1m"));
+    let client = tidal::admission::command::client(Some(&server.kubeconfig(dir.path(), "t")), None)
+        .await
+        .unwrap();
+    let ours = json!({"key": "tidal.dev/zone-closed", "value": "rz", "effect": "NoSchedule"});
+
+    // Closed: both zone nodes carry the taint; rev-1 keeps its GPU taint; std-1 is not touched.
+    let snapshot = snapshot_of(&server);
+    let views = zone_views(&snapshot, jiff::Timestamp::now()).0;
+    let outcome = taints::reconcile(&client, &snapshot, &views).await;
+    assert_eq!(outcome.tainted, vec!["rev-1", "rev-2"], "{outcome:?}");
+    assert!(outcome.failed.is_empty(), "{outcome:?}");
+    assert_eq!(taints_of(&server, "rev-1"), json!([gpu, ours]));
+    assert_eq!(taints_of(&server, "rev-2"), json!([ours]));
+    assert_eq!(taints_of(&server, "std-1"), Value::Null);
+
+    // Nothing left to do.
+    let snapshot = snapshot_of(&server);
+    let views = zone_views(&snapshot, jiff::Timestamp::now()).0;
+    assert!(taints::plan(&snapshot, &views).is_empty());
+
+    // A stale snapshot (the change already made) is checked against the node read fresh: no write.
+    let stale = taints::apply(
+        &client,
+        &[taints::TaintChange {
+            node: "rev-2".to_owned(),
+            zone: Some("rz".to_owned()),
+            taints: vec![taints::zone_taint("rz")],
+        }],
+    )
+    .await;
+    assert_eq!(stale.unchanged, vec!["rev-2"]);
+
+    // A replica that lost its lease writes nothing.
+    server.update("revocablezones", "", "rz", |z| {
+        z["spec"]["windows"] = json!([{"time": open_window()}]);
+    });
+    let snapshot = snapshot_of(&server);
+    let views = zone_views(&snapshot, jiff::Timestamp::now()).0;
+    let changes = taints::plan(&snapshot, &views);
+    assert_eq!(changes.len(), 2);
+    let refused = taints::apply_while(&client, &changes, || false).await;
+    assert_eq!(refused.failed.len(), 2);
+    assert_eq!(taints_of(&server, "rev-2"), json!([ours]));
+
+    // Open: the taint goes, the GPU taint stays.
+    let outcome = taints::apply(&client, &changes).await;
+    assert_eq!(outcome.untainted, vec!["rev-1", "rev-2"], "{outcome:?}");
+    assert_eq!(taints_of(&server, "rev-1"), json!([gpu]));
+    let rev2 = taints_of(&server, "rev-2");
+    assert!(rev2.is_null() || rev2 == json!([]), "{rev2}");
+}

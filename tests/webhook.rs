@@ -1,0 +1,632 @@
+//! The webhook end to end over HTTPS on 127.0.0.1: real AdmissionReview JSON for pods and
+//! pods/binding, patches applied to the pod, certificate reload, malformed bodies, readiness.
+
+use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};
+
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, StatusCode, body::Bytes};
+use hyper_util::rt::TokioIo;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use rustls::{
+    ClientConfig, RootCertStore,
+    pki_types::{CertificateDer, ServerName, pem::PemObject},
+};
+use serde_json::{Value, json};
+use tidal::{
+    admission::{
+        server::{self, WebhookState},
+        tls::CertStore,
+    },
+    api::RevocableZone,
+    cluster::{ClusterCache, Ingest, ObjectKind, SharedCache},
+};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsConnector;
+
+/// A test CA and a way to issue serving certificates for `localhost` from it.
+struct Pki {
+    ca: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        Pki {
+            ca: CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap(),
+        }
+    }
+
+    /// A serving certificate and key (PEM), signed by the CA.
+    fn issue(&self) -> (String, String) {
+        let key = KeyPair::generate().unwrap();
+        let params =
+            CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
+        let cert = params.signed_by(&key, &self.ca).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    fn client(&self) -> TlsConnector {
+        let mut roots = RootCertStore::empty();
+        roots.add(self.ca.der().clone()).unwrap();
+        let config = ClientConfig::builder_with_provider(tidal::admission::tls::provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        TlsConnector::from(Arc::new(config))
+    }
+}
+
+fn write_pair(dir: &Path, (cert, key): &(String, String)) {
+    std::fs::write(dir.join("tls.crt"), cert).unwrap();
+    std::fs::write(dir.join("tls.key"), key).unwrap();
+}
+
+struct Webhook {
+    addr: SocketAddr,
+    pki: Pki,
+    store: Arc<CertStore>,
+    dir: tempfile::TempDir,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+/// Starts the HTTPS server on 127.0.0.1 with a fresh certificate, deciding from `cache`.
+async fn start(cache: SharedCache) -> Webhook {
+    let pki = Pki::new();
+    let dir = tempfile::tempdir().unwrap();
+    write_pair(dir.path(), &pki.issue());
+    let store =
+        Arc::new(CertStore::load(dir.path().join("tls.crt"), dir.path().join("tls.key")).unwrap());
+    let tls = Arc::new(store.server_config().unwrap());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let state = WebhookState::new(cache, Duration::from_millis(200));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(server::serve_tls(
+        listener,
+        tls,
+        server::router(state),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    Webhook {
+        addr,
+        pki,
+        store,
+        dir,
+        stop,
+    }
+}
+
+struct Reply {
+    status: StatusCode,
+    body: Vec<u8>,
+    /// The certificate the server presented.
+    served: CertificateDer<'static>,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+}
+
+async fn call(hook: &Webhook, method: &str, path: &str, body: Vec<u8>) -> Reply {
+    let tcp = TcpStream::connect(hook.addr).await.unwrap();
+    let tls = hook
+        .pki
+        .client()
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await
+        .expect("TLS handshake with a certificate from the test CA");
+    let served = tls.get_ref().1.peer_certificates().unwrap()[0].clone();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    Reply {
+        status,
+        body: body.to_vec(),
+        served,
+    }
+}
+
+/// An AdmissionReview as the API server sends it (admission.k8s.io/v1).
+fn review(sub: Option<&str>, name: &str, object: Value) -> Vec<u8> {
+    let kind = if sub.is_some() { "Binding" } else { "Pod" };
+    let mut request = json!({
+        "uid": "e911857d-c318-4a7d-8e34-6e3a37e7b3b5",
+        "kind": {"group": "", "version": "v1", "kind": kind},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "requestKind": {"group": "", "version": "v1", "kind": kind},
+        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+        "name": name,
+        "namespace": "team-a",
+        "operation": "CREATE",
+        "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller",
+                     "uid": "3f4d", "groups": ["system:serviceaccounts", "system:authenticated"]},
+        "object": object,
+        "oldObject": null,
+        "dryRun": false,
+        "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
+    });
+    if let Some(sub) = sub {
+        request["subResource"] = json!(sub);
+        request["requestSubResource"] = json!(sub);
+    }
+    serde_json::to_vec(
+        &json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": request}),
+    )
+    .unwrap()
+}
+
+fn pod(name: &str, annotations: Value, affinity: Option<Value>) -> Value {
+    let mut pod = json!({
+        "kind": "Pod", "apiVersion": "v1",
+        "metadata": {"name": name, "namespace": "team-a", "labels": {"app": "web"},
+                     "annotations": annotations,
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f",
+                                          "uid": "9b1c", "controller": true, "blockOwnerDeletion": true}]},
+        "spec": {
+            "containers": [{"name": "web", "image": "nginx:1.27", "resources": {"requests": {"cpu": "100m"}},
+                            "terminationMessagePath": "/dev/termination-log", "imagePullPolicy": "IfNotPresent"}],
+            "restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler",
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                             "effect": "NoExecute", "tolerationSeconds": 300}],
+            "priority": 0, "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority"
+        },
+        "status": {}
+    });
+    if let Some(affinity) = affinity {
+        pod["spec"]["affinity"] = affinity;
+    }
+    pod
+}
+
+fn binding(pod: &str, node: &str) -> Value {
+    json!({"kind": "Binding", "apiVersion": "v1",
+           "metadata": {"name": pod, "namespace": "team-a", "uid": "c0ffee"},
+           "target": {"kind": "Node", "apiVersion": "v1", "name": node}})
+}
+
+/// Two ordinary nodes and two revocable ones in zone `nightly`, which is always open or always
+/// closed depending on `open`; the pods given are in the cache too.
+fn cluster(open: bool, pods: &[Value]) -> ClusterCache {
+    let mut cache = ClusterCache::new();
+    for (name, zone) in [
+        ("std-1", None),
+        ("std-2", None),
+        ("rev-1", Some("nightly")),
+        ("rev-2", Some("nightly")),
+    ] {
+        let mut node =
+            json!({"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}});
+        if let Some(zone) = zone {
+            node["metadata"]["labels"]["volcano.sh/revocable-zone"] = json!(zone);
+        }
+        serde_json::from_value::<Node>(node)
+            .unwrap()
+            .apply_to(&mut cache)
+            .unwrap();
+    }
+    let windows = if open {
+        json!([{"time": "00:00-00:00"}])
+    } else {
+        // One minute, six hours from now: closed for as long as any test runs.
+        let start = jiff::Timestamp::now()
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .time()
+            .wrapping_add(jiff::SignedDuration::from_hours(6));
+        let end = start.wrapping_add(jiff::SignedDuration::from_mins(1));
+        let hhmm = |t: jiff::civil::Time| format!("{:02}:{:02}", t.hour(), t.minute());
+        json!([{"time": format!("{}-{}", hhmm(start), hhmm(end))}])
+    };
+    serde_json::from_value::<RevocableZone>(json!({
+        "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
+        "metadata": {"name": "nightly"}, "spec": {"windows": windows, "timeZone": "UTC"}
+    }))
+    .unwrap()
+    .apply_to(&mut cache)
+    .unwrap();
+    for pod in pods {
+        serde_json::from_value::<Pod>(pod.clone())
+            .unwrap()
+            .apply_to(&mut cache)
+            .unwrap();
+    }
+    cache
+}
+
+/// Applies the response's JSON patch to `object`. kube serializes the patch bytes as a JSON array of
+/// numbers, which the API server's decoder reads as `[]byte` just like base64.
+fn apply_patch(response: &Value, object: &Value) -> Value {
+    let bytes: Vec<u8> = serde_json::from_value(response["response"]["patch"].clone())
+        .expect("the response carries a patch");
+    let patch: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
+    let mut patched = object.clone();
+    json_patch::patch(&mut patched, &patch).unwrap();
+    patched
+}
+
+const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
+const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
+
+#[tokio::test]
+async fn pod_create_gets_affinity_merged_into_its_own() {
+    let hook = start(SharedCache::from_cache(cluster(true, &[]))).await;
+
+    // Without affinity: one required term.
+    let plain = pod("web-1", json!({}), None);
+    let reply = call(
+        &hook,
+        "POST",
+        "/mutate-pods",
+        review(None, "web-1", plain.clone()),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let response = reply.json();
+    assert_eq!(response["kind"], "AdmissionReview");
+    assert_eq!(response["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(
+        response["response"]["uid"],
+        "e911857d-c318-4a7d-8e34-6e3a37e7b3b5"
+    );
+    assert_eq!(response["response"]["allowed"], true);
+    assert_eq!(response["response"]["patchType"], "JSONPatch");
+    let patched = apply_patch(&response, &plain);
+    assert_eq!(
+        patched["spec"]["affinity"],
+        json!({"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "volcano.sh/revocable-zone", "operator": "DoesNotExist"}]}]}}})
+    );
+    // Everything else is untouched.
+    let mut without = patched.clone();
+    without["spec"].as_object_mut().unwrap().remove("affinity");
+    assert_eq!(without, plain);
+
+    // With the user's own terms: ours is ANDed into each, theirs stay.
+    let own = json!({"nodeAffinity": {
+        REQUIRED: {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["eu-1a"]}]},
+            {"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}]}
+        ]},
+        PREFERRED: [{"weight": 20, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}}]
+    }});
+    let user = pod("web-2", json!({}), Some(own));
+    let reply = call(
+        &hook,
+        "POST",
+        "/mutate-pods",
+        review(None, "web-2", user.clone()),
+    )
+    .await;
+    let patched = apply_patch(&reply.json(), &user);
+    let terms = &patched["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"];
+    let rule = json!({"key": "volcano.sh/revocable-zone", "operator": "DoesNotExist"});
+    assert_eq!(
+        terms,
+        &json!([
+            {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["eu-1a"]}, rule]},
+            {"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}, rule]}
+        ])
+    );
+    assert_eq!(
+        patched["spec"]["affinity"]["nodeAffinity"][PREFERRED],
+        json!([{"weight": 20, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}}])
+    );
+
+    // Preemptable: a preferred term toward revocable nodes, after the user's preference.
+    let own = json!({"nodeAffinity": {PREFERRED: [
+        {"weight": 20, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}}]}});
+    let spot = pod(
+        "spot-1",
+        json!({"volcano.sh/preemptable": "true"}),
+        Some(own),
+    );
+    let reply = call(
+        &hook,
+        "POST",
+        "/mutate-pods",
+        review(None, "spot-1", spot.clone()),
+    )
+    .await;
+    let patched = apply_patch(&reply.json(), &spot);
+    assert_eq!(
+        patched["spec"]["affinity"]["nodeAffinity"],
+        json!({PREFERRED: [
+            {"weight": 20, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}},
+            {"weight": 100, "preference": {"matchExpressions": [{"key": "volcano.sh/revocable-zone", "operator": "Exists"}]}}
+        ]})
+    );
+
+    // Unparsable tidal annotation: admitted unchanged, with a warning.
+    let bad = pod(
+        "bad-1",
+        json!({"volcano.sh/preemptable": "sometimes"}),
+        None,
+    );
+    let response = call(&hook, "POST", "/mutate-pods", review(None, "bad-1", bad))
+        .await
+        .json();
+    assert_eq!(response["response"]["allowed"], true);
+    assert!(response["response"].get("patch").is_none());
+    let warning = response["response"]["warnings"][0].as_str().unwrap();
+    assert!(
+        warning.contains("volcano.sh/preemptable=\"sometimes\""),
+        "{warning}"
+    );
+    let _ = hook.stop.send(());
+}
+
+#[tokio::test]
+async fn bindings_follow_the_placement_rules() {
+    let web = pod("web-1", json!({}), None);
+    let spot = pod("spot-1", json!({"volcano.sh/preemptable": "true"}), None);
+    let open = start(SharedCache::from_cache(cluster(
+        true,
+        &[web.clone(), spot.clone()],
+    )))
+    .await;
+    let closed = start(SharedCache::from_cache(cluster(false, &[web, spot]))).await;
+
+    let bind = |hook, pod: &str, node: &str| {
+        let body = review(Some("binding"), pod, binding(pod, node));
+        async move { call(hook, "POST", "/validate-bindings", body).await.json() }
+    };
+    // Ordinary nodes take anyone.
+    assert_eq!(
+        bind(&open, "web-1", "std-1").await["response"]["allowed"],
+        true
+    );
+    // Rule 1: never a non-preemptable pod on a revocable node.
+    let denied = bind(&open, "web-1", "rev-1").await;
+    assert_eq!(denied["response"]["allowed"], false);
+    assert_eq!(denied["response"]["status"]["code"], 403);
+    let message = denied["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("team-a/web-1 is not preemptable") && message.contains("rev-1"),
+        "{message}"
+    );
+    // Rule 2: a preemptable pod only while the zone is open.
+    assert_eq!(
+        bind(&open, "spot-1", "rev-2").await["response"]["allowed"],
+        true
+    );
+    let denied = bind(&closed, "spot-1", "rev-2").await;
+    assert_eq!(denied["response"]["allowed"], false);
+    let message = denied["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("zone nightly is closed until"),
+        "{message}"
+    );
+
+    // Pod CREATE with spec.nodeName goes through the same rules.
+    let mut direct = pod("direct-1", json!({}), None);
+    direct["spec"]["nodeName"] = json!("rev-1");
+    let reply = call(
+        &open,
+        "POST",
+        "/validate-pods",
+        review(None, "direct-1", direct),
+    )
+    .await;
+    assert_eq!(reply.json()["response"]["allowed"], false);
+    let _ = open.stop.send(());
+    let _ = closed.stop.send(());
+}
+
+#[tokio::test]
+async fn malformed_requests_get_a_clear_400() {
+    let hook = start(SharedCache::from_cache(cluster(true, &[]))).await;
+    for (body, expected) in [
+        (b"".to_vec(), "body is empty"),
+        (b"{\"request\": 42}".to_vec(), "request"),
+        (
+            b"\x00\xff garbage".to_vec(),
+            "not an admission.k8s.io AdmissionReview",
+        ),
+        (
+            br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#.to_vec(),
+            "no request",
+        ),
+    ] {
+        let reply = call(&hook, "POST", "/validate-bindings", body).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+        let text = String::from_utf8(reply.body).unwrap();
+        assert!(
+            text.contains(expected),
+            "{text:?} should mention {expected:?}"
+        );
+    }
+    // The server is still there after all that.
+    let reply = call(&hook, "GET", "/healthz", Vec::new()).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let _ = hook.stop.send(());
+}
+
+#[tokio::test]
+async fn before_sync_everything_is_admitted_with_a_warning_and_not_ready() {
+    let cache = SharedCache::new(&[ObjectKind::Node, ObjectKind::Pod]);
+    let hook = start(cache.clone()).await;
+    let reply = call(&hook, "GET", "/readyz", Vec::new()).await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(String::from_utf8_lossy(&reply.body).contains("Node, Pod"));
+
+    let body = review(Some("binding"), "web-1", binding("web-1", "rev-1"));
+    let response = call(&hook, "POST", "/validate-bindings", body.clone())
+        .await
+        .json();
+    assert_eq!(response["response"]["allowed"], true);
+    assert!(
+        response["response"]["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("starting")
+    );
+
+    // Synced, the same binding is judged (and, the pod being unknown, waited for then let through).
+    *cache.write() = cluster(true, &[pod("web-1", json!({}), None)]);
+    cache.set_synced(ObjectKind::Node, true);
+    cache.set_synced(ObjectKind::Pod, true);
+    assert_eq!(
+        call(&hook, "GET", "/readyz", Vec::new()).await.status,
+        StatusCode::OK
+    );
+    let response = call(&hook, "POST", "/validate-bindings", body).await.json();
+    assert_eq!(response["response"]["allowed"], false);
+    let _ = hook.stop.send(());
+}
+
+#[tokio::test]
+async fn a_pod_that_reaches_the_cache_late_is_still_judged() {
+    let cache = SharedCache::from_cache(cluster(true, &[]));
+    let hook = start(cache.clone()).await;
+    let late = {
+        let cache = cache.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            serde_json::from_value::<Pod>(pod("web-9", json!({}), None))
+                .unwrap()
+                .apply_to(&mut cache.write())
+                .unwrap();
+        })
+    };
+    let body = review(Some("binding"), "web-9", binding("web-9", "rev-1"));
+    let response = call(&hook, "POST", "/validate-bindings", body).await.json();
+    late.await.unwrap();
+    assert_eq!(response["response"]["allowed"], false);
+    let _ = hook.stop.send(());
+}
+
+#[tokio::test]
+async fn certificate_is_reloaded_when_the_files_change() {
+    let hook = start(SharedCache::from_cache(cluster(true, &[]))).await;
+    let first = call(&hook, "GET", "/healthz", Vec::new()).await.served;
+    assert_eq!(Some(&first), hook.store.current_certificate().as_ref());
+
+    // Nothing changed: nothing reloaded.
+    assert!(!hook.store.reload_if_changed().unwrap());
+
+    // A half-written rotation (certificate without its key) is refused; the old pair keeps serving.
+    let (new_cert, new_key) = hook.pki.issue();
+    std::fs::write(hook.dir.path().join("tls.crt"), &new_cert).unwrap();
+    let error = hook.store.reload_if_changed().unwrap_err().to_string();
+    assert!(error.contains("do not belong together"), "{error}");
+    assert_eq!(
+        call(&hook, "GET", "/healthz", Vec::new()).await.served,
+        first
+    );
+
+    // The key arrives: the next check swaps the pair in and new connections get it.
+    std::fs::write(hook.dir.path().join("tls.key"), &new_key).unwrap();
+    assert!(hook.store.reload_if_changed().unwrap());
+    let second = call(&hook, "GET", "/healthz", Vec::new()).await.served;
+    assert_ne!(second, first);
+
+    // Garbage in the files is refused too.
+    std::fs::write(hook.dir.path().join("tls.crt"), "not a certificate").unwrap();
+    assert!(hook.store.reload_if_changed().is_err());
+    assert_eq!(
+        call(&hook, "GET", "/healthz", Vec::new()).await.served,
+        second
+    );
+
+    // The polling task does the same on its own.
+    let watcher = tokio::spawn(Arc::clone(&hook.store).watch(Duration::from_millis(20), || {}));
+    write_pair(hook.dir.path(), &hook.pki.issue());
+    let mut third = second.clone();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        third = call(&hook, "GET", "/healthz", Vec::new()).await.served;
+        if third != second {
+            break;
+        }
+    }
+    watcher.abort();
+    assert_ne!(
+        third, second,
+        "the watcher never picked up the new certificate"
+    );
+    let _ = hook.stop.send(());
+}
+
+#[test]
+fn loading_reports_which_file_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = CertStore::load(dir.path().join("nope.crt"), dir.path().join("nope.key"))
+        .unwrap_err()
+        .to_string();
+    assert!(missing.contains("nope.crt"), "{missing}");
+    let pki = Pki::new();
+    let (cert, _) = pki.issue();
+    std::fs::write(dir.path().join("tls.crt"), cert).unwrap();
+    std::fs::write(dir.path().join("tls.key"), "-----BEGIN PRIVATE KEY-----\n").unwrap();
+    let bad = CertStore::load(dir.path().join("tls.crt"), dir.path().join("tls.key"))
+        .unwrap_err()
+        .to_string();
+    assert!(bad.contains("tls.key"), "{bad}");
+}
+
+/// The chart's default TLS (Helm's genCA/genSignedCert: RSA, PKCS#1 key) works with the webhook's stack.
+#[tokio::test]
+async fn serves_the_certificate_the_chart_generates() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/helm-tls");
+    let store =
+        Arc::new(CertStore::load(fixtures.join("tls.crt"), fixtures.join("tls.key")).unwrap());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let state = WebhookState::new(SharedCache::from_cache(cluster(true, &[])), Duration::ZERO);
+    tokio::spawn(server::serve_tls(
+        listener,
+        Arc::new(store.server_config().unwrap()),
+        server::router(state),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+
+    let mut roots = RootCertStore::empty();
+    let ca = std::fs::read(fixtures.join("ca.crt")).unwrap();
+    roots
+        .add(CertificateDer::from_pem_slice(&ca).unwrap())
+        .unwrap();
+    let config = ClientConfig::builder_with_provider(tidal::admission::tls::provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    // The name the API server uses for the webhook Service.
+    let name = ServerName::try_from("tidal-webhook.tidal-system.svc").unwrap();
+    let tls = TlsConnector::from(Arc::new(config))
+        .connect(name, TcpStream::connect(addr).await.unwrap())
+        .await
+        .expect("the API server's view: the chart's CA trusts the chart's certificate");
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let body = review(Some("binding"), "web-1", binding("web-1", "std-1"));
+    let request = Request::post("/validate-bindings")
+        .header("host", "tidal-webhook.tidal-system.svc")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let _ = stop.send(());
+}
