@@ -1,6 +1,6 @@
 //! The command line: `tidal run`, `tidal report`, `tidal crds`, `tidal webhook`.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context;
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
@@ -16,6 +16,7 @@ use crate::{
     plan::{self, CyclePlan},
     report::{Format, Report},
     strategies::tdm::TdmArgs,
+    taints::ZoneTaintHook,
 };
 
 #[derive(Debug, Parser)]
@@ -139,6 +140,14 @@ pub struct RunArgs {
     /// On SIGTERM, in-flight requests get this long before they are abandoned.
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub shutdown_grace: GoDuration,
+    /// Keep a `tidal.dev/zone-closed:NoSchedule` taint on the nodes of closed zones (zones can opt out
+    /// with `spec.taintWhenClosed: false`). Needs `patch` on nodes.
+    #[arg(long, value_name = "BOOL", env = "TIDAL_ZONE_TAINTS", default_value_t = true, action = ArgAction::Set)]
+    pub zone_taints: bool,
+    /// How often to read measured usage from metrics.k8s.io (metrics-server) while a policy's
+    /// utilization strategy uses `usage.source: Metrics`; `0s` never reads it.
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub usage_poll_interval: GoDuration,
     /// Log lines as text or as JSON objects (stderr; level from $TIDAL_LOG, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -179,6 +188,11 @@ impl RunArgs {
         config.cycle.timeout = self.cycle_timeout.as_std();
         config.cycle.in_flight_ttl = self.in_flight_ttl.as_std();
         config.shutdown_grace = self.shutdown_grace.as_std();
+        let usage_poll = self.usage_poll_interval.as_std();
+        config.usage_poll = (!usage_poll.is_zero()).then_some(usage_poll);
+        if self.zone_taints {
+            config.hooks.push(Arc::new(ZoneTaintHook));
+        }
         Ok(config)
     }
 }

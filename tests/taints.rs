@@ -107,3 +107,58 @@ async fn taints_follow_the_zone_and_keep_everyone_elses() {
     let rev2 = taints_of(&server, "rev-2");
     assert!(rev2.is_null() || rev2 == json!([]), "{rev2}");
 }
+
+/// Through `tidal run` (taints on by default): the closed zone's node is tainted by the leader's cycle,
+/// and the taint goes once the zone is edited open, without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_keeps_the_taint_in_line_with_the_zone() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    server.apply(node("rev-1", Some("rz")));
+    server.apply(node("std-1", None));
+    server.apply(zone("rz", &closed_window(), "1m"));
+    server.apply(policy("tdm", "Evict", "200ms"));
+    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let ours = json!([{"key": "tidal.dev/zone-closed", "value": "rz", "effect": "NoSchedule"}]);
+
+    eventually("the closed zone's node is tainted", || {
+        (taints_of(&server, "rev-1") == ours).then_some(())
+    })
+    .await;
+    assert_eq!(taints_of(&server, "std-1"), Value::Null);
+
+    server.update("revocablezones", "", "rz", |z| {
+        z["spec"]["windows"] = json!([{"time": open_window()}]);
+    });
+    eventually("the open zone's node is untainted", || {
+        let taints = taints_of(&server, "rev-1");
+        (taints.is_null() || taints == json!([])).then_some(())
+    })
+    .await;
+    controller.stop().await;
+}
+
+/// `--zone-taints=false` (chart value `zoneTaints.enabled: false`): nodes are never patched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zone_taints_off_leaves_nodes_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    server.apply(node("rev-1", Some("rz")));
+    server.apply(zone("rz", &closed_window(), "1m"));
+    server.apply(policy("tdm", "Evict", "200ms"));
+    let controller = Controller::start(
+        &server,
+        dir.path(),
+        "a",
+        &["--leader-elect", "false", "--zone-taints", "false"],
+    );
+    controller.wait_cycles(3.0).await;
+    assert_eq!(taints_of(&server, "rev-1"), Value::Null);
+    let node_writes = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PATCH" && r.path.contains("/nodes/"))
+        .count();
+    assert_eq!(node_writes, 0);
+    controller.stop().await;
+}

@@ -112,6 +112,17 @@ pub struct Strategies {
     pub make_room_for_pending: Option<crate::strategies::make_room::MakeRoomArgs>,
 }
 
+impl Strategies {
+    /// Whether a strategy of this policy reads measured usage (metrics.k8s.io), so that the controller
+    /// polls it only when someone needs it.
+    pub fn uses_measured_usage(&self) -> bool {
+        use crate::strategies::utilization::UsageSource::Metrics;
+        let low = self.low_node_utilization.as_ref().map(|a| a.usage.source);
+        let high = self.high_node_utilization.as_ref().map(|a| a.usage.source);
+        low == Some(Metrics) || high == Some(Metrics)
+    }
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyDefaults {

@@ -73,6 +73,9 @@ impl ClusterCache {
         pod.evicting_since = self.evicting.get(&pod.key).copied();
         let pod = Arc::new(pod);
         if let Some(previous) = self.pods.insert(pod.key.clone(), Arc::clone(&pod)) {
+            if !pod.holds_resources() {
+                self.note_departure(&previous, Timestamp::now());
+            }
             self.detach(&previous);
         }
         self.attach(&pod);
@@ -80,9 +83,29 @@ impl ClusterCache {
 
     pub fn delete_pod(&mut self, key: &ObjectKey) {
         self.evicting.remove(key);
-        self.pod_usage.remove(&mut self.generation, key);
         if let Some(previous) = self.pods.remove(key) {
+            // Wall-clock time, like the metrics samples it is compared with.
+            self.note_departure(&previous, Timestamp::now());
             self.detach(&previous);
+        }
+        self.pod_usage.remove(&mut self.generation, key);
+    }
+
+    /// A pod stopped using its node's resources at `at`: the node's earlier usage samples still count
+    /// it, so they are read without its last measured usage from now on. Once per pod: a pod tidal
+    /// evicted left when the eviction was accepted, and one that finished left when it finished.
+    fn note_departure(&mut self, pod: &PodInfo, at: Timestamp) {
+        if pod.holds_resources()
+            && pod.evicting_since.is_none()
+            && let Some(node) = &pod.node_name
+            && self.node_usage.get(node).is_some()
+        {
+            let usage = self
+                .pod_usage
+                .get(&pod.key)
+                .and_then(|s| s.latest().cloned());
+            self.node_usage
+                .update(&mut self.generation, node, |s| s.note_departure(at, usage));
         }
     }
 
@@ -94,6 +117,7 @@ impl ClusterCache {
         };
         let pod = (**current).clone();
         self.evicting.insert(key.clone(), at);
+        self.note_departure(&pod, at);
         self.apply_pod(pod);
         true
     }
@@ -382,5 +406,72 @@ mod tests {
         assert!(!cache.note_eviction_round("missing", t1));
         let snapshot = cache.snapshot();
         assert_eq!(snapshot.zones["rz"].last_eviction_round, Some(t1));
+    }
+
+    fn running_pod(name: &str, node: &str) -> PodInfo {
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": name},
+            "spec": {"nodeName": node, "containers": [{"name": "c"}]},
+            "status": {"phase": "Running"},
+        }))
+        .unwrap();
+        PodInfo::from_pod(&pod).unwrap()
+    }
+
+    fn cpu_sample(at: Timestamp, milli_cpu: i64) -> UsageSample {
+        let usage = super::super::Resources {
+            milli_cpu,
+            ..Default::default()
+        };
+        UsageSample::new(at, Some("20s"), usage)
+    }
+
+    #[test]
+    fn a_pod_leaves_its_node_s_usage_once() {
+        let mut cache = ClusterCache::new();
+        let before = Timestamp::now() - jiff::SignedDuration::from_secs(30);
+        cache.record_node_usage("n1", cpu_sample(before, 1000));
+        for name in ["evicted", "finished", "unmeasured-elsewhere"] {
+            let node = if name == "unmeasured-elsewhere" {
+                "n2"
+            } else {
+                "n1"
+            };
+            cache.apply_pod(running_pod(name, node));
+        }
+        let evicted = ObjectKey::new("ns", "evicted");
+        let finished = ObjectKey::new("ns", "finished");
+        cache.record_pod_usage(&evicted, cpu_sample(before, 300));
+        cache.record_pod_usage(&finished, cpu_sample(before, 200));
+        let departures = |cache: &ClusterCache| {
+            cache
+                .node_usage
+                .get(&"n1".to_owned())
+                .unwrap()
+                .departures
+                .iter()
+                .map(|d| d.usage.as_ref().map(|u| u.milli_cpu))
+                .collect::<Vec<_>>()
+        };
+
+        // Evicted: it leaves when the API server accepts, and not again when it is deleted.
+        assert!(cache.mark_evicting(&evicted, Timestamp::now()));
+        cache.delete_pod(&evicted);
+        assert_eq!(departures(&cache), vec![Some(300)]);
+
+        // Finished, then deleted: it left when it finished.
+        let mut done = running_pod("finished", "n1");
+        done.phase = crate::cluster::PodPhase::Succeeded;
+        cache.apply_pod(done);
+        cache.delete_pod(&finished);
+        assert_eq!(departures(&cache), vec![Some(300), Some(200)]);
+
+        // A node without measurements has nothing to correct.
+        cache.delete_pod(&ObjectKey::new("ns", "unmeasured-elsewhere"));
+        assert!(cache.node_usage.get(&"n2".to_owned()).is_none());
+
+        let window = GoDuration::from_secs(300);
+        let average = cache.snapshot().node_usage["n1"].average(Timestamp::now(), window);
+        assert_eq!(average.map(|u| u.milli_cpu), Some(500));
     }
 }

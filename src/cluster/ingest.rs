@@ -41,6 +41,19 @@ impl ObjectKind {
         ObjectKind::Namespace,
     ];
 
+    /// The API group and resource the controller lists and watches for this kind (its RBAC needs).
+    pub fn api_resource(self) -> (&'static str, &'static str) {
+        match self {
+            ObjectKind::Node => ("", "nodes"),
+            ObjectKind::Pod => ("", "pods"),
+            ObjectKind::PodDisruptionBudget => ("policy", "poddisruptionbudgets"),
+            ObjectKind::PodGroup => ("scheduling.volcano.sh", "podgroups"),
+            ObjectKind::RevocableZone => ("tidal.dev", "revocablezones"),
+            ObjectKind::DeschedulingPolicy => ("tidal.dev", "deschedulingpolicies"),
+            ObjectKind::Namespace => ("", "namespaces"),
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ObjectKind::Node => "Node",

@@ -15,18 +15,49 @@ use crate::api::{
 pub const RETENTION: Duration = Duration::from_secs(3600);
 /// At most this many samples per object, whatever their spacing.
 pub const MAX_SAMPLES: usize = 120;
+/// The measurement window assumed when a sample does not state one (metrics-server's are 10–30 s).
+pub const ASSUMED_SAMPLE_WINDOW: SignedDuration = SignedDuration::from_secs(60);
 
-/// Usage measured over the window that ends at `at`.
+/// Usage measured over `(from, at]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UsageSample {
+    pub from: Timestamp,
     pub at: Timestamp,
     pub usage: Resources,
+}
+
+impl UsageSample {
+    /// A sample over the `window` (a Go duration as metrics-server writes it, e.g. `20.043s`) that ends
+    /// at `at`; without a readable window, [`ASSUMED_SAMPLE_WINDOW`].
+    pub fn new(at: Timestamp, window: Option<&str>, usage: Resources) -> Self {
+        let window = window
+            .and_then(|w| w.parse::<GoDuration>().ok())
+            .map_or(ASSUMED_SAMPLE_WINDOW, GoDuration::to_signed);
+        UsageSample {
+            from: at.checked_sub(window).unwrap_or(Timestamp::MIN),
+            at,
+            usage,
+        }
+    }
+}
+
+/// A pod that left a node (deleted, finished, or evicted by tidal), with what it last measured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Departure {
+    pub at: Timestamp,
+    /// The pod's last measured usage; `None` if it was never measured, in which case samples taken
+    /// before it left cannot be corrected and are not used.
+    pub usage: Option<Resources>,
 }
 
 /// A node's or pod's samples, oldest first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UsageSeries {
     pub samples: VecDeque<UsageSample>,
+    /// Pods that left the node while its samples still count them. Without correcting for them a node
+    /// keeps looking busy for a whole averaging window after its pods were moved, and every cycle
+    /// would move more.
+    pub departures: VecDeque<Departure>,
 }
 
 impl Aggregate for UsageSeries {
@@ -53,10 +84,48 @@ impl UsageSeries {
         while self.samples.len() > MAX_SAMPLES {
             self.samples.pop_front();
         }
+        self.forget_old_departures();
     }
 
-    /// Mean usage of the samples taken in `(now - window, now]`, or `None` if there are none: a missing
-    /// measurement is not zero usage.
+    /// The newest sample's usage: what a pod leaving now takes away.
+    pub fn latest(&self) -> Option<&Resources> {
+        self.samples.back().map(|s| &s.usage)
+    }
+
+    /// Records that a pod left at `at` having last used `usage`.
+    pub fn note_departure(&mut self, at: Timestamp, usage: Option<Resources>) {
+        let i = self.departures.partition_point(|d| d.at <= at);
+        self.departures.insert(i, Departure { at, usage });
+        self.forget_old_departures();
+    }
+
+    /// Departures before every sample's measurement began no longer matter.
+    fn forget_old_departures(&mut self) {
+        let oldest = self.samples.iter().map(|s| s.from).min();
+        match oldest {
+            Some(oldest) => {
+                while self.departures.front().is_some_and(|d| d.at <= oldest) {
+                    self.departures.pop_front();
+                }
+            }
+            None => self.departures.clear(),
+        }
+    }
+
+    /// A sample as it would read without the pods that have left since its measurement began
+    /// (never below zero); `None` when one of them was never measured.
+    fn corrected(&self, sample: &UsageSample) -> Option<Resources> {
+        let mut usage = sample.usage.clone();
+        for departure in self.departures.iter().filter(|d| d.at > sample.from) {
+            let gone = departure.usage.as_ref()?;
+            usage.milli_cpu = (usage.milli_cpu - gone.milli_cpu).max(0);
+            usage.memory = (usage.memory - gone.memory).max(0);
+        }
+        Some(usage)
+    }
+
+    /// Mean usage of the samples taken in `(now - window, now]`, each without the pods that have left
+    /// since, or `None` if there are none: a missing measurement is not zero usage.
     pub fn average(&self, now: Timestamp, window: GoDuration) -> Option<Resources> {
         let from = now
             .checked_sub(window.to_signed())
@@ -64,7 +133,10 @@ impl UsageSeries {
         let mut sum = Resources::default();
         let mut count: i64 = 0;
         for sample in self.samples.iter().filter(|s| s.at > from && s.at <= now) {
-            sum.add(&sample.usage);
+            let Some(usage) = self.corrected(sample) else {
+                continue;
+            };
+            sum.add(&usage);
             count += 1;
         }
         if count == 0 {
@@ -95,7 +167,7 @@ pub fn node_sample(metrics: &NodeMetrics) -> Result<(String, UsageSample), Strin
         .ok_or_else(|| format!("NodeMetrics {name}: no timestamp"))?;
     let usage = Resources::from_list(&metrics.usage)
         .map_err(|(resource, e)| format!("NodeMetrics {name}: usage.{resource}: {e}"))?;
-    Ok((name, UsageSample { at, usage }))
+    Ok((name, UsageSample::new(at, metrics.window.as_deref(), usage)))
 }
 
 /// A pod's sample from a `PodMetrics` object: the sum of its containers.
@@ -123,7 +195,7 @@ pub fn pod_sample(metrics: &PodMetrics) -> Result<(ObjectKey, UsageSample), Stri
         })?;
         usage.add(&container_usage);
     }
-    Ok((key, UsageSample { at, usage }))
+    Ok((key, UsageSample::new(at, metrics.window.as_deref(), usage)))
 }
 
 #[cfg(test)]
@@ -135,12 +207,69 @@ mod tests {
     }
 
     fn sample(at: &str, cpu: i64) -> UsageSample {
-        UsageSample {
-            at: ts(at),
-            usage: Resources {
+        UsageSample::new(
+            ts(at),
+            Some("20s"),
+            Resources {
                 milli_cpu: cpu,
                 ..Default::default()
             },
+        )
+    }
+
+    fn cpu(milli_cpu: i64) -> Option<Resources> {
+        Some(Resources {
+            milli_cpu,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn samples_taken_before_a_pod_left_are_read_without_it() {
+        let mut series = UsageSeries::default();
+        series.record(sample("2026-01-01T10:00:00Z", 900));
+        series.record(sample("2026-01-01T10:01:00Z", 900));
+        series.note_departure(ts("2026-01-01T10:01:30Z"), cpu(400));
+        let five = GoDuration::from_secs(300);
+        let at = |t| series.average(ts(t), five).map(|r| r.milli_cpu);
+        assert_eq!(at("2026-01-01T10:01:40Z"), Some(500));
+        // Measured partly before the pod left: corrected too (never below zero).
+        series.record(sample("2026-01-01T10:01:45Z", 300));
+        series.record(sample("2026-01-01T10:02:00Z", 500));
+        let at = |t| series.average(ts(t), five).map(|r| r.milli_cpu);
+        assert_eq!(at("2026-01-01T10:02:05Z"), Some(375)); // 500, 500, 0, 500
+        // A pod that was never measured: the samples from before it left cannot be corrected.
+        series.note_departure(ts("2026-01-01T10:02:10Z"), None);
+        series.record(sample("2026-01-01T10:02:40Z", 200));
+        let at = |t| series.average(ts(t), five).map(|r| r.milli_cpu);
+        assert_eq!(at("2026-01-01T10:02:45Z"), Some(200));
+        assert_eq!(
+            at("2026-01-01T10:02:15Z"),
+            None,
+            "only uncorrectable samples"
+        );
+    }
+
+    #[test]
+    fn departures_are_kept_only_while_a_sample_predates_them() {
+        let mut series = UsageSeries::default();
+        series.note_departure(ts("2026-01-01T10:00:00Z"), cpu(1));
+        assert!(series.departures.is_empty(), "no samples to correct");
+        series.record(sample("2026-01-01T10:00:00Z", 900));
+        series.note_departure(ts("2026-01-01T10:00:10Z"), cpu(100));
+        assert_eq!(series.departures.len(), 1);
+        series.record(sample("2026-01-01T11:00:30Z", 900));
+        assert!(series.departures.is_empty(), "the old sample aged out");
+    }
+
+    #[test]
+    fn the_sample_window_comes_from_metrics_server_or_is_assumed() {
+        let at = ts("2026-01-01T10:00:00Z");
+        let stated = UsageSample::new(at, Some("20.5s"), Resources::default());
+        assert_eq!(stated.from, ts("2026-01-01T09:59:39.5Z"));
+        for unreadable in [None, Some("soon")] {
+            let assumed = UsageSample::new(at, unreadable, Resources::default());
+            assert_eq!(assumed.from, ts("2026-01-01T09:59:00Z"));
         }
     }
 

@@ -51,6 +51,8 @@ pub struct ControllerConfig {
     /// On shutdown, in-flight requests get this long to finish before they are abandoned.
     pub shutdown_grace: Duration,
     pub hooks: Vec<Arc<dyn CycleHook>>,
+    /// How often to read metrics.k8s.io while a policy uses measured usage; `None` never reads it.
+    pub usage_poll: Option<Duration>,
 }
 
 impl ControllerConfig {
@@ -66,6 +68,7 @@ impl ControllerConfig {
             config_debounce: Duration::from_millis(500),
             shutdown_grace: Duration::from_secs(10),
             hooks: Vec::new(),
+            usage_poll: Some(Duration::from_secs(30)),
         }
     }
 }
@@ -178,6 +181,14 @@ pub async fn run_with_clients(
     .await
     {
         background.spawn(task);
+    }
+    if let Some(interval) = config.usage_poll {
+        background.spawn(watch::usage::poll(
+            client.clone(),
+            shared.clone(),
+            interval,
+            metrics.clone(),
+        ));
     }
 
     let identity = config

@@ -44,6 +44,11 @@ pub struct KindLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabel {
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TriggerLabel {
     /// `interval`, `zone`, `config` or `leader`: what started the cycle.
     pub trigger: String,
@@ -61,6 +66,7 @@ pub struct Metrics {
     pub watch_errors: Family<KindLabel, Counter>,
     pub relists: Family<KindLabel, Counter>,
     pub status_errors: Family<KindLabel, Counter>,
+    pub usage_polls: Family<ResultLabel, Counter>,
     pub leader: Gauge,
     pub synced: Gauge,
 }
@@ -134,6 +140,12 @@ impl Metrics {
             "Failed status or event writes, by kind of object",
             status_errors.clone(),
         );
+        let usage_polls = Family::<ResultLabel, Counter>::default();
+        registry.register(
+            "usage_polls",
+            "Polls of metrics.k8s.io for measured usage, by result (ok, unavailable, error)",
+            usage_polls.clone(),
+        );
         let leader = Gauge::default();
         registry.register(
             "leader",
@@ -158,6 +170,7 @@ impl Metrics {
             watch_errors,
             relists,
             status_errors,
+            usage_polls,
             leader,
             synced,
         }
@@ -195,6 +208,14 @@ impl WatchObserver for Metrics {
 
     fn relisted(&self, object: ObjectKind, _removed: usize) {
         self.relists.get_or_create(&kind(object)).inc();
+    }
+
+    fn usage_polled(&self, result: &'static str) {
+        self.usage_polls
+            .get_or_create(&ResultLabel {
+                result: result.to_owned(),
+            })
+            .inc();
     }
 }
 

@@ -269,16 +269,17 @@ impl Cluster {
 }
 
 fn sample(cpu: i64, memory: i64, age_secs: i64) -> UsageSample {
-    UsageSample {
-        at: now()
+    UsageSample::new(
+        now()
             .checked_sub(jiff::SignedDuration::from_secs(age_secs))
             .unwrap(),
-        usage: Resources {
+        Some("20s"),
+        Resources {
             milli_cpu: cpu,
             memory,
             ..Default::default()
         },
-    }
+    )
 }
 
 pub struct Outcome {

@@ -2,6 +2,8 @@
 //! marking its kind synced only when a complete list has been applied. A watcher's relist (after a
 //! 410 Gone or a dropped stream) also removes what vanished meanwhile, and holds planning until done.
 
+pub mod usage;
+
 use std::collections::HashSet;
 
 use futures::{StreamExt, future::BoxFuture};
@@ -40,6 +42,8 @@ impl WatchPlan {
 pub trait WatchObserver: Send + Sync + 'static {
     fn watch_error(&self, _kind: ObjectKind) {}
     fn relisted(&self, _kind: ObjectKind, _removed: usize) {}
+    /// A metrics.k8s.io poll ended: `ok`, `unavailable` (not served) or `error`.
+    fn usage_polled(&self, _result: &'static str) {}
 }
 
 /// An observer that only logs.

@@ -270,9 +270,13 @@ def test_no_role_can_delete_pods_or_use_wildcards(chart, variant):
 def test_controller_rbac_is_what_the_contract_lists(chart):
     docs, _ = render(chart, {})
     rules = rules_of(docs, "ClusterRole", "tidal-controller")
-    for resource in ["pods", "nodes"]:
+    # Everything `tidal run` watches (src/watch/mod.rs, ObjectKind::ALL): a kind it cannot list keeps
+    # its cache unsynced, and the controller never plans.
+    for resource in ["pods", "nodes", "namespaces"]:
         for verb in ["get", "list", "watch"]:
             assert grants(rules, "", resource, verb), (resource, verb)
+    for resource in ["nodes", "pods"]:
+        assert grants(rules, "metrics.k8s.io", resource, "list"), resource
     assert grants(rules, "", "pods/eviction", "create")
     assert grants(rules, "policy", "poddisruptionbudgets", "watch")
     assert grants(rules, "scheduling.volcano.sh", "podgroups", "watch")

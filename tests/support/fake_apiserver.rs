@@ -148,6 +148,22 @@ const KINDS: &[Kind] = &[
         api_version: "tidal.dev/v1alpha1",
         namespaced: false,
         status: true,
+    }, // metrics-server's read-only API, served here like any other list (tests put the samples in).
+    Kind {
+        group_path: "apis/metrics.k8s.io/v1beta1",
+        plural: "nodes",
+        kind: "NodeMetrics",
+        api_version: "metrics.k8s.io/v1beta1",
+        namespaced: false,
+        status: false,
+    },
+    Kind {
+        group_path: "apis/metrics.k8s.io/v1beta1",
+        plural: "pods",
+        kind: "PodMetrics",
+        api_version: "metrics.k8s.io/v1beta1",
+        namespaced: true,
+        status: false,
     },
 ];
 

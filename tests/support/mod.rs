@@ -142,7 +142,7 @@ impl Controller {
         config.config_debounce = Duration::from_millis(50);
         config.eviction.request_timeout = Duration::from_secs(2);
         config.eviction.retry.initial = Duration::from_millis(20);
-        config.hooks = hooks;
+        config.hooks.extend(hooks);
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(controller::run(config, shutdown.clone()));
         Controller {
