@@ -456,3 +456,42 @@ async fn transient_errors_are_retried_within_the_cycle() {
     assert_eq!(real_attempts(&server.evictions(), "misplaced"), 3);
     controller.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_with_an_unreadable_budget_is_not_evicted_and_warned_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    base(&server, "1s", "Evict");
+    server.apply(annotated(
+        preemptable(pod(NS, "bad-budget", "rev-1")),
+        "volcano.sh/jdb-max-unavailable",
+        "lots",
+    ));
+    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    controller.wait_cycles(4.0).await;
+
+    assert_eq!(real_attempts(&server.evictions(), "bad-budget"), 0);
+    let status = policy_status(&server, "tdm");
+    assert_eq!(status["skipped"]["invalid"], json!(1), "{status}");
+    let events = server.list("apis/events.k8s.io/v1", "events");
+    let warnings: Vec<_> = events
+        .iter()
+        .filter(|e| e["regarding"]["name"] == json!("bad-budget"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{events:#?}");
+    assert_eq!(warnings[0]["type"], json!("Warning"));
+    assert_eq!(warnings[0]["reason"], json!("InvalidAnnotation"));
+    let note = warnings[0]["note"].as_str().unwrap();
+    assert!(
+        note.contains("volcano.sh/jdb-max-unavailable") && note.contains("lots"),
+        "{note}"
+    );
+    // Once, not once per cycle: nothing else in this cluster writes events.
+    let event_writes = server
+        .requests()
+        .iter()
+        .filter(|r| r.path.contains("/events") && r.method != "GET")
+        .count();
+    assert_eq!(event_writes, 1);
+    controller.stop().await;
+}

@@ -258,6 +258,15 @@ impl Runtime {
             .collect::<Vec<()>>()
             .await;
 
+        let invalid: Vec<(&plan::Candidate, &str)> = cycle
+            .plans
+            .iter()
+            .flat_map(|plan| &plan.skipped)
+            .filter(|skip| skip.gate == crate::gates::validity::NAME)
+            .map(|skip| (&skip.candidate, skip.detail.as_str()))
+            .collect();
+        self.status.warn_invalid_pods(&invalid).await;
+
         for (plan, outcomes) in cycle.plans.iter().zip(outcomes) {
             let counts = PolicyCounts::of(plan, outcomes);
             let generation = self

@@ -6,6 +6,8 @@ pub mod compute;
 
 use std::{collections::HashMap, sync::Arc};
 
+use futures::{StreamExt, future::BoxFuture};
+
 use k8s_openapi::{api::core::v1::ObjectReference, apimachinery::pkg::apis::meta::v1::Condition};
 use kube::{
     Api, Client,
@@ -198,6 +200,62 @@ impl StatusWriter {
             secondary: None,
         };
         self.publish(event, reference, kind).await;
+    }
+}
+
+/// New invalid-annotation warnings per cycle: a job whose PodGroup carries a bad budget warns on each
+/// of its pods, and thousands of events in one cycle would only flood the API server.
+const MAX_POD_WARNINGS_PER_CYCLE: usize = 50;
+
+impl StatusWriter {
+    /// Warning events on pods that cannot be evicted because their (or their job's) tidal annotations
+    /// do not parse: each pod once per distinct message while it stays invalid. `invalid` is this
+    /// cycle's complete list; pods missing from it are forgotten, so a pod that turns invalid again is
+    /// warned again. Returns how many were sent.
+    pub async fn warn_invalid_pods(&mut self, invalid: &[(&Candidate, &str)]) -> usize {
+        let current: std::collections::HashSet<String> = invalid
+            .iter()
+            .map(|(candidate, _)| candidate.pod.key.to_string())
+            .collect();
+        self.warned
+            .retain(|(kind, name), _| *kind != "Pod" || current.contains(name));
+        let mut fresh = Vec::new();
+        for (candidate, detail) in invalid {
+            let key = ("Pod", candidate.pod.key.to_string());
+            if self.warned.get(&key).map(String::as_str) == Some(*detail) {
+                continue;
+            }
+            if fresh.len() == MAX_POD_WARNINGS_PER_CYCLE {
+                warn!(
+                    remaining = invalid.len() - fresh.len(),
+                    "more pods with invalid tidal annotations; their warnings follow in later cycles"
+                );
+                break;
+            }
+            warn!(pod = %candidate.pod.key, "not evicted: {detail}");
+            self.warned.insert(key, (*detail).to_owned());
+            fresh.push((*candidate, *detail));
+        }
+        let sent = fresh.len();
+        let this = &*self;
+        let events: Vec<BoxFuture<'_, ()>> = fresh
+            .into_iter()
+            .map(|(candidate, detail)| -> BoxFuture<'_, ()> {
+                let event = Event {
+                    type_: EventType::Warning,
+                    reason: "InvalidAnnotation".to_owned(),
+                    note: Some(truncate(format!("tidal will not evict this pod: {detail}"))),
+                    action: "Validate".to_owned(),
+                    secondary: None,
+                };
+                Box::pin(this.publish(event, pod_reference(&candidate.pod), "Pod"))
+            })
+            .collect();
+        futures::stream::iter(events)
+            .buffer_unordered(8)
+            .collect::<Vec<()>>()
+            .await;
+        sent
     }
 }
 
