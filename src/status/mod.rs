@@ -30,6 +30,9 @@ use crate::{
 pub use compute::{PolicyCounts, policy_status, preemptable_pods, zone_status};
 
 const CONTROLLER: &str = "tidal";
+/// New invalid-annotation warnings per cycle: a job whose PodGroup carries a bad budget warns on each
+/// of its pods, and thousands of events in one cycle would only flood the API server.
+const MAX_POD_WARNINGS_PER_CYCLE: usize = 50;
 
 /// Writes status and events; remembers what it wrote so that unchanged status is not re-sent.
 pub struct StatusWriter {
@@ -201,13 +204,7 @@ impl StatusWriter {
         };
         self.publish(event, reference, kind).await;
     }
-}
 
-/// New invalid-annotation warnings per cycle: a job whose PodGroup carries a bad budget warns on each
-/// of its pods, and thousands of events in one cycle would only flood the API server.
-const MAX_POD_WARNINGS_PER_CYCLE: usize = 50;
-
-impl StatusWriter {
     /// Warning events on pods that cannot be evicted because their (or their job's) tidal annotations
     /// do not parse: each pod once per distinct message while it stays invalid. `invalid` is this
     /// cycle's complete list; pods missing from it are forgotten, so a pod that turns invalid again is
