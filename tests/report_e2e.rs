@@ -280,17 +280,12 @@ fn real_dump_both_zones_closed_inside_cooldown() {
     // minAvailable 2 with 4 running allows 2; worker-3 is protected by its own cooldown.
     assert_eq!(
         evicted(&report),
-        set(&[
-            ETL[0],
-            ETL[1],
-            PINNED,
-            "ml/train-worker-0",
-            "ml/train-worker-1",
-        ])
+        set(&[ETL[0], ETL[1], "ml/train-worker-0", "ml/train-worker-1",])
     );
     assert_eq!(
         skipped(&report),
         gates(&[
+            (PINNED, "protected"),
             (ETL[2], "budget"),
             (ETL[3], "budget"),
             (ETL[4], "budget"),
@@ -382,23 +377,97 @@ fn real_dump_daemonset_pods_are_never_proposed() {
 
 #[test]
 fn real_dump_pinned_pod_is_a_placement_violation_whatever_the_time() {
+    // A placement violation did not opt into preemption, so it keeps every protection: the pinned pod
+    // is bare (nothing would recreate it) and stays until the policy allows evicting bare pods.
+    let violation = "placement violation: not preemptable, on a node of revocable zone rz1";
+    let bare_pods_allowed = real_with(
+        utc("08:00-20:00"),
+        json!({"windows": [{"time": "06:00-18:00"}], "timeZone": "Europe/Berlin"}),
+        json!({"protections": {"barePods": false}}),
+    );
     for now in [BOTH_CLOSED_IN_COOLDOWN, BOTH_OPEN] {
         let report = plan(&[&real(), &real_zones()], now);
+        let kept = skip_entry(&report, PINNED);
+        assert_eq!(kept["gate"], "protected", "at {now}");
+        assert_eq!(kept["reason"], violation, "at {now}");
+        assert!(
+            kept["detail"].as_str().is_some_and(|d| d.contains("bare")),
+            "{kept}"
+        );
+
+        let report = plan(&[&real(), bare_pods_allowed.path()], now);
         let pinned = eviction(&report, PINNED);
         assert_eq!(pinned["node"], "node-rz1-2");
-        assert_eq!(
-            pinned["reason"],
-            "placement violation: not preemptable, on a node of revocable zone rz1",
-            "at {now}"
-        );
+        assert_eq!(pinned["reason"], violation, "at {now}");
     }
+}
+
+#[test]
+fn placement_violations_keep_protections_that_opted_in_pods_waive() {
+    // On a closed zone's node: a system-critical pod that never opted in, and a bare preemptable pod
+    // with an emptyDir. The first is a violation and keeps its protection; the second opted in, so only
+    // the never-evict rules hold for it.
+    let objects = vec![
+        node("rev-1", Some("z")),
+        replica(
+            "kube-system",
+            "coredns-abc",
+            "rev-1",
+            "coredns",
+            json!({"spec": {"priorityClassName": "system-cluster-critical", "priority": 2000000000}}),
+        ),
+        pod(
+            "batch",
+            "scratch",
+            "rev-1",
+            json!({"metadata": {"labels": {"volcano.sh/preemptable": "true"}},
+                   "spec": {"volumes": [{"name": "tmp", "emptyDir": {}}]}}),
+        ),
+        revocable_zone("z", utc("08:00-09:00")),
+        policy("tdm", json!({})),
+    ];
+    let report = plan(&[cluster(objects).path()], "2026-11-22T12:00:00Z");
+    assert_eq!(evicted(&report), set(&["batch/scratch"]));
+    let kept = skip_entry(&report, "kube-system/coredns-abc");
+    assert_eq!(kept["gate"], "protected");
+    assert!(
+        kept["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("placement violation")),
+        "{kept}"
+    );
+}
+
+#[test]
+fn a_policy_wide_preemptable_default_does_not_waive_protections() {
+    let objects = vec![
+        node("rev-1", Some("z")),
+        replica(
+            "batch",
+            "scratch",
+            "rev-1",
+            "scratch",
+            json!({"spec": {"volumes": [{"name": "tmp", "emptyDir": {}}]}}),
+        ),
+        revocable_zone("z", utc("08:00-09:00")),
+        policy("tdm", json!({"defaults": {"preemptable": true}})),
+    ];
+    let report = plan(&[cluster(objects).path()], "2026-11-22T12:00:00Z");
+    let kept = skip_entry(&report, "batch/scratch");
+    assert_eq!(kept["gate"], "protected", "{kept}");
+    assert!(
+        kept["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("zone z closed")),
+        "a TDM victim by the policy's default, not a violation: {kept}"
+    );
 }
 
 #[test]
 fn real_dump_both_zones_open() {
     let report = plan(&[&real(), &real_zones()], BOTH_OPEN);
-    assert_eq!(evicted(&report), set(&[PINNED]));
-    assert!(skipped(&report).is_empty(), "{report:#}");
+    assert!(evicted(&report).is_empty(), "{report:#}");
+    assert_eq!(skipped(&report), gates(&[(PINNED, "protected")]));
     for z in ["rz1", "rz2"] {
         assert_eq!(zone(&report, z)["open"], true, "{z}");
     }
@@ -411,7 +480,7 @@ fn zones_are_independent() {
     let report = plan(&[&real(), &real_zones()], ONLY_RZ1_CLOSED);
     assert_eq!(zone(&report, "rz1")["open"], false);
     assert_eq!(zone(&report, "rz2")["open"], true);
-    assert_eq!(evicted(&report), set(&[ETL[0], ETL[1], PINNED]));
+    assert_eq!(evicted(&report), set(&[ETL[0], ETL[1]]));
     assert!(
         !mentioned(&report).iter().any(|p| p.starts_with("ml/")),
         "rz2 is open: {report:#}"
@@ -422,7 +491,7 @@ fn zones_are_independent() {
     assert_eq!(zone(&report, "rz2")["open"], false);
     assert_eq!(
         evicted(&report),
-        set(&[PINNED, "ml/train-worker-0", "ml/train-worker-1"])
+        set(&["ml/train-worker-0", "ml/train-worker-1"])
     );
     assert!(
         !mentioned(&report)
@@ -438,12 +507,11 @@ fn cross_midnight_window_is_open_at_night() {
     let report = plan(&[&real(), zones.path()], "2026-11-22T03:00:00Z");
     assert_eq!(zone(&report, "rz1")["open"], true);
     assert_eq!(zone(&report, "rz1")["nextChange"], "2026-11-22T06:00:01Z");
-    assert_eq!(
-        evicted(&report),
-        set(&[PINNED]),
-        "open at 03:00: no TDM evictions"
+    assert!(
+        evicted(&report).is_empty(),
+        "open at 03:00: no TDM evictions: {report:#}"
     );
-    assert!(skipped(&report).is_empty());
+    assert_eq!(skipped(&report), gates(&[(PINNED, "protected")]));
 
     let report = plan(&[&real(), zones.path()], "2026-11-22T07:00:00Z");
     assert_eq!(zone(&report, "rz1")["open"], false);
@@ -464,7 +532,7 @@ fn drain_before_evicts_ahead_of_the_close() {
         (&rz1["open"], &rz1["draining"]),
         (&json!(true), &json!(true))
     );
-    assert_eq!(evicted(&draining), set(&[ETL[0], ETL[1], PINNED]));
+    assert_eq!(evicted(&draining), set(&[ETL[0], ETL[1]]));
     let reason = eviction(&draining, ETL[0])["reason"]
         .as_str()
         .expect("reason");
@@ -472,7 +540,7 @@ fn drain_before_evicts_ahead_of_the_close() {
 
     let before = plan(&[&real(), zones.path()], "2026-11-22T04:15:00Z");
     assert_eq!(zone(&before, "rz1")["draining"], false);
-    assert_eq!(evicted(&before), set(&[PINNED]));
+    assert!(evicted(&before).is_empty(), "{before:#}");
 }
 
 #[test]
@@ -523,12 +591,16 @@ fn preemptable_default_flips_the_opt_in() {
         json!({"defaults": {"preemptable": true}}),
     );
     let closed = plan(&[&real(), zones.path()], BOTH_CLOSED_IN_COOLDOWN);
-    let pinned = eviction(&closed, PINNED);
+    let pinned = skip_entry(&closed, PINNED);
     assert!(
         pinned["reason"]
             .as_str()
             .is_some_and(|r| r.starts_with("zone rz1 closed")),
         "preemptable by default, the pinned pod is an ordinary TDM victim: {pinned}"
+    );
+    assert_eq!(
+        pinned["gate"], "protected",
+        "a policy default is not the owner's opt-in: the bare pod keeps its protection"
     );
     let open = plan(&[&real(), zones.path()], BOTH_OPEN);
     assert!(
@@ -552,7 +624,7 @@ fn default_cooldown_applies_unless_the_pod_sets_its_own() {
     for pod in ETL
         .iter()
         .copied()
-        .chain([PINNED, "ml/train-worker-0", "ml/train-worker-2"])
+        .chain(["ml/train-worker-0", "ml/train-worker-2"])
     {
         assert_eq!(
             skips.get(pod).map(String::as_str),
@@ -560,6 +632,8 @@ fn default_cooldown_applies_unless_the_pod_sets_its_own() {
             "{pod}"
         );
     }
+    // Protections come before cooldown: the bare pinned pod is reported as protected.
+    assert_eq!(skips[PINNED], "protected");
     let detail = skip_entry(&report, ETL[0])["detail"]
         .as_str()
         .expect("detail");
@@ -650,7 +724,7 @@ fn namespaces_include_and_exclude() {
     );
     assert_eq!(
         evicted(&report1),
-        set(&[PINNED, "ml/train-worker-0", "ml/train-worker-1"])
+        set(&["ml/train-worker-0", "ml/train-worker-1"])
     );
 
     let include = real_with(
@@ -674,7 +748,8 @@ fn limits_cap_the_cycle_without_using_up_budgets() {
     let total = real_with(
         utc("08:00-20:00"),
         utc("08:00-20:00"),
-        json!({"limits": {"total": 3}}),
+        // The pinned bare pod takes part, so that it can be the one a limit stops.
+        json!({"limits": {"total": 3}, "protections": {"barePods": false}}),
     );
     let report1 = plan(&[&real(), total.path()], BOTH_CLOSED_IN_COOLDOWN);
     // Zones in name order, jobs in order within a zone: rz1's two etl pods and the pinned pod fill the cap.
@@ -697,7 +772,7 @@ fn limits_cap_the_cycle_without_using_up_budgets() {
     let per_node = real_with(
         utc("08:00-20:00"),
         utc("08:00-20:00"),
-        json!({"limits": {"perNode": 1}}),
+        json!({"limits": {"perNode": 1}, "protections": {"barePods": false}}),
     );
     let report2 = plan(&[&real(), per_node.path()], BOTH_CLOSED_IN_COOLDOWN);
     // ffdd4 is on node-rz1-1, kdrsm on node-rz1-2, worker-0 on node-rz2-1: one each.
@@ -717,7 +792,7 @@ fn limits_cap_the_cycle_without_using_up_budgets() {
     let per_namespace = real_with(
         utc("08:00-20:00"),
         utc("08:00-20:00"),
-        json!({"limits": {"perNamespace": 1}}),
+        json!({"limits": {"perNamespace": 1}, "protections": {"barePods": false}}),
     );
     let report3 = plan(&[&real(), per_namespace.path()], BOTH_CLOSED_IN_COOLDOWN);
     assert_eq!(
@@ -761,13 +836,7 @@ fn several_policies_never_evict_a_pod_twice_or_overrun_a_budget() {
     // `evicted` also asserts that no pod appears twice.
     assert_eq!(
         evicted(&report),
-        set(&[
-            ETL[0],
-            ETL[1],
-            PINNED,
-            "ml/train-worker-0",
-            "ml/train-worker-1"
-        ])
+        set(&[ETL[0], ETL[1], "ml/train-worker-0", "ml/train-worker-1"])
     );
     for eviction in report["evictions"].as_array().expect("evictions") {
         assert_eq!(
@@ -784,7 +853,9 @@ fn several_policies_never_evict_a_pod_twice_or_overrun_a_budget() {
     assert!(!second.is_empty());
     for skip in second {
         assert!(
-            skip["gate"] == "budget" || skip["gate"] == "cooldown",
+            skip["gate"] == "budget"
+                || skip["gate"] == "cooldown"
+                || (skip["gate"] == "protected" && pod_ref(skip) == PINNED),
             "{skip}"
         );
         if skip["gate"] == "budget" && pod_ref(skip).starts_with("analytics/") {
@@ -902,19 +973,19 @@ fn binary_prints_json_table_and_markdown() {
     };
 
     let json: Value = serde_json::from_str(&run_with("json")).expect("json");
-    assert_eq!(json["evictions"].as_array().map(Vec::len), Some(5));
+    assert_eq!(json["evictions"].as_array().map(Vec::len), Some(4));
 
     let table = run_with("table");
     for expected in [
         "tidal report at 2026-11-22T04:00:00Z",
         "policy tdm (DryRun)",
         "ZONES",
-        "EVICTIONS (5)",
-        "SKIPPED (5)",
+        "EVICTIONS (4)",
+        "SKIPPED (6)",
         "analytics/etl-7dcf699648-ffdd4",
-        "placement violation: not preemptable",
+        "bare pod: no owner would recreate it",
         "protected for 40m 22s more (until 2026-11-22T04:40:22Z)",
-        "5 evictions planned, 5 skipped (budget 4, cooldown 1); 2 of 2 zones closed",
+        "4 evictions planned, 6 skipped (budget 4, cooldown 1, protected 1); 2 of 2 zones closed",
     ] {
         assert!(
             table.contains(expected),
@@ -944,11 +1015,12 @@ fn binary_prints_json_table_and_markdown() {
     for expected in [
         "# tidal report at 2026-11-22T04:00:00Z",
         "## Zones",
-        "## Evictions (5)",
-        "## Skipped (5)",
+        "## Evictions (4)",
+        "## Skipped (6)",
         "| `analytics/etl-7dcf699648-ffdd4` |",
         "| cooldown |",
-        "**5 evictions planned, 5 skipped (budget 4, cooldown 1); 2 of 2 zones closed**",
+        "| protected |",
+        "**4 evictions planned, 6 skipped (budget 4, cooldown 1, protected 1); 2 of 2 zones closed**",
     ] {
         assert!(
             markdown.contains(expected),

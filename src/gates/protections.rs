@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::Gate;
 use crate::{
     api::GoDuration,
-    cluster::{JobKey, PdbInfo, PodInfo, PodPhase, matching},
+    cluster::{JobKey, PdbInfo, PodInfo, PodPhase, Setting, matching},
     plan::{Candidate, PlanContext},
 };
 
@@ -253,9 +253,13 @@ impl Gate for ProtectionGate {
     }
 
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {
-        // A closing revocable zone is taken back whatever runs there, and its pods opted in with
-        // `volcano.sh/preemptable`: for tdm only the never-evict rules hold.
-        if candidate.strategy == crate::strategies::tdm::NAME {
+        // A pod whose owner opted in with `volcano.sh/preemptable` accepted that its revocable node is
+        // taken back, so for tdm only the never-evict rules hold. A placement violation did not opt in,
+        // and a policy-wide default is not the owner's word: those keep every protection (a bare pod, or
+        // a pod's emptyDir, would be lost for good).
+        if candidate.strategy == crate::strategies::tdm::NAME
+            && ctx.declared_preemptable(&candidate.pod) == Setting::Valid(true)
+        {
             let pod = &candidate.pod;
             return match (pod.is_static(), pod.terminating) {
                 (true, _) => Err("static pod: the API server cannot evict it".to_owned()),

@@ -23,14 +23,17 @@ pub struct PlanContext<'a> {
 impl PlanContext<'_> {
     /// The pod's own value (label, then annotation), else its PodGroup's, else the policy default.
     pub fn preemptable(&self, pod: &PodInfo) -> Setting<bool> {
-        pod.preemptable
-            .clone()
-            .or_else(|| {
-                self.snapshot
-                    .podgroup_of(pod)
-                    .map_or(Setting::Unset, |g| g.preemptable.clone())
-            })
+        self.declared_preemptable(pod)
             .or_else(|| Setting::Valid(self.policy.spec.defaults.preemptable))
+    }
+
+    /// What the pod or its PodGroup says, without the policy default: whether the owner opted in.
+    pub fn declared_preemptable(&self, pod: &PodInfo) -> Setting<bool> {
+        pod.preemptable.clone().or_else(|| {
+            self.snapshot
+                .podgroup_of(pod)
+                .map_or(Setting::Unset, |g| g.preemptable.clone())
+        })
     }
 
     /// The pod's `volcano.sh/cooldown-time`, else the policy default; `Unset` means no cooldown.

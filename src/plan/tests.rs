@@ -263,7 +263,8 @@ fn replicas(namespace: &str, owner: &str, count: usize, patch: &Value) -> Vec<Po
 #[test]
 fn every_pod_is_decided_once() {
     let mut world = World::new().with(replicas("a", "big", 5, &json!({})).into_iter().chain([
-        pod("a", "violation", "rev-1", json!({})),
+        // Owned: a bare violation would be stopped by the protections before the limit.
+        pod("a", "violation", "rev-1", owned_by("ReplicaSet", "v")),
         pod(
             "b",
             "cool",

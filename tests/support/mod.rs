@@ -240,7 +240,8 @@ pub fn node(name: &str, zone: Option<&str>) -> Value {
     })
 }
 
-/// A running pod scheduled a day ago (no cooldown applies unless annotated).
+/// A running pod scheduled a day ago (no cooldown applies unless annotated), the only pod of its own
+/// ReplicaSet: a job of one, yet not a bare pod, which the default protections would keep.
 pub fn pod(namespace: &str, name: &str, node: &str) -> Value {
     let scheduled = (Timestamp::now() - SignedDuration::from_hours(24))
         .strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -248,7 +249,9 @@ pub fn pod(namespace: &str, name: &str, node: &str) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {}, "annotations": {}},
+        "metadata": {"name": name, "namespace": namespace, "labels": {}, "annotations": {},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name,
+                "uid": format!("rs-of-pod-{name}"), "controller": true}]},
         "spec": {"nodeName": node, "containers": [{"name": "main", "image": "busybox",
             "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},
         "status": {"phase": "Running", "conditions": [
