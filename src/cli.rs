@@ -249,7 +249,8 @@ pub async fn run_live(
 pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
     let mut dump = Dump::load(&args.clusters)?;
     let snapshot = dump.cache.snapshot();
-    let (cycle, notes) = plan_report(&snapshot, args)?;
+    let (cycle, mut notes) = plan_report(&snapshot, args)?;
+    notes.extend(dump.ignored_note());
     Ok(render_report(&cycle, notes, args.output))
 }
 

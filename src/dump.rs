@@ -18,9 +18,25 @@ use crate::{
     api::{
         DeschedulingPolicy, PodGroup, RevocableZone,
         metrics::{NodeMetrics, PodMetrics},
+        validation::CrdValidator,
     },
     cluster::{ClusterCache, Ingest, ObjectKey, UsageSample, metrics},
+    plan,
 };
+
+/// The kinds tidal reads, at the one version it reads each: the same kind at another version is an
+/// error rather than silently ignored, so a plan never leaves out objects the user meant it to see.
+const READ_KINDS: [(&str, &str); 9] = [
+    ("v1", "Pod"),
+    ("v1", "Node"),
+    ("v1", "Namespace"),
+    ("policy/v1", "PodDisruptionBudget"),
+    ("scheduling.volcano.sh/v1beta1", "PodGroup"),
+    ("metrics.k8s.io/v1beta1", "NodeMetrics"),
+    ("metrics.k8s.io/v1beta1", "PodMetrics"),
+    ("tidal.dev/v1alpha1", "RevocableZone"),
+    ("tidal.dev/v1alpha1", "DeschedulingPolicy"),
+];
 
 /// A cluster read from files.
 #[derive(Debug, Default)]
@@ -31,15 +47,15 @@ pub struct Dump {
     pub objects: usize,
     /// PodMetrics read before their pod: applied once the pod has been read.
     pending_pod_usage: Vec<(ObjectKey, UsageSample)>,
+    /// Built on the first tidal object: most dumps hold a handful of them.
+    crd_validator: Option<CrdValidator>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum DumpError {
-    #[error("{path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    // The source's text is already in the message: do not expose it again as a cause.
+    #[error("{path}: {message}")]
+    Read { path: PathBuf, message: String },
     #[error("{path}: not valid YAML or JSON: {message}")]
     Syntax { path: PathBuf, message: String },
     #[error("{path}: {object}: {message}")]
@@ -54,9 +70,9 @@ impl Dump {
     pub fn load(paths: &[PathBuf]) -> Result<Dump, DumpError> {
         let mut dump = Dump::default();
         for path in paths {
-            let text = std::fs::read_to_string(path).map_err(|source| DumpError::Read {
+            let text = std::fs::read_to_string(path).map_err(|e| DumpError::Read {
                 path: path.clone(),
-                source,
+                message: e.to_string(),
             })?;
             dump.add_text(path, &text)?;
         }
@@ -65,13 +81,17 @@ impl Dump {
 
     /// Adds the objects in `text` (read from `path`, which is only used in messages).
     pub fn add_text(&mut self, path: &Path, text: &str) -> Result<(), DumpError> {
-        let documents = parse_documents(text).map_err(|message| DumpError::Syntax {
+        let syntax = |message: String| DumpError::Syntax {
             path: path.to_owned(),
             message,
-        })?;
+        };
+        let documents = parse_documents(text).map_err(syntax)?;
+        if documents.is_empty() {
+            return Err(syntax("holds no Kubernetes objects".to_owned()));
+        }
         let mut items = Vec::new();
         for document in documents {
-            flatten_lists(document, &mut items);
+            flatten_lists(document, &mut items).map_err(syntax)?;
         }
         for (index, item) in items.into_iter().enumerate() {
             self.add_object(item)
@@ -94,6 +114,15 @@ impl Dump {
 
     fn add_object(&mut self, item: Value) -> Result<(), (ObjectName, String)> {
         let name = ObjectName::of(&item);
+        if !item.is_object() {
+            return Err((name, "not a Kubernetes object".to_owned()));
+        }
+        if name.api_version.is_empty() || name.kind.is_empty() {
+            return Err((name, "an object needs both apiVersion and kind".to_owned()));
+        }
+        if name.api_version.starts_with("tidal.dev/") {
+            self.validate_tidal_object(&name, &item)?;
+        }
         let cache = &mut self.cache;
         let result = match (name.api_version.as_str(), name.kind.as_str()) {
             ("v1", "Pod") => ingest::<Pod>(cache, item),
@@ -112,6 +141,15 @@ impl Dump {
                 ingest::<DeschedulingPolicy>(cache, item)
             }
             _ => {
+                if let Some((read_as, _)) = READ_KINDS.iter().find(|(_, kind)| *kind == name.kind) {
+                    return Err((
+                        name.clone(),
+                        format!(
+                            "tidal reads {} as {read_as}, not {}",
+                            name.kind, name.api_version
+                        ),
+                    ));
+                }
                 *self
                     .ignored
                     .entry(format!("{} {}", name.api_version, name.kind))
@@ -130,7 +168,7 @@ impl Dump {
             "DeschedulingPolicy" => self
                 .cache
                 .policy(name.name.as_deref().unwrap_or_default())
-                .and_then(|policy| policy.default_budget.as_ref().err().cloned()),
+                .and_then(|policy| plan::runnable_strategies(policy).err()),
             _ => None,
         };
         if let Some(error) = config_error {
@@ -138,6 +176,48 @@ impl Dump {
         }
         self.objects += 1;
         Ok(())
+    }
+}
+
+impl Dump {
+    /// What `kubectl apply` would have refused (CRD schema and CEL rules) is refused here too.
+    fn validate_tidal_object(
+        &mut self,
+        name: &ObjectName,
+        item: &Value,
+    ) -> Result<(), (ObjectName, String)> {
+        let validator = self.crd_validator.get_or_insert_with(CrdValidator::new);
+        if !validator.knows(&name.kind) || name.api_version != "tidal.dev/v1alpha1" {
+            return Err((
+                name.clone(),
+                format!(
+                    "tidal.dev has no {} {}: tidal reads RevocableZone and DeschedulingPolicy as \
+                     tidal.dev/v1alpha1",
+                    name.api_version, name.kind
+                ),
+            ));
+        }
+        validator
+            .validate(item)
+            .map_err(|violations| (name.clone(), format!("rejected by the CRD: {violations}")))
+    }
+
+    /// Objects of kinds tidal does not read, as one line for the report, e.g.
+    /// `ignored 7 objects tidal does not read: apps/v1 Deployment (2), apps/v1 ReplicaSet (5)`.
+    pub fn ignored_note(&self) -> Option<String> {
+        if self.ignored.is_empty() {
+            return None;
+        }
+        let total: usize = self.ignored.values().sum();
+        let kinds: Vec<String> = self
+            .ignored
+            .iter()
+            .map(|(kind, count)| format!("{kind} ({count})"))
+            .collect();
+        Some(format!(
+            "ignored {total} object(s) tidal does not read: {}",
+            kinds.join(", ")
+        ))
     }
 }
 
@@ -162,7 +242,7 @@ fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
 
 /// Expands `kind: List` (and `PodList`, `NodeList`, ...) into their items, recursively. Items of a typed
 /// list (`NodeMetricsList` from `kubectl get --raw`) carry no kind of their own: they get the list's.
-fn flatten_lists(value: Value, out: &mut Vec<Value>) {
+fn flatten_lists(value: Value, out: &mut Vec<Value>) -> Result<(), String> {
     let list_kind = value
         .get("kind")
         .and_then(Value::as_str)
@@ -171,25 +251,34 @@ fn flatten_lists(value: Value, out: &mut Vec<Value>) {
     match (list_kind, value) {
         (Some(item_kind), Value::Object(mut map)) => {
             let api_version = map.get("apiVersion").cloned();
-            if let Some(Value::Array(items)) = map.remove("items") {
-                for mut item in items {
-                    if let Value::Object(fields) = &mut item
-                        && !item_kind.is_empty()
-                        && !fields.contains_key("kind")
-                    {
-                        fields.insert("kind".to_owned(), Value::String(item_kind.clone()));
-                        if let Some(api_version) = &api_version {
-                            fields
-                                .entry("apiVersion")
-                                .or_insert_with(|| api_version.clone());
-                        }
-                    }
-                    flatten_lists(item, out);
+            let items = match map.remove("items") {
+                Some(Value::Array(items)) => items,
+                // `kubectl get` of nothing writes `items: []`; some tools drop the key or write null.
+                None | Some(Value::Null) => Vec::new(),
+                Some(other) => {
+                    return Err(format!(
+                        "a {item_kind}List's items must be a list, not {other}"
+                    ));
                 }
+            };
+            for mut item in items {
+                if let Value::Object(fields) = &mut item
+                    && !item_kind.is_empty()
+                    && !fields.contains_key("kind")
+                {
+                    fields.insert("kind".to_owned(), Value::String(item_kind.clone()));
+                    if let Some(api_version) = &api_version {
+                        fields
+                            .entry("apiVersion")
+                            .or_insert_with(|| api_version.clone());
+                    }
+                }
+                flatten_lists(item, out)?;
             }
         }
         (_, value) => out.push(value),
     }
+    Ok(())
 }
 
 fn typed<T: DeserializeOwned>(value: Value) -> Result<T, String> {
@@ -218,7 +307,7 @@ impl ObjectName {
         let meta = value.get("metadata");
         ObjectName {
             api_version: text(value.get("apiVersion")).unwrap_or_default(),
-            kind: text(value.get("kind")).unwrap_or_else(|| "<no kind>".to_owned()),
+            kind: text(value.get("kind")).unwrap_or_default(),
             namespace: text(meta.and_then(|m| m.get("namespace"))),
             name: text(meta.and_then(|m| m.get("name"))),
         }
@@ -228,9 +317,14 @@ impl ObjectName {
 impl fmt::Display for ObjectName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = self.name.as_deref().unwrap_or("<no name>");
+        let kind = if self.kind.is_empty() {
+            "<no kind>"
+        } else {
+            &self.kind
+        };
         match &self.namespace {
-            Some(namespace) => write!(f, "{} {namespace}/{name}", self.kind),
-            None => write!(f, "{} {name}", self.kind),
+            Some(namespace) => write!(f, "{kind} {namespace}/{name}"),
+            None => write!(f, "{kind} {name}"),
         }
     }
 }

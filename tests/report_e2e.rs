@@ -1262,6 +1262,145 @@ fn a_missing_file_is_an_error() {
     let path = missing.to_str().expect("utf-8 path");
     assert_fails(&["report", "--cluster", path], &[path]);
     assert_fails(&["report", "--cluster", path, "-o", "json"], &[path]);
+    let output = run(&["report", "--cluster", path]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "the cause is said once: {stderr}"
+    );
+}
+
+/// Input that used to be dropped without a word: a plan that silently leaves out objects the user meant
+/// it to see is worse than no plan.
+#[test]
+fn objects_tidal_cannot_place_are_errors_not_silence() {
+    let cases: Vec<(NamedTempFile, Vec<&str>)> = vec![
+        (text_file(""), vec!["holds no Kubernetes objects"]),
+        (
+            text_file("hello\n"),
+            vec!["item 1", "not a Kubernetes object"],
+        ),
+        (text_file("- 1\n"), vec!["not a Kubernetes object"]),
+        (
+            text_file("apiVersion: v1\nkind: List\nitems: 5\n"),
+            vec!["items must be a list"],
+        ),
+        (
+            cluster(vec![
+                json!({"kind": "Pod", "metadata": {"name": "p", "namespace": "a"}}),
+            ]),
+            vec!["Pod a/p", "apiVersion and kind"],
+        ),
+        // A kind tidal reads, at a version it does not.
+        (
+            cluster(vec![
+                json!({"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+                                "metadata": {"name": "db", "namespace": "a"}}),
+            ]),
+            vec![
+                "PodDisruptionBudget a/db",
+                "tidal reads PodDisruptionBudget as policy/v1",
+            ],
+        ),
+        (
+            cluster(vec![{
+                let mut p = policy("p2", json!({}));
+                p["apiVersion"] = json!("tidal.dev/v1beta1");
+                p
+            }]),
+            vec!["DeschedulingPolicy p2", "tidal.dev/v1beta1"],
+        ),
+    ];
+    for (file, mut expected) in cases {
+        let path = file.path().to_str().expect("utf-8 path");
+        expected.push(path);
+        assert_fails(
+            &["report", "--cluster", path, "--now", BOTH_OPEN],
+            &expected,
+        );
+    }
+}
+
+/// `kubectl apply` would refuse these (schema, CEL, or tidal's own checks at load): so does a report on
+/// a saved cluster, naming file and object.
+#[test]
+fn policies_and_zones_kubectl_would_refuse_are_errors() {
+    let cases = [
+        (
+            policy(
+                "both-lists",
+                json!({"namespaces": {"include": ["a"], "exclude": ["b"]}}),
+            ),
+            "DeschedulingPolicy both-lists",
+        ),
+        (
+            policy(
+                "both-budgets",
+                json!({"defaults": {"jobBudget": {"maxUnavailable": 1, "minAvailable": 2}}}),
+            ),
+            "DeschedulingPolicy both-budgets",
+        ),
+        (
+            policy("too-fast", json!({"interval": "1s"})),
+            "DeschedulingPolicy too-fast",
+        ),
+        (
+            policy("misspelt", json!({"limits": {"perNodes": 1}})),
+            "DeschedulingPolicy misspelt",
+        ),
+        (
+            policy("nothing-enabled", json!({"strategies": {"tdm": null}})),
+            "DeschedulingPolicy nothing-enabled",
+        ),
+        (
+            policy(
+                "bad-selector",
+                json!({"protections": {"labelSelector": {"matchExpressions": [
+                    {"key": "app", "operator": "In"}]}}}),
+            ),
+            "DeschedulingPolicy bad-selector",
+        ),
+        (
+            revocable_zone(
+                "long-drain",
+                json!({"windows": [{"time": "08:00-20:00"}], "drainBefore": "48h"}),
+            ),
+            "RevocableZone long-drain",
+        ),
+        (
+            revocable_zone(
+                "twice",
+                json!({"windows": [{"time": "08:00-20:00"}, {"time": "08:00-20:00"}]}),
+            ),
+            "RevocableZone twice",
+        ),
+    ];
+    for (object, name) in cases {
+        let file = cluster(vec![object]);
+        let path = file.path().to_str().expect("utf-8 path");
+        assert_fails(
+            &["report", "--cluster", path, "--now", BOTH_OPEN],
+            &[path, name],
+        );
+    }
+}
+
+#[test]
+fn kinds_tidal_does_not_read_are_counted_in_a_note() {
+    let report = plan(&[&real(), &real_zones()], BOTH_OPEN);
+    let warnings: Vec<&str> = report["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        warnings.contains(
+            &"ignored 5 object(s) tidal does not read: apps/v1 DaemonSet (1), apps/v1 Deployment (2), apps/v1 ReplicaSet (2)"
+        ),
+        "{warnings:?}"
+    );
 }
 
 // ---- the demo ------------------------------------------------------------------------------------------

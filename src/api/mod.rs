@@ -4,6 +4,7 @@ pub mod duration;
 pub mod metrics;
 pub mod podgroup;
 pub mod policy;
+pub mod validation;
 pub mod zone;
 
 use kube::CustomResourceExt;

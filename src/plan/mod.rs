@@ -20,7 +20,8 @@ pub use zones::{ZoneView, zone_views};
 use crate::{
     api::PolicyMode,
     cluster::{ObjectKey, PolicyInfo, Snapshot},
-    gates, strategies,
+    gates,
+    strategies::{self, Strategy},
 };
 
 /// Gate name for candidates a strategy found but its own arguments hold back.
@@ -71,16 +72,13 @@ pub fn plan_policy(
         skipped: Vec::new(),
         error: None,
     };
-    if let Err(error) = &policy.default_budget {
-        plan.error = Some(error.clone());
-        return plan;
-    }
-    let strategies = strategies::enabled(&policy.spec.strategies);
-    if strategies.is_empty() {
-        // `strategies: {tdm: null}` passes the schema's minProperties but enables nothing; say so.
-        plan.error = Some("spec.strategies enables no strategy".to_owned());
-        return plan;
-    }
+    let strategies = match runnable_strategies(policy) {
+        Ok(strategies) => strategies,
+        Err(error) => {
+            plan.error = Some(error);
+            return plan;
+        }
+    };
     let ctx = PlanContext {
         snapshot,
         policy,
@@ -88,16 +86,6 @@ pub fn plan_policy(
         zones,
         planned_elsewhere,
     };
-    let invalid: Vec<String> = strategies
-        .iter()
-        .filter_map(|s| s.validate().err().map(|e| format!("{}: {e}", s.name())))
-        .chain(gates::validate(policy).err())
-        .collect();
-    if !invalid.is_empty() {
-        // A misconfigured policy evicts nothing rather than guessing what its author meant.
-        plan.error = Some(invalid.join("; "));
-        return plan;
-    }
     // A pod is decided once per plan, by the first strategy that proposes it.
     let mut admitter = Admitter::new(&ctx, gates::chain(policy));
     for strategy in &strategies {
@@ -106,6 +94,27 @@ pub fn plan_policy(
     plan.evictions = admitter.evictions;
     plan.skipped = admitter.skipped;
     plan
+}
+
+/// The policy's strategies, or why the policy cannot run: checks beyond what its CRD schema can
+/// express. A misconfigured policy evicts nothing rather than guessing what its author meant.
+pub fn runnable_strategies(policy: &PolicyInfo) -> Result<Vec<Box<dyn Strategy>>, String> {
+    policy.default_budget.as_ref().map_err(Clone::clone)?;
+    let strategies = strategies::enabled(&policy.spec.strategies);
+    if strategies.is_empty() {
+        // `strategies: {tdm: null}` passes the schema's minProperties but enables nothing; say so.
+        return Err("spec.strategies enables no strategy".to_owned());
+    }
+    let invalid: Vec<String> = strategies
+        .iter()
+        .filter_map(|s| s.validate().err().map(|e| format!("{}: {e}", s.name())))
+        .chain(gates::validate(policy).err())
+        .collect();
+    if invalid.is_empty() {
+        Ok(strategies)
+    } else {
+        Err(invalid.join("; "))
+    }
 }
 
 /// Plans every policy in the snapshot (by name), each seeing the evictions of the ones before it as in

@@ -1,0 +1,241 @@
+//! The checks `kubectl apply` gets from the API server for tidal's own kinds: the CRD's OpenAPI schema
+//! and its CEL rules. Saved clusters never pass through an API server, so `tidal report` runs them
+//! itself: a dump is refused exactly where `kubectl apply` would have refused the object.
+
+use std::{collections::BTreeMap, fmt};
+
+use kube::{
+    CustomResourceExt,
+    core::cel::{ErrorKind, Validator},
+};
+use serde_json::{Value, json};
+
+use super::{DeschedulingPolicy, RevocableZone};
+
+/// Validates objects of tidal's kinds against the CRDs generated from the Rust types.
+pub struct CrdValidator {
+    kinds: BTreeMap<String, KindSchema>,
+}
+
+struct KindSchema {
+    /// The CRD's `openAPIV3Schema`, which carries the CEL rules.
+    raw: Value,
+    schema: jsonschema::Validator,
+}
+
+/// Everything wrong with one object, by layer.
+#[derive(Debug, Default)]
+pub struct Violations {
+    /// OpenAPI schema errors as `path: message`.
+    pub schema: Vec<String>,
+    /// CEL rule failures.
+    pub cel: Vec<(ErrorKind, String)>,
+}
+
+impl Violations {
+    pub fn is_empty(&self) -> bool {
+        self.schema.is_empty() && self.cel.is_empty()
+    }
+}
+
+impl fmt::Display for Violations {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let messages: Vec<&str> = self
+            .schema
+            .iter()
+            .map(String::as_str)
+            .chain(self.cel.iter().map(|(_, message)| message.as_str()))
+            .collect();
+        f.write_str(&messages.join("; "))
+    }
+}
+
+impl fmt::Debug for CrdValidator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CrdValidator")
+            .field("kinds", &self.kinds.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Default for CrdValidator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CrdValidator {
+    pub fn new() -> Self {
+        let kinds = [RevocableZone::crd(), DeschedulingPolicy::crd()]
+            .into_iter()
+            .map(|crd| {
+                let kind = crd.spec.names.kind.clone();
+                let crd = serde_json::to_value(&crd).expect("a CRD always serializes to JSON");
+                let raw = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone();
+                let mut draft = to_json_schema(&raw);
+                // The API server checks apiVersion, kind and metadata itself; declare them so that strict
+                // field checking does not trip on them.
+                if let Some(properties) = draft["properties"].as_object_mut() {
+                    properties.insert("apiVersion".into(), json!({"type": "string"}));
+                    properties.insert("kind".into(), json!({"type": "string"}));
+                    properties.insert("metadata".into(), json!({"type": "object"}));
+                }
+                // Our own generated schema: failing to compile it is a bug caught by the tests, not input.
+                let schema = jsonschema::options()
+                    .should_validate_formats(true)
+                    .should_ignore_unknown_formats(true)
+                    .build(&draft)
+                    .unwrap_or_else(|e| panic!("{kind}: generated schema does not compile: {e}"));
+                (kind, KindSchema { raw, schema })
+            })
+            .collect();
+        CrdValidator { kinds }
+    }
+
+    /// The kinds this validator knows (`RevocableZone`, `DeschedulingPolicy`).
+    pub fn knows(&self, kind: &str) -> bool {
+        self.kinds.contains_key(kind)
+    }
+
+    /// Checks `object` (of a kind [`Self::knows`]) as the API server would on `kubectl apply`.
+    pub fn validate(&self, object: &Value) -> Result<(), Violations> {
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let Some(kind_schema) = self.kinds.get(kind) else {
+            return Err(Violations {
+                schema: vec![format!("kind {kind:?} is not one of tidal's kinds")],
+                cel: Vec::new(),
+            });
+        };
+        let mut violations = Violations {
+            schema: kind_schema
+                .schema
+                .iter_errors(object)
+                .map(|e| format!("{}: {e}", display_path(&e.instance_path().to_string())))
+                .collect(),
+            cel: Vec::new(),
+        };
+        if let Err(errors) = Validator::new().validate(&kind_schema.raw, object, None) {
+            violations.cel = errors
+                .into_iter()
+                .map(|e| (e.kind.clone(), e.to_string()))
+                .collect();
+        }
+        if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(violations)
+        }
+    }
+}
+
+/// `/spec/windows/0` as `spec.windows[0]`, the way kubectl names fields.
+fn display_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for part in pointer.split('/').filter(|p| !p.is_empty()) {
+        if part.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{part}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(part);
+        }
+    }
+    if out.is_empty() {
+        "(root)".to_owned()
+    } else {
+        out
+    }
+}
+
+/// The OpenAPI v3 schema of a CRD translated to JSON Schema the way the API server reads it:
+/// `nullable: true` admits null, `x-kubernetes-int-or-string` admits an integer or a string, and objects
+/// reject fields they do not declare (kubectl's default `--validate=strict` refuses unknown fields rather
+/// than letting the API server silently drop a misspelt setting).
+fn to_json_schema(node: &Value) -> Value {
+    let Value::Object(map) = node else {
+        return node.clone();
+    };
+    let mut out = serde_json::Map::new();
+    for (key, value) in map {
+        let converted = match key.as_str() {
+            "properties" => Value::Object(
+                value
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(name, child)| (name.clone(), to_json_schema(child)))
+                    .collect(),
+            ),
+            "items" | "additionalProperties" => to_json_schema(value),
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), converted);
+    }
+    let nullable = map.get("nullable") == Some(&Value::Bool(true));
+    if map.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+        let mut types = vec![json!({"type": "integer"}), json!({"type": "string"})];
+        if nullable {
+            types.push(json!({"type": "null"}));
+        }
+        out.insert("anyOf".into(), Value::Array(types));
+    } else if nullable && let Some(Value::String(ty)) = map.get("type") {
+        out.insert("type".into(), json!([ty, "null"]));
+    }
+    if map.contains_key("properties") && !map.contains_key("additionalProperties") {
+        out.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    out.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_read_like_kubectl_fields() {
+        assert_eq!(display_path("/spec/windows/0/time"), "spec.windows[0].time");
+        assert_eq!(display_path(""), "(root)");
+    }
+
+    #[test]
+    fn each_layer_refuses_what_it_owns() {
+        let validator = CrdValidator::new();
+        let zone = |spec: Value| {
+            json!({"apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
+                   "metadata": {"name": "z"}, "spec": spec})
+        };
+        assert!(
+            validator
+                .validate(&zone(json!({"windows": [{"time": "08:00-20:00"}]})))
+                .is_ok()
+        );
+        let pattern = validator
+            .validate(&zone(json!({"windows": [{"time": "8-20"}]})))
+            .unwrap_err();
+        assert!(
+            pattern
+                .schema
+                .iter()
+                .any(|e| e.starts_with("spec.windows[0].time")),
+            "{pattern:?}"
+        );
+        let unknown = validator
+            .validate(&zone(
+                json!({"windows": [{"time": "08:00-20:00"}], "timezone": "UTC"}),
+            ))
+            .unwrap_err();
+        assert!(unknown.to_string().contains("timezone"), "{unknown}");
+        let cel = validator
+            .validate(&zone(
+                json!({"windows": [{"time": "08:00-20:00"}], "drainBefore": "30h"}),
+            ))
+            .unwrap_err();
+        assert!(
+            cel.cel
+                .iter()
+                .any(|(_, m)| m.contains("drainBefore must be shorter than 24h")),
+            "{cel:?}"
+        );
+    }
+}
