@@ -660,6 +660,39 @@ fn no_budget_cluster(policy_patch: Value) -> NamedTempFile {
 }
 
 #[test]
+fn a_job_without_budget_loses_one_pod_at_a_time() {
+    // job-0 is already terminating (evicted last round, still shutting down): nothing more goes until it
+    // is gone, whatever the zone's evictPeriod.
+    let mut objects = vec![
+        node("rev-1", Some("z")),
+        revocable_zone("z", utc("08:00-20:00")),
+        policy("p", json!({})),
+    ];
+    for i in 0..3 {
+        let mut pod = replica(
+            "batch",
+            &format!("job-{i}"),
+            "rev-1",
+            "job-rs",
+            preemptable(),
+        );
+        if i == 0 {
+            merge(
+                &mut pod,
+                json!({"metadata": {"deletionTimestamp": "2026-11-22T03:59:50Z"}}),
+            );
+        }
+        objects.push(pod);
+    }
+    let report = plan(&[cluster(objects).path()], BOTH_CLOSED_IN_COOLDOWN);
+    assert!(evicted(&report).is_empty(), "{report:#}");
+    assert_eq!(
+        skipped(&report),
+        gates(&[("batch/job-1", "budget"), ("batch/job-2", "budget")])
+    );
+}
+
+#[test]
 fn default_job_budget_applies_to_jobs_without_one() {
     let without = no_budget_cluster(json!({}));
     let report1 = plan(&[without.path()], BOTH_CLOSED_IN_COOLDOWN);
@@ -667,7 +700,7 @@ fn default_job_budget_applies_to_jobs_without_one() {
     assert!(
         skip_entry(&report1, "batch/job-1")["detail"]
             .as_str()
-            .is_some_and(|d| d.contains("no budget (1 per round)")),
+            .is_some_and(|d| d.contains("no budget (one at a time)")),
         "{report1:#}"
     );
 

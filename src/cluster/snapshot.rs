@@ -69,6 +69,8 @@ pub struct JobStats {
     pub running: u32,
     /// Succeeded or failed.
     pub finished: u32,
+    /// Unfinished and on their way out: terminating, being evicted, or planned this cycle.
+    pub leaving: u32,
 }
 
 impl JobStats {
@@ -86,7 +88,9 @@ impl JobState {
             stats.total += 1;
             if pod.phase.is_finished() {
                 stats.finished += 1;
-            } else if pod.is_available() && !leaving(pod) {
+            } else if leaving(pod) {
+                stats.leaving += 1;
+            } else if pod.is_available() {
                 stats.running += 1;
             }
         }

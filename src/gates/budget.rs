@@ -15,10 +15,12 @@ pub const NAME: &str = "budget";
 /// - MaxUnavailable `m`: `max(0, m − unavailable)`, where unavailable = total − finished − running, so
 ///   pending, terminating and already-evicting pods all use up the budget.
 /// - MinAvailable `m`: `max(0, running − m)`. Volcano falls through to 1 here when running < m; we don't.
-/// - No budget: 1 per round.
+/// - No budget: one pod at a time, `max(0, 1 − leaving)`: a round evicts one pod unless one is still on
+///   its way out, so a short evictPeriod never has a whole job terminating at once. Pending pods do not
+///   hold it back (a job short of capacity must still leave a closing zone).
 pub fn allowed_evictions(budget: Option<JobBudget>, stats: JobStats) -> u32 {
     match budget {
-        None => 1,
+        None => 1u32.saturating_sub(stats.leaving),
         Some(JobBudget::MaxUnavailable(max)) => {
             max.resolve(stats.total).saturating_sub(stats.unavailable())
         }
@@ -76,7 +78,7 @@ impl Gate for Budget {
         }
         let budget = allowance
             .budget
-            .map_or_else(|| "no budget (1 per round)".to_owned(), |b| b.to_string());
+            .map_or_else(|| "no budget (one at a time)".to_owned(), |b| b.to_string());
         let stats = allowance.stats;
         Err(format!(
             "{job}: {budget}; {} pods, {} running, {} unavailable, {} already planned this round",
@@ -110,6 +112,7 @@ mod tests {
             total,
             running,
             finished,
+            leaving: 0,
         }
     }
 
@@ -162,7 +165,31 @@ mod tests {
     }
 
     #[test]
-    fn no_budget_allows_one() {
+    fn no_budget_allows_one_at_a_time() {
         assert_eq!(allowed_evictions(None, stats(10, 10, 0)), 1);
+        assert_eq!(
+            allowed_evictions(None, stats(10, 8, 0)),
+            1,
+            "pending pods do not hold a drain back"
+        );
+        let one_leaving = JobStats {
+            leaving: 1,
+            ..stats(3, 1, 0)
+        };
+        assert_eq!(
+            allowed_evictions(None, one_leaving),
+            0,
+            "one already on its way out"
+        );
+    }
+
+    #[test]
+    fn leaving_pods_are_unavailable_to_max_unavailable() {
+        let max1 = Some(JobBudget::MaxUnavailable(Int(1)));
+        let one_leaving = JobStats {
+            leaving: 1,
+            ..stats(3, 2, 0)
+        };
+        assert_eq!(allowed_evictions(max1, one_leaving), 0);
     }
 }
