@@ -520,6 +520,17 @@ fn cross_midnight_window_is_open_at_night() {
 }
 
 #[test]
+fn zones_show_the_time_zone_tidal_uses() {
+    let zones = real_with(
+        json!({"windows": [{"time": "08:00-20:00"}], "timeZone": "europe/berlin"}),
+        utc("08:00-20:00"),
+        json!({}),
+    );
+    let report = plan(&[&real(), zones.path()], BOTH_OPEN);
+    assert_eq!(zone(&report, "rz1")["timeZone"], "Europe/Berlin");
+}
+
+#[test]
 fn drain_before_evicts_ahead_of_the_close() {
     let zones = real_with(
         json!({"windows": [{"time": "00:00-05:00"}], "drainBefore": "30m"}),

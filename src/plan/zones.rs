@@ -74,7 +74,12 @@ pub fn zone_views(
             zone.name.clone(),
             ZoneView {
                 name: zone.name.clone(),
-                time_zone: zone.spec.time_zone.clone(),
+                // The tz database's own spelling (`europe/berlin` is read as `Europe/Berlin`), so that
+                // the report shows the zone that is actually used.
+                time_zone: zone.schedule.as_ref().map_or_else(
+                    |_| zone.spec.time_zone.clone(),
+                    |s| s.time_zone_name().to_owned(),
+                ),
                 schedule,
                 state,
                 round_due: next_round.is_none(),
