@@ -294,6 +294,21 @@ fn apply_patch(response: &Value, object: &Value) -> Value {
     patched
 }
 
+/// Creates pod `name` with `annotations` through `/mutate-pods`; asserts it is admitted unchanged and
+/// returns the first warning.
+async fn admitted_unchanged(hook: &Webhook, name: &str, annotations: Value) -> String {
+    let object = pod(name, annotations, None);
+    let response = call(hook, "POST", "/mutate-pods", review(None, name, object))
+        .await
+        .json();
+    assert_eq!(response["response"]["allowed"], true, "{response}");
+    assert!(response["response"].get("patch").is_none(), "{response}");
+    response["response"]["warnings"][0]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
 const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
 
@@ -387,17 +402,12 @@ async fn pod_create_gets_affinity_merged_into_its_own() {
     );
 
     // Unparsable tidal annotation: admitted unchanged, with a warning.
-    let bad = pod(
+    let warning = admitted_unchanged(
+        &hook,
         "bad-1",
         json!({"volcano.sh/preemptable": "sometimes"}),
-        None,
-    );
-    let response = call(&hook, "POST", "/mutate-pods", review(None, "bad-1", bad))
-        .await
-        .json();
-    assert_eq!(response["response"]["allowed"], true);
-    assert!(response["response"].get("patch").is_none());
-    let warning = response["response"]["warnings"][0].as_str().unwrap();
+    )
+    .await;
     assert!(
         warning.contains("volcano.sh/preemptable=\"sometimes\""),
         "{warning}"
@@ -597,17 +607,12 @@ async fn before_sync_pods_that_need_no_lookup_are_still_mutated() {
         json!([{"matchExpressions": [{"key": "volcano.sh/revocable-zone", "operator": "DoesNotExist"}]}])
     );
 
-    let member = pod(
+    let warning = admitted_unchanged(
+        &hook,
         "job-1",
         json!({"scheduling.k8s.io/group-name": "job"}),
-        None,
-    );
-    let response = call(&hook, "POST", "/mutate-pods", review(None, "job-1", member))
-        .await
-        .json();
-    assert_eq!(response["response"]["allowed"], true);
-    assert!(response["response"].get("patch").is_none(), "{response}");
-    let warning = response["response"]["warnings"][0].as_str().unwrap();
+    )
+    .await;
     assert!(warning.contains("starting"), "{warning}");
     let _ = hook.stop.send(());
 }

@@ -530,6 +530,38 @@ mod tests {
         }
     }
 
+    /// Asserts that `body` first waits for `missing` to reach `cache`, then, on the last try, is
+    /// admitted with warnings (returned) and the answer's patch.
+    fn waits_then_admits(
+        endpoint: Endpoint,
+        body: &[u8],
+        cache: &ClusterCache,
+        missing: &str,
+    ) -> (Vec<String>, Option<json_patch::Patch>) {
+        let request = parse_review(body).unwrap();
+        match decide(endpoint, &request, cache, DAY.parse().unwrap(), false) {
+            Attempt::Retry(what) => assert_eq!(what, missing),
+            Attempt::Done(answer) => panic!("expected a wait for {missing}, got {answer:?}"),
+        }
+        let answer = done(endpoint, body, cache, DAY, true);
+        let Verdict::Allow { warnings } = answer.verdict else {
+            panic!("expected {missing} to be let through on the last try: {answer:?}")
+        };
+        (warnings, answer.patch)
+    }
+
+    /// The verdict on binding `pod` to `node` at `now`, everything in `cache`.
+    fn bind(cache: &ClusterCache, pod: &str, node: &str, now: &str) -> Verdict {
+        done(
+            Endpoint::ValidateBindings,
+            &binding(pod, node),
+            cache,
+            now,
+            false,
+        )
+        .verdict
+    }
+
     #[test]
     fn malformed_reviews_are_clear_errors() {
         let cases: [(&[u8], &str); 5] = [
@@ -588,19 +620,11 @@ mod tests {
     fn podgroup_decides_when_the_pod_says_nothing_and_is_awaited() {
         let object = pod_object("p", json!({"scheduling.k8s.io/group-name": "g"}), json!({}));
         let body = review("pods", None, "p", object);
-        let request = parse_review(&body).unwrap();
         // Not in the cache yet: retry, then admit unchanged with a warning on the last try.
-        let empty = cache(&[]);
-        assert!(matches!(
-            decide(Endpoint::MutatePods, &request, &empty, DAY.parse().unwrap(), false),
-            Attempt::Retry(what) if what == "PodGroup ns/g"
-        ));
-        let answer = done(Endpoint::MutatePods, &body, &empty, DAY, true);
-        let Verdict::Allow { warnings } = &answer.verdict else {
-            panic!()
-        };
+        let (warnings, patch) =
+            waits_then_admits(Endpoint::MutatePods, &body, &cache(&[]), "PodGroup ns/g");
         assert!(warnings[0].contains("PodGroup ns/g"), "{warnings:?}");
-        assert!(answer.patch.is_none());
+        assert!(patch.is_none());
         // With a preemptable PodGroup, the pod prefers revocable nodes.
         let group = json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
             "metadata": {"name": "g", "namespace": "ns", "annotations": {"volcano.sh/preemptable": "true"}},
@@ -619,74 +643,26 @@ mod tests {
         let spot_pod = pod_object("spot", json!({"volcano.sh/preemptable": "true"}), json!({}));
         let c = cache(&[plain_pod, spot_pod]);
         // Ordinary node: fine, even for a pod the cache has never seen.
-        assert!(
-            done(
-                Endpoint::ValidateBindings,
-                &binding("unknown", "plain"),
-                &c,
-                DAY,
-                false
-            )
-            .verdict
-            .is_allowed()
-        );
+        assert!(bind(&c, "unknown", "plain", DAY).is_allowed());
         // Rule 1.
-        let Verdict::Deny(message) = done(
-            Endpoint::ValidateBindings,
-            &binding("web", "rev"),
-            &c,
-            DAY,
-            false,
-        )
-        .verdict
-        else {
+        let Verdict::Deny(message) = bind(&c, "web", "rev", DAY) else {
             panic!("non-preemptable pod bound to a revocable node")
         };
         assert!(message.contains("ns/web is not preemptable"), "{message}");
         // Rule 2.
-        assert!(
-            done(
-                Endpoint::ValidateBindings,
-                &binding("spot", "rev"),
-                &c,
-                DAY,
-                false
-            )
-            .verdict
-            .is_allowed()
-        );
-        assert!(
-            !done(
-                Endpoint::ValidateBindings,
-                &binding("spot", "rev"),
-                &c,
-                NIGHT,
-                false
-            )
-            .verdict
-            .is_allowed()
-        );
+        assert!(bind(&c, "spot", "rev", DAY).is_allowed());
+        assert!(!bind(&c, "spot", "rev", NIGHT).is_allowed());
     }
 
     #[test]
     fn binding_of_an_unseen_pod_waits_then_passes_with_a_warning() {
-        let c = cache(&[]);
-        let request = parse_review(&binding("late", "rev")).unwrap();
-        assert!(matches!(
-            decide(Endpoint::ValidateBindings, &request, &c, DAY.parse().unwrap(), false),
-            Attempt::Retry(what) if what == "Pod ns/late"
-        ));
-        let Verdict::Allow { warnings } = done(
+        let body = binding("late", "rev");
+        let (warnings, _) = waits_then_admits(
             Endpoint::ValidateBindings,
-            &binding("late", "rev"),
-            &c,
-            DAY,
-            true,
-        )
-        .verdict
-        else {
-            panic!()
-        };
+            &body,
+            &cache(&[]),
+            "Pod ns/late",
+        );
         assert!(warnings[0].contains("unknown to tidal"));
     }
 
@@ -716,23 +692,12 @@ mod tests {
     #[test]
     fn binding_of_a_pod_whose_podgroup_is_unseen_passes_with_a_warning() {
         let member = pod_object("m", json!({"scheduling.k8s.io/group-name": "g"}), json!({}));
-        let c = cache(&[member]);
-        let request = parse_review(&binding("m", "rev")).unwrap();
-        assert!(matches!(
-            decide(Endpoint::ValidateBindings, &request, &c, DAY.parse().unwrap(), false),
-            Attempt::Retry(what) if what == "PodGroup ns/g"
-        ));
-        let Verdict::Allow { warnings } = done(
+        let (warnings, _) = waits_then_admits(
             Endpoint::ValidateBindings,
             &binding("m", "rev"),
-            &c,
-            DAY,
-            true,
-        )
-        .verdict
-        else {
-            panic!("an unseen PodGroup must not deny the binding")
-        };
+            &cache(&[member]),
+            "PodGroup ns/g",
+        );
         assert!(
             warnings.iter().any(|w| w.contains("PodGroup ns/g")),
             "{warnings:?}"
@@ -759,17 +724,7 @@ mod tests {
             patch.to_string().contains(r#""operator":"Exists""#),
             "{patch}"
         );
-        assert!(
-            done(
-                Endpoint::ValidateBindings,
-                &binding("spot", "rev"),
-                &c,
-                DAY,
-                false
-            )
-            .verdict
-            .is_allowed()
-        );
+        assert!(bind(&c, "spot", "rev", DAY).is_allowed());
     }
 
     /// A node labelled `volcano.sh/revocable-zone=""` is in no zone, as for the controller (no sweep,
@@ -782,17 +737,7 @@ mod tests {
             "labels": {"volcano.sh/revocable-zone": ""}}}))
         .unwrap();
         blank.apply_to(&mut c).unwrap();
-        assert_eq!(
-            done(
-                Endpoint::ValidateBindings,
-                &binding("web", "blank"),
-                &c,
-                NIGHT,
-                false
-            )
-            .verdict,
-            Verdict::allow()
-        );
+        assert_eq!(bind(&c, "web", "blank", NIGHT), Verdict::allow());
         let direct = review(
             "pods",
             None,

@@ -72,49 +72,33 @@ impl SharedCache {
     }
 
     pub fn is_synced(&self) -> bool {
-        self.synced.borrow().values().all(|synced| *synced)
+        all_synced(&self.synced.borrow())
     }
 
     /// Required kinds whose list has not completed, for readiness messages.
     pub fn unsynced(&self) -> Vec<ObjectKind> {
-        self.synced
-            .borrow()
-            .iter()
-            .filter(|(_, synced)| !**synced)
-            .map(|(kind, _)| *kind)
-            .collect()
+        not_synced(&self.synced.borrow())
     }
 
     /// Waits until every required kind has completed its initial list.
     pub async fn wait_synced(&self) {
-        let mut rx = self.synced.subscribe();
-        // The sender lives as long as `self`, so this cannot fail while we wait.
-        let _ = rx.wait_for(|map| map.values().all(|synced| *synced)).await;
+        wait_all_synced(&self.synced).await;
     }
 
     /// Whether every required kind has completed a list at least once (a relist since does not
     /// count against it).
     pub fn is_initially_synced(&self) -> bool {
-        self.initially_synced
-            .borrow()
-            .values()
-            .all(|synced| *synced)
+        all_synced(&self.initially_synced.borrow())
     }
 
     /// Required kinds that have never completed a list, for readiness messages.
     pub fn never_synced(&self) -> Vec<ObjectKind> {
-        self.initially_synced
-            .borrow()
-            .iter()
-            .filter(|(_, synced)| !**synced)
-            .map(|(kind, _)| *kind)
-            .collect()
+        not_synced(&self.initially_synced.borrow())
     }
 
     /// Waits until every required kind has completed a list at least once.
     pub async fn wait_initially_synced(&self) {
-        let mut rx = self.initially_synced.subscribe();
-        let _ = rx.wait_for(|map| map.values().all(|synced| *synced)).await;
+        wait_all_synced(&self.initially_synced).await;
     }
 
     pub fn notify_config_change(&self) {
@@ -125,6 +109,23 @@ impl SharedCache {
     pub fn config_changes(&self) -> watch::Receiver<u64> {
         self.config_changes.subscribe()
     }
+}
+
+fn all_synced(flags: &BTreeMap<ObjectKind, bool>) -> bool {
+    flags.values().all(|synced| *synced)
+}
+
+fn not_synced(flags: &BTreeMap<ObjectKind, bool>) -> Vec<ObjectKind> {
+    flags
+        .iter()
+        .filter(|(_, synced)| !**synced)
+        .map(|(kind, _)| *kind)
+        .collect()
+}
+
+async fn wait_all_synced(flags: &watch::Sender<BTreeMap<ObjectKind, bool>>) {
+    // The sender lives as long as the cache, so this cannot fail while we wait.
+    let _ = flags.subscribe().wait_for(all_synced).await;
 }
 
 #[cfg(test)]
