@@ -1,11 +1,13 @@
-//! The chart's controller ClusterRole grants list and watch on every kind `tidal run` watches: a kind
-//! it cannot list keeps the cache unsynced, and the controller then never plans. Read from the
-//! template itself (template lines dropped), so this runs without Helm; tests/chart checks the render.
+//! The chart's ClusterRoles grant list and watch on every kind the matching process watches: a kind it
+//! cannot list keeps the cache unsynced, and the controller then never plans, the webhook is never ready.
+//! The webhook's role grants nothing else. Read from the template itself (template lines dropped), so this
+//! runs without Helm; tests/chart checks the render.
 
 use serde_json::Value;
-use tidal::cluster::ObjectKind;
+use tidal::{admission::command::WATCHED, cluster::ObjectKind};
 
-fn controller_rules() -> Vec<Value> {
+/// The rules of the ClusterRole whose name is given by the helper `name_helper`.
+fn cluster_role_rules(name_helper: &str) -> Vec<Value> {
     let template = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/charts/tidal/templates/rbac.yaml"
@@ -13,43 +15,80 @@ fn controller_rules() -> Vec<Value> {
     .unwrap();
     // The leading comment block is a template comment spanning lines: start at the first manifest.
     let manifests = &template[template.find("apiVersion:").unwrap()..];
-    let plain: String = manifests
+    let raw = manifests
+        .split("\n---\n")
+        .find(|doc| {
+            doc.contains("\nkind: ClusterRole\n")
+                && doc.contains(&format!("name: {{{{ include \"{name_helper}\" . }}}}"))
+        })
+        .unwrap_or_else(|| panic!("no ClusterRole named by {name_helper} in rbac.yaml"));
+    let plain: String = raw
         .lines()
         .filter(|line| !line.contains("{{"))
         .map(|line| format!("{line}\n"))
         .collect();
-    let first = plain.split("\n---\n").next().unwrap();
-    let role: Value = serde_saphyr::from_str(first).unwrap();
+    let role: Value = serde_saphyr::from_str(&plain).unwrap();
     assert_eq!(role["kind"], "ClusterRole");
     role["rules"].as_array().unwrap().clone()
 }
 
+fn strings(rule: &Value, field: &str) -> Vec<String> {
+    rule[field]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|item| item.as_str().map(str::to_owned))
+        .collect()
+}
+
 fn grants(rules: &[Value], group: &str, resource: &str, verb: &str) -> bool {
-    let has = |rule: &Value, field: &str, value: &str| {
-        rule[field]
-            .as_array()
-            .is_some_and(|items| items.iter().any(|item| item == value))
-    };
     rules.iter().any(|rule| {
-        has(rule, "apiGroups", group)
-            && has(rule, "resources", resource)
-            && has(rule, "verbs", verb)
+        strings(rule, "apiGroups").iter().any(|g| g == group)
+            && strings(rule, "resources").iter().any(|r| r == resource)
+            && strings(rule, "verbs").iter().any(|v| v == verb)
     })
+}
+
+fn assert_reads(rules: &[Value], kinds: &[ObjectKind], role: &str) {
+    for kind in kinds {
+        let (group, resource) = kind.api_resource();
+        for verb in ["get", "list", "watch"] {
+            assert!(
+                grants(rules, group, resource, verb),
+                "charts/tidal/templates/rbac.yaml, {role}: no {verb} on {group}/{resource} ({kind:?})"
+            );
+        }
+    }
 }
 
 #[test]
 fn the_controller_may_list_and_watch_every_kind_it_watches() {
-    let rules = controller_rules();
-    for kind in ObjectKind::ALL {
-        let (group, resource) = kind.api_resource();
-        for verb in ["get", "list", "watch"] {
-            assert!(
-                grants(&rules, group, resource, verb),
-                "charts/tidal/templates/rbac.yaml: no {verb} on {group}/{resource} ({kind:?})"
-            );
-        }
-    }
+    let rules = cluster_role_rules("tidal.controller.fullname");
+    assert_reads(&rules, &ObjectKind::ALL, "controller");
+    // Behind controller.measuredUsage.enabled in the template.
     for resource in ["nodes", "pods"] {
         assert!(grants(&rules, "metrics.k8s.io", resource, "list"));
+    }
+}
+
+#[test]
+fn the_webhook_may_read_exactly_the_kinds_it_watches() {
+    let rules = cluster_role_rules("tidal.webhook.fullname");
+    assert_reads(&rules, &WATCHED, "webhook");
+    let watched: Vec<(&str, &str)> = WATCHED.iter().map(|k| k.api_resource()).collect();
+    for rule in &rules {
+        assert_eq!(
+            strings(rule, "verbs"),
+            ["get", "list", "watch"],
+            "the webhook only reads: {rule}"
+        );
+        for group in strings(rule, "apiGroups") {
+            for resource in strings(rule, "resources") {
+                assert!(
+                    watched.contains(&(group.as_str(), resource.as_str())),
+                    "the webhook may read {group}/{resource}, which it does not watch"
+                );
+            }
+        }
     }
 }

@@ -15,13 +15,16 @@ use rustls::{
 use serde_json::{Value, json};
 use tidal::{
     admission::{
-        server::{self, WebhookState},
+        server::{self, ServeLimits, WebhookState},
         tls::CertStore,
     },
     api::RevocableZone,
     cluster::{ClusterCache, Ingest, ObjectKind, SharedCache},
 };
-use tokio::net::{TcpListener, TcpStream};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpListener, TcpStream},
+};
 use tokio_rustls::TlsConnector;
 
 /// A test CA and a way to issue serving certificates for `localhost` from it.
@@ -74,6 +77,16 @@ struct Webhook {
 
 /// Starts the HTTPS server on 127.0.0.1 with a fresh certificate, deciding from `cache`.
 async fn start(cache: SharedCache) -> Webhook {
+    let state = WebhookState::new(cache, Duration::from_millis(200));
+    start_with(state, ServeLimits::default(), std::future::pending()).await
+}
+
+/// Starts the HTTPS server for `state` with `limits`; it stops when `until` resolves (or `stop`).
+async fn start_with(
+    state: WebhookState,
+    limits: ServeLimits,
+    until: impl Future<Output = ()> + Send + 'static,
+) -> Webhook {
     let pki = Pki::new();
     let dir = tempfile::tempdir().unwrap();
     write_pair(dir.path(), &pki.issue());
@@ -82,15 +95,18 @@ async fn start(cache: SharedCache) -> Webhook {
     let tls = Arc::new(store.server_config().unwrap());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let state = WebhookState::new(cache, Duration::from_millis(200));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(server::serve_tls(
+    tokio::spawn(server::serve_tls_with(
         listener,
         tls,
         server::router(state),
         async move {
-            let _ = stopped.await;
+            tokio::select! {
+                _ = stopped => {}
+                () = until => {}
+            }
         },
+        limits,
     ));
     Webhook {
         addr,
@@ -114,14 +130,18 @@ impl Reply {
     }
 }
 
-async fn call(hook: &Webhook, method: &str, path: &str, body: Vec<u8>) -> Reply {
+/// A TLS connection to the webhook, as the API server opens it.
+async fn connect(hook: &Webhook) -> tokio_rustls::client::TlsStream<TcpStream> {
     let tcp = TcpStream::connect(hook.addr).await.unwrap();
-    let tls = hook
-        .pki
+    hook.pki
         .client()
         .connect(ServerName::try_from("localhost").unwrap(), tcp)
         .await
-        .expect("TLS handshake with a certificate from the test CA");
+        .expect("TLS handshake with a certificate from the test CA")
+}
+
+async fn call(hook: &Webhook, method: &str, path: &str, body: Vec<u8>) -> Reply {
+    let tls = connect(hook).await;
     let served = tls.get_ref().1.peer_certificates().unwrap()[0].clone();
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
@@ -196,6 +216,19 @@ fn pod(name: &str, annotations: Value, affinity: Option<Value>) -> Value {
     pod
 }
 
+/// A Binding created through the legacy `POST /api/v1/namespaces/{ns}/bindings`: resource
+/// `bindings`, no subresource.
+fn legacy_binding_review(name: &str, object: Value) -> Vec<u8> {
+    let mut review: Value = serde_json::from_slice(&review(Some("binding"), name, object)).unwrap();
+    let request = review["request"].as_object_mut().unwrap();
+    request.remove("subResource");
+    request.remove("requestSubResource");
+    let resource = json!({"group": "", "version": "v1", "resource": "bindings"});
+    request.insert("resource".to_owned(), resource.clone());
+    request.insert("requestResource".to_owned(), resource);
+    serde_json::to_vec(&review).unwrap()
+}
+
 fn binding(pod: &str, node: &str) -> Value {
     json!({"kind": "Binding", "apiVersion": "v1",
            "metadata": {"name": pod, "namespace": "team-a", "uid": "c0ffee"},
@@ -259,6 +292,21 @@ fn apply_patch(response: &Value, object: &Value) -> Value {
     let mut patched = object.clone();
     json_patch::patch(&mut patched, &patch).unwrap();
     patched
+}
+
+/// Creates pod `name` with `annotations` through `/mutate-pods`; asserts it is admitted unchanged and
+/// returns the first warning.
+async fn admitted_unchanged(hook: &Webhook, name: &str, annotations: Value) -> String {
+    let object = pod(name, annotations, None);
+    let response = call(hook, "POST", "/mutate-pods", review(None, name, object))
+        .await
+        .json();
+    assert_eq!(response["response"]["allowed"], true, "{response}");
+    assert!(response["response"].get("patch").is_none(), "{response}");
+    response["response"]["warnings"][0]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
@@ -354,17 +402,12 @@ async fn pod_create_gets_affinity_merged_into_its_own() {
     );
 
     // Unparsable tidal annotation: admitted unchanged, with a warning.
-    let bad = pod(
+    let warning = admitted_unchanged(
+        &hook,
         "bad-1",
         json!({"volcano.sh/preemptable": "sometimes"}),
-        None,
-    );
-    let response = call(&hook, "POST", "/mutate-pods", review(None, "bad-1", bad))
-        .await
-        .json();
-    assert_eq!(response["response"]["allowed"], true);
-    assert!(response["response"].get("patch").is_none());
-    let warning = response["response"]["warnings"][0].as_str().unwrap();
+    )
+    .await;
     assert!(
         warning.contains("volcano.sh/preemptable=\"sometimes\""),
         "{warning}"
@@ -430,6 +473,34 @@ async fn bindings_follow_the_placement_rules() {
 }
 
 #[tokio::test]
+async fn legacy_bindings_are_judged_too() {
+    let web = pod("web-1", json!({}), None);
+    let spot = pod("spot-1", json!({"volcano.sh/preemptable": "true"}), None);
+    let hook = start(SharedCache::from_cache(cluster(true, &[web, spot]))).await;
+    let bind = |pod: &str, node: &str| legacy_binding_review(pod, binding(pod, node));
+
+    let denied = call(&hook, "POST", "/validate-bindings", bind("web-1", "rev-1"))
+        .await
+        .json();
+    assert_eq!(
+        denied["response"]["uid"],
+        "e911857d-c318-4a7d-8e34-6e3a37e7b3b5"
+    );
+    assert_eq!(denied["response"]["allowed"], false);
+    let message = denied["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("team-a/web-1 is not preemptable"),
+        "{message}"
+    );
+    let allowed = call(&hook, "POST", "/validate-bindings", bind("spot-1", "rev-1"))
+        .await
+        .json();
+    assert_eq!(allowed["response"]["allowed"], true);
+    assert!(allowed["response"].get("warnings").is_none(), "{allowed}");
+    let _ = hook.stop.send(());
+}
+
+#[tokio::test]
 async fn malformed_requests_get_a_clear_400() {
     let hook = start(SharedCache::from_cache(cluster(true, &[]))).await;
     for (body, expected) in [
@@ -459,7 +530,7 @@ async fn malformed_requests_get_a_clear_400() {
 }
 
 #[tokio::test]
-async fn before_sync_everything_is_admitted_with_a_warning_and_not_ready() {
+async fn before_sync_bindings_are_admitted_with_a_warning_and_not_ready() {
     let cache = SharedCache::new(&[ObjectKind::Node, ObjectKind::Pod]);
     let hook = start(cache.clone()).await;
     let reply = call(&hook, "GET", "/readyz", Vec::new()).await;
@@ -488,6 +559,148 @@ async fn before_sync_everything_is_admitted_with_a_warning_and_not_ready() {
     );
     let response = call(&hook, "POST", "/validate-bindings", body).await.json();
     assert_eq!(response["response"]["allowed"], false);
+    let _ = hook.stop.send(());
+}
+
+/// A watcher's relist (every Init marks its kind unsynced until InitDone) keeps the previous objects
+/// meanwhile: the webhook stays ready and keeps checking, instead of admitting everything unchecked
+/// and, with `failurePolicy: Fail`, dropping out of the Service.
+#[tokio::test]
+async fn a_relist_keeps_the_webhook_ready_and_checking() {
+    let cache = SharedCache::new(&[ObjectKind::Node, ObjectKind::Pod]);
+    *cache.write() = cluster(true, &[pod("web-1", json!({}), None)]);
+    cache.set_synced(ObjectKind::Node, true);
+    cache.set_synced(ObjectKind::Pod, true);
+    let hook = start(cache.clone()).await;
+    let body = review(Some("binding"), "web-1", binding("web-1", "rev-1"));
+
+    cache.set_synced(ObjectKind::Pod, false);
+    let reply = call(&hook, "GET", "/readyz", Vec::new()).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let response = call(&hook, "POST", "/validate-bindings", body).await.json();
+    assert_eq!(response["response"]["allowed"], false, "{response}");
+    let _ = hook.stop.send(());
+}
+
+/// Before the first lists complete, a pod whose own label or annotation decides is mutated anyway:
+/// that needs nothing from the cache. A pod whose PodGroup decides is admitted unchanged.
+#[tokio::test]
+async fn before_sync_pods_that_need_no_lookup_are_still_mutated() {
+    let hook = start(SharedCache::new(&[ObjectKind::Node, ObjectKind::Pod])).await;
+    let plain = pod("web-1", json!({}), None);
+    let response = call(
+        &hook,
+        "POST",
+        "/mutate-pods",
+        review(None, "web-1", plain.clone()),
+    )
+    .await
+    .json();
+    let patched = apply_patch(&response, &plain);
+    assert_eq!(
+        patched["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"],
+        json!([{"matchExpressions": [{"key": "volcano.sh/revocable-zone", "operator": "DoesNotExist"}]}])
+    );
+
+    let warning = admitted_unchanged(
+        &hook,
+        "job-1",
+        json!({"scheduling.k8s.io/group-name": "job"}),
+    )
+    .await;
+    assert!(warning.contains("starting"), "{warning}");
+    let _ = hook.stop.send(());
+}
+
+/// After SIGTERM the webhook reports not ready but keeps accepting connections and answering until
+/// the shutdown delay is over: the API server still sends to it until the endpoint update lands.
+#[tokio::test]
+async fn after_the_shutdown_signal_requests_are_answered_until_the_delay_ends() {
+    let state = WebhookState::new(
+        SharedCache::from_cache(cluster(true, &[pod("web-1", json!({}), None)])),
+        Duration::from_millis(200),
+    );
+    let (signal, signalled) = tokio::sync::oneshot::channel::<()>();
+    let drained = tokio::spawn(server::drain(
+        state.clone(),
+        async move {
+            let _ = signalled.await;
+        },
+        // Longer than the test: it must not matter how long the requests below take.
+        Duration::from_secs(3600),
+    ));
+    let hook = start_with(state.clone(), ServeLimits::default(), async move {
+        let _ = drained.await;
+    })
+    .await;
+    assert_eq!(
+        call(&hook, "GET", "/readyz", Vec::new()).await.status,
+        StatusCode::OK
+    );
+
+    signal.send(()).unwrap();
+    state.draining().cancelled().await;
+    let reply = call(&hook, "GET", "/readyz", Vec::new()).await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(String::from_utf8_lossy(&reply.body).contains("shutting down"));
+    let body = review(Some("binding"), "web-1", binding("web-1", "rev-1"));
+    let response = call(&hook, "POST", "/validate-bindings", body).await.json();
+    assert_eq!(
+        response["response"]["allowed"], false,
+        "still judged while draining"
+    );
+    let _ = hook.stop.send(());
+}
+
+/// A client that never finishes its request headers is disconnected after the header read timeout
+/// instead of holding its connection forever.
+#[tokio::test]
+async fn a_client_that_stalls_in_its_headers_is_disconnected() {
+    let state = WebhookState::new(SharedCache::from_cache(cluster(true, &[])), Duration::ZERO);
+    let limits = ServeLimits {
+        header_read_timeout: Duration::from_millis(100),
+        ..ServeLimits::default()
+    };
+    let hook = start_with(state, limits, std::future::pending()).await;
+    let mut tls = connect(&hook).await;
+    tls.write_all(b"POST /mutate-pods HTTP/1.1\r\nhost: localhost\r\n")
+        .await
+        .unwrap();
+    tls.flush().await.unwrap();
+    let mut rest = Vec::new();
+    // Only a guard against hanging: the server closes after 100ms.
+    let closed = tokio::time::timeout(Duration::from_secs(60), tls.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "the connection was never closed");
+    let _ = hook.stop.send(());
+}
+
+/// Over the connection cap, a new client waits until a connection closes.
+#[tokio::test]
+async fn connections_over_the_cap_wait_for_a_free_slot() {
+    let state = WebhookState::new(SharedCache::from_cache(cluster(true, &[])), Duration::ZERO);
+    let limits = ServeLimits {
+        max_connections: 1,
+        ..ServeLimits::default()
+    };
+    let hook = start_with(state, limits, std::future::pending()).await;
+    let first = connect(&hook).await;
+    let second = Box::pin(connect(&hook));
+    let mut second = second;
+    // This can only pass wrongly on a very slow machine, never fail wrongly: with the cap held, the
+    // second handshake cannot complete however long we wait.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), &mut second)
+            .await
+            .is_err(),
+        "a second connection was served while the only slot was taken"
+    );
+    drop(first);
+    drop(second.await);
     let _ = hook.stop.send(());
 }
 
@@ -567,10 +780,13 @@ async fn certificate_is_reloaded_when_the_files_change() {
 #[test]
 fn loading_reports_which_file_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = CertStore::load(dir.path().join("nope.crt"), dir.path().join("nope.key"))
-        .unwrap_err()
-        .to_string();
+    let missing =
+        CertStore::load(dir.path().join("nope.crt"), dir.path().join("nope.key")).unwrap_err();
+    // The I/O error is said once, as the cause, where `tidal` prints the chain (`{:#}`).
+    let cause = std::error::Error::source(&missing).unwrap().to_string();
+    let missing = format!("{:#}", anyhow::Error::from(missing));
     assert!(missing.contains("nope.crt"), "{missing}");
+    assert_eq!(missing.matches(&cause).count(), 1, "{missing}");
     let pki = Pki::new();
     let (cert, _) = pki.issue();
     std::fs::write(dir.path().join("tls.crt"), cert).unwrap();

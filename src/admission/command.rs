@@ -59,8 +59,22 @@ pub struct WebhookArgs {
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub lookup_wait: Duration,
     /// How often the certificate files are checked for changes.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = positive_duration)]
     pub cert_reload_interval: Duration,
+    /// On SIGTERM, how long to keep answering (with /readyz failing) before stopping, so that the
+    /// API server stops sending to this pod first. Keep the pod's terminationGracePeriodSeconds
+    /// above this plus 10s (the time in-flight requests get to finish).
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub shutdown_delay: Duration,
+}
+
+/// A duration above zero (a zero interval would make the poll loop spin, and tokio refuses it).
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(duration) if duration.is_zero() => Err("must be more than zero".to_owned()),
+        Ok(duration) => Ok(duration),
+        Err(error) => Err(error.to_string()),
+    }
 }
 
 /// Builds a client the standard way: explicit kubeconfig/context, else in-cluster, else kubeconfig.
@@ -109,7 +123,7 @@ pub async fn run(args: WebhookArgs, shutdown: CancellationToken) -> anyhow::Resu
     {
         let cache = cache.clone();
         tokio::spawn(async move {
-            cache.wait_synced().await;
+            cache.wait_initially_synced().await;
             info!("cache synced: admission checks active");
         });
     }
@@ -128,19 +142,29 @@ pub async fn run(args: WebhookArgs, shutdown: CancellationToken) -> anyhow::Resu
         .with_context(|| format!("listening on {}", args.metrics_addr))?;
     info!(listen = %args.listen, metrics = %args.metrics_addr, "tidal webhook serving");
 
+    // Both listeners stop only once the drain after the signal is over.
+    let stop = CancellationToken::new();
+    {
+        let (state, stop) = (state.clone(), stop.clone());
+        let signal = shutdown.clone().cancelled_owned();
+        tokio::spawn(async move {
+            server::drain(state, signal, args.shutdown_delay).await;
+            stop.cancel();
+        });
+    }
     let metrics_server = tokio::spawn(server::serve_plain(
         plain,
         server::metrics_router(state.clone()),
-        shutdown.clone().cancelled_owned(),
+        stop.clone().cancelled_owned(),
     ));
     let https_server = tokio::spawn(server::serve_tls(
         https,
         tls,
         server::router(state),
-        shutdown.clone().cancelled_owned(),
+        stop.clone().cancelled_owned(),
     ));
-    shutdown.cancelled().await;
-    info!("shutting down");
+    stop.cancelled().await;
+    info!("stopping the listeners");
     if let Err(error) = https_server.await {
         error!(%error, "HTTPS server task failed");
     }
@@ -150,4 +174,42 @@ pub async fn run(args: WebhookArgs, shutdown: CancellationToken) -> anyhow::Resu
         Err(error) => error!(%error, "metrics server task failed"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: WebhookArgs,
+    }
+
+    fn parse(extra: &[&str]) -> Result<WebhookArgs, clap::Error> {
+        let base = ["tidal-webhook", "--tls-cert=c.pem", "--tls-key=k.pem"];
+        Cli::try_parse_from(base.iter().chain(extra)).map(|cli| cli.args)
+    }
+
+    #[test]
+    fn a_zero_cert_reload_interval_is_refused() {
+        let error = parse(&["--cert-reload-interval=0s"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("must be more than zero"), "{error}");
+        assert!(parse(&["--cert-reload-interval=nope"]).is_err());
+        let args = parse(&["--cert-reload-interval=1s"]).unwrap();
+        assert_eq!(args.cert_reload_interval, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn shutdown_delay_defaults_to_five_seconds_and_may_be_zero() {
+        assert_eq!(parse(&[]).unwrap().shutdown_delay, Duration::from_secs(5));
+        assert_eq!(
+            parse(&["--shutdown-delay=0s"]).unwrap().shutdown_delay,
+            Duration::ZERO
+        );
+    }
 }

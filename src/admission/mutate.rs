@@ -1,7 +1,8 @@
 //! The mutation a pod gets at CREATE, as a JSON patch: a required node-affinity term keeping a
 //! non-preemptable pod off revocable nodes (rule 1), or a preferred term drawing a preemptable pod to
-//! them (rule 3). The user's own terms are kept: required terms are ORed by Kubernetes, so our
-//! requirement is ANDed into each of them rather than added as a term of its own.
+//! them (rule 3); a preemptable pod opted into one zone is also required to stay off the other zones,
+//! which the binding check would deny. The user's own terms are kept: required terms are ORed by
+//! Kubernetes, so our requirement is ANDed into each of them rather than added as a term of its own.
 
 use k8s_openapi::api::core::v1::{
     Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
@@ -38,15 +39,24 @@ pub fn off_revocable_nodes() -> NodeSelectorRequirement {
     }
 }
 
+/// The one zone a pod opted into; `None` for any zone (`*`) or no opt-in.
+fn named_zone(zone_opt_in: Option<&str>) -> Option<&str> {
+    zone_opt_in.filter(|zone| *zone != "*")
+}
+
+fn in_zone(zone: &str) -> NodeSelectorRequirement {
+    NodeSelectorRequirement {
+        key: keys::REVOCABLE_ZONE.to_owned(),
+        operator: "In".to_owned(),
+        values: Some(vec![zone.to_owned()]),
+    }
+}
+
 /// The preference of rule 3: any revocable node, or the nodes of the one zone the pod opted into.
 pub fn toward_revocable_nodes(zone_opt_in: Option<&str>) -> NodeSelectorRequirement {
-    match zone_opt_in {
-        Some(zone) if zone != "*" && !zone.is_empty() => NodeSelectorRequirement {
-            key: keys::REVOCABLE_ZONE.to_owned(),
-            operator: "In".to_owned(),
-            values: Some(vec![zone.to_owned()]),
-        },
-        _ => NodeSelectorRequirement {
+    match named_zone(zone_opt_in) {
+        Some(zone) => in_zone(zone),
+        None => NodeSelectorRequirement {
             key: keys::REVOCABLE_ZONE.to_owned(),
             operator: "Exists".to_owned(),
             values: None,
@@ -94,12 +104,19 @@ pub fn mutate(pod: &Pod, info: &PodInfo, preemptable: &Preemptable) -> Mutation 
                     keys::REVOCABLE_ZONE
                 ));
             }
-            require(&mut affinity, off_revocable_nodes());
+            require_one_of(&mut affinity, &[off_revocable_nodes()]);
         }
-        Preemptable::Yes => prefer(
-            &mut affinity,
-            toward_revocable_nodes(info.zone_opt_in.as_deref()),
-        ),
+        Preemptable::Yes => {
+            // A preference alone would let the scheduler fall back to another zone's nodes, where
+            // every binding is denied: the pod would retry there forever.
+            if let Some(zone) = named_zone(info.zone_opt_in.as_deref()) {
+                require_one_of(&mut affinity, &[off_revocable_nodes(), in_zone(zone)]);
+            }
+            prefer(
+                &mut affinity,
+                toward_revocable_nodes(info.zone_opt_in.as_deref()),
+            );
+        }
     }
     Mutation {
         patch: affinity_patch(original.as_ref(), &affinity),
@@ -107,31 +124,40 @@ pub fn mutate(pod: &Pod, info: &PodInfo, preemptable: &Preemptable) -> Mutation 
     }
 }
 
-/// ANDs `requirement` into every required term (or adds the first term). Empty terms match no node;
-/// they stay empty, since adding to them would make them match.
-fn require(affinity: &mut Affinity, requirement: NodeSelectorRequirement) {
+/// Requires one of `alternatives` on top of each required term: a term that carries none of them is
+/// replaced by one copy per alternative, each with that alternative ANDed in (Kubernetes ORs terms, so
+/// this is `term AND (a OR b)`); a pod without required terms gets one term per alternative. Empty
+/// terms match no node and stay empty, since adding to them would make them match. A term already
+/// carrying an alternative is left alone, which keeps the mutation idempotent.
+fn require_one_of(affinity: &mut Affinity, alternatives: &[NodeSelectorRequirement]) {
     let node = affinity
         .node_affinity
         .get_or_insert_with(NodeAffinity::default);
     let selector = node
         .required_during_scheduling_ignored_during_execution
         .get_or_insert_with(NodeSelector::default);
-    if selector.node_selector_terms.is_empty() {
-        selector.node_selector_terms.push(NodeSelectorTerm {
-            match_expressions: Some(vec![requirement]),
-            match_fields: None,
-        });
-        return;
-    }
-    for term in &mut selector.node_selector_terms {
-        let empty = term.match_expressions.as_ref().is_none_or(Vec::is_empty)
-            && term.match_fields.as_ref().is_none_or(Vec::is_empty);
-        if empty {
+    let own = std::mem::take(&mut selector.node_selector_terms);
+    let has_own = !own.is_empty();
+    let terms = if has_own {
+        own
+    } else {
+        vec![NodeSelectorTerm::default()]
+    };
+    for term in terms {
+        let expressions = term.match_expressions.as_deref().unwrap_or_default();
+        let empty = expressions.is_empty() && term.match_fields.as_ref().is_none_or(Vec::is_empty);
+        let has_one = expressions.iter().any(|e| alternatives.contains(e));
+        if (empty && has_own) || has_one {
+            selector.node_selector_terms.push(term);
             continue;
         }
-        let expressions = term.match_expressions.get_or_insert_with(Vec::new);
-        if !expressions.contains(&requirement) {
-            expressions.push(requirement.clone());
+        for alternative in alternatives {
+            let mut narrowed = term.clone();
+            narrowed
+                .match_expressions
+                .get_or_insert_with(Vec::new)
+                .push(alternative.clone());
+            selector.node_selector_terms.push(narrowed);
         }
     }
 }
@@ -343,6 +369,59 @@ mod tests {
         assert_eq!(
             patched_affinity(&p, &m)["nodeAffinity"][PREFERRED][0]["preference"],
             json!({"matchExpressions": [{"key": "volcano.sh/revocable-zone", "operator": "In", "values": ["z2"]}]})
+        );
+    }
+
+    /// The binding check denies a pod opted into z2 on any other zone's node but lets it on ordinary
+    /// nodes, so the scheduler is told exactly that: no label, or z2 (two ORed terms).
+    #[test]
+    fn a_pod_opted_into_one_zone_is_required_to_stay_off_other_zones() {
+        let opted = json!({"volcano.sh/preemptable": "true", "volcano.sh/revocable-zone": "z2"});
+        let off = json!({"key": "volcano.sh/revocable-zone", "operator": "DoesNotExist"});
+        let z2 = json!({"key": "volcano.sh/revocable-zone", "operator": "In", "values": ["z2"]});
+        let (p, info) = pod(json!({}), opted.clone());
+        let m = mutate(&p, &info, &Preemptable::Yes);
+        assert_eq!(
+            patched_affinity(&p, &m)["nodeAffinity"][REQUIRED]["nodeSelectorTerms"],
+            json!([{"matchExpressions": [off]}, {"matchExpressions": [z2]}])
+        );
+
+        // Each of the user's terms is kept, once per alternative; empty terms stay empty.
+        let disk = json!({"key": "disk", "operator": "In", "values": ["ssd"]});
+        let (p, info) = pod(
+            json!({"affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [
+                {"matchExpressions": [disk]}, {}
+            ]}}}}),
+            opted,
+        );
+        let m = mutate(&p, &info, &Preemptable::Yes);
+        let affinity = patched_affinity(&p, &m);
+        assert_eq!(
+            affinity["nodeAffinity"][REQUIRED]["nodeSelectorTerms"],
+            json!([
+                {"matchExpressions": [disk, off]},
+                {"matchExpressions": [disk, z2]},
+                {}
+            ])
+        );
+        // Idempotent: the split terms already carry one alternative each.
+        let again: Pod = {
+            let mut doc = serde_json::to_value(&p).unwrap();
+            json_patch::patch(&mut doc, &m.patch).unwrap();
+            serde_json::from_value(doc).unwrap()
+        };
+        assert!(mutate(&again, &info, &Preemptable::Yes).is_empty());
+
+        // Any zone ("*"): a preference only, no requirement.
+        let (p, info) = pod(
+            json!({}),
+            json!({"volcano.sh/preemptable": "true", "volcano.sh/revocable-zone": "*"}),
+        );
+        let m = mutate(&p, &info, &Preemptable::Yes);
+        assert!(
+            patched_affinity(&p, &m)["nodeAffinity"]
+                .get(REQUIRED)
+                .is_none()
         );
     }
 

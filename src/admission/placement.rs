@@ -66,20 +66,6 @@ impl Verdict {
     pub fn is_allowed(&self) -> bool {
         matches!(self, Verdict::Allow { .. })
     }
-
-    /// Adds warnings: to the list of an allowing verdict, to the message of a denial.
-    pub fn with_warnings(self, extra: Vec<String>) -> Verdict {
-        match self {
-            Verdict::Allow { mut warnings } => {
-                warnings.extend(extra);
-                Verdict::Allow { warnings }
-            }
-            Verdict::Deny(message) if !extra.is_empty() => {
-                Verdict::Deny(format!("{message} ({})", extra.join("; ")))
-            }
-            deny => deny,
-        }
-    }
 }
 
 /// Exempt from the rules: DaemonSet and static (mirror) pods belong to their node. Applying the rules

@@ -22,7 +22,7 @@ pub enum Endpoint {
     MutatePods,
     /// `POST /validate-pods`: pod CREATE with `spec.nodeName` set.
     ValidatePods,
-    /// `POST /validate-bindings`: `pods/binding` CREATE.
+    /// `POST /validate-bindings`: `pods/binding` (or legacy `bindings`) CREATE.
     ValidateBindings,
 }
 
@@ -120,6 +120,23 @@ pub fn decide(
     }
 }
 
+/// The answer before the cache has completed its initial lists, when `request` needs nothing from it:
+/// a pod CREATE whose own label or annotation says whether it is preemptable is mutated as usual.
+/// `None` when the decision needs the cache (answer with [`not_ready_answer`] then).
+///
+/// Decided against an empty cache: every lookup of a missing object asks for a retry, so an answer
+/// that comes back at once cannot have depended on the cache.
+pub fn decide_without_cache(
+    endpoint: Endpoint,
+    request: &Request,
+    now: Timestamp,
+) -> Option<Answer> {
+    match decide(endpoint, request, &ClusterCache::new(), now, false) {
+        Attempt::Done(answer) => Some(answer),
+        Attempt::Retry(_) => None,
+    }
+}
+
 /// The answer for a cache that has not completed its initial lists: let everything through, loudly.
 /// A webhook that is not ready must not block the cluster; the controller's sweep fixes placements later.
 pub fn not_ready_answer(unsynced: &str) -> Answer {
@@ -190,9 +207,19 @@ fn object_as<K: serde::de::DeserializeOwned + kube::Resource>(
 }
 
 fn is_pods(request: &Request, subresource: Option<&str>) -> bool {
+    is_core(request, "pods", subresource)
+}
+
+fn is_core(request: &Request, resource: &str, subresource: Option<&str>) -> bool {
     request.resource.group.is_empty()
-        && request.resource.resource == "pods"
+        && request.resource.resource == resource
         && request.sub_resource.as_deref().filter(|s| !s.is_empty()) == subresource
+}
+
+/// A Binding: `pods/binding`, or the legacy `POST /api/v1/namespaces/{ns}/bindings` (resource
+/// `bindings`), which the API server still serves and a scheduler could use to skip the check.
+fn is_binding(request: &Request) -> bool {
+    is_pods(request, Some("binding")) || is_core(request, "bindings", None)
 }
 
 fn unexpected(request: &Request, endpoint: Endpoint) -> Answer {
@@ -313,7 +340,7 @@ fn validate_binding(
     now: Timestamp,
     last_try: bool,
 ) -> Attempt {
-    if !is_pods(request, Some("binding")) {
+    if !is_binding(request) {
         return Attempt::Done(unexpected(request, Endpoint::ValidateBindings));
     }
     let binding: Binding = match object_as(request, "binding") {
@@ -380,9 +407,15 @@ fn place(
     if node.revocable_zone.is_none() {
         return Attempt::Done(Answer::verdict(Verdict::allow()));
     }
-    let (group, warnings) = match podgroup_of(pod, cache, last_try) {
-        Ok(group) => (group, Vec::new()),
-        Err(Ok(warning)) => (None, vec![warning]),
+    let group = match podgroup_of(pod, cache, last_try) {
+        Ok(group) => group,
+        // Without its PodGroup tidal cannot tell whether the pod is preemptable: admitted like a pod
+        // or node it has not seen, rather than denied as if the group had said "no".
+        Err(Ok(warning)) => {
+            return Attempt::Done(Answer::verdict(Verdict::allow_with(format!(
+                "{warning}; placement on node {node_name} not checked"
+            ))));
+        }
         Err(Err(retry)) => return retry,
     };
     let zone = node
@@ -390,7 +423,7 @@ fn place(
         .as_deref()
         .and_then(|name| cache.zone(name));
     let verdict = check_binding(pod, group, node, zone.map(AsRef::as_ref), now);
-    Attempt::Done(Answer::verdict(verdict.with_warnings(warnings)))
+    Attempt::Done(Answer::verdict(verdict))
 }
 
 #[cfg(test)]
@@ -497,6 +530,38 @@ mod tests {
         }
     }
 
+    /// Asserts that `body` first waits for `missing` to reach `cache`, then, on the last try, is
+    /// admitted with warnings (returned) and the answer's patch.
+    fn waits_then_admits(
+        endpoint: Endpoint,
+        body: &[u8],
+        cache: &ClusterCache,
+        missing: &str,
+    ) -> (Vec<String>, Option<json_patch::Patch>) {
+        let request = parse_review(body).unwrap();
+        match decide(endpoint, &request, cache, DAY.parse().unwrap(), false) {
+            Attempt::Retry(what) => assert_eq!(what, missing),
+            Attempt::Done(answer) => panic!("expected a wait for {missing}, got {answer:?}"),
+        }
+        let answer = done(endpoint, body, cache, DAY, true);
+        let Verdict::Allow { warnings } = answer.verdict else {
+            panic!("expected {missing} to be let through on the last try: {answer:?}")
+        };
+        (warnings, answer.patch)
+    }
+
+    /// The verdict on binding `pod` to `node` at `now`, everything in `cache`.
+    fn bind(cache: &ClusterCache, pod: &str, node: &str, now: &str) -> Verdict {
+        done(
+            Endpoint::ValidateBindings,
+            &binding(pod, node),
+            cache,
+            now,
+            false,
+        )
+        .verdict
+    }
+
     #[test]
     fn malformed_reviews_are_clear_errors() {
         let cases: [(&[u8], &str); 5] = [
@@ -555,19 +620,11 @@ mod tests {
     fn podgroup_decides_when_the_pod_says_nothing_and_is_awaited() {
         let object = pod_object("p", json!({"scheduling.k8s.io/group-name": "g"}), json!({}));
         let body = review("pods", None, "p", object);
-        let request = parse_review(&body).unwrap();
         // Not in the cache yet: retry, then admit unchanged with a warning on the last try.
-        let empty = cache(&[]);
-        assert!(matches!(
-            decide(Endpoint::MutatePods, &request, &empty, DAY.parse().unwrap(), false),
-            Attempt::Retry(what) if what == "PodGroup ns/g"
-        ));
-        let answer = done(Endpoint::MutatePods, &body, &empty, DAY, true);
-        let Verdict::Allow { warnings } = &answer.verdict else {
-            panic!()
-        };
+        let (warnings, patch) =
+            waits_then_admits(Endpoint::MutatePods, &body, &cache(&[]), "PodGroup ns/g");
         assert!(warnings[0].contains("PodGroup ns/g"), "{warnings:?}");
-        assert!(answer.patch.is_none());
+        assert!(patch.is_none());
         // With a preemptable PodGroup, the pod prefers revocable nodes.
         let group = json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
             "metadata": {"name": "g", "namespace": "ns", "annotations": {"volcano.sh/preemptable": "true"}},
@@ -586,75 +643,111 @@ mod tests {
         let spot_pod = pod_object("spot", json!({"volcano.sh/preemptable": "true"}), json!({}));
         let c = cache(&[plain_pod, spot_pod]);
         // Ordinary node: fine, even for a pod the cache has never seen.
-        assert!(
-            done(
-                Endpoint::ValidateBindings,
-                &binding("unknown", "plain"),
-                &c,
-                DAY,
-                false
-            )
-            .verdict
-            .is_allowed()
-        );
+        assert!(bind(&c, "unknown", "plain", DAY).is_allowed());
         // Rule 1.
-        let Verdict::Deny(message) = done(
-            Endpoint::ValidateBindings,
-            &binding("web", "rev"),
-            &c,
-            DAY,
-            false,
-        )
-        .verdict
-        else {
+        let Verdict::Deny(message) = bind(&c, "web", "rev", DAY) else {
             panic!("non-preemptable pod bound to a revocable node")
         };
         assert!(message.contains("ns/web is not preemptable"), "{message}");
         // Rule 2.
-        assert!(
-            done(
-                Endpoint::ValidateBindings,
-                &binding("spot", "rev"),
-                &c,
-                DAY,
-                false
-            )
-            .verdict
-            .is_allowed()
-        );
-        assert!(
-            !done(
-                Endpoint::ValidateBindings,
-                &binding("spot", "rev"),
-                &c,
-                NIGHT,
-                false
-            )
-            .verdict
-            .is_allowed()
-        );
+        assert!(bind(&c, "spot", "rev", DAY).is_allowed());
+        assert!(!bind(&c, "spot", "rev", NIGHT).is_allowed());
     }
 
     #[test]
     fn binding_of_an_unseen_pod_waits_then_passes_with_a_warning() {
-        let c = cache(&[]);
-        let request = parse_review(&binding("late", "rev")).unwrap();
-        assert!(matches!(
-            decide(Endpoint::ValidateBindings, &request, &c, DAY.parse().unwrap(), false),
-            Attempt::Retry(what) if what == "Pod ns/late"
-        ));
-        let Verdict::Allow { warnings } = done(
+        let body = binding("late", "rev");
+        let (warnings, _) = waits_then_admits(
             Endpoint::ValidateBindings,
-            &binding("late", "rev"),
+            &body,
+            &cache(&[]),
+            "Pod ns/late",
+        );
+        assert!(warnings[0].contains("unknown to tidal"));
+    }
+
+    /// The legacy `POST /api/v1/namespaces/{ns}/bindings` reaches admission as resource `bindings`
+    /// with no subresource; a scheduler using it must not bypass the checks.
+    #[test]
+    fn legacy_bindings_resource_is_judged_like_pods_binding() {
+        let legacy = review(
+            "bindings",
+            None,
+            "web",
+            json!({"apiVersion": "v1", "kind": "Binding",
+                   "metadata": {"name": "web", "namespace": "ns"},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": "rev"}}),
+        );
+        let c = cache(&[pod_object("web", json!({}), json!({}))]);
+        let Verdict::Deny(message) =
+            done(Endpoint::ValidateBindings, &legacy, &c, DAY, false).verdict
+        else {
+            panic!("a non-preemptable pod bound through /bindings to a revocable node")
+        };
+        assert!(message.contains("ns/web is not preemptable"), "{message}");
+    }
+
+    /// A pod whose PodGroup never reaches the cache is treated like an unknown pod or node: admitted
+    /// with a warning naming the PodGroup (fail-open), not denied as "not preemptable".
+    #[test]
+    fn binding_of_a_pod_whose_podgroup_is_unseen_passes_with_a_warning() {
+        let member = pod_object("m", json!({"scheduling.k8s.io/group-name": "g"}), json!({}));
+        let (warnings, _) = waits_then_admits(
+            Endpoint::ValidateBindings,
+            &binding("m", "rev"),
+            &cache(&[member]),
+            "PodGroup ns/g",
+        );
+        assert!(
+            warnings.iter().any(|w| w.contains("PodGroup ns/g")),
+            "{warnings:?}"
+        );
+    }
+
+    /// `volcano.sh/revocable-zone: ""` names no zone: mutation and binding check agree that the pod
+    /// may use any open zone (as the TDM sweep does).
+    #[test]
+    fn an_empty_zone_opt_in_is_no_opt_in_for_mutation_and_binding() {
+        let annotations =
+            json!({"volcano.sh/preemptable": "true", "volcano.sh/revocable-zone": ""});
+        let spot = pod_object("spot", annotations, json!({}));
+        let c = cache(std::slice::from_ref(&spot));
+        let answer = done(
+            Endpoint::MutatePods,
+            &review("pods", None, "spot", spot),
             &c,
             DAY,
-            true,
-        )
-        .verdict
-        else {
-            panic!()
-        };
-        assert!(warnings[0].contains("unknown to tidal"));
+            false,
+        );
+        let patch = serde_json::to_value(answer.patch.unwrap()).unwrap();
+        assert!(
+            patch.to_string().contains(r#""operator":"Exists""#),
+            "{patch}"
+        );
+        assert!(bind(&c, "spot", "rev", DAY).is_allowed());
+    }
+
+    /// A node labelled `volcano.sh/revocable-zone=""` is in no zone, as for the controller (no sweep,
+    /// no taint): bindings to it are not checked. The mutation's `DoesNotExist` still keeps
+    /// non-preemptable pods off it when a scheduler places them, which is stricter, never looser.
+    #[test]
+    fn a_node_with_an_empty_zone_label_is_in_no_zone() {
+        let mut c = cache(&[pod_object("web", json!({}), json!({}))]);
+        let blank: Node = serde_json::from_value(json!({"metadata": {"name": "blank",
+            "labels": {"volcano.sh/revocable-zone": ""}}}))
+        .unwrap();
+        blank.apply_to(&mut c).unwrap();
+        assert_eq!(bind(&c, "web", "blank", NIGHT), Verdict::allow());
+        let direct = review(
+            "pods",
+            None,
+            "p",
+            pod_object("p", json!({}), json!({"nodeName": "blank"})),
+        );
+        assert_eq!(
+            done(Endpoint::ValidatePods, &direct, &c, NIGHT, false).verdict,
+            Verdict::allow()
+        );
     }
 
     #[test]

@@ -11,10 +11,15 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use hyper_util::{rt::TokioIo, server::graceful::GracefulShutdown, service::TowerToHyperService};
+use hyper_util::{
+    rt::{TokioIo, TokioTimer},
+    server::graceful::GracefulShutdown,
+    service::TowerToHyperService,
+};
 use jiff::Timestamp;
-use tokio::{net::TcpListener, time::Instant};
+use tokio::{net::TcpListener, sync::Semaphore, time::Instant};
 use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::{
@@ -39,6 +44,8 @@ pub struct WebhookState {
     pub metrics: Arc<Metrics>,
     /// How long a request may wait for a pod, node or PodGroup that is not in the cache yet.
     pub lookup_wait: Duration,
+    /// Cancelled when shutdown begins: `/readyz` fails from then on, requests are still answered.
+    draining: CancellationToken,
 }
 
 impl WebhookState {
@@ -47,8 +54,28 @@ impl WebhookState {
             cache,
             metrics: Arc::new(Metrics::new()),
             lookup_wait,
+            draining: CancellationToken::new(),
         }
     }
+
+    /// Cancelled once shutdown has begun (see [`drain`]).
+    pub fn draining(&self) -> &CancellationToken {
+        &self.draining
+    }
+}
+
+/// Waits for `signal`, then reports not ready while still answering for `delay`, and returns: the
+/// caller stops the listeners then. The API server keeps sending to a terminating pod until the
+/// endpoint update reaches it; stopping at once would fail those calls (and with `failurePolicy:
+/// Fail`, the pod creations behind them).
+pub async fn drain(state: WebhookState, signal: impl Future<Output = ()>, delay: Duration) {
+    signal.await;
+    state.draining.cancel();
+    info!(
+        delay = %humantime::format_duration(delay),
+        "shutting down: not ready, still answering until the endpoints are updated"
+    );
+    tokio::time::sleep(delay).await;
 }
 
 /// The HTTPS application: admission endpoints and probes.
@@ -89,24 +116,36 @@ async fn healthz() -> &'static str {
     "ok\n"
 }
 
+/// Ready once every watched kind has been listed once, until shutdown begins. A later relist does
+/// not count: the cache keeps its objects meanwhile, and a webhook that turns unready on every relist
+/// would, with `failurePolicy: Fail`, stop pod creation cluster-wide.
 async fn readyz(State(state): State<WebhookState>) -> Response {
-    let synced = state.cache.is_synced();
-    state.metrics.set_synced(synced);
-    if synced {
-        (StatusCode::OK, "ok\n").into_response()
-    } else {
-        let waiting: Vec<&str> = state
-            .cache
-            .unsynced()
-            .into_iter()
-            .map(|k| k.as_str())
-            .collect();
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("cache not synced: waiting for {}\n", waiting.join(", ")),
-        )
-            .into_response()
+    state.metrics.set_synced(state.cache.is_synced());
+    if state.draining.is_cancelled() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
     }
+    match never_synced(&state) {
+        None => (StatusCode::OK, "ok\n").into_response(),
+        Some(waiting) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("cache not synced: waiting for {waiting}\n"),
+        )
+            .into_response(),
+    }
+}
+
+/// The kinds never listed yet, or `None` once all have been.
+fn never_synced(state: &WebhookState) -> Option<String> {
+    if state.cache.is_initially_synced() {
+        return None;
+    }
+    let kinds: Vec<&str> = state
+        .cache
+        .never_synced()
+        .into_iter()
+        .map(|k| k.as_str())
+        .collect();
+    Some(kinds.join(", "))
 }
 
 async fn metrics(State(state): State<WebhookState>) -> Response {
@@ -150,16 +189,12 @@ pub async fn admit(state: &WebhookState, endpoint: Endpoint, body: &[u8]) -> (St
             );
         }
     };
-    let (answer, not_ready) = if state.cache.is_synced() {
-        (answer_from_cache(state, endpoint, &request).await, false)
-    } else {
-        let unsynced: Vec<&str> = state
-            .cache
-            .unsynced()
-            .into_iter()
-            .map(|k| k.as_str())
-            .collect();
-        (review::not_ready_answer(&unsynced.join(", ")), true)
+    let (answer, not_ready) = match never_synced(state) {
+        None => (answer_from_cache(state, endpoint, &request).await, false),
+        Some(waiting) => match review::decide_without_cache(endpoint, &request, Timestamp::now()) {
+            Some(answer) => (answer, false),
+            None => (review::not_ready_answer(&waiting), true),
+        },
     };
     let response = review::respond(&request, answer);
     let outcome = match (not_ready, response.allowed, response.patch.is_some()) {
@@ -213,6 +248,28 @@ async fn answer_from_cache(
     }
 }
 
+/// Limits of the HTTPS listener.
+#[derive(Clone, Copy, Debug)]
+pub struct ServeLimits {
+    /// Time a client has to send a request's headers, idle keep-alive time included (hyper starts
+    /// the clock when it waits for the next request). Longer than the API server's 90s idle timeout,
+    /// so that it is the client that closes idle connections, never a request racing our close.
+    pub header_read_timeout: Duration,
+    /// Open connections at most; more clients wait in the listen backlog until one closes. Each API
+    /// server keeps a few dozen connections per webhook; the cap only stops a flood from exhausting
+    /// memory or file descriptors.
+    pub max_connections: usize,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        ServeLimits {
+            header_read_timeout: Duration::from_secs(120),
+            max_connections: 512,
+        }
+    }
+}
+
 /// Serves `app` over HTTPS on `listener` until `shutdown` resolves, then lets in-flight requests
 /// finish (up to a grace period).
 pub async fn serve_tls(
@@ -221,12 +278,37 @@ pub async fn serve_tls(
     app: Router,
     shutdown: impl Future<Output = ()>,
 ) {
+    serve_tls_with(listener, tls, app, shutdown, ServeLimits::default()).await;
+}
+
+/// [`serve_tls`] with explicit limits.
+pub async fn serve_tls_with(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    app: Router,
+    shutdown: impl Future<Output = ()>,
+    limits: ServeLimits,
+) {
     let acceptor = TlsAcceptor::from(tls);
     let graceful = GracefulShutdown::new();
     // HTTP/1.1 with keep-alive: what the API server's webhook client uses when not offered h2.
-    let builder = hyper::server::conn::http1::Builder::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     tokio::pin!(shutdown);
     loop {
+        // A slot first, then a connection: over the cap, clients wait in the backlog rather than
+        // being accepted and dropped.
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => match slot {
+                Ok(slot) => slot,
+                // The semaphore is never closed.
+                Err(_) => break,
+            },
+            () = &mut shutdown => break,
+        };
         tokio::select! {
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
@@ -241,6 +323,7 @@ pub async fn serve_tls(
                 let (acceptor, app, builder) = (acceptor.clone(), app.clone(), builder.clone());
                 let watcher = graceful.watcher();
                 tokio::spawn(async move {
+                    let _slot = slot;
                     let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
                         Ok(Ok(tls)) => tls,
                         Ok(Err(error)) => {

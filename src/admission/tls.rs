@@ -23,7 +23,8 @@ use tracing::{info, warn};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("{path}: {source}")]
+    // The I/O error is the source, printed after this by `{:#}`: repeating it here doubled it.
+    #[error("cannot read {path}")]
     Read {
         path: PathBuf,
         source: std::io::Error,
@@ -136,7 +137,8 @@ impl CertStore {
 
     /// Polls the files forever, every `every`, calling `on_reload` after each reload.
     pub async fn watch(self: Arc<Self>, every: Duration, on_reload: impl Fn() + Send) {
-        let mut ticker = tokio::time::interval(every);
+        // tokio panics on a zero period; the command line refuses zero, this keeps the API total.
+        let mut ticker = tokio::time::interval(every.max(Duration::from_millis(1)));
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker.tick().await;
         loop {
@@ -149,7 +151,13 @@ impl CertStore {
                 Ok(false) => {}
                 // A rotation may be half written (certificate renewed, key not yet): keep the old
                 // pair and try again at the next tick.
-                Err(error) => warn!(%error, "keeping the current webhook certificate"),
+                Err(error) => {
+                    let error = anyhow::Error::from(error);
+                    warn!(
+                        error = format!("{error:#}"),
+                        "keeping the current webhook certificate"
+                    );
+                }
             }
         }
     }

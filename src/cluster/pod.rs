@@ -79,7 +79,8 @@ pub struct PodInfo {
     pub evicting_since: Option<Timestamp>,
     /// The pod's own `volcano.sh/preemptable` (label first, then annotation).
     pub preemptable: Setting<bool>,
-    /// `volcano.sh/revocable-zone` annotation: the zone (or `*`) the pod opted into.
+    /// `volcano.sh/revocable-zone` annotation: the zone (or `*`) the pod opted into. An empty value
+    /// names no zone and reads as no annotation, so that admission and the sweep agree on it.
     pub zone_opt_in: Option<String>,
     /// `volcano.sh/cooldown-time` (label first, then annotation).
     pub cooldown: Setting<GoDuration>,
@@ -225,7 +226,10 @@ impl PodInfo {
             terminating: meta.deletion_timestamp.is_some(),
             evicting_since: None,
             preemptable: label_then_annotation.read(&[keys::PREEMPTABLE], parse_bool),
-            zone_opt_in: annotations.get(keys::REVOCABLE_ZONE).cloned(),
+            zone_opt_in: annotations
+                .get(keys::REVOCABLE_ZONE)
+                .filter(|zone| !zone.is_empty())
+                .cloned(),
             cooldown: label_then_annotation.read_parsed(&[keys::COOLDOWN_TIME]),
             budget: JobBudget::read(&annotation_only),
             evict_annotation: annotations

@@ -16,6 +16,10 @@ pub struct SharedCache {
     inner: Arc<RwLock<ClusterCache>>,
     /// Per required kind: has its latest (re)list completed?
     synced: Arc<watch::Sender<BTreeMap<ObjectKind, bool>>>,
+    /// Per required kind: has any list completed? Never reset: during a relist the watcher keeps the
+    /// previous objects until the new list is complete, so the cache stays as usable as between
+    /// events. Readers that only need "filled once" (admission) use this instead of `synced`.
+    initially_synced: Arc<watch::Sender<BTreeMap<ObjectKind, bool>>>,
     /// Bumped on every change to zones or policies, so that loops can recompute their timers.
     config_changes: Arc<watch::Sender<u64>>,
 }
@@ -23,9 +27,10 @@ pub struct SharedCache {
 impl SharedCache {
     /// A cache that counts as synced once every kind in `required` has completed its initial list.
     pub fn new(required: &[ObjectKind]) -> Self {
-        let synced = required.iter().map(|kind| (*kind, false)).collect();
+        let synced: BTreeMap<_, _> = required.iter().map(|kind| (*kind, false)).collect();
         SharedCache {
             inner: Arc::new(RwLock::new(ClusterCache::new())),
+            initially_synced: Arc::new(watch::Sender::new(synced.clone())),
             synced: Arc::new(watch::Sender::new(synced)),
             config_changes: Arc::new(watch::Sender::new(0)),
         }
@@ -53,35 +58,47 @@ impl SharedCache {
     }
 
     pub fn set_synced(&self, kind: ObjectKind, synced: bool) {
-        self.synced
-            .send_if_modified(|map| match map.get_mut(&kind) {
-                Some(state) if *state != synced => {
-                    *state = synced;
-                    true
-                }
-                _ => false,
-            });
+        let update = |map: &mut BTreeMap<ObjectKind, bool>| match map.get_mut(&kind) {
+            Some(state) if *state != synced => {
+                *state = synced;
+                true
+            }
+            _ => false,
+        };
+        self.synced.send_if_modified(update);
+        if synced {
+            self.initially_synced.send_if_modified(update);
+        }
     }
 
     pub fn is_synced(&self) -> bool {
-        self.synced.borrow().values().all(|synced| *synced)
+        all_synced(&self.synced.borrow())
     }
 
     /// Required kinds whose list has not completed, for readiness messages.
     pub fn unsynced(&self) -> Vec<ObjectKind> {
-        self.synced
-            .borrow()
-            .iter()
-            .filter(|(_, synced)| !**synced)
-            .map(|(kind, _)| *kind)
-            .collect()
+        not_synced(&self.synced.borrow())
     }
 
     /// Waits until every required kind has completed its initial list.
     pub async fn wait_synced(&self) {
-        let mut rx = self.synced.subscribe();
-        // The sender lives as long as `self`, so this cannot fail while we wait.
-        let _ = rx.wait_for(|map| map.values().all(|synced| *synced)).await;
+        wait_all_synced(&self.synced).await;
+    }
+
+    /// Whether every required kind has completed a list at least once (a relist since does not
+    /// count against it).
+    pub fn is_initially_synced(&self) -> bool {
+        all_synced(&self.initially_synced.borrow())
+    }
+
+    /// Required kinds that have never completed a list, for readiness messages.
+    pub fn never_synced(&self) -> Vec<ObjectKind> {
+        not_synced(&self.initially_synced.borrow())
+    }
+
+    /// Waits until every required kind has completed a list at least once.
+    pub async fn wait_initially_synced(&self) {
+        wait_all_synced(&self.initially_synced).await;
     }
 
     pub fn notify_config_change(&self) {
@@ -92,6 +109,23 @@ impl SharedCache {
     pub fn config_changes(&self) -> watch::Receiver<u64> {
         self.config_changes.subscribe()
     }
+}
+
+fn all_synced(flags: &BTreeMap<ObjectKind, bool>) -> bool {
+    flags.values().all(|synced| *synced)
+}
+
+fn not_synced(flags: &BTreeMap<ObjectKind, bool>) -> Vec<ObjectKind> {
+    flags
+        .iter()
+        .filter(|(_, synced)| !**synced)
+        .map(|(kind, _)| *kind)
+        .collect()
+}
+
+async fn wait_all_synced(flags: &watch::Sender<BTreeMap<ObjectKind, bool>>) {
+    // The sender lives as long as the cache, so this cannot fail while we wait.
+    let _ = flags.subscribe().wait_for(all_synced).await;
 }
 
 #[cfg(test)]
@@ -114,5 +148,25 @@ mod tests {
         // A relist marks the kind unsynced again.
         shared.set_synced(ObjectKind::Pod, false);
         assert!(!shared.is_synced());
+    }
+
+    #[tokio::test]
+    async fn initially_synced_survives_a_relist() {
+        let shared = SharedCache::new(&[ObjectKind::Node, ObjectKind::Pod]);
+        shared.set_synced(ObjectKind::Node, true);
+        // A kind that starts its list before ever completing one is still waited for.
+        shared.set_synced(ObjectKind::Pod, false);
+        assert!(!shared.is_initially_synced());
+        assert_eq!(shared.never_synced(), vec![ObjectKind::Pod]);
+        let waiter = {
+            let shared = shared.clone();
+            tokio::spawn(async move { shared.wait_initially_synced().await })
+        };
+        shared.set_synced(ObjectKind::Pod, true);
+        waiter.await.unwrap();
+        shared.set_synced(ObjectKind::Pod, false);
+        assert!(!shared.is_synced());
+        assert!(shared.is_initially_synced());
+        assert!(shared.never_synced().is_empty());
     }
 }

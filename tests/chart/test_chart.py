@@ -90,7 +90,11 @@ VARIANTS: dict[str, dict] = {
         "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}},
         "imagePullSecrets": [{"name": "registry"}],
         "commonLabels": {"team": "platform"},
-        "controller": {"extraArgs": ["--cycle-timeout=90s"], "priorityClassName": "system-cluster-critical"},
+        "controller": {
+            "extraArgs": ["--cycle-timeout=90s"],
+            "priorityClassName": "system-cluster-critical",
+            "measuredUsage": {"enabled": True},
+        },
         "webhook": {
             "namespaceSelectorExpressions": [{"key": "tidal.dev/admission", "operator": "In", "values": ["enabled"]}],
             "objectSelector": {"matchExpressions": [{"key": "tidal.dev/skip", "operator": "DoesNotExist"}]},
@@ -98,8 +102,125 @@ VARIANTS: dict[str, dict] = {
     },
 }
 
-# Kinds whose schemas are not in Kubernetes itself: checked for presence and shape by the tests below.
+# Kinds whose schemas are not in Kubernetes itself (kubernetes-validate has none): checked against these
+# structural schemas, the fields the operators require and the ones the chart sets, unknown fields refused.
 FOREIGN_API_GROUPS = ("cert-manager.io/", "monitoring.coreos.com/")
+_GO_DURATION = {"type": "string", "pattern": r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"}
+_NAME = {"type": "string", "pattern": r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63}
+_METADATA = {
+    "type": "object",
+    "required": ["name", "namespace"],
+    "properties": {"name": _NAME, "namespace": _NAME, "labels": {"type": "object"}, "annotations": {"type": "object"}},
+    "additionalProperties": False,
+}
+
+
+def _foreign(api_version: str, kind: str, spec: dict) -> dict:
+    return {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata", "spec"],
+        "properties": {
+            "apiVersion": {"const": api_version},
+            "kind": {"const": kind},
+            "metadata": _METADATA,
+            "spec": spec,
+        },
+        "additionalProperties": False,
+    }
+
+
+_ISSUER_REF = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {"name": {"type": "string", "minLength": 1}, "kind": {"type": "string"}, "group": {"type": "string"}},
+    "additionalProperties": False,
+}
+FOREIGN_SCHEMAS = {
+    ("cert-manager.io/v1", "Certificate"): _foreign(
+        "cert-manager.io/v1",
+        "Certificate",
+        {
+            "type": "object",
+            "required": ["secretName", "issuerRef"],
+            # cert-manager refuses a Certificate without any identity.
+            "anyOf": [{"required": ["commonName"]}, {"required": ["dnsNames"]}],
+            "properties": {
+                "secretName": _NAME,
+                "issuerRef": _ISSUER_REF,
+                "isCA": {"type": "boolean"},
+                "commonName": {"type": "string", "minLength": 1, "maxLength": 64},
+                "dnsNames": {"type": "array", "minItems": 1, "items": {"type": "string", "maxLength": 253}},
+                "duration": _GO_DURATION,
+                "renewBefore": _GO_DURATION,
+                "privateKey": {
+                    "type": "object",
+                    "properties": {
+                        "algorithm": {"enum": ["RSA", "ECDSA", "Ed25519"]},
+                        "size": {"type": "integer"},
+                        "rotationPolicy": {"enum": ["Never", "Always"]},
+                    },
+                    "additionalProperties": False,
+                },
+                "usages": {
+                    "type": "array",
+                    "items": {"enum": ["server auth", "client auth", "digital signature", "key encipherment"]},
+                },
+            },
+            "additionalProperties": False,
+        },
+    ),
+    ("cert-manager.io/v1", "Issuer"): _foreign(
+        "cert-manager.io/v1",
+        "Issuer",
+        {
+            "type": "object",
+            "minProperties": 1,
+            "maxProperties": 1,
+            "properties": {
+                "selfSigned": {"type": "object", "maxProperties": 0},
+                "ca": {
+                    "type": "object",
+                    "required": ["secretName"],
+                    "properties": {"secretName": _NAME},
+                    "additionalProperties": False,
+                },
+            },
+            "additionalProperties": False,
+        },
+    ),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): _foreign(
+        "monitoring.coreos.com/v1",
+        "ServiceMonitor",
+        {
+            "type": "object",
+            "required": ["selector", "endpoints"],
+            "properties": {
+                "selector": {"type": "object", "required": ["matchLabels"]},
+                "namespaceSelector": {
+                    "type": "object",
+                    "properties": {"matchNames": {"type": "array", "items": _NAME}},
+                    "additionalProperties": False,
+                },
+                "endpoints": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["port"],
+                        "properties": {
+                            "port": {"type": "string"},
+                            "path": {"type": "string"},
+                            "interval": _GO_DURATION,
+                            "scrapeTimeout": _GO_DURATION,
+                        },
+                        "additionalProperties": False,
+                    },
+                },
+            },
+            "additionalProperties": False,
+        },
+    ),
+}
 
 
 @pytest.fixture(scope="session")
@@ -108,9 +229,9 @@ def chart():
         yield loaded
 
 
-def render(chart, values: dict) -> tuple[list[dict], str]:
+def render(chart, values: dict, release: str = RELEASE) -> tuple[list[dict], str]:
     """The rendered objects (in template order) and NOTES.txt."""
-    out = chart.render(values=copy.deepcopy(values), name=RELEASE, namespace=NAMESPACE, is_install=True)
+    out = chart.render(values=copy.deepcopy(values), name=release, namespace=NAMESPACE, is_install=True)
     docs: list[dict] = []
     notes = ""
     for path in sorted(out):
@@ -177,6 +298,14 @@ def test_lint_is_clean(variant):
         ({"defaultPolicy": {"enabled": True, "spec": {"mode": "Yolo", "strategies": {"tdm": {}}}}}, "mode"),
         ({"zones": [{"name": "z", "spec": {"windows": []}}]}, "windows"),
         ({"zoneTaints": {"enabled": "yes"}}, "enabled"),
+        ({"webhook": {"shutdownDelay": "soon"}}, "shutdownDelay"),
+        ({"webhook": {"tls": {"certManager": {"caDuration": "forever"}}}}, "caDuration"),
+        # PEM pasted where base64 of the PEM belongs.
+        (
+            {"webhook": {"tls": {"mode": "secret", "secret": {"name": "s", "caBundle": "-----BEGIN CERTIFICATE-----"}}}},
+            "caBundle",
+        ),
+        ({"controller": {"measuredUsage": {"enabled": "yes"}}}, "enabled"),
     ],
 )
 def test_values_schema_rejects_bad_values(chart, bad, mentions):
@@ -188,6 +317,20 @@ def test_values_schema_rejects_bad_values(chart, bad, mentions):
         chart.render(values=bad, name=RELEASE, namespace=NAMESPACE, is_install=True)
 
 
+@pytest.mark.parametrize(
+    "lookup_wait, timeout, ok",
+    [("1s", 5, True), ("4.5s", 5, True), ("1500ms", 2, True), ("5s", 5, False), ("2s", 2, False), ("1m", 30, False)],
+)
+def test_lookup_wait_must_be_shorter_than_the_timeout(chart, lookup_wait, timeout, ok):
+    values = {"webhook": {"lookupWait": lookup_wait, "timeoutSeconds": timeout}}
+    if ok:
+        render(chart, values)
+        return
+    with pytest.raises(helm.HelmError) as error:
+        render(chart, values)
+    assert "webhook.lookupWait" in str(error.value) and "timeoutSeconds" in str(error.value)
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_values_schema_accepts_the_variants(chart, variant):
     chart.validate_schema(copy.deepcopy(VARIANTS[variant]))
@@ -196,15 +339,19 @@ def test_values_schema_accepts_the_variants(chart, variant):
 # ------------------------------------------------------------------------------------ manifests vs. schemas
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_every_manifest_validates_against_kubernetes_schemas(chart, variant):
-    docs, _ = render(chart, VARIANTS[variant])
+def validate_manifests(chart, docs: list[dict], variant: str):
+    """Every object against its schema: Kubernetes', the chart's CRDs', or the structural ones above."""
     tidal_schemas = crd_schemas(chart)
     assert docs
     for doc in docs:
         key = (doc["apiVersion"], doc["kind"])
         where = f"{doc['kind']}/{doc['metadata'].get('name')} ({variant})"
         if doc["apiVersion"].startswith(FOREIGN_API_GROUPS):
+            assert key in FOREIGN_SCHEMAS, f"{where}: no structural schema for {key}"
+            try:
+                jsonschema.validate(doc, FOREIGN_SCHEMAS[key])
+            except jsonschema.ValidationError as error:
+                pytest.fail(f"{where}: {error.message} at {list(error.path)}")
             continue
         if key in tidal_schemas:
             jsonschema.validate(doc, tidal_schemas[key])
@@ -213,6 +360,33 @@ def test_every_manifest_validates_against_kubernetes_schemas(chart, variant):
             kubernetes_validate.validate(doc, KUBE_VERSION, strict=True)
         except kubernetes_validate.ValidationError as error:
             pytest.fail(f"{where}: {error.message} at {list(error.path)}")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_manifest_validates_against_kubernetes_schemas(chart, variant):
+    docs, _ = render(chart, VARIANTS[variant])
+    validate_manifests(chart, docs, variant)
+
+
+# Helm's own limit on release names.
+LONG_RELEASE = "payments-platform-descheduler-for-the-batch-cluster-x"
+assert len(LONG_RELEASE) == 53
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_long_release_name_gives_valid_names(chart, variant):
+    docs, _ = render(chart, VARIANTS[variant], release=LONG_RELEASE)
+    validate_manifests(chart, docs, variant)
+    for doc in docs:
+        name = doc["metadata"]["name"]
+        assert len(name) <= 63, f"{doc['kind']} {name} ({len(name)})"
+        for key, value in doc["metadata"].get("labels", {}).items():
+            assert len(value) <= 63, (doc["kind"], name, key, value)
+    # Truncation must not make two objects of a kind share a name (it cuts the release, not the suffix).
+    seen = [(d["kind"], d["metadata"]["name"]) for d in docs]
+    assert len(seen) == len(set(seen)), sorted(seen)
+    for service in find(docs, "Service"):
+        assert service["metadata"]["name"][0].isalpha(), service["metadata"]["name"]
 
 
 def test_crds_validate_against_kubernetes_schemas(chart):
@@ -275,17 +449,22 @@ def test_controller_rbac_is_what_the_contract_lists(chart):
     for resource in ["pods", "nodes", "namespaces"]:
         for verb in ["get", "list", "watch"]:
             assert grants(rules, "", resource, verb), (resource, verb)
+    # Measured usage is off unless a value turns it on (see test_measured_usage_is_opt_in).
     for resource in ["nodes", "pods"]:
-        assert grants(rules, "metrics.k8s.io", resource, "list"), resource
+        assert not grants(rules, "metrics.k8s.io", resource, "list"), resource
     assert grants(rules, "", "pods/eviction", "create")
     assert grants(rules, "policy", "poddisruptionbudgets", "watch")
     assert grants(rules, "scheduling.volcano.sh", "podgroups", "watch")
     for resource in ["revocablezones", "deschedulingpolicies"]:
         assert grants(rules, "tidal.dev", resource, "watch")
         assert grants(rules, "tidal.dev", f"{resource}/status", "patch")
+        # The status writer only patches (src/status/mod.rs).
+        for verb in ["get", "update"]:
+            assert not grants(rules, "tidal.dev", f"{resource}/status", verb), verb
         assert not grants(rules, "tidal.dev", resource, "update"), "spec is the user's"
-    assert grants(rules, "", "events", "create")
+    # kube's event recorder writes events.k8s.io/v1 only.
     assert grants(rules, "events.k8s.io", "events", "create")
+    assert not grants(rules, "", "events", "create")
     # Closed-zone taints are on by default: nodes may be patched, nothing else about them.
     assert grants(rules, "", "nodes", "patch")
     assert not grants(rules, "", "nodes", "update")
@@ -299,6 +478,14 @@ def test_controller_rbac_is_what_the_contract_lists(chart):
         assert grants(lease_rules, "coordination.k8s.io", "leases", verb)
     binding = one(docs, "ClusterRoleBinding", "tidal-controller")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "tidal-controller", "namespace": NAMESPACE}]
+
+
+def test_measured_usage_is_opt_in(chart):
+    docs, _ = render(chart, VARIANTS["everything"])
+    rules = rules_of(docs, "ClusterRole", "tidal-controller")
+    for resource in ["nodes", "pods"]:
+        assert grants(rules, "metrics.k8s.io", resource, "list"), resource
+        assert not grants(rules, "metrics.k8s.io", resource, "watch"), resource
 
 
 def test_nodes_are_patched_only_with_taints_on(chart):
@@ -385,6 +572,13 @@ def test_controller_deployment(chart):
     assert spec["affinity"]["podAntiAffinity"]
 
 
+def test_grace_period_follows_the_shutdown_delay(chart):
+    docs, _ = render(chart, {"webhook": {"shutdownDelay": "1m30s"}})
+    spec = pod_spec(docs, "tidal-webhook")
+    assert "--shutdown-delay=1m30s" in spec["containers"][0]["args"]
+    assert spec["terminationGracePeriodSeconds"] > 90 + 10
+
+
 def test_single_replica_has_no_pdb_that_would_block_drains(chart):
     docs, _ = render(chart, VARIANTS["single-replica"])
     assert find(docs, "PodDisruptionBudget") == []
@@ -413,6 +607,10 @@ def test_webhook_deployment_and_service(chart):
     assert container["args"][0] == "webhook"
     assert "--tls-cert=/etc/tidal/tls/tls.crt" in container["args"]
     assert "--tls-key=/etc/tidal/tls/tls.key" in container["args"]
+    # On SIGTERM the webhook keeps answering for the delay, then gets 10s for in-flight requests: the
+    # kubelet must not kill it before.
+    assert "--shutdown-delay=5s" in container["args"]
+    assert spec["terminationGracePeriodSeconds"] > 5 + 10
     mount = next(m for m in container["volumeMounts"] if m["name"] == "tls")
     assert mount["mountPath"] == "/etc/tidal/tls" and mount["readOnly"] is True
     assert "subPath" not in mount, "a subPath mount never sees a renewed certificate"
@@ -444,7 +642,8 @@ def test_webhook_configurations_are_safe_and_exact(chart):
     assert set(validating) == {"bindings.validate.tidal.dev", "pods.validate.tidal.dev"}
     expected = {
         "pods.mutate.tidal.dev": ("/mutate-pods", ["pods"]),
-        "bindings.validate.tidal.dev": ("/validate-bindings", ["pods/binding"]),
+        # "bindings": the legacy POST /api/v1/namespaces/{ns}/bindings, which skips pods/binding.
+        "bindings.validate.tidal.dev": ("/validate-bindings", ["pods/binding", "bindings"]),
         "pods.validate.tidal.dev": ("/validate-pods", ["pods"]),
     }
     for name, hook in {**mutating, **validating}.items():
@@ -459,6 +658,8 @@ def test_webhook_configurations_are_safe_and_exact(chart):
             {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": resources, "scope": "Namespaced"}
         ]
         assert hook["failurePolicy"] == "Ignore"
+        # Equivalent: a request through another version of pods still reaches the webhook.
+        assert hook["matchPolicy"] == "Equivalent"
         assert hook["sideEffects"] == "None"
         assert hook["timeoutSeconds"] <= 10
         assert hook["admissionReviewVersions"] == ["v1"]
@@ -537,16 +738,40 @@ def test_cert_manager_issues_the_secret_the_webhook_mounts(chart):
     assert certificate["apiVersion"] == "cert-manager.io/v1"
     assert certificate["spec"]["secretName"] == "tidal-webhook-tls"
     assert f"tidal-webhook.{NAMESPACE}.svc" in certificate["spec"]["dnsNames"]
-    issuer = one(docs, "Issuer", "tidal-webhook-selfsigned")
-    assert issuer["spec"] == {"selfSigned": {}}
-    assert certificate["spec"]["issuerRef"]["name"] == "tidal-webhook-selfsigned"
+    # commonName is capped at 64 characters by cert-manager; the DNS names are what the API server checks.
+    assert "commonName" not in certificate["spec"]
     volume = next(v for v in pod_spec(docs, "tidal-webhook")["volumes"] if v["name"] == "tls")
     assert volume["secret"]["secretName"] == "tidal-webhook-tls"
+
+
+def test_cert_manager_serving_certificate_is_signed_by_a_lasting_ca(chart):
+    """selfSigned Issuer -> CA Certificate -> CA Issuer -> serving Certificate, caBundle from the CA: renewing
+    the serving certificate leaves the caBundle alone, so the pods' old certificate stays trusted until the
+    webhook reloads the new one."""
+    docs, _ = render(chart, VARIANTS["cert-manager"])
+    issuers = {i["metadata"]["name"]: i for i in find(docs, "Issuer")}
+    certificates = {c["metadata"]["name"]: c for c in find(docs, "Certificate")}
+    assert set(issuers) == {"tidal-webhook-selfsigned", "tidal-webhook-ca"}
+    assert set(certificates) == {"tidal-webhook-ca", "tidal-webhook"}
+    assert issuers["tidal-webhook-selfsigned"]["spec"] == {"selfSigned": {}}
+
+    ca = certificates["tidal-webhook-ca"]["spec"]
+    assert ca["isCA"] is True
+    assert ca["issuerRef"] == {"name": "tidal-webhook-selfsigned", "kind": "Issuer", "group": "cert-manager.io"}
+    assert ca["privateKey"]["rotationPolicy"] == "Never", "a renewed CA must still verify what it signed"
+    serving = certificates["tidal-webhook"]["spec"]
+    assert _hours(ca["duration"]) > _hours(serving["duration"])
+    assert issuers["tidal-webhook-ca"]["spec"] == {"ca": {"secretName": ca["secretName"]}}
+
+    assert not serving.get("isCA")
+    assert serving["issuerRef"] == {"name": "tidal-webhook-ca", "kind": "Issuer", "group": "cert-manager.io"}
+    assert serving["secretName"] != ca["secretName"]
     for config in find(docs, "MutatingWebhookConfiguration") + find(docs, "ValidatingWebhookConfiguration"):
-        assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/tidal-webhook"
+        assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/tidal-webhook-ca"
         for hook in config["webhooks"]:
             assert "caBundle" not in hook["clientConfig"], "cert-manager's cainjector fills it"
 
+    # The user's issuer: only the serving certificate, the CA injected from its Secret's ca.crt.
     docs, _ = render(chart, VARIANTS["cert-manager-issuer"])
     assert find(docs, "Issuer") == []
     assert one(docs, "Certificate")["spec"]["issuerRef"] == {
@@ -554,6 +779,13 @@ def test_cert_manager_issues_the_secret_the_webhook_mounts(chart):
         "kind": "ClusterIssuer",
         "group": "cert-manager.io",
     }
+    for config in find(docs, "MutatingWebhookConfiguration") + find(docs, "ValidatingWebhookConfiguration"):
+        assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/tidal-webhook"
+
+
+def _hours(duration: str) -> float:
+    assert duration.endswith("h"), duration
+    return float(duration[:-1])
 
 
 def test_user_provided_secret(chart):
@@ -633,11 +865,25 @@ def tidal_binary() -> pathlib.Path | None:
     return None
 
 
-def run_tidal(args: list[str]) -> subprocess.CompletedProcess | None:
-    """Runs tidal with the chart's arguments plus a kubeconfig that cannot exist, so it stops right after
-    parsing them. None if it kept running (it accepted them and is retrying)."""
+def container_env(container: dict) -> dict[str, str]:
+    """The container's environment as the kubelet would give it: literal values as rendered, the downward
+    API fields the chart uses filled in."""
+    downward = {"metadata.namespace": NAMESPACE, "metadata.name": "tidal-0"}
+    env = {}
+    for entry in container.get("env", []):
+        if "value" in entry:
+            env[entry["name"]] = entry["value"]
+        else:
+            env[entry["name"]] = downward[entry["valueFrom"]["fieldRef"]["fieldPath"]]
+    return env
+
+
+def run_tidal(container: dict) -> subprocess.CompletedProcess | None:
+    """Runs tidal with the container's arguments and environment plus a kubeconfig that cannot exist, so it
+    stops right after parsing them. None if it kept running (it accepted them and is retrying)."""
     binary = tidal_binary()
-    env = {"PATH": os.environ.get("PATH", ""), "POD_NAMESPACE": NAMESPACE, "POD_NAME": "tidal-0", "HOME": "/nonexistent"}
+    args = container["args"]
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": "/nonexistent", **container_env(container)}
     try:
         return subprocess.run(
             [str(binary), *args, "--kubeconfig=/nonexistent/kubeconfig"],
@@ -653,8 +899,7 @@ def run_tidal(args: list[str]) -> subprocess.CompletedProcess | None:
 @pytest.mark.skipif(tidal_binary() is None, reason="no tidal binary built (cargo build) and TIDAL_BIN unset")
 def test_the_binary_accepts_the_webhook_args(chart):
     docs, _ = render(chart, VARIANTS["everything"])
-    args = pod_spec(docs, "tidal-webhook")["containers"][0]["args"]
-    result = run_tidal(args)
+    result = run_tidal(pod_spec(docs, "tidal-webhook")["containers"][0])
     if result is not None:
         # clap exits 2 on arguments it does not know; past parsing, the missing certificate stops it.
         assert result.returncode != 2, result.stderr
@@ -668,8 +913,10 @@ def test_the_binary_accepts_the_controller_args(chart):
     probe = subprocess.run([str(binary), "run", "--help"], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip("this tidal binary has no `run` command")
-    docs, _ = render(chart, VARIANTS["everything"])
-    args = pod_spec(docs, "tidal-controller")["containers"][0]["args"]
-    result = run_tidal(args)
-    if result is not None:
-        assert result.returncode != 2, result.stderr
+    for variant in ["everything", "taints-off"]:
+        docs, _ = render(chart, VARIANTS[variant])
+        container = pod_spec(docs, "tidal-controller")["containers"][0]
+        assert "TIDAL_ZONE_TAINTS" in container_env(container)
+        result = run_tidal(container)
+        if result is not None:
+            assert result.returncode != 2, (variant, result.stderr)

@@ -54,12 +54,33 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end }}
 
+{{/*
+`base` followed by `suffix`, at most 63 characters (Service names are DNS labels): the base is cut, never
+the suffix, so that names that differ only by their suffix stay distinct. (dict "base" … "suffix" "-tls")
+*/}}
+{{- define "tidal.suffixed" -}}
+{{- printf "%s%s" (.base | trunc (int (sub 63 (len .suffix))) | trimSuffix "-") .suffix }}
+{{- end }}
+
 {{- define "tidal.controller.fullname" -}}
-{{- printf "%s-controller" (include "tidal.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- include "tidal.suffixed" (dict "base" (include "tidal.fullname" .) "suffix" "-controller") }}
 {{- end }}
 
 {{- define "tidal.webhook.fullname" -}}
-{{- printf "%s-webhook" (include "tidal.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- include "tidal.suffixed" (dict "base" (include "tidal.fullname" .) "suffix" "-webhook") }}
+{{- end }}
+
+{{/*
+A Go duration ("1s", "1m30s", "500ms") in seconds, as a float: (include "tidal.seconds" "1m30s").
+*/}}
+{{- define "tidal.seconds" -}}
+{{- $units := dict "ns" 0.000000001 "us" 0.000001 "µs" 0.000001 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 }}
+{{- $total := 0.0 }}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)" . -1 }}
+{{- $number := regexFind "^[0-9]+(\\.[0-9]+)?" . }}
+{{- $total = addf $total (mulf ($number | float64) (get $units (trimPrefix $number .))) }}
+{{- end }}
+{{- $total }}
 {{- end }}
 
 {{- define "tidal.controller.serviceAccountName" -}}
@@ -83,7 +104,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- if eq .Values.webhook.tls.mode "secret" }}
 {{- required "webhook.tls.secret.name is required when webhook.tls.mode is secret" .Values.webhook.tls.secret.name }}
 {{- else }}
-{{- printf "%s-tls" (include "tidal.webhook.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- include "tidal.suffixed" (dict "base" (include "tidal.webhook.fullname" .) "suffix" "-tls") }}
 {{- end }}
 {{- end }}
 
