@@ -304,8 +304,8 @@ async fn a_leader_that_cannot_renew_stops_acting_until_it_can() {
     })
     .await;
     a.wait_cycles(1.0).await;
-    // About three seconds of failing renewals (one try every 100ms), renew deadline 1s.
-    server.fail_requests("GET", "/leases/tidal-controller", &[500; 30]);
+    // About five seconds of failing renewals (one try every 100ms), renew deadline 1s.
+    server.fail_requests("GET", "/leases/tidal-controller", &[500; 50]);
     eventually_async("a to step down", || async {
         (metric_sum(&a.metrics().await, "tidal_leader ") == 0.0).then_some(())
     })

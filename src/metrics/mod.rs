@@ -132,7 +132,7 @@ impl Metrics {
         let cache_objects = Family::<KindLabel, Gauge>::default();
         registry.register(
             "cache_objects",
-            "Objects in the controller's cache, by kind (in_flight: pods evicted, not yet gone)",
+            "Objects in the controller's cache, by kind (in_flight: pods evicted or answered gone, deletion not seen yet)",
             cache_objects.clone(),
         );
         let watch_errors = Family::<KindLabel, Counter>::default();
