@@ -16,7 +16,7 @@ use crate::{
     plan::{self, CyclePlan},
     report::{Format, Report},
     strategies::tdm::TdmArgs,
-    taints::ZoneTaintHook,
+    taints::{KeeperSettings, ZoneTaintHook},
 };
 
 #[derive(Debug, Parser)]
@@ -153,13 +153,32 @@ pub struct RunArgs {
     pub log_format: LogFormat,
 }
 
+/// Below this a token takes so long to refill that the limit is a misconfiguration, not a pace.
+const MIN_EVICTION_QPS: f64 = 0.001;
+
 impl RunArgs {
     pub fn controller_config(&self) -> anyhow::Result<ControllerConfig> {
-        if self.renew_deadline.as_std() >= self.lease_duration.as_std() {
-            anyhow::bail!("--renew-deadline must be shorter than --lease-duration");
+        if self.leader_elect {
+            let (lease, renew, retry) = (
+                self.lease_duration.as_std(),
+                self.renew_deadline.as_std(),
+                self.retry_period.as_std(),
+            );
+            if renew >= lease {
+                anyhow::bail!("--renew-deadline must be shorter than --lease-duration");
+            }
+            // A renewal every retry period must fit within the renew deadline, or leadership lapses
+            // between two renewals; zero would renew in a busy loop.
+            if retry.is_zero() || retry >= renew {
+                anyhow::bail!(
+                    "--retry-period must be more than zero and shorter than --renew-deadline"
+                );
+            }
         }
-        if !(self.eviction_qps.is_finite() && self.eviction_qps > 0.0) {
-            anyhow::bail!("--eviction-qps must be a positive number");
+        if !(self.eviction_qps.is_finite() && self.eviction_qps >= MIN_EVICTION_QPS) {
+            anyhow::bail!(
+                "--eviction-qps must be a number of at least {MIN_EVICTION_QPS} (one request every 1000s)"
+            );
         }
         let mut config = ControllerConfig::new(self.metrics_addr, self.health_addr);
         config.kubeconfig = self.kubeconfig.clone();
@@ -192,6 +211,7 @@ impl RunArgs {
         config.usage_poll = (!usage_poll.is_zero()).then_some(usage_poll);
         if self.zone_taints {
             config.hooks.push(Arc::new(ZoneTaintHook));
+            config.zone_taints = Some(KeeperSettings::default());
         }
         Ok(config)
     }
@@ -283,6 +303,11 @@ fn plan_report(snapshot: &Snapshot, args: &ReportArgs) -> anyhow::Result<(CycleP
     let builtin = builtin_policy();
     let mut notes = Vec::new();
     let policies: Vec<&PolicyInfo> = if snapshot.policies.is_empty() {
+        if let Some(wanted) = args.policies.first() {
+            anyhow::bail!(
+                "no DeschedulingPolicy named {wanted:?} in the input (it has no DeschedulingPolicy at all)"
+            );
+        }
         notes.push(format!(
             "no DeschedulingPolicy in the input: using the built-in policy {:?} (DryRun, tdm only)",
             builtin.name
@@ -332,5 +357,86 @@ pub fn print(text: &str) -> anyhow::Result<()> {
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other.context("writing to stdout"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_args(flags: &[&str]) -> RunArgs {
+        let argv = ["tidal", "run"].iter().chain(flags);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Run(args) => *args,
+            _ => unreachable!(),
+        }
+    }
+
+    fn error(flags: &[&str]) -> String {
+        match run_args(flags).controller_config() {
+            Ok(_) => panic!("{flags:?} accepted"),
+            Err(error) => error.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_retry_period_must_fit_within_the_renew_deadline() {
+        assert!(error(&["--retry-period", "0s"]).contains("--retry-period"));
+        assert!(error(&["--retry-period", "10s"]).contains("--retry-period"));
+        assert!(
+            error(&["--retry-period", "15s", "--renew-deadline", "10s"]).contains("--retry-period")
+        );
+        assert!(
+            run_args(&["--retry-period", "9s"])
+                .controller_config()
+                .is_ok()
+        );
+        // Without election the lease flags are not used.
+        assert!(
+            run_args(&["--leader-elect", "false", "--retry-period", "0s"])
+                .controller_config()
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn the_eviction_qps_must_be_a_usable_rate() {
+        for qps in ["0", "-1", "1e-20", "NaN", "inf"] {
+            let flag = format!("--eviction-qps={qps}");
+            assert!(error(&[&flag]).contains("--eviction-qps"), "{qps}");
+        }
+        assert!(
+            run_args(&["--eviction-qps", "0.5"])
+                .controller_config()
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn report_for_a_named_policy_fails_when_the_input_has_no_policy() {
+        let cli = Cli::try_parse_from([
+            "tidal",
+            "report",
+            "--cluster",
+            "x.yaml",
+            "--policy",
+            "nightly",
+        ])
+        .unwrap();
+        let Command::Report(args) = cli.command else {
+            unreachable!()
+        };
+        let error = plan_report(&Snapshot::default(), &args)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("\"nightly\""), "{error}");
+        // Without --policy, the built-in policy stands in.
+        let cli = Cli::try_parse_from(["tidal", "report", "--cluster", "x.yaml"]).unwrap();
+        let Command::Report(args) = cli.command else {
+            unreachable!()
+        };
+        let (cycle, notes) = plan_report(&Snapshot::default(), &args).unwrap();
+        assert_eq!(cycle.plans.len(), 1);
+        assert_eq!(notes.len(), 1);
     }
 }

@@ -3,6 +3,8 @@
 
 mod support;
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 use support::*;
 
@@ -38,6 +40,13 @@ fn assert_only_holders_evicted(server: &FakeApiServer) {
     }
 }
 
+/// A revocable node in a closed zone with this `evictPeriod`, and a TDM policy running every 200ms.
+fn one_closed_zone(server: &FakeApiServer, evict_period: &str) {
+    server.apply(node("rev-1", Some("rz")));
+    server.apply(zone("rz", &closed_window(), evict_period));
+    server.apply(policy("tdm", "Evict", "200ms"));
+}
+
 fn evicted_by(server: &FakeApiServer, pod: &str) -> Vec<String> {
     accepted(&server.evictions(), pod)
         .into_iter()
@@ -51,9 +60,7 @@ async fn only_the_lease_holder_evicts_and_standbys_take_over() {
     let server = FakeApiServer::start().await;
     // Evicted pods terminate as on a real cluster, so a new leader sees them leaving.
     server.set_eviction_effect(EvictionEffect::Terminate);
-    server.apply(node("rev-1", Some("rz")));
-    server.apply(zone("rz", &closed_window(), "1s"));
-    server.apply(policy("tdm", "Evict", "200ms"));
+    one_closed_zone(&server, "1s");
     server.apply(pod(NS, "v1", "rev-1"));
 
     let a = Controller::start(&server, dir.path(), "a", &[]);
@@ -125,9 +132,7 @@ async fn a_leader_whose_lease_is_taken_stops_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let server = FakeApiServer::start().await;
     server.set_eviction_effect(EvictionEffect::Terminate);
-    server.apply(node("rev-1", Some("rz")));
-    server.apply(zone("rz", &closed_window(), "1h"));
-    server.apply(policy("tdm", "Evict", "200ms"));
+    one_closed_zone(&server, "1h");
     let a = Controller::start(&server, dir.path(), "a", &[]);
     eventually("a to lead", || {
         (holder(&server).as_deref() == Some("a")).then_some(())
@@ -175,40 +180,147 @@ async fn a_leader_whose_lease_is_taken_stops_at_once() {
     );
 }
 
+/// Longer than any test may take: a request held this long only ends if tidal gives up on it.
+const STUCK: Duration = Duration::from_secs(3600);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_abandons_slow_requests_after_the_grace_period_and_releases_the_lease() {
     let dir = tempfile::tempdir().unwrap();
     let server = FakeApiServer::start().await;
-    // An eviction that would hang for a minute: only the grace period can end the shutdown sooner.
-    server.set_eviction_delay(std::time::Duration::from_secs(60));
-    server.apply(node("rev-1", Some("rz")));
-    server.apply(zone("rz", &closed_window(), "1h"));
-    server.apply(policy("tdm", "Evict", "200ms"));
+    // An eviction that hangs.
+    server.set_eviction_delay(STUCK);
+    one_closed_zone(&server, "1h");
     for name in ["v1", "v2", "v3"] {
         server.apply(pod(NS, name, "rev-1"));
     }
-    let a = Controller::start(
-        &server,
-        dir.path(),
-        "a",
-        &["--eviction-concurrency", "1", "--shutdown-grace", "200ms"],
-    );
-    let sent = |server: &FakeApiServer| {
-        server
-            .requests()
-            .iter()
-            .filter(|r| r.path.ends_with("/eviction"))
-            .count()
-    };
+    let a = start_patient(&server, dir.path(), "200ms");
     eventually("the first eviction in flight", || {
         (sent(&server) == 1).then_some(())
     })
     .await;
-    tokio::time::timeout(std::time::Duration::from_secs(20), a.stop())
+    tokio::time::timeout(Duration::from_secs(120), a.stop())
         .await
         .expect("shutdown waits for the grace period, not for the stuck request");
     assert_eq!(sent(&server), 1, "nothing new is sent once stopping");
     assert_eq!(holder(&server), None, "the lease is released");
+}
+
+/// A leader that sends one eviction at a time and would wait for a stuck one as long as it takes
+/// (request timeout, cycle deadline): only the shutdown grace period can end it.
+fn start_patient(server: &FakeApiServer, dir: &std::path::Path, grace: &str) -> Controller {
+    Controller::start_configured(
+        server,
+        dir,
+        "a",
+        &[
+            "--eviction-concurrency",
+            "1",
+            "--shutdown-grace",
+            grace,
+            "--cycle-timeout",
+            "1h",
+        ],
+        |config| config.eviction.request_timeout = STUCK,
+    )
+}
+
+fn sent(server: &FakeApiServer) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/eviction"))
+        .count()
+}
+
+/// SIGTERM in the middle of a round: what was evicted before is on record (the zone's round, the
+/// pod's event) before the lease goes, so a standby does not start a new round at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_mid_round_records_the_round_and_events_before_releasing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    server.set_eviction_effect(EvictionEffect::Terminate);
+    one_closed_zone(&server, "1h");
+    server.apply(pod(NS, "v1", "rev-1"));
+    server.apply(pod(NS, "v2", "rev-1"));
+    // The first eviction goes through, the second hangs.
+    server.eviction_faults(&[EvictionFault::None, EvictionFault::Delay(STUCK)]);
+    let a = start_patient(&server, dir.path(), "300ms");
+    eventually("one eviction done, the next in flight", || {
+        (sent(&server) == 2).then_some(())
+    })
+    .await;
+    let evicted: Vec<String> = ["v1", "v2"]
+        .into_iter()
+        .filter(|name| !evicted_by(&server, name).is_empty())
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(evicted.len(), 1, "{:#?}", server.evictions());
+    // Recorded as soon as the round's first eviction went through, not only after the cycle.
+    eventually("the round on the zone while the round goes on", || {
+        let zone = server.get("revocablezones", "", "rz").unwrap();
+        zone["status"]["lastEvictionRound"]
+            .is_string()
+            .then_some(())
+    })
+    .await;
+    tokio::time::timeout(Duration::from_secs(120), a.stop())
+        .await
+        .expect("stops after the grace period");
+
+    let zone = server.get("revocablezones", "", "rz").unwrap();
+    assert!(zone["status"]["lastEvictionRound"].is_string(), "{zone}");
+    let events: Vec<Value> = server
+        .list("apis/events.k8s.io/v1", "events")
+        .into_iter()
+        .filter(|e| e["regarding"]["name"] == json!(evicted[0]) && e["reason"] == json!("Evicted"))
+        .collect();
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert_eq!(holder(&server), None, "the lease is released");
+    // Every write happened while a held the lease.
+    let release = server
+        .requests()
+        .iter()
+        .rposition(|r| r.method == "PUT" && r.path.ends_with("/leases/tidal-controller"))
+        .unwrap();
+    let last_write = server
+        .requests()
+        .iter()
+        .rposition(|r| r.method != "GET" && !r.path.contains("/leases"))
+        .unwrap();
+    assert!(last_write < release, "wrote after releasing the lease");
+}
+
+/// Renewals that fail for longer than the renew deadline: the leader stops acting without waiting
+/// to learn who holds the lease, and acts again once it renews.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_cannot_renew_stops_acting_until_it_can() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    server.set_eviction_effect(EvictionEffect::Terminate);
+    one_closed_zone(&server, "1s");
+    let a = Controller::start(&server, dir.path(), "a", &[]);
+    eventually("a to lead", || {
+        (holder(&server).as_deref() == Some("a")).then_some(())
+    })
+    .await;
+    a.wait_cycles(1.0).await;
+    // About five seconds of failing renewals (one try every 100ms), renew deadline 1s.
+    server.fail_requests("GET", "/leases/tidal-controller", &[500; 50]);
+    eventually_async("a to step down", || async {
+        (metric_sum(&a.metrics().await, "tidal_leader ") == 0.0).then_some(())
+    })
+    .await;
+    eventually_async("a to lead again", || async {
+        (metric_sum(&a.metrics().await, "tidal_leader ") == 1.0).then_some(())
+    })
+    .await;
+    server.apply(pod(NS, "v1", "rev-1"));
+    eventually("v1 evicted", || {
+        (evicted_by(&server, "v1") == vec!["a".to_owned()]).then_some(())
+    })
+    .await;
+    assert_only_holders_evicted(&server);
+    a.stop().await;
 }
 
 /// The binary itself: SIGTERM stops it cleanly (exit 0) and hands the lease back.
@@ -216,9 +328,7 @@ async fn sigterm_abandons_slow_requests_after_the_grace_period_and_releases_the_
 async fn the_binary_releases_its_lease_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let server = FakeApiServer::start().await;
-    server.apply(node("rev-1", Some("rz")));
-    server.apply(zone("rz", &closed_window(), "1h"));
-    server.apply(policy("tdm", "Evict", "200ms"));
+    one_closed_zone(&server, "1h");
     server.apply(pod(NS, "v1", "rev-1"));
     let kubeconfig = server.kubeconfig(dir.path(), "bin");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_tidal"))

@@ -162,3 +162,46 @@ async fn zone_taints_off_leaves_nodes_alone() {
     assert_eq!(node_writes, 0);
     controller.stop().await;
 }
+
+/// Between cycles, and with no DeschedulingPolicy at all (the chart's default): a node labelled into
+/// a closed zone is tainted, a taint removed by hand comes back, and a failed patch is retried soon
+/// rather than at the zone's next transition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taints_follow_node_changes_and_failed_patches_are_retried_without_policies() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    server.apply(node("rev-1", Some("rz")));
+    server.apply(node("std-1", None));
+    server.apply(zone("rz", &closed_window(), "1m"));
+    server.fail_requests("PATCH", "/nodes/rev-1", &[500, 500, 500]);
+    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let ours = json!([{"key": "tidal.dev/zone-closed", "value": "rz", "effect": "NoSchedule"}]);
+
+    eventually("the node tainted despite failed patches", || {
+        (taints_of(&server, "rev-1") == ours).then_some(())
+    })
+    .await;
+    let failed = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PATCH" && r.path.ends_with("/nodes/rev-1") && r.code == 500)
+        .count();
+    assert_eq!(failed, 3);
+
+    server.update("nodes", "", "std-1", |n| {
+        n["metadata"]["labels"]["volcano.sh/revocable-zone"] = json!("rz");
+    });
+    eventually("the node labelled into the closed zone is tainted", || {
+        (taints_of(&server, "std-1") == ours).then_some(())
+    })
+    .await;
+
+    server.update("nodes", "", "rev-1", |n| {
+        n["spec"]["taints"] = Value::Null;
+    });
+    eventually("the taint removed by hand comes back", || {
+        (taints_of(&server, "rev-1") == ours).then_some(())
+    })
+    .await;
+    controller.stop().await;
+}

@@ -32,8 +32,11 @@ pub struct ClusterCache {
     jobs: Versioned<crate::cluster::JobKey, JobState>,
     /// The current version of every pod, to find what an update or delete replaces.
     pods: HashMap<ObjectKey, Arc<PodInfo>>,
-    /// Pods tidal evicted and has not yet seen terminate, with when it evicted them.
-    evicting: HashMap<ObjectKey, Timestamp>,
+    /// Pods tidal evicted and has not yet seen terminate: the uid it evicted and when. The uid
+    /// matters: a pod recreated under the same name is a different pod, still running.
+    evicting: HashMap<ObjectKey, InFlight>,
+    /// uids of zones and policies, for the events tidal sends about them.
+    config_uids: HashMap<(ObjectKind, String), String>,
     podgroups: Versioned<ObjectKey, PodGroupInfo>,
     pdbs: Versioned<ObjectKey, PdbInfo>,
     zones: Versioned<String, ZoneInfo>,
@@ -41,6 +44,12 @@ pub struct ClusterCache {
     namespaces: Versioned<String, NamespaceInfo>,
     node_usage: Versioned<String, UsageSeries>,
     pod_usage: Versioned<ObjectKey, UsageSeries>,
+}
+
+#[derive(Clone, Debug)]
+struct InFlight {
+    uid: String,
+    since: Timestamp,
 }
 
 /// What a snapshot update did, for logs and benchmarks.
@@ -70,7 +79,15 @@ impl ClusterCache {
 
     /// Adds or replaces a pod. An eviction tidal made stays marked across updates until the pod is gone.
     pub fn apply_pod(&mut self, mut pod: PodInfo) {
-        pod.evicting_since = self.evicting.get(&pod.key).copied();
+        match self.evicting.get(&pod.key) {
+            Some(mark) if mark.uid == pod.uid => pod.evicting_since = Some(mark.since),
+            Some(_) => {
+                // A namesake replaced the evicted pod: the mark was about its predecessor.
+                self.evicting.remove(&pod.key);
+                pod.evicting_since = None;
+            }
+            None => pod.evicting_since = None,
+        }
         let pod = Arc::new(pod);
         if let Some(previous) = self.pods.insert(pod.key.clone(), Arc::clone(&pod)) {
             if !pod.holds_resources() {
@@ -112,11 +129,29 @@ impl ClusterCache {
     /// Records that tidal evicted the pod at `at`, so that later cycles count it as leaving and never evict
     /// it again. Returns false if the pod is not in the cache.
     pub fn mark_evicting(&mut self, key: &ObjectKey, at: Timestamp) -> bool {
+        let Some(uid) = self.pods.get(key).map(|pod| pod.uid.clone()) else {
+            return false;
+        };
+        self.mark_evicted(key, &uid, at)
+    }
+
+    /// [`mark_evicting`](Self::mark_evicting) for the pod with this `uid` only: what the API server
+    /// answered was about that pod, and a namesake in the cache (newer or older) is another one.
+    pub fn mark_evicted(&mut self, key: &ObjectKey, uid: &str, at: Timestamp) -> bool {
         let Some(current) = self.pods.get(key) else {
             return false;
         };
+        if current.uid != uid {
+            return false;
+        }
         let pod = (**current).clone();
-        self.evicting.insert(key.clone(), at);
+        self.evicting.insert(
+            key.clone(),
+            InFlight {
+                uid: uid.to_owned(),
+                since: at,
+            },
+        );
         self.note_departure(&pod, at);
         self.apply_pod(pod);
         true
@@ -129,7 +164,11 @@ impl ClusterCache {
         let expired: Vec<ObjectKey> = self
             .evicting
             .iter()
-            .filter(|(_, since)| since.saturating_add(ttl).is_ok_and(|until| until <= now))
+            .filter(|(_, mark)| {
+                mark.since
+                    .saturating_add(ttl)
+                    .is_ok_and(|until| until <= now)
+            })
             .map(|(key, _)| key.clone())
             .collect();
         for key in &expired {
@@ -252,6 +291,35 @@ impl ClusterCache {
 
     pub fn delete_zone(&mut self, name: &str) {
         self.zones.remove(&mut self.generation, &name.to_owned());
+        self.config_uids
+            .remove(&(ObjectKind::RevocableZone, name.to_owned()));
+    }
+
+    /// Remembers the uid of a zone or policy (other kinds are ignored: their slim forms carry what
+    /// tidal needs).
+    pub fn note_uid(&mut self, kind: ObjectKind, name: &str, uid: Option<&str>) {
+        if !matches!(
+            kind,
+            ObjectKind::RevocableZone | ObjectKind::DeschedulingPolicy
+        ) {
+            return;
+        }
+        let key = (kind, name.to_owned());
+        match uid {
+            Some(uid) => {
+                self.config_uids.insert(key, uid.to_owned());
+            }
+            None => {
+                self.config_uids.remove(&key);
+            }
+        }
+    }
+
+    /// The uid of a zone or policy, as last seen by the watch.
+    pub fn uid_of(&self, kind: ObjectKind, name: &str) -> Option<&str> {
+        self.config_uids
+            .get(&(kind, name.to_owned()))
+            .map(String::as_str)
     }
 
     pub fn apply_policy(&mut self, policy: PolicyInfo) {
@@ -261,6 +329,24 @@ impl ClusterCache {
 
     pub fn delete_policy(&mut self, name: &str) {
         self.policies.remove(&mut self.generation, &name.to_owned());
+        self.config_uids
+            .remove(&(ObjectKind::DeschedulingPolicy, name.to_owned()));
+    }
+
+    /// Only nodes and zones, all that closed-zone taints are decided from: cheaper than a snapshot of
+    /// everything, and independent of the planning snapshot's incremental updates.
+    pub fn nodes_and_zones(&self) -> Snapshot {
+        Snapshot {
+            nodes: self.nodes.copy_all(),
+            zones: self.zones.copy_all(),
+            ..Snapshot::default()
+        }
+    }
+
+    /// What closed-zone taints depend on for one node: its zone label and its taints.
+    pub fn node_taint_inputs(&self, name: &str) -> Option<(Option<String>, Vec<super::Taint>)> {
+        self.node(name)
+            .map(|node| (node.revocable_zone.clone(), node.taints.clone()))
     }
 
     /// A snapshot built from scratch.
@@ -416,6 +502,29 @@ mod tests {
         }))
         .unwrap();
         PodInfo::from_pod(&pod).unwrap()
+    }
+
+    #[test]
+    fn a_namesake_does_not_inherit_the_in_flight_mark() {
+        let mut cache = ClusterCache::new();
+        let key = ObjectKey::new("ns", "web-0");
+        let mut old = running_pod("web-0", "n1");
+        old.uid = "old".to_owned();
+        cache.apply_pod(old.clone());
+        assert!(cache.mark_evicted(&key, "old", Timestamp::UNIX_EPOCH));
+        // An update of the same pod keeps the mark.
+        cache.apply_pod(old);
+        assert!(cache.pod(&key).unwrap().evicting_since.is_some());
+        assert_eq!(cache.evicting_count(), 1);
+        // The StatefulSet recreated it: same name, new uid, running.
+        let mut new = running_pod("web-0", "n1");
+        new.uid = "new".to_owned();
+        cache.apply_pod(new);
+        assert_eq!(cache.pod(&key).unwrap().evicting_since, None);
+        assert_eq!(cache.evicting_count(), 0);
+        // An answer about the old uid does not mark the new pod.
+        assert!(!cache.mark_evicted(&key, "old", Timestamp::UNIX_EPOCH));
+        assert_eq!(cache.pod(&key).unwrap().evicting_since, None);
     }
 
     fn cpu_sample(at: Timestamp, milli_cpu: i64) -> UsageSample {

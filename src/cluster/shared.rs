@@ -22,6 +22,8 @@ pub struct SharedCache {
     initially_synced: Arc<watch::Sender<BTreeMap<ObjectKind, bool>>>,
     /// Bumped on every change to zones or policies, so that loops can recompute their timers.
     config_changes: Arc<watch::Sender<u64>>,
+    /// Bumped when a node's zone label or taints change (closed-zone taints depend on them).
+    node_changes: Arc<watch::Sender<u64>>,
 }
 
 impl SharedCache {
@@ -33,6 +35,7 @@ impl SharedCache {
             initially_synced: Arc::new(watch::Sender::new(synced.clone())),
             synced: Arc::new(watch::Sender::new(synced)),
             config_changes: Arc::new(watch::Sender::new(0)),
+            node_changes: Arc::new(watch::Sender::new(0)),
         }
     }
 
@@ -69,6 +72,11 @@ impl SharedCache {
         if synced {
             self.initially_synced.send_if_modified(update);
         }
+    }
+
+    /// Whether one kind has completed its latest (re)list (kinds not required count as synced).
+    pub fn is_kind_synced(&self, kind: ObjectKind) -> bool {
+        self.synced.borrow().get(&kind).copied().unwrap_or(true)
     }
 
     pub fn is_synced(&self) -> bool {
@@ -108,6 +116,15 @@ impl SharedCache {
     /// A receiver that changes whenever a zone or policy does.
     pub fn config_changes(&self) -> watch::Receiver<u64> {
         self.config_changes.subscribe()
+    }
+
+    pub fn notify_node_change(&self) {
+        self.node_changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver that changes whenever a node's zone label or taints do.
+    pub fn node_changes(&self) -> watch::Receiver<u64> {
+        self.node_changes.subscribe()
     }
 }
 

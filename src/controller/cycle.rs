@@ -1,7 +1,11 @@
 //! One cycle of the leader: snapshot the cache, plan the due policies, send evictions (or dry runs),
 //! then record rounds, run hooks, write status and events, count metrics.
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use futures::{StreamExt, future::BoxFuture};
 use jiff::Timestamp;
@@ -15,7 +19,7 @@ use super::{
 };
 use crate::{
     api::PolicyMode,
-    cluster::{PolicyInfo, SharedCache, Snapshot},
+    cluster::{ObjectKey, ObjectKind, PolicyInfo, SharedCache, Snapshot},
     evictor::{EvictionRequest, Evictor, Guard, Outcome},
     leader::LeaderHandle,
     metrics::{EvictionLabels, Metrics, PolicyStrategy, SkipLabels, TriggerLabel},
@@ -44,10 +48,13 @@ impl Default for CycleSettings {
     }
 }
 
-/// Allows a request only while leading and not shutting down.
+/// Allows a request only while leading and not shutting down; cuts requests on the wire once
+/// leadership lapses or the shutdown grace period is over.
 pub struct ActGuard {
     pub leader: LeaderHandle,
     pub shutdown: CancellationToken,
+    /// Cancelled when the shutdown grace period is over.
+    pub abandon: CancellationToken,
 }
 
 impl Guard for ActGuard {
@@ -59,6 +66,16 @@ impl Guard for ActGuard {
         } else {
             Ok(())
         }
+    }
+
+    fn lapsed(&self) -> BoxFuture<'_, String> {
+        let mut leader = self.leader.clone();
+        Box::pin(async move {
+            tokio::select! {
+                () = leader.lost() => "leadership lapsed".to_owned(),
+                () = self.abandon.cancelled() => "shutdown grace period over".to_owned(),
+            }
+        })
     }
 }
 
@@ -163,12 +180,14 @@ impl Runtime {
 
         let deadline = started + self.settings.timeout;
         let mut outcomes = Vec::with_capacity(cycle.plans.len());
+        let rounds_recorded = Mutex::new(BTreeSet::new());
         for plan in &cycle.plans {
-            outcomes.push(self.act(plan, now, deadline).await);
+            outcomes.push(self.act(plan, now, deadline, &rounds_recorded).await);
         }
         self.note_rounds(&cycle, &outcomes, now);
 
-        if self.guard.leader.is_leader() {
+        // Hooks are routine upkeep: a replica on its way out leaves them to the next leader.
+        if self.guard.leader.is_leader() && !self.guard.shutdown.is_cancelled() {
             let context = CycleContext {
                 client: &self.client,
                 snapshot: &self.snapshot,
@@ -180,9 +199,9 @@ impl Runtime {
                 hook.run(&context).await;
             }
         }
-        if self.guard.leader.is_leader() && !self.guard.shutdown.is_cancelled() {
-            self.write_back(&cycle, &outcomes, now).await;
-        }
+        // Also when shutting down: what this cycle evicted must be on record (rounds, events) before
+        // the lease goes to a standby. Every write checks leadership first.
+        self.write_back(&cycle, &outcomes, now).await;
         self.count(&cycle, &outcomes, trigger, now, started);
         CycleResult {
             plan: cycle,
@@ -190,7 +209,16 @@ impl Runtime {
         }
     }
 
-    async fn act(&self, plan: &Plan, now: Timestamp, deadline: Instant) -> Vec<Outcome> {
+    /// Sends one plan's evictions. Each answer is applied to the cache as it comes (so nothing later
+    /// can count an evicted pod as running), and the first eviction in a zone records the round on
+    /// the zone at once (`rounds_recorded` holds the zones done this cycle).
+    async fn act(
+        &self,
+        plan: &Plan,
+        now: Timestamp,
+        deadline: Instant,
+        rounds_recorded: &Mutex<BTreeSet<String>>,
+    ) -> Vec<Outcome> {
         let dry_run = plan.mode == PolicyMode::DryRun;
         let requests: Vec<EvictionRequest> = plan
             .evictions
@@ -201,24 +229,58 @@ impl Runtime {
                 dry_run,
             })
             .collect();
+        let zones: HashMap<ObjectKey, String> = plan
+            .evictions
+            .iter()
+            .filter_map(|e| Some((e.candidate.pod.key.clone(), e.candidate.zone.clone()?)))
+            .collect();
+        let (new_round, mut rounds) = tokio::sync::mpsc::unbounded_channel::<String>();
         let shared = self.shared.clone();
-        // Marked the moment the API server accepts, so nothing later in this cycle or the next can
-        // count the pod as still running.
         let mark = move |request: &EvictionRequest, outcome: &Outcome| {
-            if *outcome == Outcome::Evicted {
-                shared.write().mark_evicting(&request.pod, now);
+            let leaving = match outcome {
+                Outcome::Evicted | Outcome::EvictedUnconfirmed => true,
+                // Not there (any more) on the server: it must not count as running until the watch
+                // catches up. A namesake that replaces it is another pod and drops the mark.
+                Outcome::Gone | Outcome::Replaced => !request.dry_run,
+                _ => false,
+            };
+            if leaving {
+                shared.write().mark_evicted(&request.pod, &request.uid, now);
+            }
+            if outcome.evicted()
+                && let Some(zone) = zones.get(&request.pod)
+            {
+                shared.write().note_eviction_round(zone, now);
+                let first = rounds_recorded
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .insert(zone.clone());
+                if first {
+                    // The receiver outlives every sender: sending cannot fail.
+                    let _ = new_round.send(zone.clone());
+                }
             }
         };
-        self.evictor
-            .evict_all(&requests, deadline, &self.guard, &mark)
-            .await
+        let evictions = async move {
+            let mark = mark;
+            self.evictor
+                .evict_all(&requests, deadline, &self.guard, &mark)
+                .await
+        };
+        let record_rounds = async {
+            while let Some(zone) = rounds.recv().await {
+                self.status.eviction_round(&zone, now).await;
+            }
+        };
+        let (outcomes, ()) = futures::join!(evictions, record_rounds);
+        outcomes
     }
 
     /// A zone in which a real eviction went through has started a round now.
     fn note_rounds(&mut self, cycle: &CyclePlan, outcomes: &[Vec<Outcome>], now: Timestamp) {
         for (plan, outcomes) in cycle.plans.iter().zip(outcomes) {
             for (eviction, outcome) in plan.evictions.iter().zip(outcomes) {
-                if *outcome == Outcome::Evicted
+                if outcome.evicted()
                     && let Some(zone) = &eviction.candidate.zone
                 {
                     self.rounds.insert(zone.clone(), now);
@@ -231,9 +293,34 @@ impl Runtime {
         }
     }
 
+    fn uid_of(&self, kind: ObjectKind, name: &str) -> Option<String> {
+        self.shared.read().uid_of(kind, name).map(str::to_owned)
+    }
+
+    /// Writes what the cycle did: zone status first (its `lastEvictionRound` keeps `evictPeriod`
+    /// across leaders), then events on evicted pods, then policy status and events.
     async fn write_back(&mut self, cycle: &CyclePlan, outcomes: &[Vec<Outcome>], now: Timestamp) {
+        for view in cycle.zones.values() {
+            let last_round = self
+                .snapshot
+                .zones
+                .get(&view.name)
+                .and_then(|z| z.last_eviction_round)
+                .max(self.rounds.get(&view.name).copied());
+            let preemptable = status::preemptable_pods(&self.snapshot, &view.name);
+            let previous = self.status.zone_ready(&view.name);
+            let written =
+                status::zone_status(view, preemptable, last_round, now, previous.as_ref());
+            self.status.zone(&view.name, &written).await;
+            let error = view.state.as_ref().err().map(String::as_str);
+            let uid = self.uid_of(ObjectKind::RevocableZone, &view.name);
+            self.status
+                .warn_invalid("RevocableZone", &view.name, uid.as_deref(), error)
+                .await;
+        }
+
         // Events on evicted pods, a few at a time.
-        let evicted: Vec<(&str, &plan::Candidate)> = cycle
+        let evicted: Vec<(&str, &plan::Candidate, bool)> = cycle
             .plans
             .iter()
             .zip(outcomes)
@@ -241,16 +328,16 @@ impl Runtime {
                 plan.evictions
                     .iter()
                     .zip(outcomes)
-                    .filter(|(_, o)| **o == Outcome::Evicted)
-                    .map(move |(e, _)| (plan.policy.as_str(), &e.candidate))
+                    .filter(|(_, o)| o.evicted())
+                    .map(move |(e, o)| (plan.policy.as_str(), &e.candidate, *o == Outcome::Evicted))
             })
             .collect();
         let status = &self.status;
         // Boxed with an explicit lifetime: see `Evictor::evict_all`.
         let events: Vec<BoxFuture<'_, ()>> = evicted
             .into_iter()
-            .map(|(policy, candidate)| -> BoxFuture<'_, ()> {
-                Box::pin(status.pod_evicted(policy, candidate))
+            .map(|(policy, candidate, confirmed)| -> BoxFuture<'_, ()> {
+                Box::pin(status.pod_evicted(policy, candidate, confirmed))
             })
             .collect();
         futures::stream::iter(events)
@@ -277,33 +364,21 @@ impl Runtime {
             let previous = self.status.policy_ready(&plan.policy);
             let written = status::policy_status(plan, &counts, generation, now, previous.as_ref());
             self.status.policy(&plan.policy, &written).await;
+            let uid = self.uid_of(ObjectKind::DeschedulingPolicy, &plan.policy);
             self.status
-                .warn_invalid("DeschedulingPolicy", &plan.policy, plan.error.as_deref())
+                .warn_invalid(
+                    "DeschedulingPolicy",
+                    &plan.policy,
+                    uid.as_deref(),
+                    plan.error.as_deref(),
+                )
                 .await;
             if counts.planned > 0 {
                 info!(policy = %plan.policy, "{}", counts.summary(plan.mode));
                 self.status
-                    .policy_cycle(&plan.policy, counts.summary(plan.mode))
+                    .policy_cycle(&plan.policy, uid.as_deref(), counts.summary(plan.mode))
                     .await;
             }
-        }
-
-        for view in cycle.zones.values() {
-            let last_round = self
-                .snapshot
-                .zones
-                .get(&view.name)
-                .and_then(|z| z.last_eviction_round)
-                .max(self.rounds.get(&view.name).copied());
-            let preemptable = status::preemptable_pods(&self.snapshot, &view.name);
-            let previous = self.status.zone_ready(&view.name);
-            let written =
-                status::zone_status(view, preemptable, last_round, now, previous.as_ref());
-            self.status.zone(&view.name, &written).await;
-            let error = view.state.as_ref().err().map(String::as_str);
-            self.status
-                .warn_invalid("RevocableZone", &view.name, error)
-                .await;
         }
     }
 
@@ -324,40 +399,31 @@ impl Runtime {
         m.cycle_duration.observe(started.elapsed().as_secs_f64());
         m.last_cycle.set(now.as_millisecond() as f64 / 1000.0);
         for (plan, outcomes) in cycle.plans.iter().zip(outcomes) {
-            for skip in &plan.skipped {
-                m.skips
-                    .get_or_create(&SkipLabels {
-                        policy: plan.policy.clone(),
-                        gate: skip.gate.to_owned(),
-                    })
-                    .inc();
+            let skip = |gate: &str| SkipLabels {
+                policy: plan.policy.clone(),
+                gate: gate.to_owned(),
+            };
+            for skipped in &plan.skipped {
+                m.inc_skip(skip(skipped.gate));
             }
             for (eviction, outcome) in plan.evictions.iter().zip(outcomes) {
                 let c = &eviction.candidate;
-                m.planned
-                    .get_or_create(&PolicyStrategy {
-                        policy: plan.policy.clone(),
-                        strategy: c.strategy.to_owned(),
-                    })
-                    .inc();
-                m.evictions
-                    .get_or_create(&EvictionLabels {
-                        policy: plan.policy.clone(),
-                        strategy: c.strategy.to_owned(),
-                        result: outcome.label().to_owned(),
-                        zone: c.zone.clone().unwrap_or_default(),
-                    })
-                    .inc();
+                m.inc_planned(PolicyStrategy {
+                    policy: plan.policy.clone(),
+                    strategy: c.strategy.to_owned(),
+                });
+                m.inc_eviction(EvictionLabels {
+                    policy: plan.policy.clone(),
+                    strategy: c.strategy.to_owned(),
+                    result: outcome.label().to_owned(),
+                    zone: c.zone.clone().unwrap_or_default(),
+                });
                 if let Some((gate, _)) = outcome.skip_gate() {
-                    m.skips
-                        .get_or_create(&SkipLabels {
-                            policy: plan.policy.clone(),
-                            gate: gate.to_owned(),
-                        })
-                        .inc();
+                    m.inc_skip(skip(gate));
                 }
             }
         }
+        m.retain_policies(self.snapshot.policies.keys());
         let cache = self.shared.read();
         m.set_cache_sizes(
             cache.node_count(),

@@ -32,7 +32,8 @@ use crate::{
     metrics::Metrics,
     server,
     status::StatusWriter,
-    watch::{self, WatchPlan},
+    taints::{self, KeeperSettings},
+    watch::{self, WatchOptions, WatchPlan},
 };
 
 /// Everything `tidal run` is configured with.
@@ -48,9 +49,14 @@ pub struct ControllerConfig {
     pub cycle: CycleSettings,
     /// After a zone or policy changes, wait this long for more edits before re-planning.
     pub config_debounce: Duration,
-    /// On shutdown, in-flight requests get this long to finish before they are abandoned.
+    /// On shutdown, in-flight requests get this long to finish before they are abandoned; writing
+    /// back what the interrupted cycle did then gets as long again.
     pub shutdown_grace: Duration,
     pub hooks: Vec<Arc<dyn CycleHook>>,
+    /// Keep closed-zone taints between cycles too (with `taints::ZoneTaintHook` among the hooks for
+    /// the cycles themselves); `None`: taints are off.
+    pub zone_taints: Option<KeeperSettings>,
+    pub watch: WatchOptions,
     /// How often to read metrics.k8s.io while a policy uses measured usage; `None` never reads it.
     pub usage_poll: Option<Duration>,
 }
@@ -68,6 +74,8 @@ impl ControllerConfig {
             config_debounce: Duration::from_millis(500),
             shutdown_grace: Duration::from_secs(10),
             hooks: Vec::new(),
+            zone_taints: None,
+            watch: WatchOptions::default(),
             usage_poll: Some(Duration::from_secs(30)),
         }
     }
@@ -143,8 +151,10 @@ pub async fn run_with_clients(
     let metrics_listener = server::bind(config.metrics_addr).await?;
     let health_listener = server::bind(config.health_addr).await?;
 
-    // The election stops only after the last cycle has finished or been abandoned, so that the lease
-    // is not handed over while this replica may still have evictions in flight.
+    // The election stops only after the control loop has returned: its last cycle finished (what it
+    // did written back) or was given up after the grace periods. Requests given up on may still be
+    // applied by the API server after the lease is released; that is what the margin between lease
+    // duration and renew deadline is for.
     let election_stop = CancellationToken::new();
     let (leader, election) = match &config.lease {
         Some(lease) => {
@@ -172,11 +182,12 @@ pub async fn run_with_clients(
         server::health_router(shared.clone()),
         servers_stop.clone(),
     ));
-    for task in watch::start(
+    for task in watch::start_with(
         client.clone(),
         shared.clone(),
         &WatchPlan::controller(),
         metrics.clone(),
+        &config.watch,
     )
     .await
     {
@@ -191,6 +202,25 @@ pub async fn run_with_clients(
         ));
     }
 
+    if let Some(settings) = &config.zone_taints {
+        background.spawn(taints::keep(
+            client.clone(),
+            shared.clone(),
+            leader.clone(),
+            shutdown.clone(),
+            settings.clone(),
+        ));
+    }
+    let abandon = CancellationToken::new();
+    background.spawn({
+        let (shutdown, abandon, grace) = (shutdown.clone(), abandon.clone(), config.shutdown_grace);
+        async move {
+            shutdown.cancelled().await;
+            tokio::time::sleep(grace).await;
+            abandon.cancel();
+        }
+    });
+
     let identity = config
         .lease
         .as_ref()
@@ -203,8 +233,9 @@ pub async fn run_with_clients(
         guard: cycle::ActGuard {
             leader: leader.clone(),
             shutdown: shutdown.clone(),
+            abandon,
         },
-        status: StatusWriter::new(client.clone(), &identity, metrics.clone()),
+        status: StatusWriter::new(client.clone(), &identity, leader.clone(), metrics.clone()),
         metrics,
         rounds: Default::default(),
         hooks: config.hooks.clone(),
@@ -275,20 +306,24 @@ async fn control_loop(
         if let Some(due) = scheduler.due(&policies, &zones, now) {
             info!(trigger = due.trigger.as_str(), policies = ?due.policies, "cycle");
             let finished = {
-                let cycle = rt.run_cycle(&due.policies, now, due.trigger);
-                let (stop, grace) = (shutdown.clone(), config.shutdown_grace);
-                let grace_over = async move {
-                    stop.cancelled().await;
+                // Past the grace period, requests on the wire are cut (see `ActGuard`) and the cycle
+                // writes back what it did; that write-back gets one more grace period.
+                let (abandon, grace) = (rt.guard.abandon.clone(), config.shutdown_grace);
+                let write_back_over = async move {
+                    abandon.cancelled().await;
                     tokio::time::sleep(grace).await;
                 };
+                let cycle = rt.run_cycle(&due.policies, now, due.trigger);
                 tokio::pin!(cycle);
                 tokio::select! {
                     _ = &mut cycle => true,
-                    () = grace_over => false,
+                    () = write_back_over => false,
                 }
             };
             if !finished {
-                warn!("shutdown grace period over: abandoning the cycle's in-flight requests");
+                warn!(
+                    "shutdown: the interrupted cycle's write-back did not finish in time; giving it up"
+                );
                 return;
             }
             let (policies, zones) = rt.snapshot_clocks(now);

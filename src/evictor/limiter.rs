@@ -43,7 +43,8 @@ impl TokenBucket {
         if self.tokens >= 0.0 {
             Duration::ZERO
         } else {
-            Duration::from_secs_f64(-self.tokens / self.qps)
+            // A tiny qps makes this wait astronomically long; it saturates rather than panics.
+            Duration::try_from_secs_f64(-self.tokens / self.qps).unwrap_or(Duration::MAX)
         }
     }
 }
@@ -75,6 +76,14 @@ mod tests {
         assert_eq!(bucket.reserve(later), Duration::ZERO);
         assert_eq!(bucket.reserve(later), Duration::ZERO);
         assert!(bucket.reserve(later) > Duration::ZERO);
+    }
+
+    #[test]
+    fn a_vanishing_qps_waits_forever_without_panicking() {
+        let start = Instant::now();
+        let mut bucket = TokenBucket::new(1e-300, 1, start);
+        assert_eq!(bucket.reserve(start), Duration::ZERO);
+        assert_eq!(bucket.reserve(start), Duration::MAX);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use tracing::{debug, info, warn};
 
 pub use body::{EvictionRequest, eviction_body};
 pub use limiter::TokenBucket;
-pub use outcome::{Answer, Outcome, classify};
+pub use outcome::{Answer, Outcome, classify, classify_answer};
 pub use retry::RetryPolicy;
 
 #[derive(Clone, Debug)]
@@ -44,6 +44,13 @@ impl Default for EvictorConfig {
 /// Asked right before each request is sent: `Err(why)` abandons it.
 pub trait Guard: Send + Sync {
     fn may_act(&self, dry_run: bool) -> Result<(), String>;
+
+    /// Resolves (with the reason) once requests already on the wire must be given up: the right to
+    /// act has lapsed (leadership lost, shutdown grace over). A request cut off this way may still be
+    /// applied by the server, which is why leadership keeps a margin before a standby may take over.
+    fn lapsed(&self) -> BoxFuture<'_, String> {
+        Box::pin(std::future::pending())
+    }
 }
 
 /// A guard that always allows: one-shot commands (`tidal report --verify`) that only dry-run.
@@ -110,23 +117,37 @@ impl Evictor {
         deadline: Instant,
         guard: &dyn Guard,
     ) -> Outcome {
+        // Set once an attempt got no answer: the server may have evicted the pod all the same, so a
+        // later 404 (or 409, the pod already replaced) is this eviction's own effect, not a vanished pod.
+        let mut maybe_applied = false;
         let mut attempt = 0;
         loop {
             attempt += 1;
             let wait = self.limiter.lock().await.reserve(Instant::now());
-            if Instant::now() + wait >= deadline {
+            if Instant::now()
+                .checked_add(wait)
+                .is_none_or(|start| start >= deadline)
+            {
                 return Outcome::Abandoned("cycle deadline reached before sending".to_owned());
             }
             tokio::time::sleep(wait).await;
             if let Err(why) = guard.may_act(request.dry_run) {
                 return Outcome::Abandoned(why);
             }
-            let failure = match self.attempt(request).await {
+            let failure = match self.attempt(request, deadline, guard).await {
                 Attempt::Done(outcome) => {
+                    let outcome = after_unanswered(outcome, maybe_applied && !request.dry_run);
                     log_outcome(request, &outcome);
                     return outcome;
                 }
-                Attempt::Transient(why) => why,
+                Attempt::Cut(why) => {
+                    warn!(pod = %request.pod, %why, "eviction request cut off; the server may still apply it");
+                    return Outcome::Abandoned(why);
+                }
+                Attempt::Transient { why, unanswered } => {
+                    maybe_applied |= unanswered;
+                    why
+                }
             };
             match self.config.retry.next(attempt, Instant::now(), deadline) {
                 Some(delay) => {
@@ -141,19 +162,33 @@ impl Evictor {
         }
     }
 
-    async fn attempt(&self, request: &EvictionRequest) -> Attempt {
+    /// One request. It never outlives the cycle's deadline nor the guard: an answer that arrives after
+    /// either could no longer be acted on, and a request still open when leadership lapses could be
+    /// applied while another replica already leads.
+    async fn attempt(
+        &self,
+        request: &EvictionRequest,
+        deadline: Instant,
+        guard: &dyn Guard,
+    ) -> Attempt {
         let http = match body::http_request(request) {
             Ok(http) => http,
             Err(error) => return Attempt::Done(Outcome::Failed(error)),
         };
-        let sent =
-            tokio::time::timeout(self.config.request_timeout, self.client.request_text(http)).await;
+        let limit = self
+            .config
+            .request_timeout
+            .min(deadline.saturating_duration_since(Instant::now()));
+        let sent = tokio::select! {
+            sent = tokio::time::timeout(limit, self.client.request_text(http)) => sent,
+            why = guard.lapsed() => return Attempt::Cut(why),
+        };
         let status = match sent {
             Err(_) => {
-                return Attempt::Transient(format!(
-                    "no answer within {:?}",
-                    self.config.request_timeout
-                ));
+                return Attempt::Transient {
+                    why: format!("no answer within {limit:?}"),
+                    unanswered: true,
+                };
             }
             Ok(Ok(_)) => {
                 return Attempt::Done(if request.dry_run {
@@ -163,14 +198,19 @@ impl Evictor {
                 });
             }
             Ok(Err(kube::Error::Api(status))) => status,
-            Ok(Err(error)) => return Attempt::Transient(error.to_string()),
+            Ok(Err(error)) => {
+                return Attempt::Transient {
+                    why: error.to_string(),
+                    unanswered: true,
+                };
+            }
         };
         let message = if status.message.is_empty() {
             format!("HTTP {}", status.code)
         } else {
             status.message.clone()
         };
-        Attempt::Done(match classify(status.code) {
+        Attempt::Done(match classify_answer(status.code, &message) {
             Answer::Accepted => Outcome::Evicted,
             Answer::TooManyRequests => {
                 let causes: Vec<String> = status
@@ -186,7 +226,12 @@ impl Evictor {
             }
             Answer::NotFound => Outcome::Gone,
             Answer::Conflict => Outcome::Replaced,
-            Answer::Retryable => return Attempt::Transient(message),
+            Answer::Retryable => {
+                return Attempt::Transient {
+                    why: message,
+                    unanswered: false,
+                };
+            }
             Answer::Rejected => Outcome::Failed(format!("HTTP {}: {message}", status.code)),
         })
     }
@@ -194,16 +239,60 @@ impl Evictor {
 
 enum Attempt {
     Done(Outcome),
-    Transient(String),
+    /// Worth retrying. `unanswered`: no HTTP answer came back (timeout, broken connection), so the
+    /// server may have applied the request.
+    Transient {
+        why: String,
+        unanswered: bool,
+    },
+    /// Given up by the guard while on the wire.
+    Cut(String),
+}
+
+/// The final outcome given that an earlier attempt may have been applied: then the pod being gone
+/// (404) or already replaced (409) is most likely that attempt's doing, and counts as one eviction.
+fn after_unanswered(outcome: Outcome, maybe_applied: bool) -> Outcome {
+    match outcome {
+        Outcome::Gone | Outcome::Replaced if maybe_applied => Outcome::EvictedUnconfirmed,
+        other => other,
+    }
 }
 
 fn log_outcome(request: &EvictionRequest, outcome: &Outcome) {
     match outcome {
         Outcome::Evicted => info!(pod = %request.pod, "evicted"),
+        Outcome::EvictedUnconfirmed => info!(
+            pod = %request.pod,
+            "evicted (unconfirmed): an unanswered attempt went through, the retry found the pod gone"
+        ),
         Outcome::WouldEvict => debug!(pod = %request.pod, "dry-run eviction accepted"),
         Outcome::Refused { gate, detail } => {
             info!(pod = %request.pod, gate, %detail, "eviction refused; skipped this cycle")
         }
         other => info!(pod = %request.pod, outcome = other.label(), "eviction not done"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_404_or_409_after_an_unanswered_attempt_is_that_attempt_s_eviction() {
+        assert_eq!(
+            after_unanswered(Outcome::Gone, true),
+            Outcome::EvictedUnconfirmed
+        );
+        assert_eq!(
+            after_unanswered(Outcome::Replaced, true),
+            Outcome::EvictedUnconfirmed
+        );
+        assert_eq!(after_unanswered(Outcome::Gone, false), Outcome::Gone);
+        assert_eq!(after_unanswered(Outcome::Evicted, true), Outcome::Evicted);
+        let refused = Outcome::Refused {
+            gate: outcome::PDB_GATE,
+            detail: String::new(),
+        };
+        assert_eq!(after_unanswered(refused.clone(), true), refused);
     }
 }

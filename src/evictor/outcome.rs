@@ -17,6 +17,16 @@ pub enum Answer {
     Rejected,
 }
 
+/// [`classify`], with the answers whose status code misleads told apart by their message.
+pub fn classify_answer(code: u16, message: &str) -> Answer {
+    // The eviction subresource answers 500 when several PodDisruptionBudgets select the pod: a
+    // configuration error that no retry will fix.
+    if code == 500 && message.contains("more than one PodDisruptionBudget") {
+        return Answer::Rejected;
+    }
+    classify(code)
+}
+
 pub fn classify(code: u16) -> Answer {
     match code {
         200..=299 => Answer::Accepted,
@@ -51,6 +61,9 @@ pub fn too_many_requests_gate(message: &str, causes: &[String]) -> &'static str 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Evicted,
+    /// An attempt got no answer, and a retry found the pod gone (404) or replaced (409): the
+    /// unanswered attempt evicted it. Counted as an eviction, once.
+    EvictedUnconfirmed,
     /// A dry run the API server accepted: the eviction would go through now.
     WouldEvict,
     /// 429: skipped for this cycle, under `gate` (`pdb` or `throttled`).
@@ -73,6 +86,7 @@ impl Outcome {
     pub fn label(&self) -> &'static str {
         match self {
             Outcome::Evicted => "evicted",
+            Outcome::EvictedUnconfirmed => "evicted_unconfirmed",
             Outcome::WouldEvict => "dry_run",
             Outcome::Refused { .. } => "refused",
             Outcome::Gone => "gone",
@@ -82,10 +96,15 @@ impl Outcome {
         }
     }
 
+    /// The API server (as far as tidal can tell) evicted the pod: mark it, count it, tell it.
+    pub fn evicted(&self) -> bool {
+        matches!(self, Outcome::Evicted | Outcome::EvictedUnconfirmed)
+    }
+
     /// Status and report treat every outcome but a (would-be) eviction as a skip, under this gate.
     pub fn skip_gate(&self) -> Option<(&'static str, String)> {
         match self {
-            Outcome::Evicted | Outcome::WouldEvict => None,
+            Outcome::Evicted | Outcome::EvictedUnconfirmed | Outcome::WouldEvict => None,
             Outcome::Refused { gate, detail } => Some((gate, detail.clone())),
             Outcome::Gone => Some(("gone", "the pod no longer exists".to_owned())),
             Outcome::Replaced => Some((
@@ -116,6 +135,17 @@ mod tests {
         assert_eq!(classify(403), Answer::Rejected);
         assert_eq!(classify(422), Answer::Rejected);
         assert_eq!(classify(400), Answer::Rejected);
+    }
+
+    #[test]
+    fn several_budgets_on_one_pod_is_not_worth_retrying() {
+        let message = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.";
+        assert_eq!(classify_answer(500, message), Answer::Rejected);
+        assert_eq!(
+            classify_answer(500, "etcdserver: request timed out"),
+            Answer::Retryable
+        );
+        assert_eq!(classify_answer(404, message), Answer::NotFound);
     }
 
     #[test]

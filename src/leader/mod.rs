@@ -76,6 +76,12 @@ impl LeaderHandle {
         LeaderHandle { rx }
     }
 
+    /// Never leader: a replica that lost (or never had) the lease, for tests of what followers do.
+    pub fn never() -> Self {
+        let (_tx, rx) = watch::channel(LeaderState::Follower);
+        LeaderHandle { rx }
+    }
+
     pub fn is_leader(&self) -> bool {
         match *self.rx.borrow() {
             LeaderState::Leader { until } => Instant::now() < until,

@@ -1,7 +1,10 @@
 //! Prometheus metrics of the controller (prometheus-client, OpenMetrics text on `/metrics`).
 //! Each metric's meaning is documented in docs/controller.md; keep the two in step.
 
-use std::sync::atomic::AtomicU64;
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::{Mutex, atomic::AtomicU64},
+};
 
 use prometheus_client::{
     encoding::EncodeLabelSet,
@@ -16,23 +19,23 @@ use prometheus_client::{
 
 use crate::{cluster::ObjectKind, watch::WatchObserver};
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 pub struct PolicyStrategy {
     pub policy: String,
     pub strategy: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 pub struct EvictionLabels {
     pub policy: String,
     pub strategy: String,
-    /// `evicted`, `dry_run`, `refused`, `gone`, `replaced`, `failed`, `abandoned`.
+    /// `evicted`, `evicted_unconfirmed`, `dry_run`, `refused`, `gone`, `replaced`, `failed`, `abandoned`.
     pub result: String,
     /// The revocable zone the eviction was about, or empty.
     pub zone: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 pub struct SkipLabels {
     pub policy: String,
     pub gate: String,
@@ -69,6 +72,16 @@ pub struct Metrics {
     pub usage_polls: Family<ResultLabel, Counter>,
     pub leader: Gauge,
     pub synced: Gauge,
+    /// The per-policy series created so far, so that a deleted policy's can be dropped.
+    policy_series: Mutex<BTreeMap<String, BTreeSet<PolicySeries>>>,
+}
+
+/// A series of one of the per-policy counters.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum PolicySeries {
+    Planned(PolicyStrategy),
+    Eviction(EvictionLabels),
+    Skip(SkipLabels),
 }
 
 impl Default for Metrics {
@@ -107,7 +120,7 @@ impl Metrics {
         let evictions = Family::<EvictionLabels, Counter>::default();
         registry.register(
             "evictions",
-            "Eviction requests by policy, strategy, result and zone",
+            "Planned evictions by final result (evicted, evicted_unconfirmed, dry_run, refused, gone, replaced, failed, or abandoned: never sent or cut off), policy, strategy and zone",
             evictions.clone(),
         );
         let skips = Family::<SkipLabels, Counter>::default();
@@ -119,7 +132,7 @@ impl Metrics {
         let cache_objects = Family::<KindLabel, Gauge>::default();
         registry.register(
             "cache_objects",
-            "Objects in the controller's cache, by kind (in_flight: pods evicted, not yet gone)",
+            "Objects in the controller's cache, by kind (in_flight: pods evicted or answered gone, deletion not seen yet)",
             cache_objects.clone(),
         );
         let watch_errors = Family::<KindLabel, Counter>::default();
@@ -173,7 +186,55 @@ impl Metrics {
             usage_polls,
             leader,
             synced,
+            policy_series: Mutex::default(),
         }
+    }
+
+    fn note_series(&self, policy: &str, series: PolicySeries) {
+        self.policy_series
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entry(policy.to_owned())
+            .or_default()
+            .insert(series);
+    }
+
+    pub fn inc_planned(&self, labels: PolicyStrategy) {
+        self.planned.get_or_create(&labels).inc();
+        self.note_series(&labels.policy.clone(), PolicySeries::Planned(labels));
+    }
+
+    pub fn inc_eviction(&self, labels: EvictionLabels) {
+        self.evictions.get_or_create(&labels).inc();
+        self.note_series(&labels.policy.clone(), PolicySeries::Eviction(labels));
+    }
+
+    pub fn inc_skip(&self, labels: SkipLabels) {
+        self.skips.get_or_create(&labels).inc();
+        self.note_series(&labels.policy.clone(), PolicySeries::Skip(labels));
+    }
+
+    /// Drops the per-policy series of every policy not in `current` (deleted ones): a dashboard
+    /// should not show a policy that no longer exists.
+    pub fn retain_policies<'a>(&self, current: impl IntoIterator<Item = &'a String>) {
+        let current: BTreeSet<&String> = current.into_iter().collect();
+        let mut all = self
+            .policy_series
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        all.retain(|policy, series| {
+            if current.contains(policy) {
+                return true;
+            }
+            for series in series.iter() {
+                match series {
+                    PolicySeries::Planned(labels) => self.planned.remove(labels),
+                    PolicySeries::Eviction(labels) => self.evictions.remove(labels),
+                    PolicySeries::Skip(labels) => self.skips.remove(labels),
+                };
+            }
+            false
+        });
     }
 
     pub fn set_cache_sizes(&self, nodes: usize, pods: usize, in_flight: usize) {
@@ -222,6 +283,25 @@ impl WatchObserver for Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deleted_policy_s_series_are_dropped() {
+        let metrics = Metrics::new();
+        for policy in ["kept", "deleted"] {
+            metrics.inc_skip(SkipLabels {
+                policy: policy.into(),
+                gate: "budget".into(),
+            });
+            metrics.inc_planned(PolicyStrategy {
+                policy: policy.into(),
+                strategy: "tdm".into(),
+            });
+        }
+        metrics.retain_policies(&["kept".to_owned()]);
+        let text = metrics.encode();
+        assert!(text.contains(r#"policy="kept""#), "{text}");
+        assert!(!text.contains(r#"policy="deleted""#), "{text}");
+    }
 
     #[test]
     fn exposition_names_and_labels() {

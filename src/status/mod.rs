@@ -3,19 +3,26 @@
 //! evicted pods, on policies after cycles that did something, and Warnings on invalid zones/policies.
 
 pub mod compute;
+pub mod events;
 
 use std::{collections::HashMap, sync::Arc};
 
 use futures::{StreamExt, future::BoxFuture};
 
-use k8s_openapi::{api::core::v1::ObjectReference, apimachinery::pkg::apis::meta::v1::Condition};
+use jiff::Timestamp;
+use k8s_openapi::{
+    api::core::v1::ObjectReference,
+    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+};
 use kube::{
     Api, Client,
     api::{Patch, PatchParams},
-    runtime::events::{Event, EventType, Recorder, Reporter},
+    runtime::events::{Event, EventType},
 };
 use serde::Serialize;
 use tracing::{debug, warn};
+
+use events::{EventRecorder, Reporter};
 
 use crate::{
     api::{
@@ -23,6 +30,7 @@ use crate::{
         zone::RevocableZoneStatus,
     },
     cluster::PodInfo,
+    leader::LeaderHandle,
     metrics::{KindLabel, Metrics},
     plan::Candidate,
 };
@@ -34,27 +42,35 @@ const CONTROLLER: &str = "tidal";
 /// of its pods, and thousands of events in one cycle would only flood the API server.
 const MAX_POD_WARNINGS_PER_CYCLE: usize = 50;
 
-/// Writes status and events; remembers what it wrote so that unchanged status is not re-sent.
+/// Writes status and events; remembers what it wrote so that unchanged status is not re-sent. Every
+/// write first checks that this replica still leads: the lease can be lost between two writes.
 pub struct StatusWriter {
     client: Client,
-    recorder: Recorder,
+    recorder: EventRecorder,
+    leader: LeaderHandle,
     metrics: Arc<Metrics>,
     written: HashMap<(&'static str, String), serde_json::Value>,
     warned: HashMap<(&'static str, String), String>,
 }
 
 impl StatusWriter {
-    pub fn new(client: Client, identity: &str, metrics: Arc<Metrics>) -> Self {
-        let recorder = Recorder::new(
+    pub fn new(
+        client: Client,
+        identity: &str,
+        leader: LeaderHandle,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let recorder = EventRecorder::new(
             client.clone(),
             Reporter {
                 controller: CONTROLLER.to_owned(),
-                instance: Some(identity.to_owned()),
+                instance: identity.to_owned(),
             },
         );
         StatusWriter {
             client,
             recorder,
+            leader,
             metrics,
             written: HashMap::new(),
             warned: HashMap::new(),
@@ -93,6 +109,39 @@ impl StatusWriter {
         self.write("RevocableZone", &api, name, status).await;
     }
 
+    /// Records at once that an eviction round started in `zone` at `at` (`status.lastEvictionRound`
+    /// only, merged into the rest): `evictPeriod` then holds for any replica that takes over, even if
+    /// this one stops before the cycle's full status write. Returns whether it was written.
+    pub async fn eviction_round(&self, zone: &str, at: Timestamp) -> bool {
+        if !self.may_write("RevocableZone", zone) {
+            return false;
+        }
+        let api: Api<RevocableZone> = Api::all(self.client.clone());
+        let patch = serde_json::json!({"status": {"lastEvictionRound": Time(at)}});
+        match api
+            .patch_status(zone, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                debug!(zone, "eviction round recorded");
+                true
+            }
+            Err(error) => {
+                self.count_error("RevocableZone");
+                warn!(zone, %error, "recording the eviction round failed; the cycle's status write retries it");
+                false
+            }
+        }
+    }
+
+    fn may_write(&self, kind: &str, name: &str) -> bool {
+        let leading = self.leader.is_leader();
+        if !leading {
+            debug!(kind, name, "not written: no longer the leader");
+        }
+        leading
+    }
+
     async fn write<K, S>(&mut self, kind: &'static str, api: &Api<K>, name: &str, status: &S)
     where
         K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
@@ -102,7 +151,7 @@ impl StatusWriter {
             return;
         };
         let key = (kind, name.to_owned());
-        if self.written.get(&key) == Some(&value) {
+        if self.written.get(&key) == Some(&value) || !self.may_write(kind, name) {
             return;
         }
         // Replace the whole status: a merge patch would keep counts of gates that no longer skip.
@@ -140,6 +189,10 @@ impl StatusWriter {
     }
 
     async fn publish(&self, event: Event, reference: ObjectReference, kind: &str) {
+        let name = reference.name.as_deref().unwrap_or_default();
+        if !self.may_write(kind, name) {
+            return;
+        }
         if let Err(error) = self.recorder.publish(&event, &reference).await {
             self.count_error(&format!("{kind}Event"));
             warn!(%error, reason = %event.reason, object = ?reference.name, "publishing an event failed");
@@ -147,12 +200,16 @@ impl StatusWriter {
     }
 
     /// A Normal event on a pod tidal evicted.
-    pub async fn pod_evicted(&self, policy: &str, candidate: &Candidate) {
+    /// `confirmed` is false when the API server's answer was lost and a retry found the pod gone.
+    pub async fn pod_evicted(&self, policy: &str, candidate: &Candidate, confirmed: bool) {
         let pod = &candidate.pod;
         let mut note = format!(
             "Evicted by tidal policy {policy}, strategy {}: {} (job {}",
             candidate.strategy, candidate.reason, pod.job
         );
+        if !confirmed {
+            note.push_str(", unconfirmed: the answer was lost and the pod was gone on retry");
+        }
         if let Some(zone) = &candidate.zone {
             note.push_str(&format!(", zone {zone}"));
         }
@@ -168,7 +225,7 @@ impl StatusWriter {
     }
 
     /// A Normal event on a policy summing up a cycle that planned or skipped something.
-    pub async fn policy_cycle(&self, policy: &str, summary: String) {
+    pub async fn policy_cycle(&self, policy: &str, uid: Option<&str>, summary: String) {
         let event = Event {
             type_: EventType::Normal,
             reason: "Cycle".to_owned(),
@@ -176,24 +233,31 @@ impl StatusWriter {
             action: "Deschedule".to_owned(),
             secondary: None,
         };
-        self.publish(event, policy_reference(policy), "DeschedulingPolicy")
+        self.publish(event, policy_reference(policy, uid), "DeschedulingPolicy")
             .await;
     }
 
     /// A Warning on an invalid policy or zone, sent again only when the message changes.
-    pub async fn warn_invalid(&mut self, kind: &'static str, name: &str, message: Option<&str>) {
+    pub async fn warn_invalid(
+        &mut self,
+        kind: &'static str,
+        name: &str,
+        uid: Option<&str>,
+        message: Option<&str>,
+    ) {
         let key = (kind, name.to_owned());
         let Some(message) = message else {
             self.warned.remove(&key);
             return;
         };
-        if self.warned.get(&key).map(String::as_str) == Some(message) {
+        if self.warned.get(&key).map(String::as_str) == Some(message) || !self.may_write(kind, name)
+        {
             return;
         }
         self.warned.insert(key, message.to_owned());
         let (reason, reference) = match kind {
-            "RevocableZone" => ("InvalidZone", zone_reference(name)),
-            _ => ("InvalidPolicy", policy_reference(name)),
+            "RevocableZone" => ("InvalidZone", zone_reference(name, uid)),
+            _ => ("InvalidPolicy", policy_reference(name, uid)),
         };
         let event = Event {
             type_: EventType::Warning,
@@ -280,20 +344,71 @@ fn pod_reference(pod: &PodInfo) -> ObjectReference {
     }
 }
 
-fn policy_reference(name: &str) -> ObjectReference {
+fn policy_reference(name: &str, uid: Option<&str>) -> ObjectReference {
+    config_reference("DeschedulingPolicy", name, uid)
+}
+
+fn zone_reference(name: &str, uid: Option<&str>) -> ObjectReference {
+    config_reference("RevocableZone", name, uid)
+}
+
+/// A zone or policy. The uid matters: `kubectl describe` lists only events whose uid matches.
+fn config_reference(kind: &str, name: &str, uid: Option<&str>) -> ObjectReference {
     ObjectReference {
         api_version: Some("tidal.dev/v1alpha1".to_owned()),
-        kind: Some("DeschedulingPolicy".to_owned()),
+        kind: Some(kind.to_owned()),
         name: Some(name.to_owned()),
+        uid: uid.map(str::to_owned),
         ..ObjectReference::default()
     }
 }
 
-fn zone_reference(name: &str) -> ObjectReference {
-    ObjectReference {
-        api_version: Some("tidal.dev/v1alpha1".to_owned()),
-        kind: Some("RevocableZone".to_owned()),
-        name: Some(name.to_owned()),
-        ..ObjectReference::default()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client whose every request fails at once (nothing listens on port 1).
+    fn unreachable_client() -> Client {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+        Client::try_from(config).unwrap()
+    }
+
+    fn errors(metrics: &Metrics) -> String {
+        metrics
+            .encode()
+            .lines()
+            .filter(|l| l.starts_with("tidal_status_write_errors_total{"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Sends one write of each kind; returns whether the round was recorded.
+    async fn write_everything(writer: &mut StatusWriter) -> bool {
+        writer.zone("rz", &RevocableZoneStatus::default()).await;
+        writer
+            .warn_invalid("RevocableZone", "rz", Some("u"), Some("bad windows"))
+            .await;
+        writer.policy_cycle("p", None, "planned 1".to_owned()).await;
+        writer.eviction_round("rz", Timestamp::UNIX_EPOCH).await
+    }
+
+    #[tokio::test]
+    async fn a_replica_that_no_longer_leads_writes_nothing() {
+        let metrics = Arc::new(Metrics::new());
+        let writer = |leader| StatusWriter::new(unreachable_client(), "a", leader, metrics.clone());
+        assert!(!write_everything(&mut writer(LeaderHandle::never())).await);
+        // Nothing was even attempted: an attempt would have failed and been counted.
+        assert_eq!(errors(&metrics), "");
+
+        // The same writes as leader reach the (unreachable) server and fail.
+        assert!(!write_everything(&mut writer(LeaderHandle::always())).await);
+        let errors = errors(&metrics);
+        for kind in [
+            "RevocableZone",
+            "RevocableZoneEvent",
+            "DeschedulingPolicyEvent",
+        ] {
+            assert!(errors.contains(&format!("kind=\"{kind}\"")), "{errors}");
+        }
     }
 }

@@ -4,24 +4,29 @@
 //! through the Eviction API, which `NoExecute` would bypass.
 //!
 //! `plan` is the pure decision from a snapshot and the cycle's zone views; `reconcile` applies it
-//! through the API. `ZoneTaintHook` runs it as a controller cycle hook (leader only), registered when
-//! closed-zone taints are on.
+//! through the API. Two things run it while closed-zone taints are on, both on the leader only:
+//! `ZoneTaintHook`, in every controller cycle, and [`keep`], between cycles, which follows node
+//! changes (a node labelled into a closed zone, a taint removed by hand), zone transitions and edits,
+//! and retries failed patches soon, whether or not any DeschedulingPolicy exists.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, time::Duration};
 
 use futures::{StreamExt, future::BoxFuture, stream};
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Taint};
 use kube::{
     Api, Client,
     api::{Patch, PatchParams},
 };
 use serde_json::json;
-use tracing::{info, warn};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
 
 use crate::{
-    cluster::Snapshot,
-    controller::{CycleContext, CycleHook},
-    plan::ZoneView,
+    cluster::{SharedCache, Snapshot},
+    controller::{CycleContext, CycleHook, schedule},
+    leader::LeaderHandle,
+    plan::{ZoneView, zone_views},
 };
 
 /// The taint key. Everything under it belongs to tidal: taints with this key on nodes that should not
@@ -126,7 +131,7 @@ pub struct TaintOutcome {
     pub untainted: Vec<String>,
     /// Nodes whose taints were already right when read fresh (the snapshot lagged).
     pub unchanged: Vec<String>,
-    /// Nodes that could not be patched, with the error. Retried at the next cycle.
+    /// Nodes that could not be patched, with the error. Retried soon by [`keep`], and at the next cycle.
     pub failed: Vec<(String, String)>,
 }
 
@@ -162,10 +167,119 @@ impl CycleHook for ZoneTaintHook {
             if !outcome.failed.is_empty() {
                 warn!(
                     failed = outcome.failed.len(),
-                    "some zone-closed taints could not be updated; retrying next cycle"
+                    "some zone-closed taints could not be updated; retrying soon"
                 );
             }
         })
+    }
+}
+
+/// How [`keep`] paces itself.
+#[derive(Clone, Debug)]
+pub struct KeeperSettings {
+    /// After a node or zone changes, wait this long for more changes before reconciling.
+    pub debounce: Duration,
+    /// After a patch failed, try again this soon.
+    pub retry: Duration,
+    /// Reconcile at least this often, whatever happens.
+    pub resync: Duration,
+}
+
+impl Default for KeeperSettings {
+    fn default() -> Self {
+        KeeperSettings {
+            debounce: Duration::from_millis(500),
+            retry: Duration::from_secs(5),
+            resync: Duration::from_secs(60),
+        }
+    }
+}
+
+/// When [`keep`] should look again after a pass at `now`: a zone's next transition, a retry of
+/// failed patches, or the periodic resync, whichever comes first.
+pub fn next_pass(
+    snapshot: &Snapshot,
+    now: Timestamp,
+    failed: bool,
+    settings: &KeeperSettings,
+) -> Duration {
+    let transition = snapshot
+        .zones
+        .values()
+        .filter_map(|zone| schedule::zone_clock(zone, None, now).phase.next)
+        .min();
+    let mut wait = schedule::sleep_for(transition, now, settings.resync);
+    if failed {
+        wait = wait.min(settings.retry);
+    }
+    wait
+}
+
+/// Keeps closed-zone taints right between controller cycles, as long as `shutdown` is not cancelled.
+/// Only acts while `leader` leads and the cache is synced; every patch checks leadership first.
+pub async fn keep(
+    client: Client,
+    shared: SharedCache,
+    leader: LeaderHandle,
+    shutdown: CancellationToken,
+    settings: KeeperSettings,
+) {
+    let mut leadership = leader.clone();
+    let mut nodes = shared.node_changes();
+    let mut zones = shared.config_changes();
+    loop {
+        if !leader.is_leader() {
+            tokio::select! {
+                () = leadership.acquired() => {}
+                () = shutdown.cancelled() => return,
+            }
+            continue;
+        }
+        if !shared.is_synced() {
+            tokio::select! {
+                () = shared.wait_synced() => {}
+                () = leadership.lost() => {}
+                () = shutdown.cancelled() => return,
+            }
+            continue;
+        }
+        nodes.borrow_and_update();
+        zones.borrow_and_update();
+        let now = Timestamp::now();
+        let snapshot = shared.read().nodes_and_zones();
+        let changes = plan(&snapshot, &zone_views(&snapshot, now).0);
+        let mut failed = false;
+        if !changes.is_empty() {
+            let outcome = apply_while(&client, &changes, || {
+                leader.is_leader() && !shutdown.is_cancelled()
+            })
+            .await;
+            failed = !outcome.failed.is_empty();
+            if failed {
+                warn!(
+                    failed = outcome.failed.len(),
+                    retry = ?settings.retry,
+                    "some zone-closed taints could not be updated; retrying soon"
+                );
+            }
+        }
+        let wait = next_pass(&snapshot, now, failed, &settings);
+        debug!(?wait, "zone-closed taints reconciled");
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            Ok(()) = nodes.changed() => debounce(settings.debounce, &shutdown).await,
+            Ok(()) = zones.changed() => debounce(settings.debounce, &shutdown).await,
+            () = leadership.lost() => {}
+            () = shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// Lets a burst of changes (a node pool relabelled at once) settle into one pass.
+async fn debounce(delay: Duration, shutdown: &CancellationToken) {
+    tokio::select! {
+        () = tokio::time::sleep(delay) => {}
+        () = shutdown.cancelled() => {}
     }
 }
 
@@ -410,6 +524,32 @@ mod tests {
             "2026-03-04T20:30:00Z",
         );
         assert_eq!(got.len(), 1);
+    }
+
+    #[test]
+    fn the_keeper_looks_again_at_the_next_transition_or_sooner_after_a_failure() {
+        let settings = KeeperSettings {
+            debounce: Duration::from_millis(10),
+            retry: Duration::from_secs(5),
+            resync: Duration::from_secs(60),
+        };
+        let mut cache = ClusterCache::new();
+        zone("z1", "08:00-21:00", None)
+            .apply_to(&mut cache)
+            .unwrap();
+        let snapshot = cache.nodes_and_zones();
+        // It closes at 21:00:01 (21:00:00 is still inside the window).
+        let now: Timestamp = "2026-03-04T20:59:30Z".parse().unwrap();
+        assert_eq!(
+            next_pass(&snapshot, now, false, &settings),
+            Duration::from_millis(31_005)
+        );
+        assert_eq!(next_pass(&snapshot, now, true, &settings), settings.retry);
+        let noon: Timestamp = DAY.parse().unwrap();
+        assert_eq!(
+            next_pass(&snapshot, noon, false, &settings),
+            settings.resync
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 pub mod usage;
 
-use std::collections::HashSet;
+use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use futures::{StreamExt, future::BoxFuture};
 use k8s_openapi::api::{
@@ -50,14 +50,42 @@ pub trait WatchObserver: Send + Sync + 'static {
 pub struct LogOnly;
 impl WatchObserver for LogOnly {}
 
-/// Starts a watcher per kind of `plan` and returns their futures (run them with `tokio::spawn` or a
-/// `JoinSet`; they never finish on their own). PodGroups are watched only if Volcano's CRD is served:
-/// otherwise the kind is marked synced and empty, so that clusters without Volcano work unchanged.
+/// Knobs of the watches.
+#[derive(Clone, Debug)]
+pub struct WatchOptions {
+    /// How often to check whether Volcano's PodGroup CRD was installed or removed meanwhile.
+    pub crd_recheck: Duration,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        WatchOptions {
+            crd_recheck: Duration::from_secs(60),
+        }
+    }
+}
+
+/// [`start_with`] with default options.
 pub async fn start(
     client: Client,
     shared: SharedCache,
     plan: &WatchPlan,
-    observer: std::sync::Arc<dyn WatchObserver>,
+    observer: Arc<dyn WatchObserver>,
+) -> Vec<BoxFuture<'static, ()>> {
+    start_with(client, shared, plan, observer, &WatchOptions::default()).await
+}
+
+/// Starts a watcher per kind of `plan` and returns their futures (run them with `tokio::spawn` or a
+/// `JoinSet`; they never finish on their own). PodGroups are watched only while Volcano's CRD is
+/// served: without it the kind counts as synced and empty, so that clusters without Volcano work
+/// unchanged; the CRD is checked again every `crd_recheck`, and PodGroups are watched from when it
+/// appears and forgotten when it goes.
+pub async fn start_with(
+    client: Client,
+    shared: SharedCache,
+    plan: &WatchPlan,
+    observer: Arc<dyn WatchObserver>,
+    options: &WatchOptions,
 ) -> Vec<BoxFuture<'static, ()>> {
     let mut tasks: Vec<BoxFuture<'static, ()>> = Vec::new();
     for kind in &plan.kinds {
@@ -79,43 +107,117 @@ pub async fn start(
                 shared,
                 observer,
             )),
-            ObjectKind::PodGroup => {
-                let api: Api<PodGroup> = Api::all(client);
-                if podgroups_served(&api).await {
-                    Box::pin(run::<PodGroup>(api, shared, observer))
-                } else {
-                    info!(
-                        "PodGroup CRD (scheduling.volcano.sh/v1beta1) not served: not watching PodGroups"
-                    );
-                    shared.set_synced(ObjectKind::PodGroup, true);
-                    continue;
-                }
-            }
+            ObjectKind::PodGroup => Box::pin(podgroups(
+                Api::all(client),
+                shared,
+                observer,
+                options.crd_recheck,
+            )),
         };
         tasks.push(task);
     }
     tasks
 }
 
-/// Whether the API server serves Volcano PodGroups. A 404 on a one-item list means the CRD is absent;
-/// any other failure is treated as present, so that the watcher's own retries deal with it.
-async fn podgroups_served(api: &Api<PodGroup>) -> bool {
-    match api.list(&ListParams::default().limit(1)).await {
-        Ok(_) => true,
-        Err(kube::Error::Api(status)) if status.code == 404 => false,
-        Err(error) => {
-            warn!(%error, "could not check for the PodGroup CRD; watching it anyway");
-            true
+/// What a check for the PodGroup CRD found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrdProbe {
+    Served,
+    /// 404: the API server does not know the resource.
+    Absent,
+    /// Anything else (403, 5xx, timeouts, no connection): no conclusion; ask again.
+    Unclear,
+}
+
+/// The probe's conclusion from a one-item list: `Ok`, or the HTTP status of the failure (`None` when
+/// there was no HTTP answer at all).
+pub fn crd_probe(answer: Result<(), Option<u16>>) -> CrdProbe {
+    match answer {
+        Ok(()) => CrdProbe::Served,
+        Err(Some(404)) => CrdProbe::Absent,
+        Err(_) => CrdProbe::Unclear,
+    }
+}
+
+async fn probe(api: &Api<PodGroup>) -> CrdProbe {
+    let answer = api.list(&ListParams::default().limit(1)).await;
+    if let Err(error) = &answer
+        && !matches!(error, kube::Error::Api(status) if status.code == 404)
+    {
+        warn!(%error, "could not tell whether the PodGroup CRD is served; asking again");
+    }
+    crd_probe(answer.map(|_| ()).map_err(|error| match error {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
+    }))
+}
+
+/// Delay before asking again after an unclear probe: doubling from 1s, at most 30s.
+pub fn probe_backoff(failures: u32) -> Duration {
+    Duration::from_secs(1)
+        .saturating_mul(2u32.saturating_pow(failures.saturating_sub(1).min(16)))
+        .min(Duration::from_secs(30))
+}
+
+/// Keeps PodGroups in the cache in step with whether their CRD is served. Until a probe gives a clear
+/// answer the kind stays unsynced, so no cycle plans without PodGroups that may exist.
+async fn podgroups(
+    api: Api<PodGroup>,
+    shared: SharedCache,
+    observer: Arc<dyn WatchObserver>,
+    recheck: Duration,
+) {
+    let mut failures = 0;
+    loop {
+        match probe(&api).await {
+            CrdProbe::Unclear => {
+                failures += 1;
+                tokio::time::sleep(probe_backoff(failures)).await;
+            }
+            CrdProbe::Absent => {
+                failures = 0;
+                let forgotten = forget_all(&shared, ObjectKind::PodGroup);
+                if !shared.is_kind_synced(ObjectKind::PodGroup) || forgotten > 0 {
+                    info!(
+                        forgotten,
+                        "PodGroup CRD (scheduling.volcano.sh/v1beta1) not served: not watching PodGroups"
+                    );
+                }
+                shared.set_synced(ObjectKind::PodGroup, true);
+                tokio::time::sleep(recheck).await;
+            }
+            CrdProbe::Served => {
+                failures = 0;
+                info!("PodGroup CRD served: watching PodGroups");
+                let gone = async {
+                    loop {
+                        tokio::time::sleep(recheck).await;
+                        if probe(&api).await == CrdProbe::Absent {
+                            return;
+                        }
+                    }
+                };
+                tokio::select! {
+                    () = run::<PodGroup>(api.clone(), shared.clone(), observer.clone()) => {}
+                    () = gone => info!("PodGroup CRD no longer served: stopping the PodGroup watch"),
+                }
+            }
         }
     }
 }
 
+/// Removes every object of `kind` from the cache; returns how many there were.
+fn forget_all(shared: &SharedCache, kind: ObjectKind) -> usize {
+    let mut cache = shared.write();
+    let keys = cache.object_keys(kind);
+    for key in &keys {
+        cache.delete_object(kind, key);
+    }
+    keys.len()
+}
+
 /// Feeds one kind into the cache forever, recovering from errors with the watcher's backoff.
-pub async fn run<K: Ingest>(
-    api: Api<K>,
-    shared: SharedCache,
-    observer: std::sync::Arc<dyn WatchObserver>,
-) {
+pub async fn run<K: Ingest>(api: Api<K>, shared: SharedCache, observer: Arc<dyn WatchObserver>) {
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(stream);
     let mut relist: Option<HashSet<ObjectKey>> = None;
@@ -154,6 +256,9 @@ pub fn apply_event<K: Ingest>(
             ingest(shared, &object);
         }
         watcher::Event::InitDone => {
+            if K::KIND == ObjectKind::Node {
+                shared.notify_node_change();
+            }
             let seen = relist.take().unwrap_or_default();
             let removed = {
                 let mut cache = shared.write();
@@ -180,9 +285,13 @@ pub fn apply_event<K: Ingest>(
             }
         }
         watcher::Event::Apply(object) => {
+            let before = taint_inputs::<K>(shared, &object);
             ingest(shared, &object);
             if config_kind {
                 shared.notify_config_change();
+            }
+            if K::KIND == ObjectKind::Node && taint_inputs::<K>(shared, &object) != before {
+                shared.notify_node_change();
             }
         }
         watcher::Event::Delete(object) => {
@@ -195,8 +304,51 @@ pub fn apply_event<K: Ingest>(
     }
 }
 
+/// A node's zone label and taints as cached (`None` for other kinds): when they change, closed-zone
+/// taints may need reconciling.
+fn taint_inputs<K: Ingest>(
+    shared: &SharedCache,
+    object: &K,
+) -> Option<(Option<String>, Vec<crate::cluster::Taint>)> {
+    (K::KIND == ObjectKind::Node)
+        .then(|| shared.read().node_taint_inputs(&object.key().name))
+        .flatten()
+}
+
 fn ingest<K: Ingest>(shared: &SharedCache, object: &K) {
-    if let Err(error) = object.apply_to(&mut shared.write()) {
-        warn!(kind = K::KIND.as_str(), %error, "ignoring object");
+    let mut cache = shared.write();
+    match object.apply_to(&mut cache) {
+        Ok(()) => {
+            let meta = object.meta();
+            cache.note_uid(
+                K::KIND,
+                meta.name.as_deref().unwrap_or_default(),
+                meta.uid.as_deref(),
+            );
+        }
+        Err(error) => warn!(kind = K::KIND.as_str(), %error, "ignoring object"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_404_means_the_crd_is_absent() {
+        assert_eq!(crd_probe(Ok(())), CrdProbe::Served);
+        assert_eq!(crd_probe(Err(Some(404))), CrdProbe::Absent);
+        for unclear in [Some(403), Some(500), Some(503), None] {
+            assert_eq!(crd_probe(Err(unclear)), CrdProbe::Unclear, "{unclear:?}");
+        }
+    }
+
+    #[test]
+    fn unclear_probes_back_off_up_to_a_cap() {
+        assert_eq!(probe_backoff(1), Duration::from_secs(1));
+        assert_eq!(probe_backoff(2), Duration::from_secs(2));
+        assert_eq!(probe_backoff(5), Duration::from_secs(16));
+        assert_eq!(probe_backoff(6), Duration::from_secs(30));
+        assert_eq!(probe_backoff(u32::MAX), Duration::from_secs(30));
     }
 }

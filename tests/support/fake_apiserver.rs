@@ -5,9 +5,12 @@
 //! from, bookmarks, 410 Gone for compacted versions), get / create / replace (with resourceVersion
 //! conflicts → 409) / merge, strategic-as-merge and JSON patches on objects and their `/status`
 //! (generation bumps on spec changes), delete, and the pod eviction subresource with dry run, uid
-//! preconditions and PodDisruptionBudgets recomputed from the pods (429). Fault injection: cut every
-//! watch, expire resource versions (410 on re-watch), answer given status codes to evictions, slow
-//! down evictions. Every request and every eviction is recorded for assertions.
+//! preconditions and PodDisruptionBudgets recomputed from the pods (429). Volcano PodGroups
+//! (`scheduling.volcano.sh/v1beta1`) are served only while their "CRD" is installed
+//! ([`FakeApiServer::serve_podgroups`]). Fault injection: cut every watch, expire resource versions
+//! (410 on re-watch), per-eviction faults (a status code, a delay before, or an answer lost after the
+//! eviction was applied), and status codes for any other requests by method and path. Every request
+//! and every eviction is recorded for assertions.
 
 #![allow(dead_code)]
 
@@ -16,7 +19,10 @@ use std::{
     convert::Infallible,
     net::SocketAddr,
     path::{Path, PathBuf},
-    sync::{Arc, Mutex, MutexGuard},
+    sync::{
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -40,6 +46,20 @@ pub enum EvictionEffect {
     Terminate,
     /// Nothing visible: as if the watch had not caught up yet. Tests in-flight bookkeeping.
     Keep,
+}
+
+/// What happens to one eviction request, in the order they arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvictionFault {
+    /// Handled normally.
+    None,
+    /// Answered with this status code before any other check; nothing happens to the pod.
+    Code(u16),
+    /// Handled normally after this delay (a slow or hung API server).
+    Delay(Duration),
+    /// Handled normally (the pod is evicted), but the answer only leaves after this delay: with a
+    /// shorter client timeout, an eviction that went through although the client saw none.
+    LateAnswer(Duration),
 }
 
 #[derive(Clone, Debug)]
@@ -114,6 +134,14 @@ const KINDS: &[Kind] = &[
         plural: "poddisruptionbudgets",
         kind: "PodDisruptionBudget",
         api_version: "policy/v1",
+        namespaced: true,
+        status: true,
+    },
+    Kind {
+        group_path: "apis/scheduling.volcano.sh/v1beta1",
+        plural: "podgroups",
+        kind: "PodGroup",
+        api_version: "scheduling.volcano.sh/v1beta1",
         namespaced: true,
         status: true,
     },
@@ -193,9 +221,23 @@ struct LogEntry {
 
 #[derive(Default)]
 struct Faults {
-    /// Status codes the next evictions answer, in order (before any other check).
-    eviction_codes: VecDeque<u16>,
+    /// Faults of the next evictions, in order.
+    evictions: VecDeque<EvictionFault>,
     eviction_delay: Duration,
+    /// Status codes for other requests: (method, path fragment, codes left).
+    requests: Vec<(String, String, VecDeque<u16>)>,
+}
+
+impl Faults {
+    /// The injected answer for a (non-watch) request, if one is due.
+    fn for_request(&mut self, method: &str, path: &str) -> Option<u16> {
+        self.requests
+            .iter_mut()
+            .find(|(m, fragment, codes)| {
+                m == method && path.contains(fragment.as_str()) && !codes.is_empty()
+            })
+            .and_then(|(_, _, codes)| codes.pop_front())
+    }
 }
 
 struct Store {
@@ -213,6 +255,8 @@ struct Store {
 
 struct Inner {
     store: Mutex<Store>,
+    /// Whether the PodGroup "CRD" is installed.
+    podgroups: AtomicBool,
     events: broadcast::Sender<Arc<LogEntry>>,
     cut: watch::Sender<u64>,
 }
@@ -250,6 +294,7 @@ impl FakeApiServer {
                 faults: Faults::default(),
                 effect: EvictionEffect::Delete,
             }),
+            podgroups: AtomicBool::new(false),
             events,
             cut: watch::Sender::new(0),
         });
@@ -379,7 +424,45 @@ impl FakeApiServer {
 
     /// The next evictions answer these status codes (e.g. 500, 503), one each, in order.
     pub fn fail_evictions(&self, codes: &[u16]) {
-        self.inner.lock().faults.eviction_codes.extend(codes);
+        let faults: Vec<EvictionFault> = codes.iter().map(|c| EvictionFault::Code(*c)).collect();
+        self.eviction_faults(&faults);
+    }
+
+    /// The next evictions meet these faults, one each, in order.
+    pub fn eviction_faults(&self, faults: &[EvictionFault]) {
+        self.inner.lock().faults.evictions.extend(faults);
+    }
+
+    /// The next requests with this method whose path contains `fragment` (watches excepted) answer
+    /// these status codes, one each, in order.
+    pub fn fail_requests(&self, method: &str, fragment: &str, codes: &[u16]) {
+        self.inner.lock().faults.requests.push((
+            method.to_owned(),
+            fragment.to_owned(),
+            codes.iter().copied().collect(),
+        ));
+    }
+
+    /// Installs or removes the PodGroup CRD. Removing it drops every PodGroup without a watch event
+    /// and ends open watches (the API server's watchers of a deleted CRD need not see the deletes);
+    /// until it is installed, PodGroup requests answer 404.
+    pub fn serve_podgroups(&self, served: bool) {
+        self.inner.podgroups.store(served, Ordering::SeqCst);
+        if !served {
+            let kind = kind_by_path("apis/scheduling.volcano.sh/v1beta1", "podgroups").unwrap();
+            let mut store = self.inner.lock();
+            let keys: Vec<_> = store
+                .objects
+                .keys()
+                .filter(|(r, _, _)| *r == resource_id(kind))
+                .cloned()
+                .collect();
+            for key in keys {
+                store.objects.remove(&key);
+            }
+            drop(store);
+            self.cut_watches();
+        }
     }
 
     pub fn set_eviction_delay(&self, delay: Duration) {
@@ -632,7 +715,16 @@ async fn handle(
         });
         store.requests.len() - 1
     };
-    let response = route(&inner, &method, &uri, &headers, body, user, request_index).await;
+    let watching = uri.query().is_some_and(|q| q.contains("watch=true"));
+    let injected = if watching {
+        None
+    } else {
+        inner.lock().faults.for_request(method.as_str(), uri.path())
+    };
+    let response = match injected {
+        Some(code) => status_response(code, "InternalError", "injected failure"),
+        None => route(&inner, &method, &uri, &headers, body, user, request_index).await,
+    };
     if let Some(record) = inner.lock().requests.get_mut(request_index) {
         record.code = response.status().as_u16();
     }
@@ -648,7 +740,10 @@ async fn route(
     user: String,
     request_index: usize,
 ) -> Response {
-    let Some(target) = parse_path(uri.path()) else {
+    let target = parse_path(uri.path()).filter(|target| {
+        target.kind.plural != "podgroups" || inner.podgroups.load(Ordering::SeqCst)
+    });
+    let Some(target) = target else {
         return status_response(
             404,
             "NotFound",
@@ -678,11 +773,45 @@ async fn route(
             }
         }
         (&Method::POST, Some(name), Some("eviction")) if target.kind.plural == "pods" => {
-            let delay = inner.lock().faults.eviction_delay;
+            let (fault, delay) = {
+                let mut store = inner.lock();
+                let fault = store
+                    .faults
+                    .evictions
+                    .pop_front()
+                    .unwrap_or(EvictionFault::None);
+                (fault, store.faults.eviction_delay)
+            };
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            evict(inner, &target, name, &query, body, user, request_index)
+            match fault {
+                EvictionFault::Code(code) => {
+                    let mut store = inner.lock();
+                    store.evictions.push(EvictionRecord {
+                        namespace: target.namespace.clone().unwrap_or_default(),
+                        name: name.clone(),
+                        dry_run: query.get("dryRun").map(String::as_str) == Some("All"),
+                        code,
+                        body,
+                        user,
+                        request_index,
+                    });
+                    status_response(code, "InternalError", "injected failure")
+                }
+                EvictionFault::Delay(delay) => {
+                    tokio::time::sleep(delay).await;
+                    evict(inner, &target, name, &query, body, user, request_index)
+                }
+                EvictionFault::LateAnswer(delay) => {
+                    let response = evict(inner, &target, name, &query, body, user, request_index);
+                    tokio::time::sleep(delay).await;
+                    response
+                }
+                EvictionFault::None => {
+                    evict(inner, &target, name, &query, body, user, request_index)
+                }
+            }
         }
         (&Method::GET, Some(name), None | Some("status")) => {
             let store = inner.lock();
@@ -1011,10 +1140,6 @@ fn evict(
             request_index,
         });
     };
-    if let Some(code) = store.faults.eviction_codes.pop_front() {
-        record(&mut store, code);
-        return status_response(code, "InternalError", "injected failure");
-    }
     let key = key_of(target, name);
     let Some(pod) = store.objects.get(&key).cloned() else {
         record(&mut store, 404);

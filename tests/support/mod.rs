@@ -17,7 +17,7 @@ use tidal::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-pub use fake_apiserver::{EvictionEffect, EvictionRecord, FakeApiServer};
+pub use fake_apiserver::{EvictionEffect, EvictionFault, EvictionRecord, FakeApiServer};
 
 /// Polls `check` until it returns `Some`; fails after a generous timeout (a safety net against hangs,
 /// not a performance assertion).
@@ -104,6 +104,20 @@ impl Controller {
         flags: &[&str],
         hooks: Vec<std::sync::Arc<dyn controller::CycleHook>>,
     ) -> Controller {
+        Self::start_configured(server, dir, identity, flags, |config| {
+            config.hooks.extend(hooks)
+        })
+    }
+
+    /// Starts `tidal run` as [`Controller::start`] does, then lets `tweak` change knobs that have
+    /// no flag (e.g. the eviction request timeout) before the controller starts.
+    pub fn start_configured(
+        server: &FakeApiServer,
+        dir: &Path,
+        identity: &str,
+        flags: &[&str],
+        tweak: impl FnOnce(&mut controller::ControllerConfig),
+    ) -> Controller {
         let kubeconfig = server.kubeconfig(dir, identity);
         let (metrics_addr, health_addr) = (free_addr(), free_addr());
         let mut argv: Vec<String> = [
@@ -142,7 +156,12 @@ impl Controller {
         config.config_debounce = Duration::from_millis(50);
         config.eviction.request_timeout = Duration::from_secs(2);
         config.eviction.retry.initial = Duration::from_millis(20);
-        config.hooks.extend(hooks);
+        config.watch.crd_recheck = Duration::from_millis(200);
+        if let Some(keeper) = &mut config.zone_taints {
+            keeper.debounce = Duration::from_millis(50);
+            keeper.retry = Duration::from_millis(200);
+        }
+        tweak(&mut config);
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(controller::run(config, shutdown.clone()));
         Controller {
@@ -290,6 +309,30 @@ pub fn just_scheduled(mut pod: Value) -> Value {
     let now = Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
     pod["status"]["conditions"][0]["lastTransitionTime"] = json!(now);
     pod
+}
+
+/// A Volcano PodGroup with the given annotations (budget, preemptable, ...).
+pub fn podgroup(namespace: &str, name: &str, annotations: Value) -> Value {
+    json!({
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        "spec": {"minMember": 1},
+    })
+}
+
+/// Makes the pod a member of a Volcano PodGroup (its job for budgets).
+pub fn in_group(pod: Value, group: &str) -> Value {
+    annotated(pod, "scheduling.k8s.io/group-name", group)
+}
+
+/// Events (events.k8s.io/v1) about the named object with the given reason.
+pub fn events_about(server: &FakeApiServer, name: &str, reason: &str) -> Vec<Value> {
+    server
+        .list("apis/events.k8s.io/v1", "events")
+        .into_iter()
+        .filter(|e| e["regarding"]["name"] == json!(name) && e["reason"] == json!(reason))
+        .collect()
 }
 
 pub fn pdb(namespace: &str, name: &str, app: &str, min_available: i64) -> Value {
