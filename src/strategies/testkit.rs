@@ -287,8 +287,12 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// Evicted pods as `namespace/name`, in plan order.
+    /// Evicted pods as `namespace/name`, in plan order. Panics if the policy did not run: a rejected
+    /// policy evicts nothing, and an assertion that nothing is evicted must not pass for that reason.
     pub fn evicted(&self) -> Vec<String> {
+        if let Some(error) = &self.plan.error {
+            panic!("the policy did not run: {error}");
+        }
         self.plan
             .evictions
             .iter()
@@ -296,8 +300,11 @@ impl Outcome {
             .collect()
     }
 
-    /// Skipped pods as `namespace/name gate`, in plan order.
+    /// Skipped pods as `namespace/name gate`, in plan order. Panics if the policy did not run.
     pub fn skipped(&self) -> Vec<String> {
+        if let Some(error) = &self.plan.error {
+            panic!("the policy did not run: {error}");
+        }
         self.plan
             .skipped
             .iter()
