@@ -46,7 +46,7 @@ struct Progress {
     exhausted: bool,
     hole: Option<String>,
     /// Rejections of the nodes known not to take the shape, by reason.
-    rejected: [usize; 4],
+    rejected: [usize; 5],
 }
 
 impl NodeFit {
@@ -74,6 +74,9 @@ impl NodeFit {
         {
             return Err(Reject::Taints);
         }
+        if !state.load_known() {
+            return Err(Reject::UnknownLoad);
+        }
         let fits = match self.reserved.get(&node.name) {
             Some(reserved) => {
                 let mut requested = state.requested.clone();
@@ -92,11 +95,16 @@ impl NodeFit {
         let mut progress = self.progress.remove(&shape).unwrap_or_default();
         let found = self.search(pod, ctx, &mut progress);
         let result = found.ok_or_else(|| {
-            let [unusable, affinity, taints, resources] = progress.rejected;
+            let [unusable, affinity, taints, unknown, resources] = progress.rejected;
+            let unknown = if unknown > 0 {
+                format!(", {unknown} running pods whose requests tidal cannot read")
+            } else {
+                String::new()
+            };
             format!(
                 "fits no other node: {unusable} not ready or unschedulable, {affinity} excluded by \
-                 node selector/affinity, {taints} with untolerated taints, {resources} without room \
-                 for {}",
+                 node selector/affinity, {taints} with untolerated taints{unknown}, {resources} \
+                 without room for {}",
                 describe(&pod.requests)
             )
         });
@@ -169,7 +177,8 @@ enum Reject {
     Unusable = 0,
     Affinity = 1,
     Taints = 2,
-    Resources = 3,
+    UnknownLoad = 3,
+    Resources = 4,
 }
 
 /// `cpu 500m, memory 256Mi, nvidia.com/gpu 1`: a pod's requests for messages.
@@ -275,5 +284,30 @@ mod tests {
         let out = cluster.plan(PLAN);
         assert_eq!(out.evicted(), ["x/p1", "x/p2", "x/p3"]);
         assert_eq!(out.skipped(), ["x/p4 nodefit"]);
+    }
+
+    #[test]
+    fn a_node_running_a_pod_with_unreadable_requests_takes_nothing() {
+        // n2 looks empty, but one of its pods requests more than tidal can count: it may be full.
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .node(node("n2", "4", "8Gi", 110))
+            .pod(pod("x/old", "n1", "1", "1Gi").created("2026-01-01T00:00:00Z"))
+            .pod(pod("x/huge", "n2", "1", "5Pi"));
+        let out = cluster.plan(PLAN);
+        assert!(out.evicted().is_empty());
+        assert!(
+            out.detail("x/old")
+                .contains("1 running pods whose requests tidal cannot read"),
+            "{}",
+            out.detail("x/old")
+        );
+        // A readable neighbour in the same place leaves room.
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .node(node("n2", "4", "8Gi", 2))
+            .pod(pod("x/old", "n1", "1", "1Gi").created("2026-01-01T00:00:00Z"))
+            .pod(pod("x/other", "n2", "100m", "1Gi"));
+        assert_eq!(cluster.plan(PLAN).evicted(), ["x/old"]);
     }
 }

@@ -214,6 +214,13 @@ impl Cluster {
         self
     }
 
+    /// Plain nodes of 10 cores, 100Gi and 110 pod slots: percentages of them read at a glance.
+    pub fn standard_nodes(self, names: &[&str]) -> Self {
+        names.iter().fold(self, |cluster, name| {
+            cluster.node(node(name, "10", "100Gi", 110))
+        })
+    }
+
     pub fn pod(mut self, pod: PodBuilder) -> Self {
         self.cache.apply_pod(pod.build());
         self
