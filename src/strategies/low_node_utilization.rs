@@ -541,4 +541,26 @@ mod tests {
         let mut cluster = cluster.pod(pod("a/idle3", "n3", "1", "1Gi"));
         assert_eq!(cluster.plan(&metrics).evicted(), ["a/hot0"]);
     }
+
+    #[test]
+    fn a_zero_deviation_leaves_the_resource_out_of_the_classification() {
+        // Memory would make n1 overutilized (90% against a mean of 30%), but its deviation is 0: as
+        // in the descheduler, memory is then ignored, and by cpu (no node uses any) nothing is over.
+        let mut cluster = Cluster::new()
+            .node(node("n1", "10", "10Gi", 110))
+            .node(node("n2", "10", "10Gi", 110))
+            .node(node("n3", "10", "10Gi", 110));
+        for i in 0..9 {
+            cluster = cluster.pod(pod(&format!("a/m{i}"), "n1", "0", "1Gi"));
+        }
+        let deviation = |memory: u32| {
+            format!(
+                "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{cpu: 5, memory: {memory}}}\n    targetThresholds: {{cpu: 5, memory: {memory}}}\n    useDeviationThresholds: true\n{BUDGET}"
+            )
+        };
+        assert!(cluster.plan(&deviation(0)).evicted().is_empty());
+        // With a deviation of 5, memory counts: n1 is over (target 35%), n2 and n3 under; six 1Gi
+        // moves fit their room up to 35% and bring n1 to 30%.
+        assert_eq!(cluster.plan(&deviation(5)).evicted().len(), 6);
+    }
 }

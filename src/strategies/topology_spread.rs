@@ -146,7 +146,11 @@ impl TopologySpread {
                 if matching::selector_is_valid(&selector).is_err() {
                     continue;
                 }
+                // Pods whose placement decides which nodes are eligible (their selector and affinity
+                // unless `nodeAffinityPolicy: Ignore`, their tolerations with `nodeTaintsPolicy:
+                // Honor`) form groups of their own: a group reads eligibility from one of its pods.
                 let honor_affinity = constraint.node_affinity_policy.as_deref() != Some("Ignore");
+                let honor_taints = constraint.node_taints_policy.as_deref() == Some("Honor");
                 let identity = serde_json::to_string(&(
                     &constraint.topology_key,
                     constraint.max_skew,
@@ -154,7 +158,7 @@ impl TopologySpread {
                     &selector,
                     &constraint.node_affinity_policy,
                     &constraint.node_taints_policy,
-                    honor_affinity.then_some(pod.placement.signature),
+                    (honor_affinity || honor_taints).then_some(pod.placement.signature),
                 ))
                 .unwrap_or_default();
                 let namespace = pod.key.namespace.as_str();
@@ -551,6 +555,23 @@ mod tests {
             "mode: Evict\nstrategies:\n  podLifeTime: {{maxPodLifeTimeSeconds: 864000}}\n  removePodsViolatingTopologySpreadConstraint: {{}}\n{BUDGET}"
         ));
         assert_eq!(out.evicted(), ["a/w1", "a/w2", "a/w3"]);
+    }
+
+    #[test]
+    fn node_taints_policy_honor_groups_pods_by_their_tolerations() {
+        // Zone c's only node is tainted. The pods that tolerate it see three domains (a=3, b=2, c=0:
+        // skew 3), the others two (a=3, b=2: balanced). With nodeAffinityPolicy Ignore both kinds used
+        // to share one group and read eligibility from whichever pod came first (a/a-plain).
+        let honor = json!({"nodeAffinityPolicy": "Ignore", "nodeTaintsPolicy": "Honor"});
+        let tolerates = json!([{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]);
+        let mut cluster = tainted_zone_c()
+            .pod(web_with("a/a-plain", "a1", honor.clone()))
+            .pod(web_with("a/tol-1", "a1", honor.clone()).spec("tolerations", tolerates.clone()))
+            .pod(web_with("a/tol-2", "a1", honor.clone()).spec("tolerations", tolerates))
+            .pod(web_with("a/b-1", "b1", honor.clone()))
+            .pod(web_with("a/b-2", "b1", honor));
+        let out = cluster.plan(&format!("{SPREAD}{BUDGET}"));
+        assert_eq!(out.evicted(), ["a/tol-1"]);
     }
 
     #[test]

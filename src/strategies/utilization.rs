@@ -204,7 +204,8 @@ pub fn describe_percent(node: &NodeUsage<'_>, resources: &[String]) -> String {
 }
 
 /// Thresholds per node: the static ones, or with deviation thresholds the mean usage of all nodes
-/// minus `low` and plus `high`, clamped to [0, 100].
+/// minus `low` and plus `high`, clamped to [0, 100]. A resource whose `low` deviation is 0 is left out
+/// of the classification (both thresholds at 100%), as the descheduler does.
 pub fn resolve_thresholds(
     nodes: &[NodeUsage<'_>],
     resources: &[String],
@@ -225,11 +226,14 @@ pub fn resolve_thresholds(
     let mut resolved_high = Thresholds::new();
     for resource in resources {
         let average = mean(resource);
+        let ignored = low.get(resource) == Some(&0.0);
         if let Some(d) = low.get(resource) {
-            resolved_low.insert(resource.clone(), (average - d).clamp(0.0, 100.0));
+            let value = if ignored { 100.0 } else { average - d };
+            resolved_low.insert(resource.clone(), value.clamp(0.0, 100.0));
         }
         if let Some(d) = high.and_then(|h| h.get(resource)) {
-            resolved_high.insert(resource.clone(), (average + d).clamp(0.0, 100.0));
+            let value = if ignored { 100.0 } else { average + d };
+            resolved_high.insert(resource.clone(), value.clamp(0.0, 100.0));
         }
     }
     (resolved_low, high.map(|_| resolved_high))
