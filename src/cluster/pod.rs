@@ -69,7 +69,11 @@ pub struct PodInfo {
     pub group_name: Option<String>,
     pub priority: Option<i32>,
     pub qos: QosClass,
+    /// What the pod asks the scheduler for. When `requests_known` is false, only its pod slot.
     pub requests: Resources,
+    /// The requests could be read. A pod whose requests could not be read still takes its pod slot, and
+    /// its node's load counts as unknown (see `NodeState::load_known`).
+    pub requests_known: bool,
     pub created_at: Option<Timestamp>,
     /// When `PodScheduled` last became true: cooldown counts from here.
     pub scheduled_at: Option<Timestamp>,
@@ -152,8 +156,8 @@ impl PodInfo {
         let spec = pod.spec.as_ref();
         let status = pod.status.as_ref();
         let mut problems = Vec::new();
-        let requests = match spec.map(pod_requests).transpose() {
-            Ok(requests) => requests.unwrap_or_default(),
+        let (requests, requests_known) = match spec.map(pod_requests).transpose() {
+            Ok(requests) => (requests.unwrap_or_default(), true),
             Err((resource, error)) => {
                 problems.push(InvalidValue {
                     object: object.clone(),
@@ -161,7 +165,13 @@ impl PodInfo {
                     value: error.text.clone(),
                     error: error.reason.to_owned(),
                 });
-                Resources::default()
+                // Counting the pod as requesting nothing would make its node look emptier than it is.
+                // Its slot is certain; the rest is flagged on the node instead.
+                let slot = Resources {
+                    pods: 1,
+                    ..Resources::default()
+                };
+                (slot, false)
             }
         };
         let scheduled_at = status
@@ -221,6 +231,7 @@ impl PodInfo {
             priority: spec.and_then(|s| s.priority),
             qos: qos_class(pod),
             requests,
+            requests_known,
             created_at: meta.creation_timestamp.as_ref().map(|t| t.0),
             scheduled_at,
             terminating: meta.deletion_timestamp.is_some(),

@@ -22,6 +22,9 @@ pub struct NodeState {
     pub pods: BTreeMap<ObjectKey, Arc<PodInfo>>,
     /// Sum of the requests of the pods that hold resources (not finished).
     pub requested: Resources,
+    /// Pods holding resources whose requests tidal could not read. `requested` counts only their pod
+    /// slot, so while any is here the node's load is unknown.
+    pub unreadable_requests: u32,
 }
 
 impl NodeState {
@@ -29,9 +32,18 @@ impl NodeState {
         self.node.as_deref().map(|n| n.name.as_str())
     }
 
+    /// `requested` is the node's whole load. When it is not, the node is neither measured against
+    /// thresholds nor used as anyone's destination: it may be fuller than it looks.
+    pub fn load_known(&self) -> bool {
+        self.unreadable_requests == 0
+    }
+
     pub(super) fn add_pod(&mut self, pod: &Arc<PodInfo>) {
         if pod.holds_resources() {
             self.requested.add(&pod.requests);
+            if !pod.requests_known {
+                self.unreadable_requests += 1;
+            }
         }
         self.pods.insert(pod.key.clone(), Arc::clone(pod));
     }
@@ -39,6 +51,9 @@ impl NodeState {
     pub(super) fn remove_pod(&mut self, pod: &PodInfo) {
         if self.pods.remove(&pod.key).is_some() && pod.holds_resources() {
             self.requested.sub(&pod.requests);
+            if !pod.requests_known {
+                self.unreadable_requests = self.unreadable_requests.saturating_sub(1);
+            }
         }
     }
 }
@@ -168,5 +183,36 @@ impl Snapshot {
             && self.namespaces == other.namespaces
             && self.node_usage == other.node_usage
             && self.pod_usage == other.pod_usage
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{cluster::ObjectKey, strategies::testkit::*};
+
+    #[test]
+    fn a_pod_with_unreadable_requests_takes_its_slot_and_hides_the_node_s_load() {
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .pod(pod("a/fine", "n1", "1", "1Gi"))
+            .pod(pod("a/bad", "n1", "9 cores", "1Gi"))
+            .pod(pod("a/huge", "n1", "1", "5Pi"));
+        let snapshot = cluster.cache.snapshot();
+        let n1 = snapshot.node("n1").unwrap();
+        assert_eq!(n1.requested.pods, 3, "every pod takes its slot");
+        assert_eq!(
+            n1.requested.milli_cpu, 1000,
+            "only the readable request counts"
+        );
+        assert_eq!(n1.unreadable_requests, 2);
+        assert!(!n1.load_known());
+        // Finishing and deleting undo exactly what adding did.
+        let mut cluster = cluster.pod(pod("a/bad", "n1", "9 cores", "1Gi").phase("Succeeded"));
+        cluster.cache.delete_pod(&ObjectKey::new("a", "huge"));
+        let snapshot = cluster.cache.snapshot();
+        let n1 = snapshot.node("n1").unwrap();
+        assert_eq!(n1.requested.pods, 1);
+        assert_eq!(n1.unreadable_requests, 0);
+        assert!(n1.load_known());
     }
 }

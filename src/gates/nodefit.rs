@@ -46,7 +46,7 @@ struct Progress {
     exhausted: bool,
     hole: Option<String>,
     /// Rejections of the nodes known not to take the shape, by reason.
-    rejected: [usize; 4],
+    rejected: [usize; 5],
 }
 
 impl NodeFit {
@@ -74,6 +74,9 @@ impl NodeFit {
         {
             return Err(Reject::Taints);
         }
+        if !state.load_known() {
+            return Err(Reject::UnknownLoad);
+        }
         let fits = match self.reserved.get(&node.name) {
             Some(reserved) => {
                 let mut requested = state.requested.clone();
@@ -92,11 +95,16 @@ impl NodeFit {
         let mut progress = self.progress.remove(&shape).unwrap_or_default();
         let found = self.search(pod, ctx, &mut progress);
         let result = found.ok_or_else(|| {
-            let [unusable, affinity, taints, resources] = progress.rejected;
+            let [unusable, affinity, taints, unknown, resources] = progress.rejected;
+            let unknown = if unknown > 0 {
+                format!(", {unknown} running pods whose requests tidal cannot read")
+            } else {
+                String::new()
+            };
             format!(
                 "fits no other node: {unusable} not ready or unschedulable, {affinity} excluded by \
-                 node selector/affinity, {taints} with untolerated taints, {resources} without room \
-                 for {}",
+                 node selector/affinity, {taints} with untolerated taints{unknown}, {resources} \
+                 without room for {}",
                 describe(&pod.requests)
             )
         });
@@ -114,13 +122,15 @@ impl NodeFit {
         if let Some(hole) = progress.hole.clone()
             && Some(hole.as_str()) != own
         {
-            progress.hole = None;
+            // The hole lies before `from`: once forgotten it is never tried again, so it is forgotten
+            // only when it refuses the shape, not when it takes one pod and may take more.
             if let Some(state) = ctx.snapshot.node(&hole) {
                 match self.takes(pod, state) {
                     Ok(()) => return Some(hole),
                     Err(reject) => progress.rejected[reject as usize] += 1,
                 }
             }
+            progress.hole = None;
         }
         if progress.exhausted {
             return None;
@@ -167,7 +177,8 @@ enum Reject {
     Unusable = 0,
     Affinity = 1,
     Taints = 2,
-    Resources = 3,
+    UnknownLoad = 3,
+    Resources = 4,
 }
 
 /// `cpu 500m, memory 256Mi, nvidia.com/gpu 1`: a pod's requests for messages.
@@ -233,5 +244,70 @@ impl Gate for NodeFit {
             // Room came back: nodes that could not take a shape before might now.
             self.progress.clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::strategies::testkit::*;
+
+    const PLAN: &str = "mode: Evict\nstrategies:\n  podLifeTime: {maxPodLifeTimeSeconds: 86400}\nprotections: {nodeFit: true}\ndefaults: {jobBudget: {maxUnavailable: 100%}}\n";
+
+    /// An old 1-core pod (to evict) and a fresh filler of `filler` cores on a 4-core node.
+    fn node_with(cluster: Cluster, name: &str, old: &str, filler: &str) -> Cluster {
+        cluster
+            .node(node(name, "4", "8Gi", 110))
+            .pod(pod(old, name, "1", "1Gi").created("2026-01-01T00:00:00Z"))
+            .pod(pod(&format!("x/fill-{name}"), name, filler, "1Gi"))
+    }
+
+    #[test]
+    fn a_node_that_took_one_pod_of_a_shape_is_tried_for_the_next() {
+        // Three old 1-core pods of one shape, on a (2 cores free), c and d (full); b has 1 core
+        // free. p1 (on a) goes to b; p2 (on c) to a, the node p1's search had to skip; p3 (on d)
+        // must find a's second free core. The search used to forget a once it took p2.
+        let cluster = node_with(Cluster::new(), "a", "x/p1", "1");
+        let cluster = cluster
+            .node(node("b", "4", "8Gi", 110))
+            .pod(pod("x/fill-b", "b", "3", "1Gi"));
+        let cluster = node_with(cluster, "c", "x/p2", "3");
+        let mut cluster = node_with(cluster, "d", "x/p3", "3");
+        let out = cluster.plan(PLAN);
+        assert_eq!(
+            out.evicted(),
+            ["x/p1", "x/p2", "x/p3"],
+            "{:?}",
+            out.skipped()
+        );
+        // Room is still counted once: a fourth pod of the shape has nowhere left to go.
+        let mut cluster = cluster.pod(pod("x/p4", "d", "1", "1Gi").created("2026-01-04T00:00:00Z"));
+        let out = cluster.plan(PLAN);
+        assert_eq!(out.evicted(), ["x/p1", "x/p2", "x/p3"]);
+        assert_eq!(out.skipped(), ["x/p4 nodefit"]);
+    }
+
+    #[test]
+    fn a_node_running_a_pod_with_unreadable_requests_takes_nothing() {
+        // n2 looks empty, but one of its pods requests more than tidal can count: it may be full.
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .node(node("n2", "4", "8Gi", 110))
+            .pod(pod("x/old", "n1", "1", "1Gi").created("2026-01-01T00:00:00Z"))
+            .pod(pod("x/huge", "n2", "1", "5Pi"));
+        let out = cluster.plan(PLAN);
+        assert!(out.evicted().is_empty());
+        assert!(
+            out.detail("x/old")
+                .contains("1 running pods whose requests tidal cannot read"),
+            "{}",
+            out.detail("x/old")
+        );
+        // A readable neighbour in the same place leaves room.
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .node(node("n2", "4", "8Gi", 2))
+            .pod(pod("x/old", "n1", "1", "1Gi").created("2026-01-01T00:00:00Z"))
+            .pod(pod("x/other", "n2", "100m", "1Gi"));
+        assert_eq!(cluster.plan(PLAN).evicted(), ["x/old"]);
     }
 }

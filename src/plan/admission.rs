@@ -2,7 +2,11 @@
 //! node is balanced" or "until the pending pod fits" need to know which of their candidates the gates let
 //! through, or they would stop early (a refused pod counted as gone) or overshoot.
 
-use std::{collections::HashSet, sync::Arc};
+use std::{
+    collections::{HashMap, HashSet},
+    hash::{BuildHasherDefault, Hasher},
+    sync::Arc,
+};
 
 use super::{Candidate, HELD_BY_POLICY, PlanContext, PlannedEviction, Skipped};
 use crate::{
@@ -32,6 +36,11 @@ pub trait Admission {
 
     /// The pod was already evicted or refused earlier in this plan.
     fn decided(&self, pod: &ObjectKey) -> bool;
+
+    /// The pod will be evicted: an earlier offer in this plan was admitted. Strategies count such pods
+    /// as gone, or a later strategy would act on a node as if the earlier evictions never happened.
+    /// `pod` is the plan snapshot's own entry for the pod (strategies never make pods of their own).
+    fn admitted(&self, pod: &PodInfo) -> bool;
 }
 
 /// Accepts everything: what a strategy proposes when no gate objects. Used by `Strategy::propose` of
@@ -39,22 +48,27 @@ pub trait Admission {
 #[derive(Default)]
 pub struct AcceptAll {
     pub candidates: Vec<Candidate>,
-    seen: HashSet<ObjectKey>,
+    /// Every pod offered, and whether it was accepted (held candidates are not).
+    seen: HashMap<ObjectKey, bool>,
 }
 
 impl Admission for AcceptAll {
     fn offer(&mut self, candidate: Candidate) -> bool {
-        if !self.seen.insert(candidate.pod.key.clone()) || candidate.held.is_some() {
+        if self.seen.contains_key(&candidate.pod.key) {
             return false;
         }
-        self.candidates.push(candidate);
-        true
+        let accepted = candidate.held.is_none();
+        self.seen.insert(candidate.pod.key.clone(), accepted);
+        if accepted {
+            self.candidates.push(candidate);
+        }
+        accepted
     }
 
     fn offer_all(&mut self, candidates: Vec<Candidate>) -> bool {
         if candidates
             .iter()
-            .any(|c| self.seen.contains(&c.pod.key) || c.held.is_some())
+            .any(|c| self.seen.contains_key(&c.pod.key) || c.held.is_some())
         {
             return false;
         }
@@ -65,7 +79,7 @@ impl Admission for AcceptAll {
     }
 
     fn check(&mut self, candidate: &Candidate) -> Result<(), Refusal> {
-        if self.seen.contains(&candidate.pod.key) {
+        if self.seen.contains_key(&candidate.pod.key) {
             return Err(("decided", "already decided".to_owned()));
         }
         Ok(())
@@ -76,7 +90,11 @@ impl Admission for AcceptAll {
     }
 
     fn decided(&self, pod: &ObjectKey) -> bool {
-        self.seen.contains(pod)
+        self.seen.contains_key(pod)
+    }
+
+    fn admitted(&self, pod: &PodInfo) -> bool {
+        self.seen.get(&pod.key).copied().unwrap_or(false)
     }
 }
 
@@ -85,6 +103,8 @@ pub struct Admitter<'c, 'a> {
     ctx: &'c PlanContext<'a>,
     gates: Vec<Box<dyn Gate>>,
     decided: HashSet<ObjectKey>,
+    /// The pods that will be evicted, by the address of their snapshot entry (see [`AddressHasher`]).
+    admitted: HashSet<usize, BuildHasherDefault<AddressHasher>>,
     pub evictions: Vec<PlannedEviction>,
     pub skipped: Vec<Skipped>,
 }
@@ -104,6 +124,7 @@ impl<'c, 'a> Admitter<'c, 'a> {
             ctx,
             gates,
             decided: HashSet::new(),
+            admitted: HashSet::default(),
             evictions: Vec::new(),
             skipped: Vec::new(),
         }
@@ -143,6 +164,12 @@ impl<'c, 'a> Admitter<'c, 'a> {
         }
     }
 
+    fn record(&mut self, candidate: Candidate) {
+        self.decided.insert(candidate.pod.key.clone());
+        self.admitted.insert(address(&candidate.pod));
+        self.evictions.push(PlannedEviction { candidate });
+    }
+
     fn skip(&mut self, candidate: Candidate, gate: &'static str, detail: String) {
         self.decided.insert(candidate.pod.key.clone());
         self.skipped.push(Skipped {
@@ -170,8 +197,7 @@ impl Admission for Admitter<'_, '_> {
             }
             Ok(()) => {
                 self.admit(&candidate);
-                self.decided.insert(candidate.pod.key.clone());
-                self.evictions.push(PlannedEviction { candidate });
+                self.record(candidate);
                 true
             }
         }
@@ -209,8 +235,7 @@ impl Admission for Admitter<'_, '_> {
             self.admit(candidate);
         }
         for candidate in candidates {
-            self.decided.insert(candidate.pod.key.clone());
-            self.evictions.push(PlannedEviction { candidate });
+            self.record(candidate);
         }
         true
     }
@@ -234,5 +259,40 @@ impl Admission for Admitter<'_, '_> {
 
     fn decided(&self, pod: &ObjectKey) -> bool {
         self.decided.contains(pod)
+    }
+
+    fn admitted(&self, pod: &PodInfo) -> bool {
+        !self.admitted.is_empty() && self.admitted.contains(&address(pod))
+    }
+}
+
+/// Where the snapshot keeps a pod. Within one plan every pod has exactly one entry (the snapshot does
+/// not change while it is planned), so the address identifies the pod as well as its key does.
+fn address(pod: &PodInfo) -> usize {
+    std::ptr::from_ref(pod).addr()
+}
+
+/// Hashes pod addresses for [`Admitter::admitted`]. Strategies ask about nearly every pod they weigh,
+/// hundreds of thousands of times per plan: an address hashes in a multiplication, where a namespace and
+/// a name take SipHash over both strings.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.write_usize(usize::from(*byte) ^ (self.0 as usize));
+        }
+    }
+
+    fn write_usize(&mut self, address: usize) {
+        // Fibonacci hashing; the shift brings the well-mixed high bits down, as the table indexes by
+        // the low ones and aligned addresses end in zeros.
+        let mixed = (address as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = mixed ^ (mixed >> 32);
     }
 }

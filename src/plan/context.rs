@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use jiff::Timestamp;
 
-use super::zones::ZoneView;
+use super::{admission::Admission, zones::ZoneView};
 use crate::{
     api::GoDuration,
     cluster::{InvalidValue, JobBudget, JobKey, ObjectKey, PodInfo, PolicyInfo, Setting, Snapshot},
@@ -16,7 +16,7 @@ pub struct PlanContext<'a> {
     pub policy: &'a PolicyInfo,
     pub now: Timestamp,
     pub zones: &'a BTreeMap<String, ZoneView>,
-    /// Pods planned for eviction earlier this cycle (by other policies): they count as leaving.
+    /// Pods that earlier policies of this cycle will evict (those in mode `Evict`): they count as leaving.
     pub planned_elsewhere: &'a HashSet<ObjectKey>,
 }
 
@@ -78,6 +78,14 @@ impl PlanContext<'_> {
         // Strategies ask this of every pod they look at: skip hashing the key when nothing is planned.
         pod.is_leaving()
             || (!self.planned_elsewhere.is_empty() && self.planned_elsewhere.contains(&pod.key))
+    }
+
+    /// What a running strategy must count as gone: leaving, or admitted for eviction earlier in this
+    /// plan (by an earlier strategy, or by this one). Strategies that weigh other pods (node usage,
+    /// counts per domain, violations between pods) ask this rather than [`Self::is_leaving`], or one
+    /// policy's strategies would each act on the same surplus.
+    pub fn is_gone(&self, pod: &PodInfo, admission: &dyn Admission) -> bool {
+        self.is_leaving(pod) || admission.admitted(pod)
     }
 }
 

@@ -57,7 +57,7 @@ impl Plan {
     }
 }
 
-/// Plans one policy. `planned_elsewhere` holds pods that earlier policies of this cycle plan to evict.
+/// Plans one policy. `planned_elsewhere` holds pods that earlier policies of this cycle will evict.
 pub fn plan_policy(
     snapshot: &Snapshot,
     policy: &PolicyInfo,
@@ -117,15 +117,18 @@ pub fn runnable_strategies(policy: &PolicyInfo) -> Result<Vec<Box<dyn Strategy>>
     }
 }
 
-/// Plans every policy in the snapshot (by name), each seeing the evictions of the ones before it as in
-/// flight, so that two policies never evict the same pod or overrun a budget between them.
+/// Plans every policy in the snapshot (by name), each seeing the evictions of the `Evict` policies before
+/// it as in flight, so that two policies never evict the same pod or overrun a budget between them. A
+/// `DryRun` plan evicts nothing, so it holds nothing back from the policies after it.
 pub fn plan_all(snapshot: &Snapshot, policies: &[&PolicyInfo], now: Timestamp) -> CyclePlan {
     let (zones, warnings) = zone_views(snapshot, now);
     let mut planned: HashSet<ObjectKey> = HashSet::new();
     let mut plans = Vec::new();
     for policy in policies {
         let plan = plan_policy(snapshot, policy, now, &zones, &planned);
-        planned.extend(plan.evictions.iter().map(|e| e.candidate.pod.key.clone()));
+        if plan.mode == PolicyMode::Evict {
+            planned.extend(plan.evictions.iter().map(|e| e.candidate.pod.key.clone()));
+        }
         plans.push(plan);
     }
     CyclePlan {

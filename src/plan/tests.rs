@@ -476,16 +476,21 @@ fn zones_with_evictions_and_counts() {
     );
 }
 
-#[test]
-fn later_policies_see_earlier_evictions_as_in_flight() {
-    let mut world = World::new().with(replicas(
+/// Job `batch/j`: three replicas on rev-1 that may lose two.
+fn job_of_three_with_budget_two() -> World {
+    World::new().with(replicas(
         "batch",
         "j",
         3,
         &annotations(&[("volcano.sh/jdb-max-unavailable", "2")]),
-    ));
+    ))
+}
+
+#[test]
+fn later_policies_see_earlier_evictions_as_in_flight() {
+    let mut world = job_of_three_with_budget_two();
     let snapshot = world.snapshot();
-    let first = policy(json!({}));
+    let first = policy(json!({"mode": "Evict"}));
     let mut second = policy(json!({}));
     second.name = "q".into();
     let cycle = plan_all(&snapshot, &[&first, &second], ts(NOW));
@@ -493,6 +498,36 @@ fn later_policies_see_earlier_evictions_as_in_flight() {
     assert!(cycle.plans[1].evictions.is_empty(), "{:#?}", cycle.plans[1]);
     assert_eq!(
         skipped(&cycle.plans[1]),
+        BTreeMap::from([("batch/j-2".into(), "budget")])
+    );
+}
+
+#[test]
+fn a_dry_run_policy_holds_nothing_back_from_later_policies() {
+    // The dry run evicts nothing: the Evict policy after it must get the job's whole budget, and only
+    // the Evict policy's own evictions count as in flight for the policy after that.
+    let mut world = job_of_three_with_budget_two();
+    let snapshot = world.snapshot();
+    let dry = policy(json!({}));
+    let mut evict = policy(json!({"mode": "Evict"}));
+    evict.name = "q".into();
+    let mut last = policy(json!({"mode": "Evict"}));
+    last.name = "r".into();
+    let cycle = plan_all(&snapshot, &[&dry, &evict, &last], ts(NOW));
+    assert_eq!(evicted(&cycle.plans[0]), ["batch/j-0", "batch/j-1"]);
+    assert_eq!(
+        evicted(&cycle.plans[1]),
+        ["batch/j-0", "batch/j-1"],
+        "{:#?}",
+        cycle.plans[1]
+    );
+    assert_eq!(
+        skipped(&cycle.plans[1]),
+        BTreeMap::from([("batch/j-2".into(), "budget")])
+    );
+    assert!(cycle.plans[2].evictions.is_empty(), "{:#?}", cycle.plans[2]);
+    assert_eq!(
+        skipped(&cycle.plans[2]),
         BTreeMap::from([("batch/j-2".into(), "budget")])
     );
 }

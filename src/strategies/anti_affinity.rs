@@ -3,10 +3,7 @@
 //! added after both were placed). Pods are taken lowest priority first, and once one is evicted it no
 //! longer counts against the others, so of two pods that repel each other only one goes.
 
-use std::{
-    collections::{HashMap, HashSet},
-    sync::Arc,
-};
+use std::{collections::HashMap, sync::Arc};
 
 use k8s_openapi::{
     api::core::v1::PodAffinityTerm,
@@ -17,12 +14,12 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Strategy,
-    common::{Selection, movable, victim_order},
+    common::{Selection, still_movable, victim_order},
     proposals,
 };
 use crate::{
     api::policy::NamespaceFilter,
-    cluster::{NodeState, ObjectKey, PodInfo, matching},
+    cluster::{NodeState, PodInfo, matching},
     plan::{Admission, Candidate, PlanContext},
 };
 
@@ -102,7 +99,7 @@ impl AntiAffinity {
         ctx: &PlanContext<'s>,
         domains: &mut Domains<'s>,
         pod: &PodInfo,
-        gone: &HashSet<&ObjectKey>,
+        admission: &dyn Admission,
     ) -> Option<(&'s Arc<PodInfo>, String)> {
         let node = ctx
             .snapshot
@@ -140,8 +137,7 @@ impl AntiAffinity {
                         && matching::selector_matches(&selector, &other.labels)
                         && other.key != pod.key
                         && !other.phase.is_finished()
-                        && !ctx.is_leaving(other)
-                        && (gone.is_empty() || !gone.contains(&other.key))
+                        && !ctx.is_gone(other, admission)
                 });
                 if let Some(other) = found {
                     return Some((other, format!("{}={value}", term.topology_key)));
@@ -172,25 +168,24 @@ impl Strategy for AntiAffinity {
             .nodes
             .values()
             .flat_map(|n| n.pods.values())
-            .filter(|p| !p.placement.anti_affinity.is_empty() && movable(p, ctx))
+            .filter(|p| !p.placement.anti_affinity.is_empty() && still_movable(p, ctx, admission))
             .collect();
         pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
         let mut domains = Domains::default();
-        let mut gone: HashSet<&ObjectKey> = HashSet::new();
         for pod in pods {
             if !selection.admits(pod) {
                 continue;
             }
-            let Some((other, domain)) = Self::violation(ctx, &mut domains, pod, &gone) else {
+            // Evictions admitted so far (by this strategy or an earlier one) no longer count against
+            // the others: of two pods that repel each other, only one goes.
+            let Some((other, domain)) = Self::violation(ctx, &mut domains, pod, admission) else {
                 continue;
             };
             let reason = format!(
                 "required pod anti-affinity violated by {} (same {domain})",
                 other.key
             );
-            if admission.offer(Candidate::new(pod, NAME, reason)) {
-                gone.insert(&pod.key);
-            }
+            admission.offer(Candidate::new(pod, NAME, reason));
         }
     }
 }
@@ -206,28 +201,21 @@ mod tests {
         }]}})
     }
 
+    /// A pod labelled `app=<app>` that repels its own app on its host.
+    fn repelling(name: &str, node: &str, cpu: &str, app: &str) -> PodBuilder {
+        pod(name, node, cpu, "1Gi")
+            .label("app", app)
+            .spec("affinity", repels(app, "kubernetes.io/hostname"))
+    }
+
     #[test]
     fn of_two_pods_that_repel_each_other_only_the_lower_priority_one_goes() {
         let mut cluster = Cluster::new()
             .node(node("n1", "4", "8Gi", 110).label("zone", "a"))
             .node(node("n2", "4", "8Gi", 110).label("zone", "a"))
-            .pod(
-                pod("a/db-1", "n1", "100m", "1Gi")
-                    .label("app", "db")
-                    .priority(100)
-                    .spec("affinity", repels("db", "kubernetes.io/hostname")),
-            )
-            .pod(
-                pod("a/db-2", "n1", "100m", "1Gi")
-                    .label("app", "db")
-                    .priority(50)
-                    .spec("affinity", repels("db", "kubernetes.io/hostname")),
-            )
-            .pod(
-                pod("a/db-3", "n2", "100m", "1Gi")
-                    .label("app", "db")
-                    .spec("affinity", repels("db", "kubernetes.io/hostname")),
-            )
+            .pod(repelling("a/db-1", "n1", "100m", "db").priority(100))
+            .pod(repelling("a/db-2", "n1", "100m", "db").priority(50))
+            .pod(repelling("a/db-3", "n2", "100m", "db"))
             // In another namespace: the default term scope is the pod's own namespace.
             .pod(pod("b/db", "n2", "100m", "1Gi").label("app", "db"));
         let out = cluster
@@ -254,5 +242,37 @@ mod tests {
         let out = cluster
             .plan("mode: Evict\nstrategies:\n  removePodsViolatingInterPodAntiAffinity: {}\n");
         assert_eq!(out.evicted(), ["a/web"]);
+    }
+
+    #[test]
+    fn a_pod_evicted_by_an_earlier_strategy_no_longer_violates() {
+        // podLifeTime runs first and evicts the old pod of the pair: the young one then repels
+        // nothing and stays (both used to go).
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .node(node("n2", "4", "8Gi", 110))
+            .pod(repelling("a/a-old", "n1", "100m", "x").created("2026-01-01T00:00:00Z"))
+            .pod(repelling("a/b-young", "n1", "100m", "x").created("2026-03-02T11:00:00Z"));
+        let out = cluster.plan(
+            "mode: Evict\nstrategies:\n  podLifeTime: {maxPodLifeTimeSeconds: 86400}\n  removePodsViolatingInterPodAntiAffinity: {}\n",
+        );
+        assert_eq!(out.evicted(), ["a/a-old"]);
+        assert_eq!(out.plan.evictions[0].candidate.strategy, "podLifeTime");
+    }
+
+    #[test]
+    fn under_node_fit_a_pod_with_nowhere_to_go_stays_and_its_partner_goes() {
+        // db-2 (lower priority) violates, but no other node has room for it; nodeFit refuses it, and
+        // it still counts against db-1, which fits n2 and goes instead.
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .node(node("n2", "1", "8Gi", 110))
+            .pod(repelling("a/db-1", "n1", "500m", "db").priority(100))
+            .pod(repelling("a/db-2", "n1", "2", "db").priority(50));
+        let out = cluster.plan(
+            "mode: Evict\nstrategies:\n  removePodsViolatingInterPodAntiAffinity: {}\nprotections: {nodeFit: true}\ndefaults: {jobBudget: {maxUnavailable: 100%}}\n",
+        );
+        assert_eq!(out.skipped(), ["a/db-2 nodefit"]);
+        assert_eq!(out.evicted(), ["a/db-1"]);
     }
 }

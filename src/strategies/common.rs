@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     api::policy::NamespaceFilter,
     cluster::{NodeState, PodInfo, QosClass, matching},
-    plan::PlanContext,
+    plan::{Admission, PlanContext},
 };
 
 /// Which pods a strategy looks at, on top of the policy's own namespace filter: the strategy's
@@ -62,6 +62,13 @@ pub fn newest_first(
 /// Everything else (protections, budgets, ...) is for the gates to decide and report.
 pub fn movable(pod: &PodInfo, ctx: &PlanContext<'_>) -> bool {
     pod.node_name.is_some() && !pod.is_static() && !pod.phase.is_finished() && !ctx.is_leaving(pod)
+}
+
+/// [`movable`], and not admitted for eviction earlier in this plan: what strategies that weigh pods
+/// against each other (usage, counts, violations between pods) choose from. Strategies that judge each
+/// pod on its own need not ask: the planner drops a pod that was decided before.
+pub fn still_movable(pod: &PodInfo, ctx: &PlanContext<'_>, admission: &dyn Admission) -> bool {
+    movable(pod, ctx) && !admission.admitted(pod)
 }
 
 /// Include or exclude owner kinds (at most one list).
@@ -129,11 +136,17 @@ pub fn seconds_since(since: Option<jiff::Timestamp>, now: jiff::Timestamp) -> Op
 
 /// The scheduler would place `pod` on `state`'s node as things stand: the node allows it (ready,
 /// schedulable, selector, required affinity, hard taints) and its requests fit the node's free room.
+/// A node running a pod whose requests tidal cannot read has unknown free room: it takes nothing.
 pub fn fits_on(pod: &PodInfo, state: &NodeState) -> bool {
-    state.node.as_deref().is_some_and(|node| {
-        pod.placement.allows_node(node)
-            && crate::cluster::placement::fits(&pod.requests, &node.allocatable, &state.requested)
-    })
+    state.load_known()
+        && state.node.as_deref().is_some_and(|node| {
+            pod.placement.allows_node(node)
+                && crate::cluster::placement::fits(
+                    &pod.requests,
+                    &node.allocatable,
+                    &state.requested,
+                )
+        })
 }
 
 /// The first node other than the pod's own that `pod` fits on, by name.

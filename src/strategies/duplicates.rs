@@ -42,6 +42,9 @@ pub struct RemoveDuplicates {
 /// Owner UID and image set.
 type GroupKey<'s> = (&'s str, u64);
 
+/// One owner's duplicates by node.
+type ByNode<'s> = BTreeMap<&'s str, Vec<&'s Arc<PodInfo>>>;
+
 impl RemoveDuplicates {
     pub fn new(args: RemoveDuplicatesArgs) -> Self {
         RemoveDuplicates { args }
@@ -70,7 +73,7 @@ impl Strategy for RemoveDuplicates {
 
     fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
         let selection = self.selection();
-        let mut groups: HashMap<GroupKey<'_>, BTreeMap<&str, Vec<&Arc<PodInfo>>>> = HashMap::new();
+        let mut groups: HashMap<GroupKey<'_>, ByNode<'_>> = HashMap::new();
         for (node, state) in &ctx.snapshot.nodes {
             for pod in state.pods.values() {
                 let Some(owner) = &pod.owner else { continue };
@@ -92,12 +95,25 @@ impl Strategy for RemoveDuplicates {
                     .push(pod);
             }
         }
-        let mut with_duplicates: Vec<_> = groups
+        // A replica evicted earlier in this plan leaves its node but is replaced somewhere: it counts
+        // in the owner's total, not on its node. Counting it on the node would evict its neighbours
+        // for a pile-up that is already being cleared; leaving it out of the total would shrink every
+        // node's share and evict more than the pile-up.
+        let has_duplicates = |nodes: &ByNode<'_>| nodes.values().any(|pods| pods.len() > 1);
+        let mut with_duplicates: Vec<(usize, ByNode<'_>)> = groups
             .into_values()
-            .filter(|nodes| nodes.values().any(|pods| pods.len() > 1))
+            .filter(has_duplicates)
+            .map(|mut nodes| {
+                let total = nodes.values().map(Vec::len).sum();
+                for pods in nodes.values_mut() {
+                    pods.retain(|p| !admission.admitted(p));
+                }
+                (total, nodes)
+            })
+            .filter(|(_, nodes)| has_duplicates(nodes))
             .collect();
         // Deterministic order: by the first pod of each group.
-        with_duplicates.sort_by_cached_key(|nodes| {
+        with_duplicates.sort_by_cached_key(|(_, nodes)| {
             nodes
                 .values()
                 .flatten()
@@ -107,7 +123,7 @@ impl Strategy for RemoveDuplicates {
                 .unwrap_or_default()
         });
         let mut feasible_by_shape: HashMap<u64, usize> = HashMap::new();
-        for nodes in with_duplicates {
+        for (total, nodes) in with_duplicates {
             let Some(sample) = nodes.values().flatten().next() else {
                 continue;
             };
@@ -124,7 +140,6 @@ impl Strategy for RemoveDuplicates {
             if feasible < 2 {
                 continue;
             }
-            let total: usize = nodes.values().map(Vec::len).sum();
             let keep = total.div_ceil(feasible).max(1);
             for (node, mut pods) in nodes {
                 let on_node = pods.len();
@@ -234,5 +249,49 @@ mod tests {
                 .evicted()
                 .is_empty()
         );
+    }
+
+    const WITH_NODE_FIT: &str = "mode: Evict\nstrategies:\n  removeDuplicates: {}\nprotections: {nodeFit: true}\ndefaults: {jobBudget: {maxUnavailable: 100%}}\n";
+
+    #[test]
+    fn under_node_fit_only_duplicates_with_somewhere_to_go_are_evicted() {
+        // Four replicas on n1 over two feasible nodes: two should go, but n2 has room for one.
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .node(node("n2", "1", "8Gi", 110))
+            .pod(replica("a/web-1", "n1").created("2026-03-01T10:00:00Z"))
+            .pod(replica("a/web-2", "n1").created("2026-03-01T11:00:00Z"))
+            .pod(replica("a/web-3", "n1").created("2026-03-01T12:00:00Z"))
+            .pod(replica("a/web-4", "n1").created("2026-03-01T13:00:00Z"))
+            .pod(pod("a/filler", "n2", "800m", "1Gi"));
+        let out = cluster.plan(WITH_NODE_FIT);
+        // n2 has 200m free: room for both replicas that should go.
+        assert_eq!(out.evicted(), ["a/web-4", "a/web-3"]);
+        let mut cluster = cluster.pod(pod("a/filler", "n2", "850m", "1Gi"));
+        let out = cluster.plan(WITH_NODE_FIT);
+        // 150m free on n2: one replica fits; the next is refused, and the others are tried in turn.
+        assert_eq!(out.evicted(), ["a/web-4"]);
+        assert_eq!(
+            out.skipped(),
+            ["a/web-3 nodefit", "a/web-2 nodefit", "a/web-1 nodefit"]
+        );
+    }
+
+    #[test]
+    fn replicas_evicted_by_an_earlier_strategy_leave_their_node_but_count_in_the_total() {
+        // podLifeTime evicts the two oldest of four replicas on n1: the two left are within their
+        // share (4 over 2 nodes: 2 per node), so removeDuplicates has nothing to do. It used to evict
+        // the other two as well, emptying n1.
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "8Gi", 110))
+            .node(node("n2", "4", "8Gi", 110))
+            .pod(replica("a/web-1", "n1").created("2026-01-01T00:00:00Z"))
+            .pod(replica("a/web-2", "n1").created("2026-01-02T00:00:00Z"))
+            .pod(replica("a/web-3", "n1"))
+            .pod(replica("a/web-4", "n1"));
+        let out = cluster.plan(
+            "mode: Evict\nstrategies:\n  podLifeTime: {maxPodLifeTimeSeconds: 864000}\n  removeDuplicates: {}\ndefaults: {jobBudget: {maxUnavailable: 100%}}\n",
+        );
+        assert_eq!(out.evicted(), ["a/web-1", "a/web-2"]);
     }
 }

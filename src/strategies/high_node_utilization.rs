@@ -1,7 +1,8 @@
 //! highNodeUtilization: bin packing. Schedulable nodes below `thresholds` on every listed resource are
 //! emptied, least used first, so that their pods pack onto the other schedulable nodes and an
-//! autoscaler can remove the empty ones. Pair it with a scheduler that scores `MostAllocated`. Moves stop
-//! when the other nodes' spare room (up to 100% of allocatable) runs out on some resource.
+//! autoscaler can remove the empty ones. Pair it with a scheduler that scores `MostAllocated`. A pod moves
+//! only if one of the other nodes would take it and has room for all of it ([`Room`]); moves stop when
+//! their spare room (up to 100% of allocatable) runs out on some resource.
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Strategy,
-    common::{Selection, movable, victim_order},
+    common::{Selection, still_movable, victim_order},
     low_node_utilization::describe_thresholds,
     proposals,
     utilization::{
@@ -76,7 +77,7 @@ impl Strategy for HighNodeUtilization {
 
     fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
         let args = &self.args;
-        let (nodes, _unmeasured) = node_usages(ctx, &args.usage);
+        let (nodes, _unmeasured) = node_usages(ctx, &args.usage, admission);
         let listed: Vec<String> = args.thresholds.keys().cloned().collect();
         let (mut under, others): (Vec<&NodeUsage<'_>>, Vec<&NodeUsage<'_>>) = nodes
             .iter()
@@ -97,7 +98,7 @@ impl Strategy for HighNodeUtilization {
                 .state
                 .pods
                 .values()
-                .filter(|p| movable(p, ctx) && selection.admits(p))
+                .filter(|p| still_movable(p, ctx, admission) && selection.admits(p))
                 .collect();
             pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
             let why = format!(
@@ -117,12 +118,16 @@ impl Strategy for HighNodeUtilization {
                 let Some(pod_usage) = pod_usage(pod, ctx, &args.usage) else {
                     continue;
                 };
-                if !room.admits(pod, &pod_usage) {
+                let Some(destination) = room.find(pod, &pod_usage) else {
                     continue;
-                }
-                let reason = format!("{why} {}", room.describe());
+                };
+                let reason = format!(
+                    "{why} {}; it fits node {}",
+                    room.describe(),
+                    room.name(destination)
+                );
                 if admission.offer(Candidate::new(pod, NAME, reason)) {
-                    room.take(&pod_usage);
+                    room.take(destination, pod, &pod_usage);
                 }
             }
         }
@@ -138,9 +143,7 @@ mod tests {
     #[test]
     fn empties_the_least_used_nodes_onto_the_fuller_ones() {
         let mut cluster = Cluster::new()
-            .node(node("n1", "10", "100Gi", 110))
-            .node(node("n2", "10", "100Gi", 110))
-            .node(node("n3", "10", "100Gi", 110))
+            .standard_nodes(&["n1", "n2", "n3"])
             .pod(pod("a/big", "n1", "5", "50Gi"))
             .pod(pod("a/small", "n2", "1", "1Gi"))
             .pod(pod("a/smaller", "n3", "500m", "1Gi"))
@@ -154,21 +157,90 @@ mod tests {
     #[test]
     fn needs_a_fuller_node_with_room() {
         let mut cluster = Cluster::new()
-            .node(node("n1", "10", "100Gi", 110))
-            .node(node("n2", "10", "100Gi", 110))
+            .standard_nodes(&["n1", "n2"])
             .pod(pod("a/small", "n2", "1", "1Gi"));
         assert!(
             cluster.plan(SPEC).evicted().is_empty(),
             "every node is underutilized"
         );
         let mut cluster = Cluster::new()
-            .node(node("n1", "10", "100Gi", 110))
-            .node(node("n2", "10", "100Gi", 110))
+            .standard_nodes(&["n1", "n2"])
             .pod(pod("a/full", "n1", "9500m", "1Gi"))
             .pod(pod("a/small", "n2", "1", "1Gi"));
         assert!(
             cluster.plan(SPEC).evicted().is_empty(),
             "n1 has only 500m left"
         );
+    }
+
+    #[test]
+    fn a_pod_with_unreadable_requests_hides_its_node_s_load() {
+        // n2 runs a pod whose request tidal cannot read: it may be full, so it is not emptied, and
+        // nothing is packed onto it.
+        let mut cluster = Cluster::new()
+            .standard_nodes(&["n1", "n2"])
+            .pod(pod("a/big", "n1", "6", "1Gi"))
+            .pod(pod("a/bad", "n2", "9 cores", "1Gi"))
+            .pod(pod("a/small", "n2", "500m", "1Gi"));
+        assert!(cluster.plan(SPEC).evicted().is_empty());
+        let mut cluster = Cluster::new()
+            .standard_nodes(&["n1", "n2", "n3"])
+            .pod(pod("a/bad", "n1", "9 cores", "1Gi"))
+            .pod(pod("a/small", "n2", "500m", "1Gi"))
+            .pod(pod("a/big", "n3", "6", "50Gi"));
+        assert_eq!(cluster.plan(SPEC).evicted(), ["a/small"], "onto n3 only");
+    }
+
+    #[test]
+    fn extended_resources_must_fit_a_fuller_node() {
+        // The underutilized node's GPU pods can only pack onto a node with GPUs free.
+        let mut cluster = Cluster::new()
+            .node(node("n1", "10", "100Gi", 110).allocatable("nvidia.com/gpu", "2"))
+            .node(node("n2", "10", "100Gi", 110).allocatable("nvidia.com/gpu", "2"))
+            .node(node("n3", "10", "100Gi", 110))
+            .pod(pod("a/gpu-full", "n2", "6", "50Gi").request("nvidia.com/gpu", "2"))
+            .pod(pod("a/cpu-full", "n3", "6", "50Gi"))
+            .pod(pod("a/train", "n1", "1", "1Gi").request("nvidia.com/gpu", "1"))
+            .pod(pod("a/web", "n1", "500m", "1Gi"));
+        // n2 has no GPU left and n3 none at all: only the web pod moves, and n1 is not emptied.
+        assert_eq!(cluster.plan(SPEC).evicted(), ["a/web"]);
+        let mut cluster =
+            cluster.pod(pod("a/gpu-full", "n2", "6", "50Gi").request("nvidia.com/gpu", "1"));
+        assert_eq!(cluster.plan(SPEC).evicted(), ["a/train", "a/web"]);
+    }
+
+    #[test]
+    fn cordoned_nodes_are_neither_emptied_nor_filled_and_number_of_nodes_gates() {
+        let mut cluster = Cluster::new()
+            .node(node("n1", "10", "100Gi", 110))
+            .node(node("n2", "10", "100Gi", 110).unschedulable())
+            .node(node("n3", "10", "100Gi", 110))
+            .node(node("n4", "10", "100Gi", 110).unschedulable())
+            .pod(pod("a/big", "n1", "5", "50Gi"))
+            .pod(pod("a/cordoned-small", "n2", "500m", "1Gi"))
+            .pod(pod("a/small", "n3", "1", "1Gi"))
+            .pod(pod("a/cordoned-big", "n4", "5", "50Gi"));
+        // n2 is underutilized but cordoned: left to whoever cordoned it. n4 is full enough to take
+        // pods, but cordoned: the only destination is n1.
+        let out = cluster.plan(SPEC);
+        assert_eq!(out.evicted(), ["a/small"]);
+        assert!(out.reason("a/small").contains("it fits node n1"));
+        // One underutilized node is not more than numberOfNodes 1.
+        let gated = SPEC.replace(
+            "thresholds: {cpu: 20, memory: 20}",
+            "thresholds: {cpu: 20, memory: 20}\n    numberOfNodes: 1",
+        );
+        assert!(cluster.plan(&gated).evicted().is_empty());
+    }
+
+    #[test]
+    fn each_move_must_fit_one_destination() {
+        // Two fuller nodes with 1.5 cores free each: 3 cores in all, but a 2-core pod fits neither.
+        let mut cluster = Cluster::new()
+            .standard_nodes(&["n1", "n2", "n3"])
+            .pod(pod("a/full1", "n1", "8500m", "50Gi"))
+            .pod(pod("a/full2", "n2", "8500m", "50Gi"))
+            .pod(pod("a/two", "n3", "1900m", "1Gi"));
+        assert!(cluster.plan(SPEC).evicted().is_empty());
     }
 }

@@ -5,10 +5,12 @@
 //! `targetThresholds` on any listed resource is overutilized. Overutilized nodes are drained busiest
 //! first, their pods in the descheduler's order (no priority first, then ascending priority, then
 //! BestEffort, Burstable, Guaranteed), until the node is no longer above target or the underutilized
-//! nodes' spare room (up to their target) runs out on some resource. A pod whose move does not fit the
-//! remaining room is passed over, so the room never goes negative (Volcano's rescheduling kept
-//! subtracting past zero). Unlisted cpu, memory and pods do not classify nodes, but still bound the room
-//! at 100% of allocatable, so moves never overfill the destinations.
+//! nodes' spare room (up to their target) runs out on some resource. A pod moves only if one
+//! underutilized node would take it and has room for all of it ([`Room`]); otherwise it is passed over,
+//! so no destination's room goes negative (Volcano's rescheduling kept subtracting past zero). Unlisted
+//! cpu, memory and pods do not classify nodes, but still bound the room at 100% of allocatable, so moves
+//! never overfill the destinations. A pod that uses none of the resources its node is over on is not
+//! moved: evicting it would not bring the node closer to its target.
 
 use std::sync::Arc;
 
@@ -17,16 +19,16 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Strategy,
-    common::{Selection, movable, victim_order},
+    common::{Selection, still_movable, victim_order},
     proposals,
     utilization::{
         NodeUsage, Room, Thresholds, UsageArgs, above_any, below_all, bounded_resources,
-        describe_percent, node_usages, pod_usage, resolve_thresholds, validate_thresholds,
+        describe_percent, node_usages, percent, pod_usage, resolve_thresholds, validate_thresholds,
     },
 };
 use crate::{
     api::policy::NamespaceFilter,
-    cluster::PodInfo,
+    cluster::{PodInfo, Resources},
     plan::{Admission, Candidate, PlanContext},
 };
 
@@ -121,7 +123,7 @@ impl Strategy for LowNodeUtilization {
 
     fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
         let args = &self.args;
-        let (nodes, _unmeasured) = node_usages(ctx, &args.usage);
+        let (nodes, _unmeasured) = node_usages(ctx, &args.usage, admission);
         let listed: Vec<String> = args.thresholds.keys().cloned().collect();
         let (low, high) = resolve_thresholds(
             &nodes,
@@ -154,16 +156,16 @@ impl Strategy for LowNodeUtilization {
         let selection = self.selection();
         for source in over {
             let mut usage = source.usage.clone();
-            let still_over = |usage: &crate::cluster::Resources| {
-                high.iter().any(|(r, t)| {
-                    super::utilization::percent(usage.get(r), source.node.allocatable.get(r)) > *t
+            let over_on = |usage: &Resources, resource: &str| {
+                high.get(resource).is_some_and(|t| {
+                    percent(usage.get(resource), source.node.allocatable.get(resource)) > *t
                 })
             };
             let mut pods: Vec<&Arc<PodInfo>> = source
                 .state
                 .pods
                 .values()
-                .filter(|p| movable(p, ctx) && selection.admits(p))
+                .filter(|p| still_movable(p, ctx, admission) && selection.admits(p))
                 .collect();
             pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
             let why = format!(
@@ -178,7 +180,7 @@ impl Strategy for LowNodeUtilization {
                 if room.exhausted() {
                     return;
                 }
-                if !still_over(&usage)
+                if !listed.iter().any(|r| over_on(&usage, r))
                     || args.eviction_limits.node.is_some_and(|max| evicted >= max)
                 {
                     break;
@@ -189,12 +191,24 @@ impl Strategy for LowNodeUtilization {
                 let Some(pod_usage) = pod_usage(pod, ctx, &args.usage) else {
                     continue;
                 };
-                if !room.admits(pod, &pod_usage) {
+                // A pod that frees nothing the node is over on would take a move (and the per-node
+                // limit) without bringing the node closer to its target.
+                if !listed
+                    .iter()
+                    .any(|r| over_on(&usage, r) && pod_usage.get(r) > 0)
+                {
                     continue;
                 }
-                let reason = format!("{why} {}", room.describe());
+                let Some(destination) = room.find(pod, &pod_usage) else {
+                    continue;
+                };
+                let reason = format!(
+                    "{why} {}; it fits node {}",
+                    room.describe(),
+                    room.name(destination)
+                );
                 if admission.offer(Candidate::new(pod, NAME, reason)) {
-                    room.take(&pod_usage);
+                    room.take(destination, pod, &pod_usage);
                     usage.sub(&pod_usage);
                     evicted += 1;
                 }
@@ -226,10 +240,7 @@ mod tests {
 
     /// n1 is at 90% CPU (9 × 1 core of 10), n2 and n3 idle.
     fn busy() -> Cluster {
-        let mut cluster = Cluster::new()
-            .node(node("n1", "10", "100Gi", 110))
-            .node(node("n2", "10", "100Gi", 110))
-            .node(node("n3", "10", "100Gi", 110));
+        let mut cluster = Cluster::new().standard_nodes(&["n1", "n2", "n3"]);
         for i in 0..9 {
             cluster = cluster.pod(pod(&format!("a/p{i}"), "n1", "1", "1Gi"));
         }
@@ -253,8 +264,7 @@ mod tests {
         // One underutilized node with room for 1.5 cores up to its 50% target: only one 1-core pod
         // moves; the second would overfill it.
         let mut cluster = Cluster::new()
-            .node(node("n1", "10", "100Gi", 110))
-            .node(node("n2", "10", "100Gi", 110))
+            .standard_nodes(&["n1", "n2"])
             .pod(pod("a/big", "n2", "3500m", "1Gi"));
         // n2 is at 35% cpu: not underutilized (20%). Add a third, small node.
         cluster = cluster.node(node("n3", "3", "100Gi", 110));
@@ -272,10 +282,7 @@ mod tests {
     #[test]
     fn priority_then_qos_order() {
         let mut cluster = Cluster::new()
-            .node(node("n1", "10", "100Gi", 110))
-            .node(node("n2", "10", "100Gi", 110))
-            .node(node("n3", "10", "100Gi", 110))
-            .node(node("n4", "10", "100Gi", 110))
+            .standard_nodes(&["n1", "n2", "n3", "n4"])
             .pod(pod("a/high", "n1", "2", "1Gi").priority(1000))
             .pod(
                 pod("a/low-guaranteed", "n1", "2", "1Gi")
@@ -377,10 +384,183 @@ mod tests {
             .node_usage("n3", 100, 1 << 30, 60)
             .node_usage("n4", 8000, 10 << 30, 60)
             .node_usage("n4", 9000, 10 << 30, 600) // outside the 5m window
-            .pod_usage("a/hot", 5000, 1 << 30, 60);
+            .pod_usage("a/hot", 4000, 1 << 30, 60);
         let out = cluster.plan(&spec("    usage: {source: Metrics, window: 5m}\n"));
         // a/hot2 has no measurement: its weight is unknown, it is not moved.
         assert_eq!(out.evicted(), ["a/hot"]);
         assert!(out.reason("a/hot").contains("cpu 80%"));
+    }
+
+    #[test]
+    fn evictions_admitted_by_an_earlier_strategy_count_as_gone() {
+        // removeDuplicates runs first and moves 6 of the 9 replicas off n1, leaving it at 30%: below
+        // target, so lowNodeUtilization must not drain it further (it used to empty n1).
+        let mut cluster = Cluster::new().standard_nodes(&["n1", "n2", "n3"]);
+        for i in 0..9 {
+            cluster = cluster
+                .pod(pod(&format!("a/web-{i}"), "n1", "1", "1Gi").owner("ReplicaSet", "web"));
+        }
+        let out = cluster.plan(&format!(
+            "mode: Evict\nstrategies:\n  removeDuplicates: {{}}\n  lowNodeUtilization:\n    thresholds: {{cpu: 20}}\n    targetThresholds: {{cpu: 50}}\n{BUDGET}"
+        ));
+        assert_eq!(out.evicted().len(), 6, "{:?}", out.evicted());
+        assert!(
+            out.plan
+                .evictions
+                .iter()
+                .all(|e| e.candidate.strategy == super::super::duplicates::NAME),
+            "{:?}",
+            out.evicted()
+        );
+    }
+
+    #[test]
+    fn measured_usage_counts_evictions_admitted_by_an_earlier_strategy() {
+        // podLifeTime evicts the old hot pod (6 of n1's 9 measured cores): n1 is then at 30%, below
+        // target, and lowNodeUtilization leaves the young one alone.
+        let mut cluster = Cluster::new()
+            .standard_nodes(&["n1", "n2", "n3"])
+            .pod(pod("a/old", "n1", "1", "1Gi").created("2026-01-01T00:00:00Z"))
+            .pod(pod("a/young", "n1", "1", "1Gi"))
+            .node_usage("n1", 9000, 4 << 30, 60)
+            .node_usage("n2", 100, 1 << 30, 60)
+            .node_usage("n3", 100, 1 << 30, 60)
+            .pod_usage("a/old", 6000, 1 << 30, 60)
+            .pod_usage("a/young", 3000, 1 << 30, 60);
+        let out = cluster.plan(&format!(
+            "mode: Evict\nstrategies:\n  podLifeTime: {{maxPodLifeTimeSeconds: 864000}}\n  lowNodeUtilization:\n    thresholds: {{cpu: 20}}\n    targetThresholds: {{cpu: 50}}\n    usage: {{source: Metrics}}\n{BUDGET}"
+        ));
+        assert_eq!(out.evicted(), ["a/old"]);
+    }
+
+    #[test]
+    fn a_node_running_a_pod_with_unreadable_requests_is_neither_source_nor_destination() {
+        // n2 and n3 each run a pod whose request tidal cannot read (the first beyond its 2^52 cap,
+        // the second malformed): they may be full, so nothing is sent their way.
+        let mut cluster = busy()
+            .pod(pod("a/huge", "n2", "1", "5Pi"))
+            .pod(pod("a/bad", "n3", "9 cores", "1Gi"));
+        assert!(cluster.plan(&spec("")).evicted().is_empty());
+        // An overutilized node with such a pod is not drained either: its usage is unknown.
+        let mut cluster = busy().pod(pod("a/bad", "n1", "9 cores", "1Gi"));
+        assert!(cluster.plan(&spec("")).evicted().is_empty());
+        // Readable again, the same cluster balances.
+        let mut cluster = busy().pod(pod("a/fine", "n3", "1", "1Gi"));
+        assert_eq!(cluster.plan(&spec("")).evicted().len(), 4);
+    }
+
+    #[test]
+    fn each_move_must_fit_one_destination_not_the_sum_of_their_room() {
+        // Nine GPU-pinned pods on n1; the only node they may run on ("gpu") has 3.1 cores of room up
+        // to its 50% target, the cpu-only node 5. Pooled room (8.1 cores) would let 4 go.
+        let mut cluster = Cluster::new()
+            .node(node("n1", "10", "100Gi", 110))
+            .node(node("gpu", "10", "100Gi", 110).label("gpu", "yes"))
+            .node(node("cpu", "10", "100Gi", 110))
+            .pod(pod("a/filler", "gpu", "1900m", "1Gi"));
+        for i in 0..9 {
+            cluster = cluster.pod(
+                pod(&format!("a/g{i}"), "n1", "1", "1Gi")
+                    .spec("nodeSelector", serde_json::json!({"gpu": "yes"})),
+            );
+        }
+        let out = cluster.plan(&format!(
+            "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{cpu: 20}}\n    targetThresholds: {{cpu: 50}}\n{BUDGET}"
+        ));
+        assert_eq!(out.evicted(), ["a/g0", "a/g1", "a/g2"]);
+        assert!(out.reason("a/g2").contains("it fits node gpu"));
+    }
+
+    #[test]
+    fn unlisted_extended_resources_must_fit_a_destination() {
+        // The GPU node is over on cpu; the underutilized nodes have no GPUs at all.
+        let mut cluster = Cluster::new()
+            .node(node("g1", "10", "100Gi", 110).allocatable("nvidia.com/gpu", "8"))
+            .standard_nodes(&["c1", "c2"])
+            .pod(pod("a/plain", "g1", "1", "1Gi"));
+        for i in 0..7 {
+            cluster = cluster
+                .pod(pod(&format!("a/train{i}"), "g1", "1", "1Gi").request("nvidia.com/gpu", "1"));
+        }
+        let out = cluster.plan(&format!(
+            "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{cpu: 20}}\n    targetThresholds: {{cpu: 50}}\n{BUDGET}"
+        ));
+        // Only the pod without a GPU request can go.
+        assert_eq!(out.evicted(), ["a/plain"]);
+    }
+
+    #[test]
+    fn a_pod_too_big_for_the_room_is_passed_over_for_a_smaller_one() {
+        // n3 is the only destination, with 1.5 cores up to its 50% target: the 2-core pod (first by
+        // priority) does not fit, the 1-core pod after it does.
+        let mut cluster = Cluster::new()
+            .standard_nodes(&["n1", "n2"])
+            .node(node("n3", "3", "100Gi", 110))
+            .pod(pod("a/n2", "n2", "3500m", "1Gi"))
+            .pod(pod("a/big", "n1", "2", "1Gi").priority(1))
+            .pod(pod("a/small", "n1", "1", "1Gi").priority(2));
+        for i in 0..6 {
+            cluster = cluster.pod(pod(&format!("a/p{i}"), "n1", "1", "1Gi").priority(3));
+        }
+        let out = cluster.plan(&spec(""));
+        assert_eq!(out.evicted(), ["a/small"]);
+    }
+
+    #[test]
+    fn pods_that_free_nothing_the_node_is_over_on_are_not_moved() {
+        // n1 is over on cpu; its BestEffort pods request no cpu, so evicting them (first, by QoS)
+        // would not bring it closer to its target and would use up the per-node limit.
+        let mut cluster = busy();
+        for i in 0..5 {
+            cluster = cluster.pod(pod(&format!("a/be{i}"), "n1", "0", "0").qos("BestEffort"));
+        }
+        let out = cluster.plan(&spec("    evictionLimits: {node: 2}\n"));
+        assert_eq!(out.evicted(), ["a/p0", "a/p1"]);
+        let out = cluster.plan(&spec(""));
+        assert_eq!(out.evicted(), ["a/p0", "a/p1", "a/p2", "a/p3"]);
+    }
+
+    #[test]
+    fn measured_usage_needs_request_room_on_the_destination_too() {
+        // n1 is hot by measure; n2 and n3 are idle by measure but 95% requested: the scheduler places
+        // by requests, so a pod requesting 4 cores has nowhere to go.
+        let mut cluster = Cluster::new()
+            .standard_nodes(&["n1", "n2", "n3"])
+            .pod(pod("a/hot0", "n1", "4", "1Gi"))
+            .pod(pod("a/hot1", "n1", "4", "1Gi"))
+            .pod(pod("a/idle2", "n2", "9500m", "1Gi"))
+            .pod(pod("a/idle3", "n3", "9500m", "1Gi"))
+            .node_usage("n1", 9000, 2 << 30, 60)
+            .node_usage("n2", 100, 1 << 30, 60)
+            .node_usage("n3", 100, 1 << 30, 60)
+            .pod_usage("a/hot0", 4500, 1 << 30, 60)
+            .pod_usage("a/hot1", 4500, 1 << 30, 60);
+        let metrics = spec("    usage: {source: Metrics}\n");
+        assert!(cluster.plan(&metrics).evicted().is_empty());
+        // With request room on n3, one moves.
+        let mut cluster = cluster.pod(pod("a/idle3", "n3", "1", "1Gi"));
+        assert_eq!(cluster.plan(&metrics).evicted(), ["a/hot0"]);
+    }
+
+    #[test]
+    fn a_zero_deviation_leaves_the_resource_out_of_the_classification() {
+        // Memory would make n1 overutilized (90% against a mean of 30%), but its deviation is 0: as
+        // in the descheduler, memory is then ignored, and by cpu (no node uses any) nothing is over.
+        let mut cluster = Cluster::new()
+            .node(node("n1", "10", "10Gi", 110))
+            .node(node("n2", "10", "10Gi", 110))
+            .node(node("n3", "10", "10Gi", 110));
+        for i in 0..9 {
+            cluster = cluster.pod(pod(&format!("a/m{i}"), "n1", "0", "1Gi"));
+        }
+        let deviation = |memory: u32| {
+            format!(
+                "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{cpu: 5, memory: {memory}}}\n    targetThresholds: {{cpu: 5, memory: {memory}}}\n    useDeviationThresholds: true\n{BUDGET}"
+            )
+        };
+        assert!(cluster.plan(&deviation(0)).evicted().is_empty());
+        // With a deviation of 5, memory counts: n1 is over (target 35%), n2 and n3 under; six 1Gi
+        // moves fit their room up to 35% and bring n1 to 30%.
+        assert_eq!(cluster.plan(&deviation(5)).evicted().len(), 6);
     }
 }

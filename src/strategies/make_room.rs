@@ -17,12 +17,12 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Strategy,
-    common::{format_age, movable, seconds_since, victim_order},
+    common::{format_age, seconds_since, still_movable, victim_order},
     proposals,
 };
 use crate::{
     api::{GoDuration, policy::NamespaceFilter},
-    cluster::{NodeState, PodInfo, Resources, Setting, placement},
+    cluster::{NodeState, PodInfo, PodPhase, Resources, Setting, placement},
     gates::nodefit::describe,
     plan::{Admission, Candidate, PlanContext},
 };
@@ -74,25 +74,31 @@ pub struct MakeRoom {
     args: MakeRoomArgs,
 }
 
-/// What this run has already changed on each node: requests of pods it evicts, and of pending pods it
-/// made room for (which will take that room).
+/// Requests on each node as this run sees it: without the pods that are gone (leaving, or admitted
+/// earlier in this plan, by another strategy or by this one), with the pending pods this run made room
+/// for (which will take that room). Read on first use of a node and kept up to date from then on.
 #[derive(Default)]
-struct Ledger {
-    freed: HashMap<String, Resources>,
-    placed: HashMap<String, Resources>,
+struct Ledger<'s> {
+    requested: HashMap<&'s str, Resources>,
 }
 
-impl Ledger {
-    /// Requests on the node as this run leaves it.
-    fn requested(&self, state: &NodeState, name: &str) -> Resources {
-        let mut requested = state.requested.clone();
-        if let Some(freed) = self.freed.get(name) {
-            requested.sub(freed);
-        }
-        if let Some(placed) = self.placed.get(name) {
-            requested.add(placed);
-        }
-        requested
+impl<'s> Ledger<'s> {
+    fn requested(
+        &mut self,
+        ctx: &PlanContext<'s>,
+        admission: &dyn Admission,
+        name: &'s str,
+        state: &NodeState,
+    ) -> &Resources {
+        self.requested.entry(name).or_insert_with(|| {
+            let mut requested = state.requested.clone();
+            for pod in state.pods.values() {
+                if pod.holds_resources() && ctx.is_gone(pod, admission) {
+                    requested.sub(&pod.requests);
+                }
+            }
+            requested
+        })
     }
 }
 
@@ -176,7 +182,10 @@ impl MakeRoom {
             .unscheduled
             .values()
             .filter(|p| {
-                !p.terminating
+                // Only a pod the scheduler is still trying to place: an unbound pod that failed or
+                // succeeded will never run, and making room for it would evict for nothing.
+                p.phase == PodPhase::Pending
+                    && !p.terminating
                     && p.problems.is_empty()
                     && self.args.namespaces.admits(&p.key.namespace)
                     && ctx.preemptable(p) == Setting::Valid(false)
@@ -198,6 +207,7 @@ impl MakeRoom {
     /// The preemptable pods of a node (in victim order) and their total requests, computed once per run.
     fn preemptable<'s, 'p>(
         ctx: &PlanContext<'s>,
+        admission: &dyn Admission,
         name: &'s str,
         state: &'s NodeState,
         pools: &'p mut HashMap<&'s str, Pool<'s>>,
@@ -208,7 +218,7 @@ impl MakeRoom {
                 .values()
                 .filter(|p| {
                     p.holds_resources()
-                        && movable(p, ctx)
+                        && still_movable(p, ctx, admission)
                         && ctx.preemptable(p) == Setting::Valid(true)
                 })
                 .collect();
@@ -227,7 +237,7 @@ impl MakeRoom {
         &self,
         ctx: &PlanContext<'s>,
         pending: &PodInfo,
-        ledger: &Ledger,
+        ledger: &mut Ledger<'s>,
         pools: &mut HashMap<&'s str, Pool<'s>>,
         admission: &mut dyn Admission,
     ) -> Option<Choice<'s>> {
@@ -237,17 +247,26 @@ impl MakeRoom {
             let Some(node) = state.node.as_deref() else {
                 continue;
             };
-            if node.revocable_zone.is_some() || !pending.placement.allows_node(node) {
+            // A node whose load tidal cannot read may be fuller than it looks: never the one room is
+            // made on.
+            if node.revocable_zone.is_some()
+                || !state.load_known()
+                || !pending.placement.allows_node(node)
+            {
                 continue;
             }
-            let requested = ledger.requested(state, name);
-            let need = shortfall(&pending.requests, &node.allocatable, &requested);
+            let requested = ledger.requested(ctx, admission, name, state);
+            let need = shortfall(&pending.requests, &node.allocatable, requested);
             if need == Resources::default() {
-                // It fits here already: evicting for it would not help.
+                // It fits here already (or will, once the pods already leaving are gone): evicting for
+                // it would not help.
                 return None;
             }
             // Even evicting every preemptable pod would not be enough: no need to ask the gates.
-            if covered(&need, &Self::preemptable(ctx, name, state, pools).total) {
+            if covered(
+                &need,
+                &Self::preemptable(ctx, admission, name, state, pools).total,
+            ) {
                 needs.push((name.as_str(), need));
             }
         }
@@ -329,7 +348,8 @@ impl Strategy for MakeRoom {
             .take(self.args.max_pending_pods as usize)
         {
             for _ in 0..ATTEMPTS {
-                let Some(choice) = self.plan_for(ctx, pod, &ledger, &mut pools, admission) else {
+                let Some(choice) = self.plan_for(ctx, pod, &mut ledger, &mut pools, admission)
+                else {
                     break;
                 };
                 let reason = format!(
@@ -347,15 +367,14 @@ impl Strategy for MakeRoom {
                     .map(|v| Candidate::new(v, NAME, reason.clone()))
                     .collect();
                 if admission.offer_all(candidates) {
-                    let freed = ledger.freed.entry(choice.node.to_owned()).or_default();
-                    for victim in &choice.victims {
-                        freed.add(&victim.requests);
+                    // `plan_for` read this node's requests before the victims were admitted, so they
+                    // are taken off here, once.
+                    if let Some(requested) = ledger.requested.get_mut(choice.node) {
+                        for victim in &choice.victims {
+                            requested.sub(&victim.requests);
+                        }
+                        requested.add(&pod.requests);
                     }
-                    ledger
-                        .placed
-                        .entry(choice.node.to_owned())
-                        .or_default()
-                        .add(&pod.requests);
                     break;
                 }
             }
@@ -514,5 +533,47 @@ mod tests {
             ["a/v1", "a/v2"],
             "one victim per pending pod"
         );
+    }
+
+    #[test]
+    fn only_a_pending_pod_triggers_it() {
+        // An unbound pod that failed (or succeeded) still carries its Unschedulable condition but will
+        // never run: making room for it would evict for nothing.
+        let failed = |phase: &str| {
+            Cluster::new()
+                .node(node("n1", "4", "16Gi", 110))
+                .pod(victim("a/v1", "n1", "4"))
+                .pod(pending("a/job", "2", "2026-03-02T10:00:00Z").phase(phase))
+        };
+        assert!(failed("Failed").plan(SPEC).evicted().is_empty());
+        assert!(failed("Succeeded").plan(SPEC).evicted().is_empty());
+        assert_eq!(failed("Pending").plan(SPEC).evicted(), ["a/v1"]);
+    }
+
+    #[test]
+    fn room_freed_by_an_earlier_strategy_is_not_made_again() {
+        // podLifeTime evicts the old 2-core pod: the pending pod will fit in the room it leaves, so the
+        // preemptable pod stays (it used to be evicted too).
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "16Gi", 110))
+            .pod(pod("a/old", "n1", "2", "1Gi").created("2026-01-01T00:00:00Z"))
+            .pod(victim("a/spot", "n1", "2").created("2026-03-02T11:00:00Z"))
+            .pod(pending("a/job", "2", "2026-03-02T10:00:00Z"));
+        let out = cluster.plan(
+            "mode: Evict\nstrategies:\n  podLifeTime: {maxPodLifeTimeSeconds: 86400}\n  makeRoomForPending: {}\ndefaults: {jobBudget: {maxUnavailable: 100}}\n",
+        );
+        assert_eq!(out.evicted(), ["a/old"]);
+    }
+
+    #[test]
+    fn a_node_running_a_pod_with_unreadable_requests_is_not_made_room_on() {
+        // n1 looks as if evicting v1 would free it, but another pod's request cannot be read (above
+        // tidal's 2^52 cap): the node may be full whatever is evicted.
+        let mut cluster = Cluster::new()
+            .node(node("n1", "4", "16Gi", 110))
+            .pod(victim("a/v1", "n1", "2"))
+            .pod(pod("a/huge", "n1", "1", "5Pi"))
+            .pod(pending("a/job", "3", "2026-03-02T10:00:00Z"));
+        assert!(cluster.plan(SPEC).evicted().is_empty());
     }
 }

@@ -185,7 +185,7 @@ mod tests {
     }
 
     #[test]
-    fn unschedulable_and_tainted_nodes_are_no_destination() {
+    fn unschedulable_tainted_and_unreadable_nodes_are_no_destination() {
         let mut cluster = Cluster::new()
             .node(node("n1", "4", "8Gi", 110).label("zone", "a"))
             .node(
@@ -199,6 +199,9 @@ mod tests {
                     .taint("k", "v", "NoSchedule"),
             )
             .node(node("n4", "4", "8Gi", 110).label("zone", "b").not_ready())
+            // Ready and empty-looking, but running a pod whose request tidal cannot read.
+            .node(node("n5", "4", "8Gi", 110).label("zone", "b"))
+            .pod(pod("a/huge", "n5", "1", "5Pi"))
             .pod(pod("a/wants-b", "n1", "1", "1Gi").spec("affinity", required_zone("b")));
         let out = cluster.plan("mode: Evict\nstrategies:\n  removePodsViolatingNodeAffinity: {}\n");
         assert!(out.evicted().is_empty());

@@ -214,6 +214,13 @@ impl Cluster {
         self
     }
 
+    /// Plain nodes of 10 cores, 100Gi and 110 pod slots: percentages of them read at a glance.
+    pub fn standard_nodes(self, names: &[&str]) -> Self {
+        names.iter().fold(self, |cluster, name| {
+            cluster.node(node(name, "10", "100Gi", 110))
+        })
+    }
+
     pub fn pod(mut self, pod: PodBuilder) -> Self {
         self.cache.apply_pod(pod.build());
         self
@@ -287,8 +294,12 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// Evicted pods as `namespace/name`, in plan order.
+    /// Evicted pods as `namespace/name`, in plan order. Panics if the policy did not run: a rejected
+    /// policy evicts nothing, and an assertion that nothing is evicted must not pass for that reason.
     pub fn evicted(&self) -> Vec<String> {
+        if let Some(error) = &self.plan.error {
+            panic!("the policy did not run: {error}");
+        }
         self.plan
             .evictions
             .iter()
@@ -296,8 +307,11 @@ impl Outcome {
             .collect()
     }
 
-    /// Skipped pods as `namespace/name gate`, in plan order.
+    /// Skipped pods as `namespace/name gate`, in plan order. Panics if the policy did not run.
     pub fn skipped(&self) -> Vec<String> {
+        if let Some(error) = &self.plan.error {
+            panic!("the policy did not run: {error}");
+        }
         self.plan
             .skipped
             .iter()

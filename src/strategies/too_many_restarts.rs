@@ -182,7 +182,7 @@ mod tests {
         let out = cluster().plan(
             "mode: Evict\nstrategies:\n  removePodsHavingTooManyRestarts: {podRestartThreshold: 0}\n",
         );
-        assert!(out.evicted().is_empty());
+        assert!(out.plan.evictions.is_empty());
         assert!(
             out.error()
                 .is_some_and(|e| e.contains("podRestartThreshold"))

@@ -146,7 +146,11 @@ impl TopologySpread {
                 if matching::selector_is_valid(&selector).is_err() {
                     continue;
                 }
+                // Pods whose placement decides which nodes are eligible (their selector and affinity
+                // unless `nodeAffinityPolicy: Ignore`, their tolerations with `nodeTaintsPolicy:
+                // Honor`) form groups of their own: a group reads eligibility from one of its pods.
                 let honor_affinity = constraint.node_affinity_policy.as_deref() != Some("Ignore");
+                let honor_taints = constraint.node_taints_policy.as_deref() == Some("Honor");
                 let identity = serde_json::to_string(&(
                     &constraint.topology_key,
                     constraint.max_skew,
@@ -154,7 +158,7 @@ impl TopologySpread {
                     &selector,
                     &constraint.node_affinity_policy,
                     &constraint.node_taints_policy,
-                    honor_affinity.then_some(pod.placement.signature),
+                    (honor_affinity || honor_taints).then_some(pod.placement.signature),
                 ))
                 .unwrap_or_default();
                 let namespace = pod.key.namespace.as_str();
@@ -259,7 +263,7 @@ impl TopologySpread {
                 continue;
             };
             if pod.phase.is_finished()
-                || ctx.is_leaving(pod)
+                || ctx.is_gone(pod, admission)
                 || !matching::selector_matches(&group.selector, &pod.labels)
             {
                 continue;
@@ -505,5 +509,178 @@ mod tests {
         let out = cluster.plan(&format!("{spec}{BUDGET}limits: {{total: 1}}\n"));
         assert_eq!(out.evicted(), ["a/w1"]);
         assert_eq!(out.skipped(), ["a/w2 limit", "a/w3 limit"]);
+    }
+
+    /// A web pod declaring one zone constraint with `extra` merged into it.
+    fn web_with(name: &str, node: &str, extra: serde_json::Value) -> PodBuilder {
+        let mut constraint = json!({"maxSkew": 1, "topologyKey": "zone",
+            "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}});
+        if let (Some(c), Some(e)) = (constraint.as_object_mut(), extra.as_object()) {
+            c.extend(e.clone());
+        }
+        pod(name, node, "100m", "128Mi")
+            .owner("ReplicaSet", "web")
+            .label("app", "web")
+            .spec("topologySpreadConstraints", json!([constraint]))
+    }
+
+    /// Zones a, b and c of one node each; c's node is tainted `dedicated=x:NoSchedule`.
+    fn tainted_zone_c() -> Cluster {
+        Cluster::new()
+            .node(node("a1", "4", "8Gi", 110).label("zone", "a"))
+            .node(node("b1", "4", "8Gi", 110).label("zone", "b"))
+            .node(node("c1", "4", "8Gi", 110).label("zone", "c").taint(
+                "dedicated",
+                "x",
+                "NoSchedule",
+            ))
+    }
+
+    const SPREAD: &str =
+        "mode: Evict\nstrategies:\n  removePodsViolatingTopologySpreadConstraint: {}\n";
+    const SPREAD_NO_FIT: &str = "mode: Evict\nstrategies:\n  removePodsViolatingTopologySpreadConstraint: {topologyBalanceNodeFit: false}\n";
+
+    #[test]
+    fn pods_evicted_by_an_earlier_strategy_have_left_their_domain() {
+        // podLifeTime evicts the two old pods of zone a: a=3, b=1, c=0 is then one move from
+        // balanced. Counting them still in zone a would move two more.
+        let mut cluster = zones()
+            .pod(web("a/w1", "a1", "DoNotSchedule").created("2026-01-01T00:00:00Z"))
+            .pod(web("a/w2", "a1", "DoNotSchedule").created("2026-01-02T00:00:00Z"))
+            .pod(web("a/w3", "a1", "DoNotSchedule"))
+            .pod(web("a/w4", "a1", "DoNotSchedule"))
+            .pod(web("a/w5", "a1", "DoNotSchedule"))
+            .pod(web("a/w6", "b1", "DoNotSchedule"));
+        let out = cluster.plan(&format!(
+            "mode: Evict\nstrategies:\n  podLifeTime: {{maxPodLifeTimeSeconds: 864000}}\n  removePodsViolatingTopologySpreadConstraint: {{}}\n{BUDGET}"
+        ));
+        assert_eq!(out.evicted(), ["a/w1", "a/w2", "a/w3"]);
+    }
+
+    #[test]
+    fn node_taints_policy_honor_groups_pods_by_their_tolerations() {
+        // Zone c's only node is tainted. The pods that tolerate it see three domains (a=3, b=2, c=0:
+        // skew 3), the others two (a=3, b=2: balanced). With nodeAffinityPolicy Ignore both kinds used
+        // to share one group and read eligibility from whichever pod came first (a/a-plain).
+        let honor = json!({"nodeAffinityPolicy": "Ignore", "nodeTaintsPolicy": "Honor"});
+        let tolerates = json!([{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]);
+        let mut cluster = tainted_zone_c()
+            .pod(web_with("a/a-plain", "a1", honor.clone()))
+            .pod(web_with("a/tol-1", "a1", honor.clone()).spec("tolerations", tolerates.clone()))
+            .pod(web_with("a/tol-2", "a1", honor.clone()).spec("tolerations", tolerates))
+            .pod(web_with("a/b-1", "b1", honor.clone()))
+            .pod(web_with("a/b-2", "b1", honor));
+        let out = cluster.plan(&format!("{SPREAD}{BUDGET}"));
+        assert_eq!(out.evicted(), ["a/tol-1"]);
+    }
+
+    #[test]
+    fn node_affinity_policy_decides_which_domains_count() {
+        // The pods may only run in pool x (zones a and b): a=2, b=1 is balanced there. With
+        // nodeAffinityPolicy Ignore, zone c (0 pods) counts too and one pod must go (towards a zone it
+        // cannot run in: only without topologyBalanceNodeFit).
+        let pinned = |name: &str, node: &str, extra: serde_json::Value| {
+            web_with(name, node, extra).spec("nodeSelector", json!({"pool": "x"}))
+        };
+        let cluster = |extra: serde_json::Value| {
+            Cluster::new()
+                .node(
+                    node("a1", "4", "8Gi", 110)
+                        .label("zone", "a")
+                        .label("pool", "x"),
+                )
+                .node(
+                    node("b1", "4", "8Gi", 110)
+                        .label("zone", "b")
+                        .label("pool", "x"),
+                )
+                .node(node("c1", "4", "8Gi", 110).label("zone", "c"))
+                .pod(pinned("a/w1", "a1", extra.clone()))
+                .pod(pinned("a/w2", "a1", extra.clone()))
+                .pod(pinned("a/w3", "b1", extra))
+        };
+        let honor = json!({});
+        assert!(
+            cluster(honor.clone())
+                .plan(&format!("{SPREAD_NO_FIT}{BUDGET}"))
+                .evicted()
+                .is_empty()
+        );
+        let ignore = json!({"nodeAffinityPolicy": "Ignore"});
+        assert!(
+            cluster(ignore.clone())
+                .plan(&format!("{SPREAD}{BUDGET}"))
+                .evicted()
+                .is_empty()
+        );
+        assert_eq!(
+            cluster(ignore)
+                .plan(&format!("{SPREAD_NO_FIT}{BUDGET}"))
+                .evicted(),
+            ["a/w1"]
+        );
+    }
+
+    #[test]
+    fn node_taints_policy_ignore_counts_tainted_domains() {
+        // Zone c's node is tainted and the pods do not tolerate it: by default (Ignore) zone c counts
+        // (a=2, b=1, c=0: one must go, though only without topologyBalanceNodeFit, as it cannot go to
+        // c); with Honor it does not, and a=2, b=1 is balanced.
+        let cluster = |extra: serde_json::Value| {
+            tainted_zone_c()
+                .pod(web_with("a/w1", "a1", extra.clone()))
+                .pod(web_with("a/w2", "a1", extra.clone()))
+                .pod(web_with("a/w3", "b1", extra))
+        };
+        assert_eq!(
+            cluster(json!({}))
+                .plan(&format!("{SPREAD_NO_FIT}{BUDGET}"))
+                .evicted(),
+            ["a/w1"]
+        );
+        assert!(
+            cluster(json!({}))
+                .plan(&format!("{SPREAD}{BUDGET}"))
+                .evicted()
+                .is_empty()
+        );
+        let honor = json!({"nodeTaintsPolicy": "Honor"});
+        assert!(
+            cluster(honor)
+                .plan(&format!("{SPREAD_NO_FIT}{BUDGET}"))
+                .evicted()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn match_label_keys_spread_each_version_on_its_own() {
+        // Together the versions look balanced (a=3, b=2, c=2); per version they are not: v1 is all in
+        // zone a (two must go) and v2 misses zone a (one must go).
+        let keyed = json!({"matchLabelKeys": ["version"]});
+        let version = |name: &str, node: &str, v: &str, extra: serde_json::Value| {
+            web_with(name, node, extra).label("version", v)
+        };
+        let cluster = |extra: serde_json::Value| {
+            zones()
+                .pod(version("a/v1-1", "a1", "v1", extra.clone()))
+                .pod(version("a/v1-2", "a1", "v1", extra.clone()))
+                .pod(version("a/v1-3", "a1", "v1", extra.clone()))
+                .pod(version("a/v2-1", "b1", "v2", extra.clone()))
+                .pod(version("a/v2-2", "b1", "v2", extra.clone()))
+                .pod(version("a/v2-3", "c1", "v2", extra.clone()))
+                .pod(version("a/v2-4", "c1", "v2", extra))
+        };
+        assert!(
+            cluster(json!({}))
+                .plan(&format!("{SPREAD}{BUDGET}"))
+                .evicted()
+                .is_empty()
+        );
+        let out = cluster(keyed).plan(&format!("{SPREAD}{BUDGET}"));
+        let mut evicted = out.evicted();
+        evicted.sort();
+        assert_eq!(evicted.len(), 3, "{evicted:?}");
+        assert_eq!(evicted.iter().filter(|p| p.starts_with("a/v1-")).count(), 2);
     }
 }

@@ -2,7 +2,11 @@
 //! uses, from pod requests (what the scheduler counts) or from measured usage (metrics.k8s.io), as a
 //! percentage of allocatable, and how nodes compare with thresholds.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{
+    collections::{BTreeMap, HashMap},
+    hash::{DefaultHasher, Hash, Hasher},
+    sync::Arc,
+};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -13,7 +17,7 @@ use crate::{
         NodeInfo, NodeState, PodInfo, Resources,
         resources::{CPU, MEMORY, PODS},
     },
-    plan::PlanContext,
+    plan::{Admission, PlanContext},
 };
 
 /// Percentages per resource name (`cpu`, `memory`, `pods`, or an extended resource).
@@ -74,8 +78,10 @@ pub fn validate_thresholds(field: &str, thresholds: &Thresholds) -> Result<(), S
 pub struct NodeUsage<'s> {
     pub state: &'s Arc<NodeState>,
     pub node: &'s NodeInfo,
-    /// Absolute usage, without pods that are already leaving.
+    /// Absolute usage in the strategy's source, without pods that are already leaving.
     pub usage: Resources,
+    /// Requests of the pods that stay, whatever the source: what the scheduler places by.
+    pub requested: Resources,
 }
 
 impl NodeUsage<'_> {
@@ -106,11 +112,15 @@ pub fn amount_at(pct: f64, allocatable: i64) -> i64 {
     (allocatable as f64 * pct / 100.0).floor() as i64
 }
 
-/// Usage of every ready node that tidal can read, in name order. With `Metrics`, nodes without a sample
-/// in the window are left out: a missing measurement is not an idle node.
+/// Usage of every ready node that tidal can read, in name order, without the pods that are gone for
+/// this strategy ([`PlanContext::is_gone`]). Left out, and returned by name: with `Metrics`, nodes
+/// without a sample in the window (a missing measurement is not an idle node) or with a leaving pod
+/// whose share of the samples is unknown. Nodes running a pod whose requests tidal cannot read are left
+/// out altogether: their load is unknown, so they are neither a source nor a destination.
 pub fn node_usages<'s>(
     ctx: &PlanContext<'s>,
     source: &UsageArgs,
+    admission: &dyn Admission,
 ) -> (Vec<NodeUsage<'s>>, Vec<&'s str>) {
     let mut out = Vec::new();
     let mut unmeasured = Vec::new();
@@ -118,29 +128,52 @@ pub fn node_usages<'s>(
         let Some(node) = state.node.as_deref() else {
             continue;
         };
-        if !node.ready || !node.problems.is_empty() {
+        if !node.ready || !node.problems.is_empty() || !state.load_known() {
             continue;
         }
-        let mut usage = state.requested.clone();
+        let mut requested = state.requested.clone();
+        let mut leaving_measured = Resources::default();
+        let mut measurable = true;
         for pod in state.pods.values() {
-            if pod.holds_resources() && ctx.is_leaving(pod) {
-                usage.sub(&pod.requests);
+            if !pod.holds_resources() || !ctx.is_gone(pod, admission) {
+                continue;
+            }
+            requested.sub(&pod.requests);
+            // The node's samples already leave out pods whose eviction was accepted; everything else
+            // that is leaving is still in them.
+            if source.source == UsageSource::Metrics && pod.evicting_since.is_none() {
+                match pod_usage(pod, ctx, source) {
+                    Some(measured) => leaving_measured.add(&measured),
+                    None => measurable = false,
+                }
             }
         }
+        let mut usage = requested.clone();
         if source.source == UsageSource::Metrics {
             let measured = ctx
                 .snapshot
                 .node_usage
                 .get(name)
                 .and_then(|series| series.average(ctx.now, source.window));
-            let Some(measured) = measured else {
+            let Some(measured) = measured.filter(|_| measurable) else {
                 unmeasured.push(name.as_str());
                 continue;
             };
-            usage.milli_cpu = measured.milli_cpu;
-            usage.memory = measured.memory;
+            usage.milli_cpu = measured
+                .milli_cpu
+                .saturating_sub(leaving_measured.milli_cpu)
+                .max(0);
+            usage.memory = measured
+                .memory
+                .saturating_sub(leaving_measured.memory)
+                .max(0);
         }
-        out.push(NodeUsage { state, node, usage });
+        out.push(NodeUsage {
+            state,
+            node,
+            usage,
+            requested,
+        });
     }
     (out, unmeasured)
 }
@@ -171,7 +204,8 @@ pub fn describe_percent(node: &NodeUsage<'_>, resources: &[String]) -> String {
 }
 
 /// Thresholds per node: the static ones, or with deviation thresholds the mean usage of all nodes
-/// minus `low` and plus `high`, clamped to [0, 100].
+/// minus `low` and plus `high`, clamped to [0, 100]. A resource whose `low` deviation is 0 is left out
+/// of the classification (both thresholds at 100%), as the descheduler does.
 pub fn resolve_thresholds(
     nodes: &[NodeUsage<'_>],
     resources: &[String],
@@ -192,11 +226,14 @@ pub fn resolve_thresholds(
     let mut resolved_high = Thresholds::new();
     for resource in resources {
         let average = mean(resource);
+        let ignored = low.get(resource) == Some(&0.0);
         if let Some(d) = low.get(resource) {
-            resolved_low.insert(resource.clone(), (average - d).clamp(0.0, 100.0));
+            let value = if ignored { 100.0 } else { average - d };
+            resolved_low.insert(resource.clone(), value.clamp(0.0, 100.0));
         }
         if let Some(d) = high.and_then(|h| h.get(resource)) {
-            resolved_high.insert(resource.clone(), (average + d).clamp(0.0, 100.0));
+            let value = if ignored { 100.0 } else { average + d };
+            resolved_high.insert(resource.clone(), value.clamp(0.0, 100.0));
         }
     }
     (resolved_low, high.map(|_| resolved_high))
@@ -223,72 +260,153 @@ pub fn bounded_resources(thresholds: &Thresholds) -> Vec<String> {
     out
 }
 
-/// The spare room of the destination nodes, shared by every move of one strategy run: a move must fit
-/// it, and it only ever shrinks, so it never goes negative.
-pub struct Room<'s> {
-    resources: Vec<String>,
-    room: Resources,
-    destinations: Vec<&'s NodeInfo>,
-    /// Whether some destination allows a placement signature (selector, affinity, tolerations).
-    allowed: std::collections::HashMap<u64, bool>,
+/// One destination's room.
+struct Destination<'s> {
+    node: &'s NodeInfo,
+    /// Up to the strategy's cap, in its usage source, on the bounded resources.
+    spare: Resources,
+    /// Allocatable minus the requests of the pods that stay, on every resource: what the scheduler
+    /// sees free, whatever the usage source.
+    free: Resources,
 }
 
+/// A hash of a move's placement signature, usage and requests.
+type ShapeKey = u64;
+
+/// The spare room of the destinations of one strategy run, kept per destination. A pod moves only if
+/// one destination it may run on fits all of it — every bounded resource within that destination's
+/// cap, every other resource it requests (extended ones included) within what the destination has
+/// free — and that destination is charged. Room only shrinks, so it never goes negative, and a
+/// destination that cannot fit a shape of move never can later in the run: each shape's search resumes
+/// where the last one stopped, and shapes at least as large as one that fit nowhere are refused at
+/// once. A run costs about one pass over the destinations per shape, not one per pod.
+pub struct Room<'s> {
+    resources: Vec<String>,
+    destinations: Vec<Destination<'s>>,
+    /// The sum of the destinations' spare room, per bounded resource.
+    total: Resources,
+    /// Destinations (by index, in name order) allowing each placement signature.
+    allowed: HashMap<u64, Vec<usize>>,
+    /// Per shape of move: the position in its signature's allowed list where its search resumes.
+    resume: HashMap<ShapeKey, usize>,
+    /// Per placement signature: moves that fit no destination (a few, to bound the cost of checking).
+    failed: HashMap<u64, Vec<(Resources, Resources)>>,
+}
+
+/// Moves remembered as fitting nowhere, per placement signature.
+const FAILED_KEPT: usize = 16;
+
 impl<'s> Room<'s> {
-    /// `limit(node, resource)` is the percentage each destination may be filled to.
+    /// `limit(resource)` is the percentage each destination may be filled to on a bounded resource.
     pub fn new(
         destinations: &[&NodeUsage<'s>],
         resources: Vec<String>,
         limit: impl Fn(&str) -> f64,
     ) -> Self {
-        let mut room = Resources::default();
-        for node in destinations {
-            for resource in &resources {
-                let cap = amount_at(limit(resource), node.node.allocatable.get(resource));
-                let spare = cap.saturating_sub(node.usage.get(resource)).max(0);
-                room.set(resource, room.get(resource).saturating_add(spare));
-            }
-        }
+        let mut total = Resources::default();
+        let destinations = destinations
+            .iter()
+            .map(|node| {
+                let mut spare = Resources::default();
+                for resource in &resources {
+                    let cap = amount_at(limit(resource), node.node.allocatable.get(resource));
+                    let room = cap.saturating_sub(node.usage.get(resource)).max(0);
+                    spare.set(resource, room);
+                    total.set(resource, total.get(resource).saturating_add(room));
+                }
+                let mut free = node.node.allocatable.clone();
+                free.sub(&node.requested);
+                Destination {
+                    node: node.node,
+                    spare,
+                    free,
+                }
+            })
+            .collect();
         Room {
             resources,
-            room,
-            destinations: destinations.iter().map(|n| n.node).collect(),
-            allowed: std::collections::HashMap::new(),
+            destinations,
+            total,
+            allowed: HashMap::new(),
+            resume: HashMap::new(),
+            failed: HashMap::new(),
         }
     }
 
-    /// Some resource has no room left: nothing more can move.
+    /// Some bounded resource has no room left on any destination: nothing more can move.
     pub fn exhausted(&self) -> bool {
-        self.resources.iter().any(|r| self.room.get(r) <= 0)
+        self.resources.iter().any(|r| self.total.get(r) <= 0)
     }
 
-    /// The move of a pod using `usage` fits the remaining room and some destination would take the pod
-    /// (selector, required affinity, hard taints).
-    pub fn admits(&mut self, pod: &PodInfo, usage: &Resources) -> bool {
-        let fits = self
-            .resources
+    fn fits(&self, index: usize, usage: &Resources, requests: &Resources) -> bool {
+        let destination = &self.destinations[index];
+        self.resources
             .iter()
-            .all(|r| usage.get(r) <= self.room.get(r));
-        let destinations = &self.destinations;
-        fits && *self
-            .allowed
-            .entry(pod.placement.signature)
-            .or_insert_with(|| {
-                destinations.iter().any(|node| {
-                    pod.placement.matches_node(node)
-                        && pod
-                            .placement
-                            .tolerates_node(node, crate::cluster::matching::HARD_EFFECTS)
-                })
-            })
+            .all(|r| usage.get(r) <= destination.spare.get(r))
+            && requests
+                .names()
+                .all(|r| requests.get(r) <= destination.free.get(r))
     }
 
-    pub fn take(&mut self, usage: &Resources) {
-        for resource in &self.resources {
-            self.room.set(
-                resource,
-                self.room.get(resource).saturating_sub(usage.get(resource)),
-            );
+    /// A destination that would take `pod` (ready, schedulable, selector, required affinity, hard
+    /// taints) and has room for a move using `usage` here and requesting the pod's requests there.
+    pub fn find(&mut self, pod: &PodInfo, usage: &Resources) -> Option<usize> {
+        let signature = pod.placement.signature;
+        let requests = &pod.requests;
+        let dominates = |(u, q): &(Resources, Resources)| {
+            self.resources.iter().all(|r| usage.get(r) >= u.get(r))
+                && q.names().all(|r| requests.get(r) >= q.get(r))
+        };
+        if self
+            .failed
+            .get(&signature)
+            .is_some_and(|failed| failed.iter().any(dominates))
+        {
+            return None;
         }
+        let destinations = &self.destinations;
+        let allowed = self.allowed.entry(signature).or_insert_with(|| {
+            (0..destinations.len())
+                .filter(|&i| pod.placement.allows_node(destinations[i].node))
+                .collect()
+        });
+        let allowed = std::mem::take(allowed);
+        let shape = {
+            let mut hasher = DefaultHasher::new();
+            (signature, usage, requests).hash(&mut hasher);
+            hasher.finish()
+        };
+        let from = self.resume.get(&shape).copied().unwrap_or(0);
+        let found = (from..allowed.len()).find(|&at| self.fits(allowed[at], usage, requests));
+        self.resume.insert(shape, found.unwrap_or(allowed.len()));
+        let destination = found.map(|at| allowed[at]);
+        self.allowed.insert(signature, allowed);
+        if destination.is_none() {
+            let failed = self.failed.entry(signature).or_default();
+            if failed.len() < FAILED_KEPT {
+                failed.push((usage.clone(), requests.clone()));
+            }
+        }
+        destination
+    }
+
+    /// Charges the destination `find` chose with a move that was admitted.
+    pub fn take(&mut self, index: usize, pod: &PodInfo, usage: &Resources) {
+        let destination = &mut self.destinations[index];
+        for resource in &self.resources {
+            let amount = usage.get(resource);
+            destination
+                .spare
+                .set(resource, destination.spare.get(resource) - amount);
+            self.total
+                .set(resource, self.total.get(resource).saturating_sub(amount));
+        }
+        destination.free.sub(&pod.requests);
+    }
+
+    /// The name of a destination `find` returned.
+    pub fn name(&self, index: usize) -> &str {
+        &self.destinations[index].node.name
     }
 
     pub fn describe(&self) -> String {
@@ -297,7 +415,7 @@ impl<'s> Room<'s> {
             .map(|r| {
                 format!(
                     "{r} {}",
-                    crate::gates::nodefit::format_amount(r, self.room.get(r))
+                    crate::gates::nodefit::format_amount(r, self.total.get(r))
                 )
             })
             .collect::<Vec<_>>()
