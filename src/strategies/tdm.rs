@@ -60,8 +60,8 @@ impl Tdm {
             Setting::Valid(false) | Setting::Unset => Placement::Violation(format!(
                 "not preemptable, on a node of revocable zone {zone}"
             )),
-            // An empty annotation names no zone, as an empty node label does.
-            Setting::Valid(true) => match pod.zone_opt_in.as_deref().filter(|z| !z.is_empty()) {
+            // An empty annotation is read as no opt-in when the pod is parsed (cluster/pod.rs).
+            Setting::Valid(true) => match pod.zone_opt_in.as_deref() {
                 Some(opted) if opted != "*" && opted != zone => Placement::Violation(format!(
                     "{}={opted} but runs in revocable zone {zone}",
                     keys::REVOCABLE_ZONE
