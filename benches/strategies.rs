@@ -23,7 +23,7 @@ use k8s_openapi::{
 use tidal::{
     api::DeschedulingPolicySpec,
     cluster::{ClusterCache, NodeInfo, PodInfo, PolicyInfo, Snapshot},
-    plan,
+    framework, planner,
 };
 
 const NODES: usize = 5_000;
@@ -364,8 +364,8 @@ fn timed(label: &str, snapshot: &Snapshot, policy: &PolicyInfo) {
 
 fn plan_once(snapshot: &Snapshot, policy: &PolicyInfo) -> (usize, usize) {
     let now: Timestamp = NOW.parse().unwrap();
-    let (zones, _) = plan::zone_views(snapshot, now);
-    let plan = plan::plan_policy(snapshot, policy, now, &zones, &HashSet::new());
+    let (zones, _) = framework::zone_views(snapshot, now);
+    let plan = planner::plan_policy(snapshot, policy, now, &zones, &HashSet::new());
     assert!(plan.error.is_none(), "{:?}", plan.error);
     (plan.evictions.len(), plan.skipped.len())
 }

@@ -10,11 +10,10 @@ use crate::{
     api::{self, DeschedulingPolicySpec, GoDuration, PolicyMode, policy::Strategies},
     cluster::{PolicyInfo, Snapshot},
     controller::{self, ControllerConfig},
-    dump::Dump,
     evictor::EvictorConfig,
     leader::{self, LeaseConfig},
-    plan::{self, CyclePlan},
-    report::{Format, Report},
+    planner::{self, CyclePlan},
+    report::{Format, Report, dump::Dump},
     strategies::tdm::TdmArgs,
     taints::{KeeperSettings, ZoneTaintHook},
 };
@@ -326,7 +325,7 @@ fn plan_report(snapshot: &Snapshot, args: &ReportArgs) -> anyhow::Result<(CycleP
             .filter(|p: &&PolicyInfo| args.policies.is_empty() || args.policies.contains(&p.name))
             .collect()
     };
-    let cycle = plan::plan_all(snapshot, &policies, now);
+    let cycle = planner::plan_all(snapshot, &policies, now);
     Ok((cycle, notes))
 }
 

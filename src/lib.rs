@@ -11,13 +11,13 @@ pub mod api;
 pub mod cli;
 pub mod cluster;
 pub mod controller;
-pub mod dump;
 pub mod evictor;
 pub mod gates;
-pub mod keys;
+
+pub mod framework;
 pub mod leader;
 pub mod metrics;
-pub mod plan;
+pub mod planner;
 pub mod report;
 pub mod server;
 pub mod status;

@@ -46,6 +46,7 @@ use k8s_openapi::{
 };
 
 use crate::{
+    api::labels,
     api::{
         DeschedulingPolicy, DeschedulingPolicySpec, GoDuration, PodGroup, PolicyMode,
         RevocableZone, RevocableZoneSpec,
@@ -56,7 +57,6 @@ use crate::{
     cluster::{
         ClusterCache, NodeInfo, ObjectKey, PdbInfo, PodGroupInfo, PodInfo, PolicyInfo, ZoneInfo,
     },
-    keys,
     strategies::tdm::TdmArgs,
     windows::Weekday,
 };
@@ -751,7 +751,7 @@ impl NodePlan {
             Role::Worker => {}
         }
         if let Some(zone) = &self.zone {
-            labels.insert(keys::REVOCABLE_ZONE.into(), zone.clone());
+            labels.insert(labels::REVOCABLE_ZONE.into(), zone.clone());
         }
         if self.cordoned {
             taints.push(taint(
@@ -1437,7 +1437,7 @@ impl Generator<'_> {
                     generate_name: None,
                     labels: labels([("component", name), ("tier", "control-plane")]),
                     annotations: labels([
-                        (keys::MIRROR_POD, hash.as_str()),
+                        (labels::MIRROR_POD, hash.as_str()),
                         ("kubernetes.io/config.hash", hash.as_str()),
                         ("kubernetes.io/config.source", "file"),
                     ]),
@@ -1601,12 +1601,12 @@ impl Generator<'_> {
                 if rng.chance(0.3) {
                     workload
                         .labels
-                        .insert(keys::PREEMPTABLE.into(), "true".into());
+                        .insert(labels::PREEMPTABLE.into(), "true".into());
                 } else {
-                    annotations.insert(keys::PREEMPTABLE.into(), "true".into());
+                    annotations.insert(labels::PREEMPTABLE.into(), "true".into());
                 }
             } else if rng.chance(0.05) {
-                annotations.insert(keys::PREEMPTABLE.into(), "false".into());
+                annotations.insert(labels::PREEMPTABLE.into(), "false".into());
             }
         }
         if workload.preemptable && rng.chance(0.25) {
@@ -1615,21 +1615,21 @@ impl Generator<'_> {
             } else {
                 zones[rng.index(zones.len())].clone()
             };
-            annotations.insert(keys::REVOCABLE_ZONE.into(), zone);
+            annotations.insert(labels::REVOCABLE_ZONE.into(), zone);
         }
         if rng.chance(share(self.spec.cooldown_share)) {
             let cooldown = rng.pick(&["5m", "10m", "30m", "1h", "2h", "90s"]);
-            annotations.insert(keys::COOLDOWN_TIME.into(), cooldown.into());
+            annotations.insert(labels::COOLDOWN_TIME.into(), cooldown.into());
         }
         if rng.chance(0.005) {
-            annotations.insert(keys::DESCHEDULER_EVICT.into(), "true".into());
+            annotations.insert(labels::DESCHEDULER_EVICT.into(), "true".into());
         }
         if rng.chance(share(self.spec.malformed_share)) {
             let (key, value) = rng.pick(&[
-                (keys::COOLDOWN_TIME, "ten minutes"),
-                (keys::PREEMPTABLE, "maybe"),
-                (keys::MAX_UNAVAILABLE[0], "150%"),
-                (keys::MIN_AVAILABLE[0], "-1"),
+                (labels::COOLDOWN_TIME, "ten minutes"),
+                (labels::PREEMPTABLE, "maybe"),
+                (labels::MAX_UNAVAILABLE[0], "150%"),
+                (labels::MIN_AVAILABLE[0], "-1"),
             ]);
             annotations.insert(key.into(), value.into());
         }
@@ -1642,18 +1642,18 @@ impl Generator<'_> {
         let mut meta_annotations = BTreeMap::new();
         if workload.preemptable {
             if rng.chance(0.6) {
-                meta_annotations.insert(keys::PREEMPTABLE.to_owned(), "true".to_owned());
+                meta_annotations.insert(labels::PREEMPTABLE.to_owned(), "true".to_owned());
             } else {
                 // Said on the pods instead, where Volcano also reads it.
                 workload
                     .annotations
-                    .insert(keys::PREEMPTABLE.into(), "true".into());
+                    .insert(labels::PREEMPTABLE.into(), "true".into());
             }
         }
         match rng.weighted(&[(0, 40), (1, 15), (2, 45)]) {
             0 => {
                 let value = rng.pick(&["1", "2", "25%", "50%"]);
-                meta_annotations.insert(keys::MAX_UNAVAILABLE[0].to_owned(), value.to_owned());
+                meta_annotations.insert(labels::MAX_UNAVAILABLE[0].to_owned(), value.to_owned());
             }
             1 => {
                 let value = if rng.chance(0.5) {
@@ -1661,7 +1661,7 @@ impl Generator<'_> {
                 } else {
                     "75%".to_owned()
                 };
-                meta_annotations.insert(keys::MIN_AVAILABLE[0].to_owned(), value);
+                meta_annotations.insert(labels::MIN_AVAILABLE[0].to_owned(), value);
             }
             _ => {}
         }
@@ -1685,7 +1685,7 @@ impl Generator<'_> {
         group.metadata.creation_timestamp = Some(Time(workload.created));
         workload
             .annotations
-            .insert(keys::GROUP_NAME.into(), workload.name.clone());
+            .insert(labels::GROUP_NAME.into(), workload.name.clone());
         workload
             .labels
             .insert("volcano.sh/job-name".into(), workload.name.clone());

@@ -22,6 +22,7 @@ use k8s_openapi::{
 };
 use proptest::prelude::*;
 use tidal::{
+    api::labels,
     api::{
         DeschedulingPolicy, DeschedulingPolicySpec, GoDuration, PodGroup, PolicyMode,
         RevocableZone, RevocableZoneSpec,
@@ -33,7 +34,6 @@ use tidal::{
         ClusterCache, NodeInfo, ObjectKey, PdbInfo, PodGroupInfo, PodInfo, PolicyInfo, Resources,
         Snapshot, ZoneInfo,
     },
-    keys,
     synthetic::{SyntheticSpec, churn, generate},
 };
 
@@ -205,7 +205,7 @@ fn pod(event: &PodEvent) -> PodInfo {
     let mut owners = Vec::new();
     match &event.job {
         JobChoice::PodGroup(group) => {
-            annotations.insert(keys::GROUP_NAME.to_owned(), format!("group-{group}"));
+            annotations.insert(labels::GROUP_NAME.to_owned(), format!("group-{group}"));
         }
         JobChoice::Controller { kind, name } => {
             let kind = OWNER_KINDS[usize::from(*kind) % OWNER_KINDS.len()];
@@ -270,7 +270,7 @@ fn pod(event: &PodEvent) -> PodInfo {
 fn node(slot: u8, milli_cpu: u16, zone: Option<u8>, unschedulable: bool) -> NodeInfo {
     let mut labels = BTreeMap::new();
     if let Some(zone) = zone {
-        labels.insert(keys::REVOCABLE_ZONE.to_owned(), format!("zone-{zone}"));
+        labels.insert(labels::REVOCABLE_ZONE.to_owned(), format!("zone-{zone}"));
     }
     let node = Node {
         metadata: ObjectMeta {
@@ -306,7 +306,7 @@ fn podgroup(slot: u8, budget: Option<u8>) -> PodGroupInfo {
         // 4 is not a valid budget: invalid settings must travel through snapshots like valid ones.
         let value = ["1", "25%", "0", "2", "150%"][usize::from(budget) % 5];
         group.metadata.annotations = Some(BTreeMap::from([(
-            keys::MAX_UNAVAILABLE[0].to_owned(),
+            labels::MAX_UNAVAILABLE[0].to_owned(),
             value.to_owned(),
         )]));
     }

@@ -10,7 +10,7 @@ use support::*;
 use tidal::{
     api::RevocableZone,
     cluster::{ClusterCache, Ingest},
-    plan::zone_views,
+    framework::zone_views,
     taints,
 };
 

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{
 use serde_json::{Value, json};
 
 use super::placement::{Preemptable, is_exempt};
-use crate::{cluster::PodInfo, keys};
+use crate::{api::labels, cluster::PodInfo};
 
 /// Weight of the preferred term toward revocable nodes: the maximum, as Volcano's TDM gives
 /// preemptable pods its top node score there.
@@ -33,7 +33,7 @@ impl Mutation {
 /// The requirement of rule 1: no revocable-zone label.
 pub fn off_revocable_nodes() -> NodeSelectorRequirement {
     NodeSelectorRequirement {
-        key: keys::REVOCABLE_ZONE.to_owned(),
+        key: labels::REVOCABLE_ZONE.to_owned(),
         operator: "DoesNotExist".to_owned(),
         values: None,
     }
@@ -46,7 +46,7 @@ fn named_zone(zone_opt_in: Option<&str>) -> Option<&str> {
 
 fn in_zone(zone: &str) -> NodeSelectorRequirement {
     NodeSelectorRequirement {
-        key: keys::REVOCABLE_ZONE.to_owned(),
+        key: labels::REVOCABLE_ZONE.to_owned(),
         operator: "In".to_owned(),
         values: Some(vec![zone.to_owned()]),
     }
@@ -57,7 +57,7 @@ pub fn toward_revocable_nodes(zone_opt_in: Option<&str>) -> NodeSelectorRequirem
     match named_zone(zone_opt_in) {
         Some(zone) => in_zone(zone),
         None => NodeSelectorRequirement {
-            key: keys::REVOCABLE_ZONE.to_owned(),
+            key: labels::REVOCABLE_ZONE.to_owned(),
             operator: "Exists".to_owned(),
             values: None,
         },
@@ -95,13 +95,13 @@ pub fn mutate(pod: &Pod, info: &PodInfo, preemptable: &Preemptable) -> Mutation 
                     "tidal: pod {} asks for revocable nodes but is not preemptable ({}: \"true\" is missing); \
                      tidal keeps it off them, so it may never be scheduled",
                     info.key,
-                    keys::PREEMPTABLE
+                    labels::PREEMPTABLE
                 ));
             } else if let Some(zone) = &info.zone_opt_in {
                 warnings.push(format!(
                     "tidal: pod {} is annotated {}={zone} but is not preemptable, so it is kept off revocable nodes",
                     info.key,
-                    keys::REVOCABLE_ZONE
+                    labels::REVOCABLE_ZONE
                 ));
             }
             require_one_of(&mut affinity, &[off_revocable_nodes()]);
@@ -191,7 +191,7 @@ fn asks_for_revocable_nodes(pod: &Pod) -> bool {
     if spec
         .node_selector
         .as_ref()
-        .is_some_and(|s| s.contains_key(keys::REVOCABLE_ZONE))
+        .is_some_and(|s| s.contains_key(labels::REVOCABLE_ZONE))
     {
         return true;
     }
@@ -208,7 +208,7 @@ fn asks_for_revocable_nodes(pod: &Pod) -> bool {
     !terms.is_empty()
         && terms.iter().all(|term| {
             term.match_expressions.iter().flatten().any(|e| {
-                e.key == keys::REVOCABLE_ZONE && (e.operator == "In" || e.operator == "Exists")
+                e.key == labels::REVOCABLE_ZONE && (e.operator == "In" || e.operator == "Exists")
             })
         })
 }

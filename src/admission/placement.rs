@@ -10,8 +10,8 @@
 use jiff::Timestamp;
 
 use crate::{
+    api::labels,
     cluster::{InvalidValue, NodeInfo, PodGroupInfo, PodInfo, Setting, ZoneInfo},
-    keys,
 };
 
 /// Whether a pod may be preempted, from the pod's own label/annotation, else its PodGroup's.
@@ -97,7 +97,7 @@ pub fn check_binding(
             return Verdict::Deny(format!(
                 "tidal: pod {pod_key} is not preemptable and may not run on node {node_name} of revocable zone \
                  {zone_name}; label or annotate it (or its PodGroup) {}: \"true\" to allow it there",
-                keys::PREEMPTABLE
+                labels::PREEMPTABLE
             ));
         }
         Preemptable::Unreadable(invalid) => {
@@ -113,14 +113,14 @@ pub fn check_binding(
     {
         return Verdict::Deny(format!(
             "tidal: pod {pod_key} is annotated {}={opted} but node {node_name} is in revocable zone {zone_name}",
-            keys::REVOCABLE_ZONE
+            labels::REVOCABLE_ZONE
         ));
     }
     let Some(zone) = zone else {
         return Verdict::allow_with(format!(
             "tidal: node {node_name} is labelled {}={zone_name} but there is no RevocableZone {zone_name}, \
              so tidal does not manage it",
-            keys::REVOCABLE_ZONE
+            labels::REVOCABLE_ZONE
         ));
     };
     let schedule = match &zone.schedule {
@@ -173,7 +173,7 @@ mod tests {
 
     fn node(zone: Option<&str>) -> NodeInfo {
         let labels: BTreeMap<String, String> = zone
-            .map(|z| (keys::REVOCABLE_ZONE.to_owned(), z.to_owned()))
+            .map(|z| (labels::REVOCABLE_ZONE.to_owned(), z.to_owned()))
             .into_iter()
             .collect();
         let node: Node =

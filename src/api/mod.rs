@@ -1,9 +1,10 @@
 //! The API types tidal owns (`tidal.dev/v1alpha1`) and the foreign ones it reads.
 
 pub mod duration;
-pub mod metrics;
+pub mod labels;
 pub mod podgroup;
 pub mod policy;
+pub mod usage;
 pub mod validation;
 pub mod zone;
 

@@ -13,11 +13,11 @@ use super::{
     config::{PolicyInfo, ZoneInfo},
     ingest::ObjectKind,
     keys::ObjectKey,
-    metrics::{UsageSample, UsageSeries},
     namespace::NamespaceInfo,
     node::NodeInfo,
     pod::PodInfo,
     snapshot::{JobState, NodeState, Snapshot},
+    usage::{UsageSample, UsageSeries},
     versioned::Versioned,
     workload::{PdbInfo, PodGroupInfo},
 };

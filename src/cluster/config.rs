@@ -2,7 +2,7 @@
 
 use jiff::Timestamp;
 
-use super::budget::JobBudget;
+use super::job_budget::JobBudget;
 use crate::{
     api::{DeschedulingPolicy, DeschedulingPolicySpec, RevocableZone, RevocableZoneSpec},
     windows::{DailyWindow, ZoneSchedule},

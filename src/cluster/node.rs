@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Node, Taint};
 
 use super::{resources::Resources, setting::InvalidValue};
-use crate::keys;
+use crate::api::labels;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeInfo {
@@ -49,7 +49,7 @@ impl NodeInfo {
         let spec = node.spec.as_ref();
         Ok(NodeInfo {
             revocable_zone: labels
-                .get(keys::REVOCABLE_ZONE)
+                .get(labels::REVOCABLE_ZONE)
                 .filter(|z| !z.is_empty())
                 .cloned(),
             allocatable,

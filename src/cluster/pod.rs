@@ -6,14 +6,14 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::{
-    budget::JobBudget,
+    constraints::Constraints,
+    job_budget::JobBudget,
     keys::{JobKey, JobKind, ObjectKey},
-    placement::Placement,
     pod_status::PodStatusSummary,
     resources::{Resources, pod_requests},
     setting::{InvalidValue, Setting, Sources, parse_bool},
 };
-use crate::{api::GoDuration, keys};
+use crate::api::{GoDuration, labels};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub enum PodPhase {
@@ -101,7 +101,7 @@ pub struct PodInfo {
     /// Kinds of every owner reference, controller or not (`excludeOwnerKinds` looks at all of them).
     pub owner_kinds: Vec<String>,
     /// Node selector, affinities, tolerations and spread constraints.
-    pub placement: Placement,
+    pub constraints: Constraints,
     pub volumes: VolumeKinds,
     /// Hash of the sorted container images: pods of one owner with equal hashes are duplicates.
     pub images_hash: u64,
@@ -148,7 +148,7 @@ impl PodInfo {
                 uid: o.uid.clone(),
             });
         let group_name = annotations
-            .get(keys::GROUP_NAME)
+            .get(labels::GROUP_NAME)
             .filter(|g| !g.is_empty())
             .cloned();
         let job = job_of(&key, group_name.as_deref(), owner.as_ref());
@@ -216,7 +216,7 @@ impl PodInfo {
                 .flatten()
                 .map(|o| o.kind.clone())
                 .collect(),
-            placement: Placement::from_spec(spec),
+            constraints: Constraints::from_spec(spec),
             volumes,
             images_hash,
             status: PodStatusSummary::from_status(status),
@@ -236,17 +236,17 @@ impl PodInfo {
             scheduled_at,
             terminating: meta.deletion_timestamp.is_some(),
             evicting_since: None,
-            preemptable: label_then_annotation.read(&[keys::PREEMPTABLE], parse_bool),
+            preemptable: label_then_annotation.read(&[labels::PREEMPTABLE], parse_bool),
             zone_opt_in: annotations
-                .get(keys::REVOCABLE_ZONE)
+                .get(labels::REVOCABLE_ZONE)
                 .filter(|zone| !zone.is_empty())
                 .cloned(),
-            cooldown: label_then_annotation.read_parsed(&[keys::COOLDOWN_TIME]),
+            cooldown: label_then_annotation.read_parsed(&[labels::COOLDOWN_TIME]),
             budget: JobBudget::read(&annotation_only),
             evict_annotation: annotations
-                .get(keys::DESCHEDULER_EVICT)
+                .get(labels::DESCHEDULER_EVICT)
                 .is_some_and(|v| parse_bool(v).unwrap_or(false)),
-            mirror: annotations.contains_key(keys::MIRROR_POD),
+            mirror: annotations.contains_key(labels::MIRROR_POD),
             problems,
             key,
             labels,

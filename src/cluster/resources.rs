@@ -166,6 +166,14 @@ fn container_requests(container: &Container) -> Result<Resources, (String, Quant
     }
 }
 
+/// `requests` fit into what `node` has left once `requested` is taken: every resource the pod asks for
+/// (including one pod slot) is available.
+pub fn fits(requests: &Resources, allocatable: &Resources, requested: &Resources) -> bool {
+    requests
+        .names()
+        .all(|name| requests.get(name) <= allocatable.get(name).saturating_sub(requested.get(name)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,5 +277,41 @@ mod tests {
         let b = a.clone();
         a.sub(&b);
         assert_eq!(a, Resources::default());
+    }
+
+    #[test]
+    fn fit_counts_every_requested_resource_and_the_pod_slot() {
+        let mut allocatable = Resources {
+            milli_cpu: 4000,
+            memory: 8 << 30,
+            pods: 10,
+            ..Default::default()
+        };
+        allocatable.set("nvidia.com/gpu", 2);
+        let mut requested = Resources {
+            milli_cpu: 3000,
+            memory: 1 << 30,
+            pods: 9,
+            ..Default::default()
+        };
+        let pod = Resources {
+            milli_cpu: 1000,
+            memory: 1 << 30,
+            pods: 1,
+            ..Default::default()
+        };
+        assert!(fits(&pod, &allocatable, &requested));
+        requested.pods = 10;
+        assert!(!fits(&pod, &allocatable, &requested), "no pod slot left");
+        requested.pods = 0;
+        let mut gpu_pod = pod.clone();
+        gpu_pod.set("nvidia.com/gpu", 3);
+        assert!(!fits(&gpu_pod, &allocatable, &requested));
+        gpu_pod.set("example.com/fpga", 1);
+        gpu_pod.set("nvidia.com/gpu", 1);
+        assert!(
+            !fits(&gpu_pod, &allocatable, &requested),
+            "node lacks the resource"
+        );
     }
 }

@@ -5,11 +5,11 @@ use std::{collections::BTreeMap, sync::Arc};
 use super::{
     config::{PolicyInfo, ZoneInfo},
     keys::{JobKey, ObjectKey},
-    metrics::UsageSeries,
     namespace::NamespaceInfo,
     node::NodeInfo,
     pod::PodInfo,
     resources::Resources,
+    usage::UsageSeries,
     versioned::Aggregate,
     workload::{PdbInfo, PodGroupInfo},
 };

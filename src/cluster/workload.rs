@@ -7,11 +7,11 @@ use k8s_openapi::{
 };
 
 use super::{
-    budget::JobBudget,
+    job_budget::JobBudget,
     keys::ObjectKey,
     setting::{Setting, Sources, parse_bool},
 };
-use crate::{api::PodGroup, keys};
+use crate::api::{PodGroup, labels};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodGroupInfo {
@@ -38,7 +38,7 @@ impl PodGroupInfo {
             ],
         };
         Ok(PodGroupInfo {
-            preemptable: sources.read(&[keys::PREEMPTABLE], parse_bool),
+            preemptable: sources.read(&[labels::PREEMPTABLE], parse_bool),
             budget: JobBudget::read(&sources),
             min_member: group.spec.min_member,
             key,

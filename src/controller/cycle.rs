@@ -21,9 +21,10 @@ use crate::{
     api::PolicyMode,
     cluster::{ObjectKey, ObjectKind, PolicyInfo, SharedCache, Snapshot},
     evictor::{EvictionRequest, Evictor, Guard, Outcome},
+    framework::Candidate,
     leader::LeaderHandle,
     metrics::{EvictionLabels, Metrics, PolicyStrategy, SkipLabels, TriggerLabel},
-    plan::{self, CyclePlan, Plan},
+    planner::{self, CyclePlan, Plan},
     status::{self, PolicyCounts, StatusWriter},
 };
 
@@ -173,7 +174,7 @@ impl Runtime {
             .filter_map(|name| self.snapshot.policies.get(name).cloned())
             .collect();
         let refs: Vec<&PolicyInfo> = selected.iter().map(AsRef::as_ref).collect();
-        let cycle = plan::plan_all(&self.snapshot, &refs, now);
+        let cycle = planner::plan_all(&self.snapshot, &refs, now);
         for warning in &cycle.warnings {
             warn!("{warning}");
         }
@@ -320,7 +321,7 @@ impl Runtime {
         }
 
         // Events on evicted pods, a few at a time.
-        let evicted: Vec<(&str, &plan::Candidate, bool)> = cycle
+        let evicted: Vec<(&str, &Candidate, bool)> = cycle
             .plans
             .iter()
             .zip(outcomes)
@@ -345,7 +346,7 @@ impl Runtime {
             .collect::<Vec<()>>()
             .await;
 
-        let invalid: Vec<(&plan::Candidate, &str)> = cycle
+        let invalid: Vec<(&Candidate, &str)> = cycle
             .plans
             .iter()
             .flat_map(|plan| &plan.skipped)

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use futures::future::BoxFuture;
 use jiff::Timestamp;
 
-use crate::{cluster::Snapshot, leader::LeaderHandle, plan::ZoneView};
+use crate::{cluster::Snapshot, framework::ZoneView, leader::LeaderHandle};
 
 /// What a hook sees of the cycle.
 pub struct CycleContext<'a> {

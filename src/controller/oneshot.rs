@@ -10,7 +10,8 @@ use tokio::{task::JoinSet, time::Instant};
 use crate::{
     cluster::{ObjectKind, SharedCache},
     evictor::{Always, EvictionRequest, Evictor, EvictorConfig},
-    plan::{CyclePlan, Skipped},
+    framework::Skipped,
+    planner::CyclePlan,
     watch::{self, LogOnly, WatchPlan},
 };
 

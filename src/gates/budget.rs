@@ -2,10 +2,9 @@
 
 use std::collections::HashMap;
 
-use super::Gate;
 use crate::{
     cluster::{JobBudget, JobKey, JobStats, Setting},
-    plan::{Candidate, PlanContext},
+    framework::{Candidate, Gate, PlanContext},
 };
 
 pub const NAME: &str = "budget";

@@ -3,11 +3,10 @@
 
 use jiff::Timestamp;
 
-use super::Gate;
 use crate::{
     api::GoDuration,
     cluster::Setting,
-    plan::{Candidate, PlanContext},
+    framework::{Candidate, Gate, PlanContext},
 };
 
 pub const NAME: &str = "cooldown";

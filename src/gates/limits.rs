@@ -3,11 +3,10 @@
 
 use std::collections::HashMap;
 
-use super::Gate;
 use crate::{
     api::policy::EvictionLimits,
     cluster::PodInfo,
-    plan::{Candidate, PlanContext},
+    framework::{Candidate, Gate, PlanContext},
 };
 
 pub const NAME: &str = "limit";

@@ -16,10 +16,9 @@ use std::{
     ops::Bound,
 };
 
-use super::Gate;
 use crate::{
-    cluster::{NodeState, ObjectKey, PodInfo, Resources, placement},
-    plan::{Candidate, PlanContext},
+    cluster::{NodeState, ObjectKey, PodInfo, Resources, resources},
+    framework::{Candidate, Gate, PlanContext},
     strategies,
 };
 
@@ -52,7 +51,7 @@ struct Progress {
 impl NodeFit {
     fn shape(pod: &PodInfo) -> u64 {
         let mut hasher = DefaultHasher::new();
-        pod.placement.signature.hash(&mut hasher);
+        pod.constraints.signature.hash(&mut hasher);
         pod.requests.hash(&mut hasher);
         hasher.finish()
     }
@@ -65,11 +64,11 @@ impl NodeFit {
         if !node.ready || node.unschedulable || !node.problems.is_empty() {
             return Err(Reject::Unusable);
         }
-        if !pod.placement.matches_node(node) {
+        if !pod.constraints.matches_node(node) {
             return Err(Reject::Affinity);
         }
         if !pod
-            .placement
+            .constraints
             .tolerates_node(node, crate::cluster::matching::HARD_EFFECTS)
         {
             return Err(Reject::Taints);
@@ -81,9 +80,9 @@ impl NodeFit {
             Some(reserved) => {
                 let mut requested = state.requested.clone();
                 requested.add(reserved);
-                placement::fits(&pod.requests, &node.allocatable, &requested)
+                resources::fits(&pod.requests, &node.allocatable, &requested)
             }
-            None => placement::fits(&pod.requests, &node.allocatable, &state.requested),
+            None => resources::fits(&pod.requests, &node.allocatable, &state.requested),
         };
         if fits { Ok(()) } else { Err(Reject::Resources) }
     }

@@ -10,11 +10,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Gate;
 use crate::{
     api::GoDuration,
     cluster::{JobKey, PdbInfo, PodInfo, PodPhase, Setting, matching},
-    plan::{Candidate, PlanContext},
+    framework::{Candidate, Gate, PlanContext},
 };
 
 pub const NAME: &str = "protected";

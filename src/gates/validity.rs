@@ -3,10 +3,9 @@
 
 use std::collections::HashMap;
 
-use super::Gate;
 use crate::{
     cluster::{JobKey, Setting},
-    plan::{Candidate, PlanContext},
+    framework::{Candidate, Gate, PlanContext},
 };
 
 pub const NAME: &str = "invalid";
@@ -54,9 +53,9 @@ mod tests {
 
     use super::*;
     use crate::{
+        api::labels,
         cluster::{PodInfo, PolicyInfo},
-        keys,
-        plan::tests::{
+        planner::tests::{
             NOW, World, all, annotations, labels, owned_by, pod, podgroup, policy, preemptable,
             with_context,
         },
@@ -101,8 +100,8 @@ mod tests {
         let pods = vec![job_pod(
             "fine",
             annotations(&[
-                (keys::COOLDOWN_TIME, "5m"),
-                (keys::MAX_UNAVAILABLE[0], "50%"),
+                (labels::COOLDOWN_TIME, "5m"),
+                (labels::MAX_UNAVAILABLE[0], "50%"),
             ]),
         )];
         assert_eq!(check(pods, "ns/fine"), Ok(()));
@@ -134,27 +133,27 @@ mod tests {
                     "ns",
                     "p",
                     "rev-1",
-                    labels(&[(keys::PREEMPTABLE, "yes")]),
+                    labels(&[(labels::PREEMPTABLE, "yes")]),
                 )],
                 "ns/p",
             ),
-            &["Pod ns/p", keys::PREEMPTABLE, "\"yes\""],
+            &["Pod ns/p", labels::PREEMPTABLE, "\"yes\""],
         );
         let mut world = World::new();
         world.cache.apply_podgroup(podgroup(
             "ns",
             "g",
-            annotations(&[(keys::PREEMPTABLE, "si")]),
+            annotations(&[(labels::PREEMPTABLE, "si")]),
         ));
         let mut world = world.with([pod(
             "ns",
             "member",
             "rev-1",
-            annotations(&[(keys::GROUP_NAME, "g")]),
+            annotations(&[(labels::GROUP_NAME, "g")]),
         )]);
         assert_refused(
             verdict(&mut world, &policy(json!({})), "ns/member"),
-            &["PodGroup ns/g", keys::PREEMPTABLE, "\"si\""],
+            &["PodGroup ns/g", labels::PREEMPTABLE, "\"si\""],
         );
     }
 
@@ -164,34 +163,34 @@ mod tests {
             check(
                 vec![job_pod(
                     "c",
-                    annotations(&[(keys::COOLDOWN_TIME, "10 min")]),
+                    annotations(&[(labels::COOLDOWN_TIME, "10 min")]),
                 )],
                 "ns/c",
             ),
-            &[keys::COOLDOWN_TIME, "\"10 min\""],
+            &[labels::COOLDOWN_TIME, "\"10 min\""],
         );
         // A malformed label is not hidden by a good annotation.
         let both = all([
-            labels(&[(keys::COOLDOWN_TIME, "1d")]),
-            annotations(&[(keys::COOLDOWN_TIME, "1h")]),
+            labels(&[(labels::COOLDOWN_TIME, "1d")]),
+            annotations(&[(labels::COOLDOWN_TIME, "1h")]),
         ]);
         assert_refused(
             check(vec![job_pod("c", both)], "ns/c"),
-            &[keys::COOLDOWN_TIME, "\"1d\""],
+            &[labels::COOLDOWN_TIME, "\"1d\""],
         );
     }
 
     #[test]
     fn invalid_budget_on_a_pod_refuses_every_pod_of_its_job() {
         let pods = vec![
-            job_pod("good", annotations(&[(keys::MAX_UNAVAILABLE[1], "1")])),
-            job_pod("bad", annotations(&[(keys::MAX_UNAVAILABLE[1], "one")])),
+            job_pod("good", annotations(&[(labels::MAX_UNAVAILABLE[1], "1")])),
+            job_pod("bad", annotations(&[(labels::MAX_UNAVAILABLE[1], "one")])),
         ];
         let mut world = World::new().with(pods);
         for name in ["ns/good", "ns/bad"] {
             assert_refused(
                 verdict(&mut world, &policy(json!({})), name),
-                &["Pod ns/bad", keys::MAX_UNAVAILABLE[1], "\"one\""],
+                &["Pod ns/bad", labels::MAX_UNAVAILABLE[1], "\"one\""],
             );
         }
     }
@@ -202,7 +201,7 @@ mod tests {
         world.cache.apply_podgroup(podgroup(
             "ns",
             "g",
-            annotations(&[(keys::MIN_AVAILABLE[0], "101%")]),
+            annotations(&[(labels::MIN_AVAILABLE[0], "101%")]),
         ));
         // The pod's own valid budget does not count: the PodGroup's is read first.
         let mut world = world.with([pod(
@@ -210,22 +209,22 @@ mod tests {
             "member",
             "rev-1",
             annotations(&[
-                (keys::GROUP_NAME, "g"),
-                (keys::PREEMPTABLE, "true"),
-                (keys::MIN_AVAILABLE[0], "1"),
+                (labels::GROUP_NAME, "g"),
+                (labels::PREEMPTABLE, "true"),
+                (labels::MIN_AVAILABLE[0], "1"),
             ]),
         )]);
         assert_refused(
             verdict(&mut world, &policy(json!({})), "ns/member"),
-            &["PodGroup ns/g", keys::MIN_AVAILABLE[0], "\"101%\""],
+            &["PodGroup ns/g", labels::MIN_AVAILABLE[0], "\"101%\""],
         );
     }
 
     #[test]
     fn pods_of_a_job_with_different_budgets() {
         let pods = vec![
-            job_pod("a", annotations(&[(keys::MAX_UNAVAILABLE[0], "1")])),
-            job_pod("b", annotations(&[(keys::MAX_UNAVAILABLE[0], "2")])),
+            job_pod("a", annotations(&[(labels::MAX_UNAVAILABLE[0], "1")])),
+            job_pod("b", annotations(&[(labels::MAX_UNAVAILABLE[0], "2")])),
             job_pod("c", json!({})),
         ];
         let mut world = World::new().with(pods);
@@ -250,7 +249,7 @@ mod tests {
         // A job with its own budget does not need the default.
         let mut world = World::new().with([job_pod(
             "y",
-            annotations(&[(keys::MAX_UNAVAILABLE[0], "1")]),
+            annotations(&[(labels::MAX_UNAVAILABLE[0], "1")]),
         )]);
         assert_eq!(verdict(&mut world, &broken, "ns/y"), Ok(()));
     }
@@ -262,8 +261,8 @@ mod tests {
             all([
                 json!({"spec": {"containers": [{"name": "m", "resources": {"requests": {"memory": "1Qi"}}}]}}),
                 annotations(&[
-                    (keys::PREEMPTABLE, "perhaps"),
-                    (keys::COOLDOWN_TIME, "soon"),
+                    (labels::PREEMPTABLE, "perhaps"),
+                    (labels::COOLDOWN_TIME, "soon"),
                 ]),
             ]),
         )];

@@ -2,12 +2,13 @@
 //!
 //! The JSON form is a stable interface: fields are only ever added. Documented in README.md.
 
+pub mod dump;
 mod markdown;
 mod table;
 
 use serde::Serialize;
 
-use crate::plan::{Candidate, CyclePlan};
+use crate::{framework::Candidate, planner::CyclePlan};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

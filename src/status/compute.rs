@@ -9,7 +9,8 @@ use crate::{
     api::{PolicyMode, policy::DeschedulingPolicyStatus, zone::RevocableZoneStatus},
     cluster::{PodPhase, Setting, Snapshot},
     evictor::Outcome,
-    plan::{Plan, ZoneView},
+    framework::ZoneView,
+    planner::Plan,
 };
 
 pub const READY: &str = "Ready";

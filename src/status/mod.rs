@@ -30,9 +30,9 @@ use crate::{
         zone::RevocableZoneStatus,
     },
     cluster::PodInfo,
+    framework::Candidate,
     leader::LeaderHandle,
     metrics::{KindLabel, Metrics},
-    plan::Candidate,
 };
 
 pub use compute::{PolicyCounts, policy_status, preemptable_pods, zone_status};

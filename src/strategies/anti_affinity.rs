@@ -12,15 +12,11 @@ use k8s_openapi::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Strategy,
-    common::{Selection, still_movable, victim_order},
-    proposals,
-};
+use super::common::{Selection, still_movable, victim_order};
 use crate::{
     api::policy::NamespaceFilter,
     cluster::{NodeState, PodInfo, matching},
-    plan::{Admission, Candidate, PlanContext},
+    framework::{Admission, Candidate, PlanContext, Strategy, proposals},
 };
 
 pub const NAME: &str = "removePodsViolatingInterPodAntiAffinity";
@@ -106,7 +102,7 @@ impl AntiAffinity {
             .node(pod.node_name.as_deref()?)?
             .node
             .as_deref()?;
-        for term in &pod.placement.anti_affinity {
+        for term in &pod.constraints.anti_affinity {
             let Some(value) = node.labels.get(&term.topology_key) else {
                 continue;
             };
@@ -168,7 +164,7 @@ impl Strategy for AntiAffinity {
             .nodes
             .values()
             .flat_map(|n| n.pods.values())
-            .filter(|p| !p.placement.anti_affinity.is_empty() && still_movable(p, ctx, admission))
+            .filter(|p| !p.constraints.anti_affinity.is_empty() && still_movable(p, ctx, admission))
             .collect();
         pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
         let mut domains = Domains::default();

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     api::policy::NamespaceFilter,
     cluster::{NodeState, PodInfo, QosClass, matching},
-    plan::{Admission, PlanContext},
+    framework::{Admission, PlanContext},
 };
 
 /// Which pods a strategy looks at, on top of the policy's own namespace filter: the strategy's
@@ -140,8 +140,8 @@ pub fn seconds_since(since: Option<jiff::Timestamp>, now: jiff::Timestamp) -> Op
 pub fn fits_on(pod: &PodInfo, state: &NodeState) -> bool {
     state.load_known()
         && state.node.as_deref().is_some_and(|node| {
-            pod.placement.allows_node(node)
-                && crate::cluster::placement::fits(
+            pod.constraints.allows_node(node)
+                && crate::cluster::resources::fits(
                     &pod.requests,
                     &node.allocatable,
                     &state.requested,

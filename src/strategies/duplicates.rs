@@ -11,15 +11,11 @@ use std::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Strategy,
-    common::{Selection, movable, newest_first},
-    proposals,
-};
+use super::common::{Selection, movable, newest_first};
 use crate::{
     api::policy::NamespaceFilter,
     cluster::PodInfo,
-    plan::{Admission, Candidate, PlanContext},
+    framework::{Admission, Candidate, PlanContext, Strategy, proposals},
 };
 
 pub const NAME: &str = "removeDuplicates";
@@ -128,13 +124,13 @@ impl Strategy for RemoveDuplicates {
                 continue;
             };
             let feasible = *feasible_by_shape
-                .entry(sample.placement.signature)
+                .entry(sample.constraints.signature)
                 .or_insert_with(|| {
                     ctx.snapshot
                         .nodes
                         .values()
                         .filter_map(|s| s.node.as_deref())
-                        .filter(|n| sample.placement.allows_node(n))
+                        .filter(|n| sample.constraints.allows_node(n))
                         .count()
                 });
             if feasible < 2 {

@@ -6,14 +6,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Strategy,
     common::{Selection, format_age, oldest_first, seconds_since},
     pod_life_time::has_exit_code,
 };
 use crate::{
     api::policy::NamespaceFilter,
     cluster::{ContainerScope, PodInfo, PodPhase},
-    plan::{Candidate, PlanContext},
+    framework::{Candidate, PlanContext, Strategy},
 };
 
 pub const NAME: &str = "removeFailedPods";

@@ -10,10 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Strategy,
     common::{Selection, still_movable, victim_order},
     low_node_utilization::describe_thresholds,
-    proposals,
     utilization::{
         NodeUsage, Room, Thresholds, UsageArgs, below_all, bounded_resources, describe_percent,
         node_usages, pod_usage, validate_thresholds,
@@ -22,7 +20,7 @@ use super::{
 use crate::{
     api::policy::NamespaceFilter,
     cluster::PodInfo,
-    plan::{Admission, Candidate, PlanContext},
+    framework::{Admission, Candidate, PlanContext, Strategy, proposals},
 };
 
 pub const NAME: &str = "highNodeUtilization";

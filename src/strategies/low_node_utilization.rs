@@ -18,9 +18,7 @@ use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Strategy,
     common::{Selection, still_movable, victim_order},
-    proposals,
     utilization::{
         NodeUsage, Room, Thresholds, UsageArgs, above_any, below_all, bounded_resources,
         describe_percent, node_usages, percent, pod_usage, resolve_thresholds, validate_thresholds,
@@ -29,7 +27,7 @@ use super::{
 use crate::{
     api::policy::NamespaceFilter,
     cluster::{PodInfo, Resources},
-    plan::{Admission, Candidate, PlanContext},
+    framework::{Admission, Candidate, PlanContext, Strategy, proposals},
 };
 
 pub const NAME: &str = "lowNodeUtilization";

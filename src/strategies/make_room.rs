@@ -15,16 +15,12 @@ use std::{collections::HashMap, sync::Arc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Strategy,
-    common::{format_age, seconds_since, still_movable, victim_order},
-    proposals,
-};
+use super::common::{format_age, seconds_since, still_movable, victim_order};
 use crate::{
     api::{GoDuration, policy::NamespaceFilter},
-    cluster::{NodeState, PodInfo, PodPhase, Resources, Setting, placement},
+    cluster::{NodeState, PodInfo, PodPhase, Resources, Setting, resources},
+    framework::{Admission, Candidate, PlanContext, Strategy, proposals},
     gates::nodefit::describe,
-    plan::{Admission, Candidate, PlanContext},
 };
 
 pub const NAME: &str = "makeRoomForPending";
@@ -251,7 +247,7 @@ impl MakeRoom {
             // made on.
             if node.revocable_zone.is_some()
                 || !state.load_known()
-                || !pending.placement.allows_node(node)
+                || !pending.constraints.allows_node(node)
             {
                 continue;
             }
@@ -391,8 +387,8 @@ pub fn fits_after(pending: &PodInfo, state: &NodeState, victims: &[&Arc<PodInfo>
     for victim in victims {
         requested.sub(&victim.requests);
     }
-    pending.placement.allows_node(node)
-        && placement::fits(&pending.requests, &node.allocatable, &requested)
+    pending.constraints.allows_node(node)
+        && resources::fits(&pending.requests, &node.allocatable, &requested)
 }
 
 #[cfg(test)]

@@ -10,13 +10,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Strategy,
-    common::{Selection, fits_elsewhere, fits_on, movable},
-};
+use super::common::{Selection, fits_elsewhere, fits_on, movable};
 use crate::{
     api::policy::NamespaceFilter,
-    plan::{Candidate, PlanContext},
+    framework::{Candidate, PlanContext, Strategy},
 };
 
 pub const NAME: &str = "removePodsViolatingNodeAffinity";
@@ -105,7 +102,7 @@ impl Strategy for NodeAffinity {
                 if !movable(pod, ctx) || !selection.admits(pod) {
                     continue;
                 }
-                let placement = &pod.placement;
+                let placement = &pod.constraints;
                 if required && !placement.matches_node(node) {
                     if let Some(other) = fits_elsewhere(pod, ctx) {
                         out.push(Candidate::new(

@@ -6,14 +6,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Strategy,
-    common::{Selection, movable},
-};
+use super::common::{Selection, movable};
 use crate::{
     api::policy::NamespaceFilter,
     cluster::{Taint, matching},
-    plan::{Candidate, PlanContext},
+    framework::{Candidate, PlanContext, Strategy},
 };
 
 pub const NAME: &str = "removePodsViolatingNodeTaints";
@@ -110,7 +107,7 @@ impl Strategy for NodeTaints {
                     continue;
                 }
                 let untolerated = taints.iter().find(|taint| {
-                    !pod.placement
+                    !pod.constraints
                         .tolerations
                         .iter()
                         .any(|t| matching::tolerates(t, taint))

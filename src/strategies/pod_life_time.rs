@@ -8,14 +8,11 @@ use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Strategy,
-    common::{OwnerKinds, Selection, format_age, seconds_since},
-};
+use super::common::{OwnerKinds, Selection, format_age, seconds_since};
 use crate::{
     api::policy::NamespaceFilter,
     cluster::{ContainerScope, PodInfo, PodPhase},
-    plan::{Candidate, PlanContext},
+    framework::{Candidate, PlanContext, Strategy},
 };
 
 pub const NAME: &str = "podLifeTime";

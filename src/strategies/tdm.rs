@@ -6,11 +6,10 @@ use std::{cmp::Reverse, sync::Arc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Strategy;
 use crate::{
+    api::labels,
     cluster::{PodInfo, PodPhase, Setting},
-    keys,
-    plan::{Candidate, PlanContext, ZoneView},
+    framework::{Candidate, PlanContext, Strategy, ZoneView},
 };
 
 pub const NAME: &str = "tdm";
@@ -64,7 +63,7 @@ impl Tdm {
             Setting::Valid(true) => match pod.zone_opt_in.as_deref() {
                 Some(opted) if opted != "*" && opted != zone => Placement::Violation(format!(
                     "{}={opted} but runs in revocable zone {zone}",
-                    keys::REVOCABLE_ZONE
+                    labels::REVOCABLE_ZONE
                 )),
                 _ => Placement::Allowed,
             },
@@ -162,7 +161,7 @@ mod tests {
     use super::*;
     use crate::{
         cluster::{ObjectKey, PolicyInfo},
-        plan::{
+        planner::{
             plan_all,
             tests::{
                 NOW, World, all, annotations, closed_zone, key_of, labels, node, open_zone,
@@ -277,19 +276,19 @@ mod tests {
         world.cache.apply_podgroup(podgroup(
             "ns",
             "pg-label",
-            labels(&[(keys::PREEMPTABLE, "true")]),
+            labels(&[(labels::PREEMPTABLE, "true")]),
         ));
         world.cache.apply_podgroup(podgroup(
             "ns",
             "pg-annotation",
-            annotations(&[(keys::PREEMPTABLE, "true")]),
+            annotations(&[(labels::PREEMPTABLE, "true")]),
         ));
         let in_group = |name: &str, group: &str| {
             pod(
                 "ns",
                 name,
                 "rev-1",
-                annotations(&[(keys::GROUP_NAME, group)]),
+                annotations(&[(labels::GROUP_NAME, group)]),
             )
         };
         let mut world = world.with([
@@ -297,14 +296,14 @@ mod tests {
                 "ns",
                 "by-label",
                 "rev-1",
-                labels(&[(keys::PREEMPTABLE, "true")]),
+                labels(&[(labels::PREEMPTABLE, "true")]),
             ),
             pod("ns", "by-annotation", "rev-1", preemptable()),
             pod(
                 "ns",
                 "go-style-true",
                 "rev-1",
-                annotations(&[(keys::PREEMPTABLE, "T")]),
+                annotations(&[(labels::PREEMPTABLE, "T")]),
             ),
             in_group("by-group-label", "pg-label"),
             in_group("by-group-annotation", "pg-annotation"),
@@ -314,8 +313,8 @@ mod tests {
                 "pod-says-no",
                 "rev-1",
                 all([annotations(&[
-                    (keys::GROUP_NAME, "pg-label"),
-                    (keys::PREEMPTABLE, "false"),
+                    (labels::GROUP_NAME, "pg-label"),
+                    (labels::PREEMPTABLE, "false"),
                 ])]),
             ),
             // A group name whose PodGroup does not exist says nothing.
@@ -359,13 +358,13 @@ mod tests {
                 "ns",
                 "any-zone",
                 "rev-1",
-                all([preemptable(), annotations(&[(keys::REVOCABLE_ZONE, "*")])]),
+                all([preemptable(), annotations(&[(labels::REVOCABLE_ZONE, "*")])]),
             ),
             pod(
                 "ns",
                 "this-zone",
                 "rev-1",
-                all([preemptable(), annotations(&[(keys::REVOCABLE_ZONE, "z")])]),
+                all([preemptable(), annotations(&[(labels::REVOCABLE_ZONE, "z")])]),
             ),
             pod(
                 "ns",
@@ -373,7 +372,7 @@ mod tests {
                 "rev-1",
                 all([
                     preemptable(),
-                    annotations(&[(keys::REVOCABLE_ZONE, "elsewhere")]),
+                    annotations(&[(labels::REVOCABLE_ZONE, "elsewhere")]),
                 ]),
             ),
         ]);
@@ -394,7 +393,7 @@ mod tests {
             "ns",
             "empty-opt-in",
             "rev-1",
-            all([preemptable(), annotations(&[(keys::REVOCABLE_ZONE, "")])]),
+            all([preemptable(), annotations(&[(labels::REVOCABLE_ZONE, "")])]),
         )]);
         assert_eq!(names(&propose(&mut world)), Vec::<String>::new());
     }
@@ -410,7 +409,7 @@ mod tests {
                 "ns",
                 "other-zone",
                 "rev-1",
-                all([preemptable(), annotations(&[(keys::REVOCABLE_ZONE, "y")])]),
+                all([preemptable(), annotations(&[(labels::REVOCABLE_ZONE, "y")])]),
             ),
         ]);
         let candidates = propose(&mut world);
@@ -436,7 +435,7 @@ mod tests {
             "ns",
             "unsure",
             "rev-1",
-            annotations(&[(keys::PREEMPTABLE, "maybe")]),
+            annotations(&[(labels::PREEMPTABLE, "maybe")]),
         )]);
         let candidates = propose(&mut world);
         assert_eq!(
@@ -476,7 +475,7 @@ mod tests {
                 "ns",
                 "mirror",
                 "rev-1",
-                all([preemptable(), annotations(&[(keys::MIRROR_POD, "abc")])]),
+                all([preemptable(), annotations(&[(labels::MIRROR_POD, "abc")])]),
             ),
             pod(
                 "ns",

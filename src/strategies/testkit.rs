@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use crate::{
     api::DeschedulingPolicySpec,
     cluster::{ClusterCache, NamespaceInfo, NodeInfo, PodInfo, PolicyInfo, Resources, UsageSample},
-    plan::{self, Plan},
+    framework,
+    planner::{self, Plan},
 };
 
 pub const NOW: &str = "2026-03-02T12:00:00Z";
@@ -269,8 +270,8 @@ impl Cluster {
         let spec: DeschedulingPolicySpec = serde_saphyr::from_str(spec_yaml).unwrap();
         let policy = PolicyInfo::new("test".to_owned(), None, spec);
         let snapshot = self.cache.snapshot();
-        let (zones, _) = plan::zone_views(&snapshot, now());
-        let plan = plan::plan_policy(&snapshot, &policy, now(), &zones, &HashSet::new());
+        let (zones, _) = framework::zone_views(&snapshot, now());
+        let plan = planner::plan_policy(&snapshot, &policy, now(), &zones, &HashSet::new());
         Outcome { plan }
     }
 }

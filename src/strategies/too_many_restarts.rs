@@ -5,14 +5,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Strategy,
-    common::{Selection, movable},
-};
+use super::common::{Selection, movable};
 use crate::{
     api::policy::NamespaceFilter,
     cluster::{ContainerScope, PodPhase},
-    plan::{Candidate, PlanContext},
+    framework::{Candidate, PlanContext, Strategy},
 };
 
 pub const NAME: &str = "removePodsHavingTooManyRestarts";

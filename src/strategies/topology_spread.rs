@@ -19,15 +19,11 @@ use k8s_openapi::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Strategy,
-    common::{Selection, fits_on, victim_order},
-    proposals,
-};
+use super::common::{Selection, fits_on, victim_order};
 use crate::{
     api::policy::NamespaceFilter,
     cluster::{NodeInfo, NodeState, PodInfo, matching},
-    plan::{Admission, Candidate, PlanContext},
+    framework::{Admission, Candidate, PlanContext, Strategy, proposals},
 };
 
 pub const NAME: &str = "removePodsViolatingTopologySpreadConstraint";
@@ -136,10 +132,10 @@ impl TopologySpread {
         let mut out: BTreeMap<&str, Vec<Group<'s>>> = BTreeMap::new();
         let mut index: HashMap<(&str, String), usize> = HashMap::new();
         for pod in ctx.snapshot.nodes.values().flat_map(|n| n.pods.values()) {
-            if pod.placement.spread.is_empty() || pod.phase.is_finished() {
+            if pod.constraints.spread.is_empty() || pod.phase.is_finished() {
                 continue;
             }
-            for constraint in pod.placement.spread.iter().filter(|c| self.enforced(c)) {
+            for constraint in pod.constraints.spread.iter().filter(|c| self.enforced(c)) {
                 let Some(selector) = effective_selector(constraint, pod) else {
                     continue;
                 };
@@ -158,7 +154,7 @@ impl TopologySpread {
                     &selector,
                     &constraint.node_affinity_policy,
                     &constraint.node_taints_policy,
-                    (honor_affinity || honor_taints).then_some(pod.placement.signature),
+                    (honor_affinity || honor_taints).then_some(pod.constraints.signature),
                 ))
                 .unwrap_or_default();
                 let namespace = pod.key.namespace.as_str();
@@ -183,11 +179,11 @@ impl TopologySpread {
     fn eligible(&self, group: &Group<'_>, node: &NodeInfo) -> bool {
         let constraint = &group.constraint;
         (constraint.node_affinity_policy.as_deref() == Some("Ignore")
-            || group.sample.placement.matches_node(node))
+            || group.sample.constraints.matches_node(node))
             && (constraint.node_taints_policy.as_deref() != Some("Honor")
                 || group
                     .sample
-                    .placement
+                    .constraints
                     .tolerates_node(node, matching::HARD_EFFECTS))
     }
 
@@ -199,7 +195,7 @@ impl TopologySpread {
         cache: &mut HashMap<String, Arc<DomainMap<'s>>>,
     ) -> Arc<DomainMap<'s>> {
         let constraint = &group.constraint;
-        let placement = &group.sample.placement;
+        let placement = &group.sample.constraints;
         let honor_affinity = constraint.node_affinity_policy.as_deref() != Some("Ignore");
         let honor_taints = constraint.node_taints_policy.as_deref() == Some("Honor");
         let key = format!(

@@ -17,7 +17,7 @@ use crate::{
         NodeInfo, NodeState, PodInfo, Resources,
         resources::{CPU, MEMORY, PODS},
     },
-    plan::{Admission, PlanContext},
+    framework::{Admission, PlanContext},
 };
 
 /// Percentages per resource name (`cpu`, `memory`, `pods`, or an extended resource).
@@ -351,7 +351,7 @@ impl<'s> Room<'s> {
     /// A destination that would take `pod` (ready, schedulable, selector, required affinity, hard
     /// taints) and has room for a move using `usage` here and requesting the pod's requests there.
     pub fn find(&mut self, pod: &PodInfo, usage: &Resources) -> Option<usize> {
-        let signature = pod.placement.signature;
+        let signature = pod.constraints.signature;
         let requests = &pod.requests;
         let dominates = |(u, q): &(Resources, Resources)| {
             self.resources.iter().all(|r| usage.get(r) >= u.get(r))
@@ -367,7 +367,7 @@ impl<'s> Room<'s> {
         let destinations = &self.destinations;
         let allowed = self.allowed.entry(signature).or_insert_with(|| {
             (0..destinations.len())
-                .filter(|&i| pod.placement.allows_node(destinations[i].node))
+                .filter(|&i| pod.constraints.allows_node(destinations[i].node))
                 .collect()
         });
         let allowed = std::mem::take(allowed);

@@ -25,8 +25,8 @@ use tracing::{debug, info, warn};
 use crate::{
     cluster::{SharedCache, Snapshot},
     controller::{CycleContext, CycleHook, schedule},
+    framework::{ZoneView, zone_views},
     leader::LeaderHandle,
-    plan::{ZoneView, zone_views},
 };
 
 /// The taint key. Everything under it belongs to tidal: taints with this key on nodes that should not
@@ -391,7 +391,7 @@ mod tests {
     use crate::{
         api::RevocableZone,
         cluster::{ClusterCache, Ingest},
-        plan::zone_views,
+        framework::zone_views,
     };
 
     fn node(name: &str, zone: Option<&str>, taints: serde_json::Value) -> Node {

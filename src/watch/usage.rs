@@ -10,10 +10,10 @@ use tracing::{debug, info, warn};
 
 use super::WatchObserver;
 use crate::{
-    api::metrics::{NodeMetrics, PodMetrics},
+    api::usage::{NodeMetrics, PodMetrics},
     cluster::{
         SharedCache,
-        metrics::{UsageSample, node_sample, pod_sample},
+        usage::{UsageSample, node_sample, pod_sample},
     },
 };
 

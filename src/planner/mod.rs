@@ -1,27 +1,22 @@
 //! Planning: run a policy's strategies over a snapshot and pass every candidate through the gates.
 //! Pure: no clock, no I/O. The same plan feeds the report, the evictor and dry runs.
 
-mod admission;
-mod candidate;
-mod context;
+mod admitter;
+mod chain;
+mod registry;
 #[cfg(test)]
 pub(crate) mod tests;
-mod zones;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use jiff::Timestamp;
 
-pub use admission::{AcceptAll, Admission, Admitter, Refusal};
-pub use candidate::{Candidate, PlannedEviction, Skipped};
-pub use context::PlanContext;
-pub use zones::{ZoneView, zone_views};
+pub use admitter::Admitter;
 
 use crate::{
     api::PolicyMode,
     cluster::{ObjectKey, PolicyInfo, Snapshot},
-    gates,
-    strategies::{self, Strategy},
+    framework::{PlanContext, PlannedEviction, Skipped, Strategy, ZoneView, zone_views},
 };
 
 /// Gate name for candidates a strategy found but its own arguments hold back.
@@ -87,7 +82,7 @@ pub fn plan_policy(
         planned_elsewhere,
     };
     // A pod is decided once per plan, by the first strategy that proposes it.
-    let mut admitter = Admitter::new(&ctx, gates::chain(policy));
+    let mut admitter = Admitter::new(&ctx, chain::chain(policy));
     for strategy in &strategies {
         strategy.run(&ctx, &mut admitter);
     }
@@ -100,7 +95,7 @@ pub fn plan_policy(
 /// express. A misconfigured policy evicts nothing rather than guessing what its author meant.
 pub fn runnable_strategies(policy: &PolicyInfo) -> Result<Vec<Box<dyn Strategy>>, String> {
     policy.default_budget.as_ref().map_err(Clone::clone)?;
-    let strategies = strategies::enabled(&policy.spec.strategies);
+    let strategies = registry::enabled(&policy.spec.strategies);
     if strategies.is_empty() {
         // `strategies: {tdm: null}` passes the schema's minProperties but enables nothing; say so.
         return Err("spec.strategies enables no strategy".to_owned());
@@ -108,7 +103,7 @@ pub fn runnable_strategies(policy: &PolicyInfo) -> Result<Vec<Box<dyn Strategy>>
     let invalid: Vec<String> = strategies
         .iter()
         .filter_map(|s| s.validate().err().map(|e| format!("{}: {e}", s.name())))
-        .chain(gates::validate(policy).err())
+        .chain(chain::validate(policy).err())
         .collect();
     if invalid.is_empty() {
         Ok(strategies)

@@ -1,102 +1,18 @@
-//! How strategies hand candidates to the gates and learn the answer. Strategies that evict "until the
-//! node is balanced" or "until the pending pod fits" need to know which of their candidates the gates let
-//! through, or they would stop early (a refused pod counted as gone) or overshoot.
+//! The planner's side of the handle strategies offer candidates through: the policy's namespace filter,
+//! then every gate in order, with the tallies of the gates kept consistent across all-or-none offers.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashSet,
     hash::{BuildHasherDefault, Hasher},
     sync::Arc,
 };
 
-use super::{Candidate, HELD_BY_POLICY, PlanContext, PlannedEviction, Skipped};
+use super::HELD_BY_POLICY;
 use crate::{
     cluster::{ObjectKey, PodInfo},
-    gates::{Gate, protections},
+    framework::{Admission, Candidate, Gate, PlanContext, PlannedEviction, Refusal, Skipped},
+    gates::protections,
 };
-
-/// A gate's refusal: its name and why.
-pub type Refusal = (&'static str, String);
-
-pub trait Admission {
-    /// Passes the candidate through the policy's filters and gates. True if it will be evicted; false if
-    /// it was refused (and reported) or had already been decided earlier in this plan.
-    fn offer(&mut self, candidate: Candidate) -> bool;
-
-    /// All or none: true if every candidate will be evicted. Otherwise none is, the first refused one is
-    /// reported as skipped, and the others stay undecided so that a later offer may use them.
-    fn offer_all(&mut self, candidates: Vec<Candidate>) -> bool;
-
-    /// What `offer` would answer, without deciding or reporting anything.
-    fn check(&mut self, candidate: &Candidate) -> Result<(), Refusal>;
-
-    /// The evictor protections refuse this pod. Balancing strategies use it to leave such pods out of
-    /// their choice silently, as the descheduler's evictor filter does, instead of reporting every
-    /// DaemonSet pod of every busy node.
-    fn protected(&mut self, pod: &Arc<PodInfo>) -> bool;
-
-    /// The pod was already evicted or refused earlier in this plan.
-    fn decided(&self, pod: &ObjectKey) -> bool;
-
-    /// The pod will be evicted: an earlier offer in this plan was admitted. Strategies count such pods
-    /// as gone, or a later strategy would act on a node as if the earlier evictions never happened.
-    /// `pod` is the plan snapshot's own entry for the pod (strategies never make pods of their own).
-    fn admitted(&self, pod: &PodInfo) -> bool;
-}
-
-/// Accepts everything: what a strategy proposes when no gate objects. Used by `Strategy::propose` of
-/// strategies that need feedback, and by tests.
-#[derive(Default)]
-pub struct AcceptAll {
-    pub candidates: Vec<Candidate>,
-    /// Every pod offered, and whether it was accepted (held candidates are not).
-    seen: HashMap<ObjectKey, bool>,
-}
-
-impl Admission for AcceptAll {
-    fn offer(&mut self, candidate: Candidate) -> bool {
-        if self.seen.contains_key(&candidate.pod.key) {
-            return false;
-        }
-        let accepted = candidate.held.is_none();
-        self.seen.insert(candidate.pod.key.clone(), accepted);
-        if accepted {
-            self.candidates.push(candidate);
-        }
-        accepted
-    }
-
-    fn offer_all(&mut self, candidates: Vec<Candidate>) -> bool {
-        if candidates
-            .iter()
-            .any(|c| self.seen.contains_key(&c.pod.key) || c.held.is_some())
-        {
-            return false;
-        }
-        for candidate in candidates {
-            self.offer(candidate);
-        }
-        true
-    }
-
-    fn check(&mut self, candidate: &Candidate) -> Result<(), Refusal> {
-        if self.seen.contains_key(&candidate.pod.key) {
-            return Err(("decided", "already decided".to_owned()));
-        }
-        Ok(())
-    }
-
-    fn protected(&mut self, _pod: &Arc<PodInfo>) -> bool {
-        false
-    }
-
-    fn decided(&self, pod: &ObjectKey) -> bool {
-        self.seen.contains_key(pod)
-    }
-
-    fn admitted(&self, pod: &PodInfo) -> bool {
-        self.seen.get(&pod.key).copied().unwrap_or(false)
-    }
-}
 
 /// The real thing: the policy's namespace filter, then every gate in order.
 pub struct Admitter<'c, 'a> {

@@ -8,7 +8,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::{Value, json};
 
-use super::{Candidate, Plan, PlanContext, ZoneView, plan_all, plan_policy, zone_views};
+use super::{Plan, plan_all, plan_policy};
+use crate::framework::{Candidate, PlanContext, ZoneView, zone_views};
 use crate::{
     api::{DeschedulingPolicy, PodGroup, RevocableZone},
     cluster::{

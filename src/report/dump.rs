@@ -17,11 +17,11 @@ use serde_json::Value;
 use crate::{
     api::{
         DeschedulingPolicy, PodGroup, RevocableZone,
-        metrics::{NodeMetrics, PodMetrics},
+        usage::{NodeMetrics, PodMetrics},
         validation::CrdValidator,
     },
-    cluster::{ClusterCache, Ingest, ObjectKey, UsageSample, metrics},
-    plan,
+    cluster::{ClusterCache, Ingest, ObjectKey, UsageSample, usage},
+    planner,
 };
 
 /// The kinds tidal reads, at the one version it reads each: the same kind at another version is an
@@ -129,10 +129,10 @@ impl Dump {
             ("v1", "Node") => ingest::<Node>(cache, item),
             ("v1", "Namespace") => ingest::<Namespace>(cache, item),
             ("metrics.k8s.io/v1beta1", "NodeMetrics") => typed::<NodeMetrics>(item)
-                .and_then(|m| metrics::node_sample(&m))
+                .and_then(|m| usage::node_sample(&m))
                 .map(|(node, sample)| cache.record_node_usage(&node, sample)),
             ("metrics.k8s.io/v1beta1", "PodMetrics") => typed::<PodMetrics>(item)
-                .and_then(|m| metrics::pod_sample(&m))
+                .and_then(|m| usage::pod_sample(&m))
                 .map(|sample| self.pending_pod_usage.push(sample)),
             ("policy/v1", "PodDisruptionBudget") => ingest::<PodDisruptionBudget>(cache, item),
             ("scheduling.volcano.sh/v1beta1", "PodGroup") => ingest::<PodGroup>(cache, item),
@@ -168,7 +168,7 @@ impl Dump {
             "DeschedulingPolicy" => self
                 .cache
                 .policy(name.name.as_deref().unwrap_or_default())
-                .and_then(|policy| plan::runnable_strategies(policy).err()),
+                .and_then(|policy| planner::runnable_strategies(policy).err()),
             _ => None,
         };
         if let Some(error) = config_error {

@@ -6,7 +6,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
 
 use super::setting::{Setting, Sources};
-use crate::{api::policy::JobBudgetSpec, keys};
+use crate::api::{labels, policy::JobBudgetSpec};
 
 /// An absolute count or a percentage of the job's pods (percentages round up, as Volcano does).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -75,11 +75,11 @@ impl JobBudget {
     /// MaxUnavailable is reported even if MinAvailable is fine, because the user meant the former.
     pub fn read(sources: &Sources<'_>) -> Setting<JobBudget> {
         let max_unavailable = sources
-            .read_parsed::<IntOrPercent>(&keys::MAX_UNAVAILABLE)
+            .read_parsed::<IntOrPercent>(&labels::MAX_UNAVAILABLE)
             .map(JobBudget::MaxUnavailable);
         max_unavailable.or_else(|| {
             sources
-                .read_parsed::<IntOrPercent>(&keys::MIN_AVAILABLE)
+                .read_parsed::<IntOrPercent>(&labels::MIN_AVAILABLE)
                 .map(JobBudget::MinAvailable)
         })
     }

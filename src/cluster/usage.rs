@@ -8,7 +8,7 @@ use jiff::{SignedDuration, Timestamp};
 use super::{keys::ObjectKey, resources::Resources, versioned::Aggregate};
 use crate::api::{
     GoDuration,
-    metrics::{NodeMetrics, PodMetrics},
+    usage::{NodeMetrics, PodMetrics},
 };
 
 /// Samples older than this (relative to the newest) are dropped: no strategy averages over more.

@@ -14,11 +14,10 @@ use k8s_openapi::api::core::v1::{
 use super::{
     matching::{self, HARD_EFFECTS},
     node::NodeInfo,
-    resources::Resources,
 };
 
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Placement {
+pub struct Constraints {
     pub node_selector: BTreeMap<String, String>,
     /// `requiredDuringSchedulingIgnoredDuringExecution` node affinity.
     pub required: Option<NodeSelector>,
@@ -33,14 +32,14 @@ pub struct Placement {
     pub signature: u64,
 }
 
-impl Placement {
-    pub fn from_spec(spec: Option<&PodSpec>) -> Placement {
+impl Constraints {
+    pub fn from_spec(spec: Option<&PodSpec>) -> Constraints {
         let Some(spec) = spec else {
-            return Placement::default();
+            return Constraints::default();
         };
         let affinity = spec.affinity.as_ref();
         let node_affinity = affinity.and_then(|a| a.node_affinity.as_ref());
-        let mut placement = Placement {
+        let mut placement = Constraints {
             node_selector: spec.node_selector.clone().unwrap_or_default(),
             required: node_affinity.and_then(|n| {
                 n.required_during_scheduling_ignored_during_execution
@@ -122,54 +121,5 @@ impl Placement {
             .iter()
             .map(|t| i64::from(t.weight).max(0))
             .sum()
-    }
-}
-
-/// `requests` fit into what `node` has left once `requested` is taken: every resource the pod asks for
-/// (including one pod slot) is available.
-pub fn fits(requests: &Resources, allocatable: &Resources, requested: &Resources) -> bool {
-    requests
-        .names()
-        .all(|name| requests.get(name) <= allocatable.get(name).saturating_sub(requested.get(name)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fit_counts_every_requested_resource_and_the_pod_slot() {
-        let mut allocatable = Resources {
-            milli_cpu: 4000,
-            memory: 8 << 30,
-            pods: 10,
-            ..Default::default()
-        };
-        allocatable.set("nvidia.com/gpu", 2);
-        let mut requested = Resources {
-            milli_cpu: 3000,
-            memory: 1 << 30,
-            pods: 9,
-            ..Default::default()
-        };
-        let pod = Resources {
-            milli_cpu: 1000,
-            memory: 1 << 30,
-            pods: 1,
-            ..Default::default()
-        };
-        assert!(fits(&pod, &allocatable, &requested));
-        requested.pods = 10;
-        assert!(!fits(&pod, &allocatable, &requested), "no pod slot left");
-        requested.pods = 0;
-        let mut gpu_pod = pod.clone();
-        gpu_pod.set("nvidia.com/gpu", 3);
-        assert!(!fits(&gpu_pod, &allocatable, &requested));
-        gpu_pod.set("example.com/fpga", 1);
-        gpu_pod.set("nvidia.com/gpu", 1);
-        assert!(
-            !fits(&gpu_pod, &allocatable, &requested),
-            "node lacks the resource"
-        );
     }
 }

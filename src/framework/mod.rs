@@ -1,0 +1,19 @@
+//! What strategies and gates are written against, and all they may depend on besides the API types and
+//! the cluster model: the [`Strategy`] and [`Gate`] traits, the [`Candidate`] a strategy proposes, the
+//! [`Admission`] handle through which it offers candidates to the gates, the [`PlanContext`] both read,
+//! and the zone views computed once per cycle. The planner implements the handle and runs the plugins;
+//! plugins never import the planner or each other.
+
+mod admission;
+mod candidate;
+mod context;
+mod gate;
+mod strategy;
+mod zones;
+
+pub use admission::{AcceptAll, Admission, Refusal};
+pub use candidate::{Candidate, PlannedEviction, Skipped};
+pub use context::PlanContext;
+pub use gate::Gate;
+pub use strategy::{Strategy, proposals};
+pub use zones::{ZoneView, zone_views};

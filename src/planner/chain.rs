@@ -1,0 +1,29 @@
+//! The gates every candidate of a policy passes, in order.
+
+use crate::{
+    cluster::PolicyInfo,
+    framework::Gate,
+    gates::{budget, cooldown, limits, nodefit, protections, validity},
+};
+
+/// The gates of one policy's planning, fresh for each plan. Validity comes first, so that a malformed
+/// setting is reported as such rather than as whatever a later gate makes of it; then the protections,
+/// which no amount of waiting changes; node fit comes last, as the most expensive check.
+pub fn chain(policy: &PolicyInfo) -> Vec<Box<dyn Gate>> {
+    let mut gates: Vec<Box<dyn Gate>> = vec![
+        Box::new(validity::Validity::default()),
+        Box::new(protections::ProtectionGate::new(&policy.spec.protections)),
+        Box::new(cooldown::Cooldown),
+        Box::new(budget::Budget::default()),
+        Box::new(limits::Limits::new(&policy.spec.limits)),
+    ];
+    if policy.spec.protections.node_fit {
+        gates.push(Box::new(nodefit::NodeFit::default()));
+    }
+    gates
+}
+
+/// Checks the gates' configuration beyond what the CRD schema can.
+pub fn validate(policy: &PolicyInfo) -> Result<(), String> {
+    policy.spec.protections.validate()
+}
