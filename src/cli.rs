@@ -7,6 +7,7 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use jiff::Timestamp;
 
 use crate::{
+    api::args::TdmArgs,
     api::{self, DeschedulingPolicySpec, GoDuration, PolicyMode, policy::Strategies},
     cluster::{PolicyInfo, Snapshot},
     controller::{self, ControllerConfig},
@@ -14,7 +15,6 @@ use crate::{
     leader::{self, LeaseConfig},
     planner::{self, CyclePlan},
     report::{Format, Report, dump::Dump},
-    strategies::tdm::TdmArgs,
     taints::{KeeperSettings, ZoneTaintHook},
 };
 

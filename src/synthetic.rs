@@ -46,6 +46,7 @@ use k8s_openapi::{
 };
 
 use crate::{
+    api::args::TdmArgs,
     api::labels,
     api::{
         DeschedulingPolicy, DeschedulingPolicySpec, GoDuration, PodGroup, PolicyMode,
@@ -57,7 +58,6 @@ use crate::{
     cluster::{
         ClusterCache, NodeInfo, ObjectKey, PdbInfo, PodGroupInfo, PodInfo, PolicyInfo, ZoneInfo,
     },
-    strategies::tdm::TdmArgs,
     windows::Weekday,
 };
 

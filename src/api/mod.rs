@@ -1,9 +1,11 @@
 //! The API types tidal owns (`tidal.dev/v1alpha1`) and the foreign ones it reads.
 
+pub mod args;
 pub mod duration;
 pub mod labels;
 pub mod podgroup;
 pub mod policy;
+pub mod protections;
 pub mod usage;
 pub mod validation;
 pub mod zone;

@@ -10,7 +10,14 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::duration::GoDuration;
+use super::{
+    args::{
+        AntiAffinityArgs, HighNodeUtilizationArgs, LowNodeUtilizationArgs, MakeRoomArgs,
+        NodeAffinityArgs, NodeTaintsArgs, PodLifeTimeArgs, RemoveDuplicatesArgs,
+        RemoveFailedPodsArgs, TdmArgs, TooManyRestartsArgs, TopologySpreadArgs,
+    },
+    duration::GoDuration,
+};
 
 /// A descheduling policy. Several may exist; each runs its strategies on its own interval, and a pod
 /// evicted under one is in flight for all.
@@ -49,7 +56,7 @@ pub struct DeschedulingPolicySpec {
     pub limits: EvictionLimits,
     /// Pods this policy never evicts, and the node-fit check (the descheduler's default evictor).
     #[serde(default)]
-    pub protections: crate::gates::protections::Protections,
+    pub protections: super::protections::Protections,
     /// Namespaces whose pods this policy may evict.
     #[serde(default)]
     pub namespaces: NamespaceFilter,
@@ -68,55 +75,49 @@ pub enum PolicyMode {
 pub struct Strategies {
     /// Time-division multiplexing: drain preemptable pods from revocable zones outside their windows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tdm: Option<crate::strategies::tdm::TdmArgs>,
+    pub tdm: Option<TdmArgs>,
     /// Move pods off overutilized nodes so that they land on underutilized ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub low_node_utilization:
-        Option<crate::strategies::low_node_utilization::LowNodeUtilizationArgs>,
+    pub low_node_utilization: Option<LowNodeUtilizationArgs>,
     /// Empty underutilized nodes so that their pods pack onto the others (bin packing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub high_node_utilization:
-        Option<crate::strategies::high_node_utilization::HighNodeUtilizationArgs>,
+    pub high_node_utilization: Option<HighNodeUtilizationArgs>,
     /// Spread pods of one owner that pile up on one node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remove_duplicates: Option<crate::strategies::duplicates::RemoveDuplicatesArgs>,
+    pub remove_duplicates: Option<RemoveDuplicatesArgs>,
     /// Rebalance topology domains whose pod counts are further apart than `maxSkew`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remove_pods_violating_topology_spread_constraint:
-        Option<crate::strategies::topology_spread::TopologySpreadArgs>,
+    pub remove_pods_violating_topology_spread_constraint: Option<TopologySpreadArgs>,
     /// Evict pods whose required pod anti-affinity is violated by pods around them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remove_pods_violating_inter_pod_anti_affinity:
-        Option<crate::strategies::anti_affinity::AntiAffinityArgs>,
+    pub remove_pods_violating_inter_pod_anti_affinity: Option<AntiAffinityArgs>,
     /// Evict pods whose node no longer satisfies their node affinity (required, or preferred when a
     /// better node exists).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remove_pods_violating_node_affinity:
-        Option<crate::strategies::node_affinity::NodeAffinityArgs>,
+    pub remove_pods_violating_node_affinity: Option<NodeAffinityArgs>,
     /// Evict pods that do not tolerate their node's taints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remove_pods_violating_node_taints: Option<crate::strategies::node_taints::NodeTaintsArgs>,
+    pub remove_pods_violating_node_taints: Option<NodeTaintsArgs>,
     /// Evict pods whose containers restarted too often.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remove_pods_having_too_many_restarts:
-        Option<crate::strategies::too_many_restarts::TooManyRestartsArgs>,
+    pub remove_pods_having_too_many_restarts: Option<TooManyRestartsArgs>,
     /// Evict pods older than a maximum age, optionally only in some states.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pod_life_time: Option<crate::strategies::pod_life_time::PodLifeTimeArgs>,
+    pub pod_life_time: Option<PodLifeTimeArgs>,
     /// Evict failed pods (which otherwise linger until garbage collection).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remove_failed_pods: Option<crate::strategies::failed_pods::RemoveFailedPodsArgs>,
+    pub remove_failed_pods: Option<RemoveFailedPodsArgs>,
     /// Evict preemptable pods on non-revocable nodes to make room for a non-preemptable pod that has
     /// been unschedulable for too long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub make_room_for_pending: Option<crate::strategies::make_room::MakeRoomArgs>,
+    pub make_room_for_pending: Option<MakeRoomArgs>,
 }
 
 impl Strategies {
     /// Whether a strategy of this policy reads measured usage (metrics.k8s.io), so that the controller
     /// polls it only when someone needs it.
     pub fn uses_measured_usage(&self) -> bool {
-        use crate::strategies::utilization::UsageSource::Metrics;
+        use super::args::UsageSource::Metrics;
         let low = self.low_node_utilization.as_ref().map(|a| a.usage.source);
         let high = self.high_node_utilization.as_ref().map(|a| a.usage.source);
         low == Some(Metrics) || high == Some(Metrics)

@@ -174,6 +174,37 @@ pub fn fits(requests: &Resources, allocatable: &Resources, requested: &Resources
         .all(|name| requests.get(name) <= allocatable.get(name).saturating_sub(requested.get(name)))
 }
 
+/// `cpu 500m, memory 256Mi, nvidia.com/gpu 1`: a pod's requests for messages.
+pub fn describe(requests: &Resources) -> String {
+    requests
+        .names()
+        .filter(|name| *name != PODS)
+        .map(|name| format!("{name} {}", format_amount(name, requests.get(name))))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// CPU in millicores, memory-like amounts in binary units (exact, else to a tenth), everything else as a
+/// count.
+pub fn format_amount(resource: &str, amount: i64) -> String {
+    match resource {
+        CPU => format!("{amount}m"),
+        MEMORY | EPHEMERAL_STORAGE => {
+            for (unit, shift) in [("Gi", 30), ("Mi", 20), ("Ki", 10)] {
+                let size = 1i64 << shift;
+                if amount != 0 && amount % size == 0 {
+                    return format!("{}{unit}", amount >> shift);
+                }
+                if amount.abs() >= size {
+                    return format!("{:.1}{unit}", amount as f64 / size as f64);
+                }
+            }
+            amount.to_string()
+        }
+        _ => amount.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,19 @@ pub struct Candidate {
     /// Set when the strategy found the pod but its arguments say not to evict it (e.g. placement
     /// violations with `evictPlacementViolations: false`); the report lists it as skipped by gate `policy`.
     pub held: Option<String>,
+    /// Gates the proposing strategy says do not apply to this pod.
+    pub exempt: Exemptions,
+}
+
+/// Gates that do not apply to a candidate. The strategy decides, because only it knows why the pod must
+/// go: gates never look at which strategy proposed a candidate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Exemptions {
+    /// The pod must leave its node whether or not it fits elsewhere, so gate `nodefit` does not apply.
+    pub node_fit: bool,
+    /// The pod's owner agreed to this eviction (e.g. `volcano.sh/preemptable: "true"` on a closing
+    /// revocable zone), so only the protections that can never be lifted apply (static, terminating).
+    pub switchable_protections: bool,
 }
 
 impl Candidate {
@@ -26,11 +39,17 @@ impl Candidate {
             reason: reason.into(),
             zone: None,
             held: None,
+            exempt: Exemptions::default(),
         }
     }
 
     pub fn in_zone(mut self, zone: &str) -> Self {
         self.zone = Some(zone.to_owned());
+        self
+    }
+
+    pub fn exempt(mut self, exempt: Exemptions) -> Self {
+        self.exempt = exempt;
         self
     }
 

@@ -12,7 +12,7 @@ mod strategy;
 mod zones;
 
 pub use admission::{AcceptAll, Admission, Refusal};
-pub use candidate::{Candidate, PlannedEviction, Skipped};
+pub use candidate::{Candidate, Exemptions, PlannedEviction, Skipped};
 pub use context::PlanContext;
 pub use gate::Gate;
 pub use strategy::{Strategy, proposals};

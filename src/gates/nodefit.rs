@@ -19,13 +19,9 @@ use std::{
 use crate::{
     cluster::{NodeState, ObjectKey, PodInfo, Resources, resources},
     framework::{Candidate, Gate, PlanContext},
-    strategies,
 };
 
 pub const NAME: &str = "nodefit";
-
-/// Strategies whose pods must leave their node whether or not another node can take them.
-const EXEMPT: [&str; 2] = [strategies::tdm::NAME, strategies::make_room::NAME];
 
 #[derive(Default)]
 pub struct NodeFit {
@@ -104,7 +100,7 @@ impl NodeFit {
                 "fits no other node: {unusable} not ready or unschedulable, {affinity} excluded by \
                  node selector/affinity, {taints} with untolerated taints{unknown}, {resources} \
                  without room for {}",
-                describe(&pod.requests)
+                resources::describe(&pod.requests)
             )
         });
         self.progress.insert(shape, progress);
@@ -180,45 +176,13 @@ enum Reject {
     Resources = 4,
 }
 
-/// `cpu 500m, memory 256Mi, nvidia.com/gpu 1`: a pod's requests for messages.
-pub fn describe(requests: &Resources) -> String {
-    requests
-        .names()
-        .filter(|name| *name != crate::cluster::resources::PODS)
-        .map(|name| format!("{name} {}", format_amount(name, requests.get(name))))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// CPU in millicores, memory-like amounts in binary units (exact, else to a tenth), everything else as a
-/// count.
-pub fn format_amount(resource: &str, amount: i64) -> String {
-    use crate::cluster::resources::{CPU, EPHEMERAL_STORAGE, MEMORY};
-    match resource {
-        CPU => format!("{amount}m"),
-        MEMORY | EPHEMERAL_STORAGE => {
-            for (unit, shift) in [("Gi", 30), ("Mi", 20), ("Ki", 10)] {
-                let size = 1i64 << shift;
-                if amount != 0 && amount % size == 0 {
-                    return format!("{}{unit}", amount >> shift);
-                }
-                if amount.abs() >= size {
-                    return format!("{:.1}{unit}", amount as f64 / size as f64);
-                }
-            }
-            amount.to_string()
-        }
-        _ => amount.to_string(),
-    }
-}
-
 impl Gate for NodeFit {
     fn name(&self) -> &'static str {
         NAME
     }
 
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {
-        if EXEMPT.contains(&candidate.strategy) {
+        if candidate.exempt.node_fit {
             return Ok(());
         }
         let node = self.destination(&candidate.pod, ctx)?;

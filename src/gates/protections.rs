@@ -6,13 +6,9 @@
 
 use std::collections::HashMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use crate::{
-    api::GoDuration,
-    cluster::{JobKey, PdbInfo, PodInfo, PodPhase, Setting, matching},
+    api::protections::Protections,
+    cluster::{JobKey, PdbInfo, PodInfo, PodPhase, matching},
     framework::{Candidate, Gate, PlanContext},
 };
 
@@ -23,91 +19,19 @@ pub const NAME: &str = "protected";
 pub const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
 const SYSTEM_CRITICAL_CLASSES: [&str; 2] = ["system-cluster-critical", "system-node-critical"];
 
-/// Which pods the policy must not evict. Static (mirror) pods and terminating pods are never evicted,
-/// whatever is set here.
-#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Protections {
-    /// Protect system-critical pods (priority ≥ 2000000000, or priority class `system-cluster-critical`
-    /// or `system-node-critical`).
-    #[serde(default = "yes")]
-    pub system_critical: bool,
-    /// Also protect every pod whose priority is at least this (pods without a priority count as 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priority_threshold: Option<i32>,
-    /// Protect pods owned by a DaemonSet: evicting one only restarts it on the same node.
-    #[serde(default = "yes")]
-    pub daemon_set_pods: bool,
-    /// Protect pods with `emptyDir` or `hostPath` volumes, whose data an eviction loses.
-    #[serde(default = "yes")]
-    pub local_storage_pods: bool,
-    /// Protect pods without any owner reference (nothing would recreate them), unless they have failed.
-    #[serde(default = "yes")]
-    pub bare_pods: bool,
-    /// Protect pods that mount a PersistentVolumeClaim (or a generic ephemeral volume).
-    #[serde(default)]
-    pub pvc_pods: bool,
-    /// Protect pods that no PodDisruptionBudget covers.
-    #[serde(default)]
-    pub pods_without_pdb: bool,
-    /// Only pods matching this selector may be evicted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_selector: Option<LabelSelector>,
-    /// Only pods in namespaces whose labels match this selector may be evicted. Pods in namespaces tidal
-    /// has not seen are protected.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace_label_selector: Option<LabelSelector>,
-    /// Protect pods of workloads (PodGroup, else controller) with fewer than this many unfinished pods.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_replicas: Option<u32>,
-    /// Protect pods younger than this (counted from creation).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_pod_age: Option<GoDuration>,
-    /// Only evict a pod that fits some other ready, schedulable node (selector, affinity, taints,
-    /// resources). Does not apply to `tdm` and `makeRoomForPending`, whose pods must leave their node
-    /// whether or not they fit elsewhere. Refusals are reported by gate `nodefit`.
-    #[serde(default)]
-    pub node_fit: bool,
-}
-
-impl Default for Protections {
-    fn default() -> Self {
-        Protections {
-            system_critical: true,
-            priority_threshold: None,
-            daemon_set_pods: true,
-            local_storage_pods: true,
-            bare_pods: true,
-            pvc_pods: false,
-            pods_without_pdb: false,
-            label_selector: None,
-            namespace_label_selector: None,
-            min_replicas: None,
-            min_pod_age: None,
-            node_fit: false,
+/// Selectors are checked here because a malformed one would otherwise match nothing, which for a
+/// protection selector means protecting nothing the author meant to allow (or everything).
+pub fn validate(spec: &Protections) -> Result<(), String> {
+    for (field, selector) in [
+        ("labelSelector", &spec.label_selector),
+        ("namespaceLabelSelector", &spec.namespace_label_selector),
+    ] {
+        if let Some(selector) = selector {
+            matching::selector_is_valid(selector)
+                .map_err(|e| format!("protections.{field}: {e}"))?;
         }
     }
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl Protections {
-    /// Selectors are checked here because a malformed one would otherwise match nothing, which for a
-    /// protection selector means protecting nothing the author meant to allow (or everything).
-    pub fn validate(&self) -> Result<(), String> {
-        for (field, selector) in [
-            ("labelSelector", &self.label_selector),
-            ("namespaceLabelSelector", &self.namespace_label_selector),
-        ] {
-            if let Some(selector) = selector {
-                matching::selector_is_valid(selector)
-                    .map_err(|e| format!("protections.{field}: {e}"))?;
-            }
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 pub struct ProtectionGate {
@@ -252,13 +176,10 @@ impl Gate for ProtectionGate {
     }
 
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {
-        // A pod whose owner opted in with `volcano.sh/preemptable` accepted that its revocable node is
-        // taken back, so for tdm only the never-evict rules hold. A placement violation did not opt in,
-        // and a policy-wide default is not the owner's word: those keep every protection (a bare pod, or
-        // a pod's emptyDir, would be lost for good).
-        if candidate.strategy == crate::strategies::tdm::NAME
-            && ctx.declared_preemptable(&candidate.pod) == Setting::Valid(true)
-        {
+        // The strategy lifts the switchable protections only where the pod's owner agreed to this
+        // eviction (tdm: `volcano.sh/preemptable` on a closing zone). A policy-wide default is not the
+        // owner's word, so such pods keep every protection: a bare pod or an emptyDir would be lost.
+        if candidate.exempt.switchable_protections {
             let pod = &candidate.pod;
             return match (pod.is_static(), pod.terminating) {
                 (true, _) => Err("static pod: the API server cannot evict it".to_owned()),

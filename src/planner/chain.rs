@@ -25,5 +25,5 @@ pub fn chain(policy: &PolicyInfo) -> Vec<Box<dyn Gate>> {
 
 /// Checks the gates' configuration beyond what the CRD schema can.
 pub fn validate(policy: &PolicyInfo) -> Result<(), String> {
-    policy.spec.protections.validate()
+    protections::validate(&policy.spec.protections)
 }

@@ -9,26 +9,15 @@ use k8s_openapi::{
     api::core::v1::PodAffinityTerm,
     apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement},
 };
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use super::common::{Selection, still_movable, victim_order};
+use crate::api::args::AntiAffinityArgs;
 use crate::{
-    api::policy::NamespaceFilter,
     cluster::{NodeState, PodInfo, matching},
     framework::{Admission, Candidate, PlanContext, Strategy, proposals},
 };
 
 pub const NAME: &str = "removePodsViolatingInterPodAntiAffinity";
-
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AntiAffinityArgs {
-    #[serde(default)]
-    pub namespaces: NamespaceFilter,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_selector: Option<LabelSelector>,
-}
 
 pub struct AntiAffinity {
     args: AntiAffinityArgs,

@@ -3,8 +3,8 @@
 use std::{cmp::Reverse, collections::BTreeMap, sync::Arc};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use serde::{Deserialize, Serialize};
 
+use crate::api::args::OwnerKinds;
 use crate::{
     api::policy::NamespaceFilter,
     cluster::{NodeState, PodInfo, QosClass, matching},
@@ -69,19 +69,6 @@ pub fn movable(pod: &PodInfo, ctx: &PlanContext<'_>) -> bool {
 /// pod on its own need not ask: the planner drops a pod that was decided before.
 pub fn still_movable(pod: &PodInfo, ctx: &PlanContext<'_>, admission: &dyn Admission) -> bool {
     movable(pod, ctx) && !admission.admitted(pod)
-}
-
-/// Include or exclude owner kinds (at most one list).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, kube::KubeSchema)]
-#[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("!(has(self.include) && has(self.exclude))").message("set include or exclude, not both"))]
-pub struct OwnerKinds {
-    /// Only pods with an owner reference of one of these kinds.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub include: Vec<String>,
-    /// No pod with an owner reference of one of these kinds.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub exclude: Vec<String>,
 }
 
 impl OwnerKinds {

@@ -8,28 +8,14 @@ use std::{
     sync::Arc,
 };
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use super::common::{Selection, movable, newest_first};
+use crate::api::args::RemoveDuplicatesArgs;
 use crate::{
-    api::policy::NamespaceFilter,
     cluster::PodInfo,
     framework::{Admission, Candidate, PlanContext, Strategy, proposals},
 };
 
 pub const NAME: &str = "removeDuplicates";
-
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RemoveDuplicatesArgs {
-    /// Leave pods with an owner of one of these kinds (add `ReplicaSet` to leave Deployments alone).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "set"))]
-    pub exclude_owner_kinds: Vec<String>,
-    #[serde(default)]
-    pub namespaces: NamespaceFilter,
-}
 
 pub struct RemoveDuplicates {
     args: RemoveDuplicatesArgs,

@@ -1,49 +1,17 @@
 //! removeFailedPods: evict pods in phase `Failed` (which otherwise stay until garbage collection),
 //! optionally only for given reasons or exit codes, older than a minimum, or not owned by given kinds.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use super::{
     common::{Selection, format_age, oldest_first, seconds_since},
     pod_life_time::has_exit_code,
 };
+use crate::api::args::RemoveFailedPodsArgs;
 use crate::{
-    api::policy::NamespaceFilter,
     cluster::{ContainerScope, PodInfo, PodPhase},
     framework::{Candidate, PlanContext, Strategy},
 };
 
 pub const NAME: &str = "removeFailedPods";
-
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RemoveFailedPodsArgs {
-    /// Only pods failed for one of these reasons: the pod's status reason or a container's waiting or
-    /// terminated reason (`NodeAffinity`, `OOMKilled`, `Error`, ...).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "set"))]
-    pub reasons: Vec<String>,
-    /// Only pods with a container that exited with one of these codes.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "set"))]
-    pub exit_codes: Vec<i32>,
-    /// Look at init containers' reasons and exit codes too.
-    #[serde(default)]
-    pub including_init_containers: bool,
-    /// Only pods created at least this many seconds ago.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_pod_lifetime_seconds: Option<u64>,
-    /// Leave pods with an owner of one of these kinds (e.g. `Job`, whose failed pods hold its history).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "set"))]
-    pub exclude_owner_kinds: Vec<String>,
-    #[serde(default)]
-    pub namespaces: NamespaceFilter,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_selector: Option<LabelSelector>,
-}
 
 pub struct RemoveFailedPods {
     args: RemoveFailedPodsArgs,

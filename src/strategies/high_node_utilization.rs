@@ -6,41 +6,21 @@
 
 use std::sync::Arc;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use super::{
     common::{Selection, still_movable, victim_order},
     low_node_utilization::describe_thresholds,
     utilization::{
-        NodeUsage, Room, Thresholds, UsageArgs, below_all, bounded_resources, describe_percent,
-        node_usages, pod_usage, validate_thresholds,
+        NodeUsage, Room, below_all, bounded_resources, describe_percent, node_usages, pod_usage,
+        validate_thresholds,
     },
 };
+use crate::api::args::HighNodeUtilizationArgs;
 use crate::{
-    api::policy::NamespaceFilter,
     cluster::PodInfo,
     framework::{Admission, Candidate, PlanContext, Strategy, proposals},
 };
 
 pub const NAME: &str = "highNodeUtilization";
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct HighNodeUtilizationArgs {
-    /// Percent of allocatable per resource below which (on every listed resource) a node is
-    /// underutilized and gets emptied.
-    #[schemars(extend("maxProperties" = 32))]
-    pub thresholds: Thresholds,
-    /// Act only when more than this many nodes are underutilized.
-    #[serde(default)]
-    pub number_of_nodes: u32,
-    #[serde(default)]
-    pub usage: UsageArgs,
-    /// Namespaces whose pods may be evicted (usage counts every pod).
-    #[serde(default)]
-    pub namespaces: NamespaceFilter,
-}
 
 pub struct HighNodeUtilization {
     args: HighNodeUtilizationArgs,

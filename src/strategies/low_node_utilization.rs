@@ -14,61 +14,20 @@
 
 use std::sync::Arc;
 
-use kube::KubeSchema;
-use serde::{Deserialize, Serialize};
-
 use super::{
     common::{Selection, still_movable, victim_order},
     utilization::{
-        NodeUsage, Room, Thresholds, UsageArgs, above_any, below_all, bounded_resources,
-        describe_percent, node_usages, percent, pod_usage, resolve_thresholds, validate_thresholds,
+        NodeUsage, Room, above_any, below_all, bounded_resources, describe_percent, node_usages,
+        percent, pod_usage, resolve_thresholds, validate_thresholds,
     },
 };
+use crate::api::args::{LowNodeUtilizationArgs, Thresholds};
 use crate::{
-    api::policy::NamespaceFilter,
     cluster::{PodInfo, Resources},
     framework::{Admission, Candidate, PlanContext, Strategy, proposals},
 };
 
 pub const NAME: &str = "lowNodeUtilization";
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
-#[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("self.thresholds.all(k, k in self.targetThresholds) && self.targetThresholds.all(k, k in self.thresholds)").message("thresholds and targetThresholds must list the same resources"))]
-pub struct LowNodeUtilizationArgs {
-    /// Percent of allocatable per resource below which (on every listed resource) a node is
-    /// underutilized. With `useDeviationThresholds`: how far below the mean.
-    #[schemars(extend("maxProperties" = 32))]
-    pub thresholds: Thresholds,
-    /// Percent of allocatable per resource above which (on any listed resource) a node is overutilized.
-    /// Must list the same resources as `thresholds`. With `useDeviationThresholds`: how far above the
-    /// mean.
-    #[schemars(extend("maxProperties" = 32))]
-    pub target_thresholds: Thresholds,
-    /// Read the thresholds as deviations from the mean usage of all nodes.
-    #[serde(default)]
-    pub use_deviation_thresholds: bool,
-    /// Act only when more than this many nodes are underutilized.
-    #[serde(default)]
-    pub number_of_nodes: u32,
-    /// Caps on this strategy's evictions.
-    #[serde(default)]
-    pub eviction_limits: UtilizationLimits,
-    /// Where usage comes from: pod requests (default) or measured usage.
-    #[serde(default)]
-    pub usage: UsageArgs,
-    /// Namespaces whose pods may be evicted (usage counts every pod).
-    #[serde(default)]
-    pub namespaces: NamespaceFilter,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UtilizationLimits {
-    /// Evictions per overutilized node per cycle.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node: Option<u32>,
-}
 
 pub struct LowNodeUtilization {
     args: LowNodeUtilizationArgs,

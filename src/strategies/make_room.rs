@@ -12,59 +12,23 @@
 
 use std::{collections::HashMap, sync::Arc};
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use super::common::{format_age, seconds_since, still_movable, victim_order};
+use crate::api::args::MakeRoomArgs;
 use crate::{
-    api::{GoDuration, policy::NamespaceFilter},
     cluster::{NodeState, PodInfo, PodPhase, Resources, Setting, resources},
-    framework::{Admission, Candidate, PlanContext, Strategy, proposals},
-    gates::nodefit::describe,
+    framework::{Admission, Candidate, Exemptions, PlanContext, Strategy, proposals},
 };
 
 pub const NAME: &str = "makeRoomForPending";
 
+/// The victims must leave this node for the pending pod, wherever they go next.
+const MUST_LEAVE: Exemptions = Exemptions {
+    node_fit: true,
+    switchable_protections: false,
+};
+
 /// How many times a pending pod's choice is redone after the gates refused a member of the set.
 const ATTEMPTS: usize = 3;
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MakeRoomArgs {
-    /// How long a pod must have been unschedulable (`PodScheduled=False`, reason `Unschedulable`) before
-    /// room is made for it, so that the scheduler's own preemption and the autoscaler get their chance.
-    #[serde(default = "default_pending_for")]
-    pub pending_for: GoDuration,
-    /// Pending pods helped per cycle (highest priority, then longest waiting, first).
-    #[serde(default = "default_max_pending")]
-    #[schemars(range(min = 1))]
-    pub max_pending_pods: u32,
-    /// At most this many evictions for one pending pod; a node that needs more is not used.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_victims_per_pod: Option<u32>,
-    /// Namespaces of the pending pods to make room for (victims follow the policy's namespaces).
-    #[serde(default)]
-    pub namespaces: NamespaceFilter,
-}
-
-impl Default for MakeRoomArgs {
-    fn default() -> Self {
-        MakeRoomArgs {
-            pending_for: default_pending_for(),
-            max_pending_pods: default_max_pending(),
-            max_victims_per_pod: None,
-            namespaces: NamespaceFilter::default(),
-        }
-    }
-}
-
-fn default_pending_for() -> GoDuration {
-    GoDuration::from_secs(300)
-}
-
-fn default_max_pending() -> u32 {
-    10
-}
 
 pub struct MakeRoom {
     args: MakeRoomArgs,
@@ -277,7 +241,7 @@ impl MakeRoom {
                 .filter(|p| {
                     !admission.decided(&p.key)
                         && admission
-                            .check(&Candidate::new(p, NAME, String::new()))
+                            .check(&Candidate::new(p, NAME, String::new()).exempt(MUST_LEAVE))
                             .is_ok()
                 })
                 .collect();
@@ -354,13 +318,13 @@ impl Strategy for MakeRoom {
                     choice.node,
                     pod.key,
                     format_age(waited),
-                    describe(&pod.requests),
+                    crate::cluster::resources::describe(&pod.requests),
                     choice.victims.len()
                 );
                 let candidates: Vec<Candidate> = choice
                     .victims
                     .iter()
-                    .map(|v| Candidate::new(v, NAME, reason.clone()))
+                    .map(|v| Candidate::new(v, NAME, reason.clone()).exempt(MUST_LEAVE))
                     .collect();
                 if admission.offer_all(candidates) {
                     // `plan_for` read this node's requests before the victims were admitted, so they

@@ -6,56 +6,14 @@
 //! - `preferredDuringSchedulingIgnoredDuringExecution`: another node that would take the pod scores
 //!   strictly higher on the pod's preferred terms than its current node.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use super::common::{Selection, fits_elsewhere, fits_on, movable};
-use crate::{
-    api::policy::NamespaceFilter,
-    framework::{Candidate, PlanContext, Strategy},
-};
+use crate::api::args::{AffinityType, NodeAffinityArgs};
+use crate::framework::{Candidate, PlanContext, Strategy};
 
 pub const NAME: &str = "removePodsViolatingNodeAffinity";
 
 const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
 const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeAffinityArgs {
-    /// Which affinity to enforce: `requiredDuringSchedulingIgnoredDuringExecution` (default) and/or
-    /// `preferredDuringSchedulingIgnoredDuringExecution`.
-    #[serde(default = "default_types")]
-    #[schemars(length(min = 1), extend("x-kubernetes-list-type" = "set"))]
-    pub node_affinity_type: Vec<AffinityType>,
-    #[serde(default)]
-    pub namespaces: NamespaceFilter,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_selector: Option<LabelSelector>,
-}
-
-impl Default for NodeAffinityArgs {
-    fn default() -> Self {
-        NodeAffinityArgs {
-            node_affinity_type: default_types(),
-            namespaces: NamespaceFilter::default(),
-            label_selector: None,
-        }
-    }
-}
-
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-pub enum AffinityType {
-    #[serde(rename = "requiredDuringSchedulingIgnoredDuringExecution")]
-    Required,
-    #[serde(rename = "preferredDuringSchedulingIgnoredDuringExecution")]
-    Preferred,
-}
-
-fn default_types() -> Vec<AffinityType> {
-    vec![AffinityType::Required]
-}
 
 pub struct NodeAffinity {
     args: NodeAffinityArgs,

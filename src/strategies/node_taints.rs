@@ -2,37 +2,14 @@
 //! (and, on request, a `PreferNoSchedule` one) — taints added after the pod was placed. `NoExecute`
 //! taints are left to the kubelet's taint manager, which already evicts for them.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kube::KubeSchema;
-use serde::{Deserialize, Serialize};
-
 use super::common::{Selection, movable};
+use crate::api::args::NodeTaintsArgs;
 use crate::{
-    api::policy::NamespaceFilter,
     cluster::{Taint, matching},
     framework::{Candidate, PlanContext, Strategy},
 };
 
 pub const NAME: &str = "removePodsViolatingNodeTaints";
-
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
-#[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("!(has(self.excludedTaints) && has(self.includedTaints))").message("set excludedTaints or includedTaints, not both"))]
-pub struct NodeTaintsArgs {
-    /// Also evict for `PreferNoSchedule` taints.
-    #[serde(default)]
-    pub include_prefer_no_schedule: bool,
-    /// Taints to ignore, as `key` (any value) or `key=value`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub excluded_taints: Vec<String>,
-    /// If set, only these taints count, as `key` (any value) or `key=value`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub included_taints: Vec<String>,
-    #[serde(default)]
-    pub namespaces: NamespaceFilter,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_selector: Option<LabelSelector>,
-}
 
 pub struct NodeTaints {
     args: NodeTaintsArgs,

@@ -3,37 +3,14 @@
 
 use std::{cmp::Reverse, sync::Arc};
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
+use crate::api::args::TdmArgs;
 use crate::{
     api::labels,
     cluster::{PodInfo, PodPhase, Setting},
-    framework::{Candidate, PlanContext, Strategy, ZoneView},
+    framework::{Candidate, Exemptions, PlanContext, Strategy, ZoneView},
 };
 
 pub const NAME: &str = "tdm";
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TdmArgs {
-    /// Also evict pods that may not run on revocable nodes at all (not preemptable, or opted into another
-    /// zone), whatever the time. They pass the same gates as any other candidate.
-    #[serde(default = "yes")]
-    pub evict_placement_violations: bool,
-}
-
-impl Default for TdmArgs {
-    fn default() -> Self {
-        TdmArgs {
-            evict_placement_violations: true,
-        }
-    }
-}
-
-fn yes() -> bool {
-    true
-}
 
 pub struct Tdm {
     args: TdmArgs,
@@ -131,7 +108,14 @@ impl Strategy for Tdm {
                             }
                         }
                     };
-                    in_zone.push(candidate.in_zone(&zone.name));
+                    // Its pods must leave the zone wherever they can go next; an owner who
+                    // declared them preemptable accepted exactly this eviction.
+                    let exempt = Exemptions {
+                        node_fit: true,
+                        switchable_protections: ctx.declared_preemptable(pod)
+                            == Setting::Valid(true),
+                    };
+                    in_zone.push(candidate.in_zone(&zone.name).exempt(exempt));
                 }
             }
             in_zone.sort_by(|a, b| victim_order(&a.pod).cmp(&victim_order(&b.pod)));

@@ -1,44 +1,14 @@
 //! removePodsHavingTooManyRestarts: evict pods whose containers restarted at least `podRestartThreshold`
 //! times in all (a volume that never attaches, a node-local fault): another node may do better.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use super::common::{Selection, movable};
+use crate::api::args::{RestartState, TooManyRestartsArgs};
 use crate::{
-    api::policy::NamespaceFilter,
     cluster::{ContainerScope, PodPhase},
     framework::{Candidate, PlanContext, Strategy},
 };
 
 pub const NAME: &str = "removePodsHavingTooManyRestarts";
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TooManyRestartsArgs {
-    /// Restarts, summed over the pod's containers, at which the pod is evicted.
-    #[schemars(range(min = 1))]
-    pub pod_restart_threshold: i32,
-    /// Count init containers' restarts too.
-    #[serde(default)]
-    pub including_init_containers: bool,
-    /// Only pods in one of these states: `Running` (the pod phase) or `CrashLoopBackOff` (a container
-    /// waiting to be restarted). Empty: any state.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "set"))]
-    pub states: Vec<RestartState>,
-    #[serde(default)]
-    pub namespaces: NamespaceFilter,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_selector: Option<LabelSelector>,
-}
-
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-pub enum RestartState {
-    Running,
-    CrashLoopBackOff,
-}
 
 pub struct TooManyRestarts {
     args: TooManyRestartsArgs,

@@ -16,60 +16,15 @@ use k8s_openapi::{
     api::core::v1::TopologySpreadConstraint,
     apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement},
 };
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use super::common::{Selection, fits_on, victim_order};
+use crate::api::args::{TopologySpreadArgs, Unsatisfiable};
 use crate::{
-    api::policy::NamespaceFilter,
     cluster::{NodeInfo, NodeState, PodInfo, matching},
     framework::{Admission, Candidate, PlanContext, Strategy, proposals},
 };
 
 pub const NAME: &str = "removePodsViolatingTopologySpreadConstraint";
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TopologySpreadArgs {
-    /// Which constraints to enforce, by `whenUnsatisfiable`: `DoNotSchedule` (hard, the default) and/or
-    /// `ScheduleAnyway` (soft).
-    #[serde(default = "default_constraints")]
-    #[schemars(length(min = 1), extend("x-kubernetes-list-type" = "set"))]
-    pub constraints: Vec<Unsatisfiable>,
-    /// Only evict a pod if it fits a node in a domain with fewer matching pods (so that the move can
-    /// actually happen).
-    #[serde(default = "yes")]
-    pub topology_balance_node_fit: bool,
-    #[serde(default)]
-    pub namespaces: NamespaceFilter,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_selector: Option<LabelSelector>,
-}
-
-impl Default for TopologySpreadArgs {
-    fn default() -> Self {
-        TopologySpreadArgs {
-            constraints: default_constraints(),
-            topology_balance_node_fit: true,
-            namespaces: NamespaceFilter::default(),
-            label_selector: None,
-        }
-    }
-}
-
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-pub enum Unsatisfiable {
-    DoNotSchedule,
-    ScheduleAnyway,
-}
-
-fn default_constraints() -> Vec<Unsatisfiable> {
-    vec![Unsatisfiable::DoNotSchedule]
-}
-
-fn yes() -> bool {
-    true
-}
 
 pub struct TopologySpread {
     args: TopologySpreadArgs,

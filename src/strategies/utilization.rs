@@ -3,16 +3,13 @@
 //! percentage of allocatable, and how nodes compare with thresholds.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::HashMap,
     hash::{DefaultHasher, Hash, Hasher},
     sync::Arc,
 };
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
+use crate::api::args::{Thresholds, UsageArgs, UsageSource};
 use crate::{
-    api::GoDuration,
     cluster::{
         NodeInfo, NodeState, PodInfo, Resources,
         resources::{CPU, MEMORY, PODS},
@@ -20,44 +17,8 @@ use crate::{
     framework::{Admission, PlanContext},
 };
 
-/// Percentages per resource name (`cpu`, `memory`, `pods`, or an extended resource).
-pub type Thresholds = BTreeMap<String, f64>;
-
 /// The resources every utilization strategy bounds its moves by, listed or not.
 pub const BASIC: [&str; 3] = [CPU, MEMORY, PODS];
-
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-pub enum UsageSource {
-    /// Sum of the requests of the pods on the node (what the scheduler counts).
-    #[default]
-    Requests,
-    /// CPU and memory measured by metrics-server (`metrics.k8s.io` NodeMetrics and PodMetrics),
-    /// averaged over `window`; pods and extended resources still from requests.
-    Metrics,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageArgs {
-    #[serde(default)]
-    pub source: UsageSource,
-    /// With `Metrics`: average the samples of this long a window before the cycle.
-    #[serde(default = "default_window")]
-    pub window: GoDuration,
-}
-
-impl Default for UsageArgs {
-    fn default() -> Self {
-        UsageArgs {
-            source: UsageSource::Requests,
-            window: default_window(),
-        }
-    }
-}
-
-fn default_window() -> GoDuration {
-    GoDuration::from_secs(300)
-}
 
 /// Checks a thresholds map: known shape, percentages in [0, 100].
 pub fn validate_thresholds(field: &str, thresholds: &Thresholds) -> Result<(), String> {
@@ -415,7 +376,7 @@ impl<'s> Room<'s> {
             .map(|r| {
                 format!(
                     "{r} {}",
-                    crate::gates::nodefit::format_amount(r, self.total.get(r))
+                    crate::cluster::resources::format_amount(r, self.total.get(r))
                 )
             })
             .collect::<Vec<_>>()
