@@ -51,8 +51,9 @@ use crate::{
     api::{
         DeschedulingPolicy, DeschedulingPolicySpec, GoDuration, PodGroup, PolicyMode,
         RevocableZone, RevocableZoneSpec,
+        args::NamespaceFilter,
         podgroup::PodGroupSpec,
-        policy::{EvictionLimits, JobBudgetSpec, NamespaceFilter, PolicyDefaults, Strategies},
+        policy::{EvictionLimits, JobBudgetSpec, PolicyDefaults, Strategies},
         zone::{RevocableZoneStatus, WindowSpec},
     },
     cluster::{

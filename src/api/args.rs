@@ -8,7 +8,7 @@ use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{GoDuration, policy::NamespaceFilter};
+use super::GoDuration;
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -389,4 +389,26 @@ impl Default for UsageArgs {
 
 fn default_window() -> GoDuration {
     GoDuration::from_secs(300)
+}
+
+/// Either a list of namespaces to include or a list to exclude; empty means every namespace.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!(has(self.include) && size(self.include) > 0 && has(self.exclude) && size(self.exclude) > 0)").message("set include or exclude, not both"))]
+pub struct NamespaceFilter {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub include: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub exclude: Vec<String>,
+}
+
+impl NamespaceFilter {
+    pub fn admits(&self, namespace: &str) -> bool {
+        if !self.include.is_empty() {
+            return self.include.iter().any(|n| n == namespace);
+        }
+        !self.exclude.iter().any(|n| n == namespace)
+    }
 }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     args::{
         AntiAffinityArgs, HighNodeUtilizationArgs, LowNodeUtilizationArgs, MakeRoomArgs,
-        NodeAffinityArgs, NodeTaintsArgs, PodLifeTimeArgs, RemoveDuplicatesArgs,
+        NamespaceFilter, NodeAffinityArgs, NodeTaintsArgs, PodLifeTimeArgs, RemoveDuplicatesArgs,
         RemoveFailedPodsArgs, TdmArgs, TooManyRestartsArgs, TopologySpreadArgs,
     },
     duration::GoDuration,
@@ -183,28 +183,6 @@ pub struct EvictionLimits {
     /// Evictions per `topology.kubernetes.io/zone` per cycle (pods on nodes without the label do not count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_topology_zone: Option<u32>,
-}
-
-/// Either a list of namespaces to include or a list to exclude; empty means every namespace.
-#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("!(has(self.include) && size(self.include) > 0 && has(self.exclude) && size(self.exclude) > 0)").message("set include or exclude, not both"))]
-pub struct NamespaceFilter {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "set"))]
-    pub include: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "set"))]
-    pub exclude: Vec<String>,
-}
-
-impl NamespaceFilter {
-    pub fn admits(&self, namespace: &str) -> bool {
-        if !self.include.is_empty() {
-            return self.include.iter().any(|n| n == namespace);
-        }
-        !self.exclude.iter().any(|n| n == namespace)
-    }
 }
 
 /// What the controller did in the policy's last cycle.

@@ -21,7 +21,7 @@ use crate::{
     api::PolicyMode,
     cluster::{ObjectKey, ObjectKind, PolicyInfo, SharedCache, Snapshot},
     evictor::{EvictionRequest, Evictor, Guard, Outcome},
-    framework::Candidate,
+    framework::{Candidate, GateId, SkipReason},
     leader::LeaderHandle,
     metrics::{EvictionLabels, Metrics, PolicyStrategy, SkipLabels, TriggerLabel},
     planner::{self, CyclePlan, Plan},
@@ -350,7 +350,7 @@ impl Runtime {
             .plans
             .iter()
             .flat_map(|plan| &plan.skipped)
-            .filter(|skip| skip.gate == crate::gates::validity::NAME)
+            .filter(|skip| skip.reason == SkipReason::Gate(GateId::Invalid))
             .map(|skip| (&skip.candidate, skip.detail.as_str()))
             .collect();
         self.status.warn_invalid_pods(&invalid).await;
@@ -400,27 +400,27 @@ impl Runtime {
         m.cycle_duration.observe(started.elapsed().as_secs_f64());
         m.last_cycle.set(now.as_millisecond() as f64 / 1000.0);
         for (plan, outcomes) in cycle.plans.iter().zip(outcomes) {
-            let skip = |gate: &str| SkipLabels {
+            let skip = |reason: SkipReason| SkipLabels {
                 policy: plan.policy.clone(),
-                gate: gate.to_owned(),
+                gate: reason.to_string(),
             };
             for skipped in &plan.skipped {
-                m.inc_skip(skip(skipped.gate));
+                m.inc_skip(skip(skipped.reason));
             }
             for (eviction, outcome) in plan.evictions.iter().zip(outcomes) {
                 let c = &eviction.candidate;
                 m.inc_planned(PolicyStrategy {
                     policy: plan.policy.clone(),
-                    strategy: c.strategy.to_owned(),
+                    strategy: c.strategy.to_string(),
                 });
                 m.inc_eviction(EvictionLabels {
                     policy: plan.policy.clone(),
-                    strategy: c.strategy.to_owned(),
+                    strategy: c.strategy.to_string(),
                     result: outcome.label().to_owned(),
                     zone: c.zone.clone().unwrap_or_default(),
                 });
-                if let Some((gate, _)) = outcome.skip_gate() {
-                    m.inc_skip(skip(gate));
+                if let Some(refusal) = outcome.refusal() {
+                    m.inc_skip(skip(refusal.reason));
                 }
             }
         }

@@ -71,12 +71,12 @@ pub async fn verify(
             .into_iter()
             .zip(outcomes)
         {
-            match outcome.skip_gate() {
+            match outcome.refusal() {
                 None => kept.push(eviction),
-                Some((gate, detail)) => plan.skipped.push(Skipped {
+                Some(refusal) => plan.skipped.push(Skipped {
                     candidate: eviction.candidate,
-                    gate,
-                    detail,
+                    reason: refusal.reason,
+                    detail: refusal.detail,
                 }),
             }
         }

@@ -220,7 +220,7 @@ impl Evictor {
                     .flat_map(|c| [c.reason.clone(), c.message.clone()])
                     .collect();
                 Outcome::Refused {
-                    gate: outcome::too_many_requests_gate(&message, &causes),
+                    reason: outcome::too_many_requests_reason(&message, &causes),
                     detail: message,
                 }
             }
@@ -266,8 +266,8 @@ fn log_outcome(request: &EvictionRequest, outcome: &Outcome) {
             "evicted (unconfirmed): an unanswered attempt went through, the retry found the pod gone"
         ),
         Outcome::WouldEvict => debug!(pod = %request.pod, "dry-run eviction accepted"),
-        Outcome::Refused { gate, detail } => {
-            info!(pod = %request.pod, gate, %detail, "eviction refused; skipped this cycle")
+        Outcome::Refused { reason, detail } => {
+            info!(pod = %request.pod, %reason, %detail, "eviction refused; skipped this cycle")
         }
         other => info!(pod = %request.pod, outcome = other.label(), "eviction not done"),
     }
@@ -290,7 +290,7 @@ mod tests {
         assert_eq!(after_unanswered(Outcome::Gone, false), Outcome::Gone);
         assert_eq!(after_unanswered(Outcome::Evicted, true), Outcome::Evicted);
         let refused = Outcome::Refused {
-            gate: outcome::PDB_GATE,
+            reason: crate::framework::SkipReason::Pdb,
             detail: String::new(),
         };
         assert_eq!(after_unanswered(refused.clone(), true), refused);

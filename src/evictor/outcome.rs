@@ -1,5 +1,7 @@
 //! What an eviction answer means for tidal. Pure: status code and message in, decision out.
 
+use crate::framework::{Refusal, SkipReason};
+
 /// The kind of answer the API server gave, as far as retrying is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Answer {
@@ -38,22 +40,17 @@ pub fn classify(code: u16) -> Answer {
     }
 }
 
-/// Gate name for candidates a PodDisruptionBudget protected at eviction time.
-pub const PDB_GATE: &str = "pdb";
-/// Gate name for 429s that were API throttling rather than a disruption budget.
-pub const THROTTLED_GATE: &str = "throttled";
-
-/// Which gate a 429 counts under: the eviction subresource answers `DisruptionBudget` causes (and a
+/// Which reason a 429 counts under: the eviction subresource answers `DisruptionBudget` causes (and a
 /// message naming the budget) when a PDB refuses; anything else is API Priority and Fairness.
-pub fn too_many_requests_gate(message: &str, causes: &[String]) -> &'static str {
+pub fn too_many_requests_reason(message: &str, causes: &[String]) -> SkipReason {
     let budget = |text: &str| {
         let text = text.to_ascii_lowercase();
         text.contains("disruption budget") || text.contains("disruptionbudget")
     };
     if budget(message) || causes.iter().any(|c| budget(c)) {
-        PDB_GATE
+        SkipReason::Pdb
     } else {
-        THROTTLED_GATE
+        SkipReason::Throttled
     }
 }
 
@@ -66,9 +63,9 @@ pub enum Outcome {
     EvictedUnconfirmed,
     /// A dry run the API server accepted: the eviction would go through now.
     WouldEvict,
-    /// 429: skipped for this cycle, under `gate` (`pdb` or `throttled`).
+    /// 429: skipped for this cycle, for `reason` ([`SkipReason::Pdb`] or [`SkipReason::Throttled`]).
     Refused {
-        gate: &'static str,
+        reason: SkipReason,
         detail: String,
     },
     /// 404: nothing to do.
@@ -101,18 +98,18 @@ impl Outcome {
         matches!(self, Outcome::Evicted | Outcome::EvictedUnconfirmed)
     }
 
-    /// Status and report treat every outcome but a (would-be) eviction as a skip, under this gate.
-    pub fn skip_gate(&self) -> Option<(&'static str, String)> {
+    /// Status and report treat every outcome but a (would-be) eviction as a skip, for this reason.
+    pub fn refusal(&self) -> Option<Refusal> {
         match self {
             Outcome::Evicted | Outcome::EvictedUnconfirmed | Outcome::WouldEvict => None,
-            Outcome::Refused { gate, detail } => Some((gate, detail.clone())),
-            Outcome::Gone => Some(("gone", "the pod no longer exists".to_owned())),
-            Outcome::Replaced => Some((
-                "gone",
-                "the pod was replaced by another with the same name".to_owned(),
+            Outcome::Refused { reason, detail } => Some(Refusal::new(*reason, detail.clone())),
+            Outcome::Gone => Some(Refusal::new(SkipReason::Gone, "the pod no longer exists")),
+            Outcome::Replaced => Some(Refusal::new(
+                SkipReason::Gone,
+                "the pod was replaced by another with the same name",
             )),
-            Outcome::Failed(why) => Some(("error", why.clone())),
-            Outcome::Abandoned(why) => Some(("abandoned", why.clone())),
+            Outcome::Failed(why) => Some(Refusal::new(SkipReason::Error, why.clone())),
+            Outcome::Abandoned(why) => Some(Refusal::new(SkipReason::Abandoned, why.clone())),
         }
     }
 }
@@ -151,35 +148,39 @@ mod tests {
     #[test]
     fn pdb_refusals_are_told_from_throttling() {
         assert_eq!(
-            too_many_requests_gate(
+            too_many_requests_reason(
                 "Cannot evict pod as it would violate the pod's disruption budget.",
                 &[]
             ),
-            PDB_GATE
+            SkipReason::Pdb
         );
         assert_eq!(
-            too_many_requests_gate("", &["DisruptionBudget".to_owned()]),
-            PDB_GATE
+            too_many_requests_reason("", &["DisruptionBudget".to_owned()]),
+            SkipReason::Pdb
         );
         assert_eq!(
-            too_many_requests_gate("too many requests, please try again later", &[]),
-            THROTTLED_GATE
+            too_many_requests_reason("too many requests, please try again later", &[]),
+            SkipReason::Throttled
         );
     }
 
     #[test]
     fn only_evictions_are_not_skips() {
-        assert_eq!(Outcome::Evicted.skip_gate(), None);
-        assert_eq!(Outcome::WouldEvict.skip_gate(), None);
+        assert_eq!(Outcome::Evicted.refusal(), None);
+        assert_eq!(Outcome::WouldEvict.refusal(), None);
         let refused = Outcome::Refused {
-            gate: PDB_GATE,
+            reason: SkipReason::Pdb,
             detail: "x".into(),
         };
-        assert_eq!(refused.skip_gate().unwrap().0, "pdb");
-        assert_eq!(Outcome::Gone.skip_gate().unwrap().0, "gone");
+        assert_eq!(refused.refusal().unwrap().reason, SkipReason::Pdb);
+        assert_eq!(Outcome::Gone.refusal().unwrap().reason, SkipReason::Gone);
         assert_eq!(
-            Outcome::Failed("boom".into()).skip_gate().unwrap().0,
-            "error"
+            Outcome::Replaced.refusal().unwrap().reason,
+            SkipReason::Gone
+        );
+        assert_eq!(
+            Outcome::Failed("boom".into()).refusal().unwrap().reason,
+            SkipReason::Error
         );
     }
 }

@@ -7,9 +7,6 @@ use std::{collections::HashMap, sync::Arc};
 use super::Candidate;
 use crate::cluster::{ObjectKey, PodInfo};
 
-/// A gate's refusal: its name and why.
-pub type Refusal = (&'static str, String);
-
 pub trait Admission {
     /// Passes the candidate through the policy's filters and gates. True if it will be evicted; false if
     /// it was refused (and reported) or had already been decided earlier in this plan.
@@ -20,7 +17,7 @@ pub trait Admission {
     fn offer_all(&mut self, candidates: Vec<Candidate>) -> bool;
 
     /// What `offer` would answer, without deciding or reporting anything.
-    fn check(&mut self, candidate: &Candidate) -> Result<(), Refusal>;
+    fn would_admit(&mut self, candidate: &Candidate) -> bool;
 
     /// The evictor protections refuse this pod. Balancing strategies use it to leave such pods out of
     /// their choice silently, as the descheduler's evictor filter does, instead of reporting every
@@ -36,8 +33,7 @@ pub trait Admission {
     fn admitted(&self, pod: &PodInfo) -> bool;
 }
 
-/// Accepts everything: what a strategy proposes when no gate objects. Used by `Strategy::propose` of
-/// strategies that need feedback, and by tests.
+/// Accepts everything: what a balancing strategy would do if no gate objected. Used by tests.
 #[derive(Default)]
 pub struct AcceptAll {
     pub candidates: Vec<Candidate>,
@@ -71,11 +67,8 @@ impl Admission for AcceptAll {
         true
     }
 
-    fn check(&mut self, candidate: &Candidate) -> Result<(), Refusal> {
-        if self.seen.contains_key(&candidate.pod.key) {
-            return Err(("decided", "already decided".to_owned()));
-        }
-        Ok(())
+    fn would_admit(&mut self, candidate: &Candidate) -> bool {
+        !self.seen.contains_key(&candidate.pod.key) && candidate.held.is_none()
     }
 
     fn protected(&mut self, _pod: &Arc<PodInfo>) -> bool {

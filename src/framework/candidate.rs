@@ -2,13 +2,14 @@
 
 use std::sync::Arc;
 
+use super::{SkipReason, StrategyId};
 use crate::cluster::PodInfo;
 
 /// A pod a strategy wants evicted, and why.
 #[derive(Clone, Debug)]
 pub struct Candidate {
     pub pod: Arc<PodInfo>,
-    pub strategy: &'static str,
+    pub strategy: StrategyId,
     /// One line a person can act on, e.g. `zone rz1 closed at 21:00:00 Europe/Berlin`.
     pub reason: String,
     /// The revocable zone the eviction is about, when there is one.
@@ -32,7 +33,7 @@ pub struct Exemptions {
 }
 
 impl Candidate {
-    pub fn new(pod: &Arc<PodInfo>, strategy: &'static str, reason: impl Into<String>) -> Self {
+    pub fn new(pod: &Arc<PodInfo>, strategy: StrategyId, reason: impl Into<String>) -> Self {
         Candidate {
             pod: Arc::clone(pod),
             strategy,
@@ -65,10 +66,10 @@ pub struct PlannedEviction {
     pub candidate: Candidate,
 }
 
-/// A candidate a gate refused.
+/// A candidate that will not be evicted, and why.
 #[derive(Clone, Debug)]
 pub struct Skipped {
     pub candidate: Candidate,
-    pub gate: &'static str,
+    pub reason: SkipReason,
     pub detail: String,
 }

@@ -1,10 +1,10 @@
 //! The contract between the planner and a gate.
 
-use super::{Candidate, PlanContext};
+use super::{Candidate, GateId, PlanContext};
 
 pub trait Gate {
-    /// The name reports, metrics and policy status use for candidates this gate refuses.
-    fn name(&self) -> &'static str;
+    /// Reports, metrics and policy status name refusals by it.
+    fn id(&self) -> GateId;
 
     /// `Err(detail)` refuses the candidate. May memoize, hence `&mut`.
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String>;

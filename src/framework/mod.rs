@@ -9,11 +9,13 @@ mod candidate;
 mod context;
 mod gate;
 mod strategy;
+mod verdict;
 mod zones;
 
-pub use admission::{AcceptAll, Admission, Refusal};
+pub use admission::{AcceptAll, Admission};
 pub use candidate::{Candidate, Exemptions, PlannedEviction, Skipped};
 pub use context::PlanContext;
 pub use gate::Gate;
-pub use strategy::{Strategy, proposals};
+pub use strategy::{Balancing, Plugin, PodByPod, Strategy, StrategyId};
+pub use verdict::{GateId, Refusal, SkipReason};
 pub use zones::{ZoneView, zone_views};

@@ -1,32 +1,109 @@
-//! The contract between the planner and a strategy.
+//! The contract between the planner and a strategy. A strategy is one of two kinds, and says which:
+//! the planner runs both the same way, but a reader (and a new strategy's author) should know whether a
+//! candidate depends on what the gates did with the ones before it.
 
-use super::{AcceptAll, Admission, Candidate, PlanContext};
+use std::fmt;
 
-pub trait Strategy {
-    /// The name used in policies, reports and metrics.
-    fn name(&self) -> &'static str;
+use super::{Admission, Candidate, PlanContext};
+
+/// The strategies tidal knows. `Display` is the name used in policies, reports, status and metric
+/// labels: the Kubernetes descheduler's plugin names, so that its users recognise them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum StrategyId {
+    Tdm,
+    RemoveFailedPods,
+    PodLifeTime,
+    TooManyRestarts,
+    NodeTaints,
+    NodeAffinity,
+    InterPodAntiAffinity,
+    MakeRoomForPending,
+    RemoveDuplicates,
+    TopologySpread,
+    LowNodeUtilization,
+    HighNodeUtilization,
+}
+
+impl StrategyId {
+    pub const fn name(self) -> &'static str {
+        match self {
+            StrategyId::Tdm => "tdm",
+            StrategyId::RemoveFailedPods => "removeFailedPods",
+            StrategyId::PodLifeTime => "podLifeTime",
+            StrategyId::TooManyRestarts => "removePodsHavingTooManyRestarts",
+            StrategyId::NodeTaints => "removePodsViolatingNodeTaints",
+            StrategyId::NodeAffinity => "removePodsViolatingNodeAffinity",
+            StrategyId::InterPodAntiAffinity => "removePodsViolatingInterPodAntiAffinity",
+            StrategyId::MakeRoomForPending => "makeRoomForPending",
+            StrategyId::RemoveDuplicates => "removeDuplicates",
+            StrategyId::TopologySpread => "removePodsViolatingTopologySpreadConstraint",
+            StrategyId::LowNodeUtilization => "lowNodeUtilization",
+            StrategyId::HighNodeUtilization => "highNodeUtilization",
+        }
+    }
+}
+
+impl fmt::Display for StrategyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What every strategy has, whatever its kind.
+pub trait Plugin {
+    fn id(&self) -> StrategyId;
 
     /// Checks the arguments beyond what the CRD schema can; a policy with invalid arguments evicts nothing.
     fn validate(&self) -> Result<(), String> {
         Ok(())
     }
-
-    /// Candidates in the order they should be considered: gates with budgets or limits admit the first ones.
-    /// Strategies that need to know what the gates admitted implement [`Strategy::run`] and answer here
-    /// with [`proposals`] (what they would do if every candidate were admitted).
-    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate>;
-
-    /// Offers candidates to the gates. The default offers [`Strategy::propose`]'s list in order.
-    fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
-        for candidate in self.propose(ctx) {
-            admission.offer(candidate);
-        }
-    }
 }
 
-/// What `strategy.run` offers when every candidate is admitted.
-pub fn proposals(strategy: &dyn Strategy, ctx: &PlanContext<'_>) -> Vec<Candidate> {
-    let mut all = AcceptAll::default();
-    strategy.run(ctx, &mut all);
-    all.candidates
+/// Judges each pod on its own: whether a pod is a candidate does not depend on which of the others the
+/// gates admit (a failed pod, a pod too old, a pod on a closing zone).
+pub trait PodByPod: Plugin {
+    /// Candidates in the order they should be considered: gates with budgets or limits admit the first.
+    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate>;
+}
+
+/// Balances with feedback: evicts until a node is balanced, a pending pod fits or a group is spread, so
+/// it must know which of its candidates the gates admitted, or it would stop early (a refused pod
+/// counted as gone) or overshoot.
+pub trait Balancing: Plugin {
+    fn balance(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission);
+}
+
+/// A strategy as the planner holds it.
+pub enum Strategy {
+    PodByPod(Box<dyn PodByPod>),
+    Balancing(Box<dyn Balancing>),
+}
+
+impl Strategy {
+    fn plugin(&self) -> &dyn Plugin {
+        match self {
+            Strategy::PodByPod(s) => s.as_ref(),
+            Strategy::Balancing(s) => s.as_ref(),
+        }
+    }
+
+    pub fn id(&self) -> StrategyId {
+        self.plugin().id()
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        self.plugin().validate()
+    }
+
+    /// Offers the strategy's candidates to the gates.
+    pub fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+        match self {
+            Strategy::PodByPod(s) => {
+                for candidate in s.propose(ctx) {
+                    admission.offer(candidate);
+                }
+            }
+            Strategy::Balancing(s) => s.balance(ctx, admission),
+        }
+    }
 }

@@ -4,10 +4,8 @@ use std::collections::HashMap;
 
 use crate::{
     cluster::{JobBudget, JobKey, JobStats, Setting},
-    framework::{Candidate, Gate, PlanContext},
+    framework::{Candidate, Gate, GateId, PlanContext},
 };
-
-pub const NAME: &str = "budget";
 
 /// How many more pods of a job may be evicted this round.
 ///
@@ -65,8 +63,8 @@ impl Budget {
 }
 
 impl Gate for Budget {
-    fn name(&self) -> &'static str {
-        NAME
+    fn id(&self) -> GateId {
+        GateId::Budget
     }
 
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {

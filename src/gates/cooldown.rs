@@ -6,10 +6,8 @@ use jiff::Timestamp;
 use crate::{
     api::GoDuration,
     cluster::Setting,
-    framework::{Candidate, Gate, PlanContext},
+    framework::{Candidate, Gate, GateId, PlanContext},
 };
-
-pub const NAME: &str = "cooldown";
 
 pub struct Cooldown;
 
@@ -33,8 +31,8 @@ fn remaining(now: Timestamp, until: Timestamp) -> String {
 }
 
 impl Gate for Cooldown {
-    fn name(&self) -> &'static str {
-        NAME
+    fn id(&self) -> GateId {
+        GateId::Cooldown
     }
 
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {

@@ -6,10 +6,8 @@ use std::collections::HashMap;
 use crate::{
     api::policy::EvictionLimits,
     cluster::PodInfo,
-    framework::{Candidate, Gate, PlanContext},
+    framework::{Candidate, Gate, GateId, PlanContext},
 };
-
-pub const NAME: &str = "limit";
 
 /// The well-known node label of the failure-domain zone.
 pub const TOPOLOGY_ZONE: &str = "topology.kubernetes.io/zone";
@@ -95,8 +93,8 @@ impl Limits {
 }
 
 impl Gate for Limits {
-    fn name(&self) -> &'static str {
-        NAME
+    fn id(&self) -> GateId {
+        GateId::Limit
     }
 
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {

@@ -18,10 +18,8 @@ use std::{
 
 use crate::{
     cluster::{NodeState, ObjectKey, PodInfo, Resources, resources},
-    framework::{Candidate, Gate, PlanContext},
+    framework::{Candidate, Gate, GateId, PlanContext},
 };
-
-pub const NAME: &str = "nodefit";
 
 #[derive(Default)]
 pub struct NodeFit {
@@ -177,8 +175,8 @@ enum Reject {
 }
 
 impl Gate for NodeFit {
-    fn name(&self) -> &'static str {
-        NAME
+    fn id(&self) -> GateId {
+        GateId::NodeFit
     }
 
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {

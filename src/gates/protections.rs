@@ -9,10 +9,8 @@ use std::collections::HashMap;
 use crate::{
     api::protections::Protections,
     cluster::{JobKey, PdbInfo, PodInfo, PodPhase, matching},
-    framework::{Candidate, Gate, PlanContext},
+    framework::{Candidate, Gate, GateId, PlanContext},
 };
-
-pub const NAME: &str = "protected";
 
 /// Pods at or above this priority are system-critical (`system-cluster-critical` and
 /// `system-node-critical` are 2000000000 and 2000001000).
@@ -171,8 +169,8 @@ impl ProtectionGate {
 }
 
 impl Gate for ProtectionGate {
-    fn name(&self) -> &'static str {
-        NAME
+    fn id(&self) -> GateId {
+        GateId::Protected
     }
 
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {

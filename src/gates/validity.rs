@@ -5,10 +5,8 @@ use std::collections::HashMap;
 
 use crate::{
     cluster::{JobKey, Setting},
-    framework::{Candidate, Gate, PlanContext},
+    framework::{Candidate, Gate, GateId, PlanContext},
 };
-
-pub const NAME: &str = "invalid";
 
 /// Remembers each job's verdict: reading a job's budget looks at all its pods, and a DaemonSet's job
 /// has one pod per node.
@@ -18,8 +16,8 @@ pub struct Validity {
 }
 
 impl Gate for Validity {
-    fn name(&self) -> &'static str {
-        NAME
+    fn id(&self) -> GateId {
+        GateId::Invalid
     }
 
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {
@@ -69,7 +67,7 @@ mod tests {
             .find(|p| p.key.to_string() == name)
             .unwrap_or_else(|| panic!("no pod {name}"))
             .clone();
-        let candidate = Candidate::new(&pod, "tdm", "test");
+        let candidate = Candidate::new(&pod, crate::framework::StrategyId::Tdm, "test");
         with_context(&snapshot, policy, NOW, &HashSet::new(), |ctx| {
             Validity::default().check(&candidate, ctx)
         })

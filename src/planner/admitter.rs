@@ -7,11 +7,12 @@ use std::{
     sync::Arc,
 };
 
-use super::HELD_BY_POLICY;
 use crate::{
     cluster::{ObjectKey, PodInfo},
-    framework::{Admission, Candidate, Gate, PlanContext, PlannedEviction, Refusal, Skipped},
-    gates::protections,
+    framework::{
+        Admission, Candidate, Gate, GateId, PlanContext, PlannedEviction, Refusal, SkipReason,
+        Skipped, Strategy, StrategyId,
+    },
 };
 
 /// The real thing: the policy's namespace filter, then every gate in order.
@@ -23,6 +24,8 @@ pub struct Admitter<'c, 'a> {
     admitted: HashSet<usize, BuildHasherDefault<AddressHasher>>,
     pub evictions: Vec<PlannedEviction>,
     pub skipped: Vec<Skipped>,
+    /// The strategy whose candidates are being offered.
+    proposer: Option<StrategyId>,
 }
 
 /// Why a candidate is not even put to the gates.
@@ -43,7 +46,16 @@ impl<'c, 'a> Admitter<'c, 'a> {
             admitted: HashSet::default(),
             evictions: Vec::new(),
             skipped: Vec::new(),
+            proposer: None,
         }
+    }
+
+    /// Lets the strategy offer its candidates.
+    pub fn run(&mut self, strategy: &Strategy) {
+        self.proposer = Some(strategy.id());
+        let ctx = self.ctx;
+        strategy.run(ctx, self);
+        self.proposer = None;
     }
 
     fn precheck(&self, candidate: &Candidate) -> Precheck {
@@ -64,7 +76,7 @@ impl<'c, 'a> Admitter<'c, 'a> {
         let ctx = self.ctx;
         self.gates.iter_mut().try_for_each(|gate| {
             gate.check(candidate, ctx)
-                .map_err(|detail| (gate.name(), detail))
+                .map_err(|detail| Refusal::new(gate.id(), detail))
         })
     }
 
@@ -86,12 +98,12 @@ impl<'c, 'a> Admitter<'c, 'a> {
         self.evictions.push(PlannedEviction { candidate });
     }
 
-    fn skip(&mut self, candidate: Candidate, gate: &'static str, detail: String) {
+    fn skip(&mut self, candidate: Candidate, refusal: Refusal) {
         self.decided.insert(candidate.pod.key.clone());
         self.skipped.push(Skipped {
             candidate,
-            gate,
-            detail,
+            reason: refusal.reason,
+            detail: refusal.detail,
         });
     }
 }
@@ -101,14 +113,14 @@ impl Admission for Admitter<'_, '_> {
         match self.precheck(&candidate) {
             Precheck::Drop => return false,
             Precheck::Held(why) => {
-                self.skip(candidate, HELD_BY_POLICY, why);
+                self.skip(candidate, Refusal::new(SkipReason::HeldByPolicy, why));
                 return false;
             }
             Precheck::Go => {}
         }
         match self.run_gates(&candidate) {
-            Err((gate, detail)) => {
-                self.skip(candidate, gate, detail);
+            Err(refusal) => {
+                self.skip(candidate, refusal);
                 false
             }
             Ok(()) => {
@@ -130,7 +142,7 @@ impl Admission for Admitter<'_, '_> {
         }
         // Admit one by one so that tallies (budgets, limits) see the earlier members; undo on refusal.
         for (index, candidate) in candidates.iter().enumerate() {
-            if let Err((gate, detail)) = self.run_gates(candidate) {
+            if let Err(Refusal { reason, detail }) = self.run_gates(candidate) {
                 for admitted in candidates[..index].iter().rev() {
                     self.retract(admitted);
                 }
@@ -144,7 +156,7 @@ impl Admission for Admitter<'_, '_> {
                 };
                 let refused = candidates.into_iter().nth(index);
                 if let Some(refused) = refused {
-                    self.skip(refused, gate, detail);
+                    self.skip(refused, Refusal::new(reason, detail));
                 }
                 return false;
             }
@@ -156,20 +168,20 @@ impl Admission for Admitter<'_, '_> {
         true
     }
 
-    fn check(&mut self, candidate: &Candidate) -> Result<(), Refusal> {
-        match self.precheck(candidate) {
-            Precheck::Go => self.run_gates(candidate),
-            Precheck::Drop => Err(("scope", "out of scope or already decided".to_owned())),
-            Precheck::Held(why) => Err((HELD_BY_POLICY, why)),
-        }
+    fn would_admit(&mut self, candidate: &Candidate) -> bool {
+        matches!(self.precheck(candidate), Precheck::Go) && self.run_gates(candidate).is_ok()
     }
 
     fn protected(&mut self, pod: &Arc<PodInfo>) -> bool {
-        let probe = Candidate::new(pod, "probe", String::new());
+        // Only strategies ask, and only while they run.
+        let Some(proposer) = self.proposer else {
+            return false;
+        };
+        let probe = Candidate::new(pod, proposer, String::new());
         let ctx = self.ctx;
         self.gates
             .iter_mut()
-            .filter(|gate| gate.name() == protections::NAME)
+            .filter(|gate| gate.id() == GateId::Protected)
             .any(|gate| gate.check(&probe, ctx).is_err())
     }
 

@@ -19,9 +19,6 @@ use crate::{
     framework::{PlanContext, PlannedEviction, Skipped, Strategy, ZoneView, zone_views},
 };
 
-/// Gate name for candidates a strategy found but its own arguments hold back.
-pub const HELD_BY_POLICY: &str = "policy";
-
 /// One policy's decisions for one cycle.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -42,11 +39,11 @@ impl Plan {
             .collect()
     }
 
-    /// Skipped candidates per gate, for status and metrics.
-    pub fn skipped_by_gate(&self) -> BTreeMap<&'static str, u32> {
+    /// Skipped candidates per reason (by its published name), for status and metrics.
+    pub fn skipped_by_reason(&self) -> BTreeMap<&'static str, u32> {
         let mut counts = BTreeMap::new();
         for skip in &self.skipped {
-            *counts.entry(skip.gate).or_default() += 1;
+            *counts.entry(skip.reason.name()).or_default() += 1;
         }
         counts
     }
@@ -84,7 +81,7 @@ pub fn plan_policy(
     // A pod is decided once per plan, by the first strategy that proposes it.
     let mut admitter = Admitter::new(&ctx, chain::chain(policy));
     for strategy in &strategies {
-        strategy.run(&ctx, &mut admitter);
+        admitter.run(strategy);
     }
     plan.evictions = admitter.evictions;
     plan.skipped = admitter.skipped;
@@ -93,7 +90,7 @@ pub fn plan_policy(
 
 /// The policy's strategies, or why the policy cannot run: checks beyond what its CRD schema can
 /// express. A misconfigured policy evicts nothing rather than guessing what its author meant.
-pub fn runnable_strategies(policy: &PolicyInfo) -> Result<Vec<Box<dyn Strategy>>, String> {
+pub fn runnable_strategies(policy: &PolicyInfo) -> Result<Vec<Strategy>, String> {
     policy.default_budget.as_ref().map_err(Clone::clone)?;
     let strategies = registry::enabled(&policy.spec.strategies);
     if strategies.is_empty() {
@@ -102,7 +99,7 @@ pub fn runnable_strategies(policy: &PolicyInfo) -> Result<Vec<Box<dyn Strategy>>
     }
     let invalid: Vec<String> = strategies
         .iter()
-        .filter_map(|s| s.validate().err().map(|e| format!("{}: {e}", s.name())))
+        .filter_map(|s| s.validate().err().map(|e| format!("{}: {e}", s.id())))
         .chain(chain::validate(policy).err())
         .collect();
     if invalid.is_empty() {

@@ -1,61 +1,115 @@
-//! The strategies tidal knows, in the order a policy runs them.
+//! The strategies tidal knows, in the order a policy runs them: one row per strategy. A new strategy is
+//! its file under `strategies/`, its args in `api::args`, its field in `api::policy::Strategies`, and a
+//! row here.
 
 use crate::{
     api::policy::Strategies,
-    framework::Strategy,
+    framework::{Strategy, StrategyId},
     strategies::{
-        anti_affinity, duplicates, failed_pods, high_node_utilization, low_node_utilization,
-        make_room, node_affinity, node_taints, pod_life_time, tdm, too_many_restarts,
-        topology_spread,
+        anti_affinity::AntiAffinity, duplicates::RemoveDuplicates, failed_pods::RemoveFailedPods,
+        high_node_utilization::HighNodeUtilization, low_node_utilization::LowNodeUtilization,
+        make_room::MakeRoom, node_affinity::NodeAffinity, node_taints::NodeTaints,
+        pod_life_time::PodLifeTime, tdm::Tdm, too_many_restarts::TooManyRestarts,
+        topology_spread::TopologySpread,
     },
 };
 
-/// The strategies a policy enables, in a fixed order so that plans are reproducible.
-pub fn enabled(strategies: &Strategies) -> Vec<Box<dyn Strategy>> {
-    let mut out: Vec<Box<dyn Strategy>> = Vec::new();
-    // Zone closings first (the other system is coming), then pods that are wrong where they are, then
-    // pods that cannot start, then balancing, which only improves an acceptable placement.
-    if let Some(args) = &strategies.tdm {
-        out.push(Box::new(tdm::Tdm::new(args.clone())));
+/// Builds the strategy if the policy enables it.
+type Build = fn(&Strategies) -> Option<Strategy>;
+
+/// Zone closings first (the other system is coming), then pods that are wrong where they are, then pods
+/// that cannot start, then balancing, which only improves an acceptable placement. Fixed, so that plans
+/// are reproducible.
+const REGISTRY: [(StrategyId, Build); 12] = [
+    (StrategyId::Tdm, |s| {
+        let args = s.tdm.clone()?;
+        Some(Strategy::PodByPod(Box::new(Tdm::new(args))))
+    }),
+    (StrategyId::RemoveFailedPods, |s| {
+        let args = s.remove_failed_pods.clone()?;
+        Some(Strategy::PodByPod(Box::new(RemoveFailedPods::new(args))))
+    }),
+    (StrategyId::PodLifeTime, |s| {
+        let args = s.pod_life_time.clone()?;
+        Some(Strategy::PodByPod(Box::new(PodLifeTime::new(args))))
+    }),
+    (StrategyId::TooManyRestarts, |s| {
+        let args = s.remove_pods_having_too_many_restarts.clone()?;
+        Some(Strategy::PodByPod(Box::new(TooManyRestarts::new(args))))
+    }),
+    (StrategyId::NodeTaints, |s| {
+        let args = s.remove_pods_violating_node_taints.clone()?;
+        Some(Strategy::PodByPod(Box::new(NodeTaints::new(args))))
+    }),
+    (StrategyId::NodeAffinity, |s| {
+        let args = s.remove_pods_violating_node_affinity.clone()?;
+        Some(Strategy::PodByPod(Box::new(NodeAffinity::new(args))))
+    }),
+    (StrategyId::InterPodAntiAffinity, |s| {
+        let args = s.remove_pods_violating_inter_pod_anti_affinity.clone()?;
+        Some(Strategy::Balancing(Box::new(AntiAffinity::new(args))))
+    }),
+    (StrategyId::MakeRoomForPending, |s| {
+        let args = s.make_room_for_pending.clone()?;
+        Some(Strategy::Balancing(Box::new(MakeRoom::new(args))))
+    }),
+    (StrategyId::RemoveDuplicates, |s| {
+        let args = s.remove_duplicates.clone()?;
+        Some(Strategy::Balancing(Box::new(RemoveDuplicates::new(args))))
+    }),
+    (StrategyId::TopologySpread, |s| {
+        let args = s.remove_pods_violating_topology_spread_constraint.clone()?;
+        Some(Strategy::Balancing(Box::new(TopologySpread::new(args))))
+    }),
+    (StrategyId::LowNodeUtilization, |s| {
+        let args = s.low_node_utilization.clone()?;
+        Some(Strategy::Balancing(Box::new(LowNodeUtilization::new(args))))
+    }),
+    (StrategyId::HighNodeUtilization, |s| {
+        let args = s.high_node_utilization.clone()?;
+        Some(Strategy::Balancing(Box::new(HighNodeUtilization::new(
+            args,
+        ))))
+    }),
+];
+
+/// The strategies a policy enables, in registry order.
+pub fn enabled(strategies: &Strategies) -> Vec<Strategy> {
+    REGISTRY
+        .iter()
+        .filter_map(|(_, build)| build(strategies))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_builds_the_strategy_it_names() {
+        // The row's id and the built plugin's id must agree, or reports would name the wrong strategy.
+        let all: Strategies = serde_json::from_value(serde_json::json!({
+            "tdm": {},
+            "removeFailedPods": {},
+            "podLifeTime": {"maxPodLifeTimeSeconds": 60},
+            "removePodsHavingTooManyRestarts": {"podRestartThreshold": 3},
+            "removePodsViolatingNodeTaints": {},
+            "removePodsViolatingNodeAffinity": {},
+            "removePodsViolatingInterPodAntiAffinity": {},
+            "makeRoomForPending": {},
+            "removeDuplicates": {},
+            "removePodsViolatingTopologySpreadConstraint": {},
+            "lowNodeUtilization": {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}},
+            "highNodeUtilization": {"thresholds": {"cpu": 20}},
+        }))
+        .expect("every strategy's arguments");
+        let built: Vec<StrategyId> = enabled(&all).iter().map(Strategy::id).collect();
+        let rows: Vec<StrategyId> = REGISTRY.iter().map(|(id, _)| *id).collect();
+        assert_eq!(built, rows);
+        let mut unique = rows.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), rows.len(), "a strategy registered twice");
+        assert!(enabled(&Strategies::default()).is_empty());
     }
-    if let Some(args) = &strategies.remove_failed_pods {
-        out.push(Box::new(failed_pods::RemoveFailedPods::new(args.clone())));
-    }
-    if let Some(args) = &strategies.pod_life_time {
-        out.push(Box::new(pod_life_time::PodLifeTime::new(args.clone())));
-    }
-    if let Some(args) = &strategies.remove_pods_having_too_many_restarts {
-        out.push(Box::new(too_many_restarts::TooManyRestarts::new(
-            args.clone(),
-        )));
-    }
-    if let Some(args) = &strategies.remove_pods_violating_node_taints {
-        out.push(Box::new(node_taints::NodeTaints::new(args.clone())));
-    }
-    if let Some(args) = &strategies.remove_pods_violating_node_affinity {
-        out.push(Box::new(node_affinity::NodeAffinity::new(args.clone())));
-    }
-    if let Some(args) = &strategies.remove_pods_violating_inter_pod_anti_affinity {
-        out.push(Box::new(anti_affinity::AntiAffinity::new(args.clone())));
-    }
-    if let Some(args) = &strategies.make_room_for_pending {
-        out.push(Box::new(make_room::MakeRoom::new(args.clone())));
-    }
-    if let Some(args) = &strategies.remove_duplicates {
-        out.push(Box::new(duplicates::RemoveDuplicates::new(args.clone())));
-    }
-    if let Some(args) = &strategies.remove_pods_violating_topology_spread_constraint {
-        out.push(Box::new(topology_spread::TopologySpread::new(args.clone())));
-    }
-    if let Some(args) = &strategies.low_node_utilization {
-        out.push(Box::new(low_node_utilization::LowNodeUtilization::new(
-            args.clone(),
-        )));
-    }
-    if let Some(args) = &strategies.high_node_utilization {
-        out.push(Box::new(high_node_utilization::HighNodeUtilization::new(
-            args.clone(),
-        )));
-    }
-    out
 }

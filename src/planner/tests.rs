@@ -236,7 +236,7 @@ fn evicted(plan: &Plan) -> Vec<String> {
 fn skipped(plan: &Plan) -> BTreeMap<String, &'static str> {
     plan.skipped
         .iter()
-        .map(|s| (key_of(&s.candidate), s.gate))
+        .map(|s| (key_of(&s.candidate), s.reason.name()))
         .collect()
 }
 
@@ -293,7 +293,7 @@ fn every_pod_is_decided_once() {
     assert!(!seen.contains(&"c/elsewhere".to_owned()));
     assert_eq!(evicted(&plan), ["a/big-0"]);
     assert_eq!(
-        plan.skipped_by_gate(),
+        plan.skipped_by_reason(),
         BTreeMap::from([("budget", 4), ("cooldown", 1), ("invalid", 1), ("limit", 1)]),
         "{plan:#?}"
     );
@@ -320,7 +320,7 @@ fn held_candidates_are_skipped_by_gate_policy_and_use_no_allowance() {
         skip_detail(&plan, "a/violation"),
         "evictPlacementViolations is off"
     );
-    assert_eq!(plan.skipped_by_gate(), BTreeMap::from([("policy", 1)]));
+    assert_eq!(plan.skipped_by_reason(), BTreeMap::from([("policy", 1)]));
 }
 
 #[test]

@@ -28,15 +28,15 @@ impl PolicyCounts {
     /// `outcomes` align with `plan.evictions`; missing ones (never sent) count as planned only.
     pub fn of(plan: &Plan, outcomes: &[Outcome]) -> PolicyCounts {
         let mut skipped: BTreeMap<String, u32> = plan
-            .skipped_by_gate()
+            .skipped_by_reason()
             .into_iter()
-            .map(|(gate, n)| (gate.to_owned(), n))
+            .map(|(reason, n)| (reason.to_owned(), n))
             .collect();
         let mut accepted = 0;
         for outcome in outcomes {
-            match outcome.skip_gate() {
+            match outcome.refusal() {
                 None => accepted += 1,
-                Some((gate, _)) => *skipped.entry(gate.to_owned()).or_default() += 1,
+                Some(refusal) => *skipped.entry(refusal.reason.to_string()).or_default() += 1,
             }
         }
         PolicyCounts {
@@ -193,7 +193,7 @@ mod tests {
         let outcomes = [
             Outcome::Evicted,
             Outcome::Refused {
-                gate: "pdb",
+                reason: crate::framework::SkipReason::Pdb,
                 detail: "x".into(),
             },
             Outcome::Gone,

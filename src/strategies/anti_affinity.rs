@@ -14,10 +14,10 @@ use super::common::{Selection, still_movable, victim_order};
 use crate::api::args::AntiAffinityArgs;
 use crate::{
     cluster::{NodeState, PodInfo, matching},
-    framework::{Admission, Candidate, PlanContext, Strategy, proposals},
+    framework::{Admission, Balancing, Candidate, PlanContext, Plugin, StrategyId},
 };
 
-pub const NAME: &str = "removePodsViolatingInterPodAntiAffinity";
+const ID: StrategyId = StrategyId::InterPodAntiAffinity;
 
 pub struct AntiAffinity {
     args: AntiAffinityArgs,
@@ -133,20 +133,18 @@ impl AntiAffinity {
     }
 }
 
-impl Strategy for AntiAffinity {
-    fn name(&self) -> &'static str {
-        NAME
+impl Plugin for AntiAffinity {
+    fn id(&self) -> StrategyId {
+        ID
     }
 
     fn validate(&self) -> Result<(), String> {
         self.selection().validate()
     }
+}
 
-    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
-        proposals(self, ctx)
-    }
-
-    fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+impl Balancing for AntiAffinity {
+    fn balance(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
         let selection = self.selection();
         let mut pods: Vec<&Arc<PodInfo>> = ctx
             .snapshot
@@ -170,7 +168,7 @@ impl Strategy for AntiAffinity {
                 "required pod anti-affinity violated by {} (same {domain})",
                 other.key
             );
-            admission.offer(Candidate::new(pod, NAME, reason));
+            admission.offer(Candidate::new(pod, ID, reason));
         }
     }
 }
@@ -242,7 +240,10 @@ mod tests {
             "mode: Evict\nstrategies:\n  podLifeTime: {maxPodLifeTimeSeconds: 86400}\n  removePodsViolatingInterPodAntiAffinity: {}\n",
         );
         assert_eq!(out.evicted(), ["a/a-old"]);
-        assert_eq!(out.plan.evictions[0].candidate.strategy, "podLifeTime");
+        assert_eq!(
+            out.plan.evictions[0].candidate.strategy.name(),
+            "podLifeTime"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::api::args::OwnerKinds;
 use crate::{
-    api::policy::NamespaceFilter,
+    api::args::NamespaceFilter,
     cluster::{NodeState, PodInfo, QosClass, matching},
     framework::{Admission, PlanContext},
 };

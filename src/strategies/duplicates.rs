@@ -12,10 +12,10 @@ use super::common::{Selection, movable, newest_first};
 use crate::api::args::RemoveDuplicatesArgs;
 use crate::{
     cluster::PodInfo,
-    framework::{Admission, Candidate, PlanContext, Strategy, proposals},
+    framework::{Admission, Balancing, Candidate, PlanContext, Plugin, StrategyId},
 };
 
-pub const NAME: &str = "removeDuplicates";
+const ID: StrategyId = StrategyId::RemoveDuplicates;
 
 pub struct RemoveDuplicates {
     args: RemoveDuplicatesArgs,
@@ -40,20 +40,18 @@ impl RemoveDuplicates {
     }
 }
 
-impl Strategy for RemoveDuplicates {
-    fn name(&self) -> &'static str {
-        NAME
+impl Plugin for RemoveDuplicates {
+    fn id(&self) -> StrategyId {
+        ID
     }
 
     fn validate(&self) -> Result<(), String> {
         self.selection().validate()
     }
+}
 
-    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
-        proposals(self, ctx)
-    }
-
-    fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+impl Balancing for RemoveDuplicates {
+    fn balance(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
         let selection = self.selection();
         let mut groups: HashMap<GroupKey<'_>, ByNode<'_>> = HashMap::new();
         for (node, state) in &ctx.snapshot.nodes {
@@ -142,7 +140,7 @@ impl Strategy for RemoveDuplicates {
                          node ({total} pods over {feasible} feasible nodes)",
                         pod.job,
                     );
-                    if admission.offer(Candidate::new(pod, NAME, reason)) {
+                    if admission.offer(Candidate::new(pod, ID, reason)) {
                         excess -= 1;
                     }
                 }

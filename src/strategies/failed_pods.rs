@@ -8,10 +8,10 @@ use super::{
 use crate::api::args::RemoveFailedPodsArgs;
 use crate::{
     cluster::{ContainerScope, PodInfo, PodPhase},
-    framework::{Candidate, PlanContext, Strategy},
+    framework::{Candidate, PlanContext, Plugin, PodByPod, StrategyId},
 };
 
-pub const NAME: &str = "removeFailedPods";
+const ID: StrategyId = StrategyId::RemoveFailedPods;
 
 pub struct RemoveFailedPods {
     args: RemoveFailedPodsArgs,
@@ -76,15 +76,17 @@ impl RemoveFailedPods {
     }
 }
 
-impl Strategy for RemoveFailedPods {
-    fn name(&self) -> &'static str {
-        NAME
+impl Plugin for RemoveFailedPods {
+    fn id(&self) -> StrategyId {
+        ID
     }
 
     fn validate(&self) -> Result<(), String> {
         self.selection().validate()
     }
+}
 
+impl PodByPod for RemoveFailedPods {
     fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
         let selection = self.selection();
         let mut pods: Vec<_> = ctx
@@ -97,7 +99,7 @@ impl Strategy for RemoveFailedPods {
             .collect();
         pods.sort_by(|a, b| oldest_first(a.0).cmp(&oldest_first(b.0)));
         pods.into_iter()
-            .map(|(pod, why)| Candidate::new(pod, NAME, why))
+            .map(|(pod, why)| Candidate::new(pod, ID, why))
             .collect()
     }
 }

@@ -17,10 +17,10 @@ use super::{
 use crate::api::args::HighNodeUtilizationArgs;
 use crate::{
     cluster::PodInfo,
-    framework::{Admission, Candidate, PlanContext, Strategy, proposals},
+    framework::{Admission, Balancing, Candidate, PlanContext, Plugin, StrategyId},
 };
 
-pub const NAME: &str = "highNodeUtilization";
+const ID: StrategyId = StrategyId::HighNodeUtilization;
 
 pub struct HighNodeUtilization {
     args: HighNodeUtilizationArgs,
@@ -39,21 +39,19 @@ impl HighNodeUtilization {
     }
 }
 
-impl Strategy for HighNodeUtilization {
-    fn name(&self) -> &'static str {
-        NAME
+impl Plugin for HighNodeUtilization {
+    fn id(&self) -> StrategyId {
+        ID
     }
 
     fn validate(&self) -> Result<(), String> {
         validate_thresholds("thresholds", &self.args.thresholds)?;
         self.selection().validate()
     }
+}
 
-    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
-        proposals(self, ctx)
-    }
-
-    fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+impl Balancing for HighNodeUtilization {
+    fn balance(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
         let args = &self.args;
         let (nodes, _unmeasured) = node_usages(ctx, &args.usage, admission);
         let listed: Vec<String> = args.thresholds.keys().cloned().collect();
@@ -104,7 +102,7 @@ impl Strategy for HighNodeUtilization {
                     room.describe(),
                     room.name(destination)
                 );
-                if admission.offer(Candidate::new(pod, NAME, reason)) {
+                if admission.offer(Candidate::new(pod, ID, reason)) {
                     room.take(destination, pod, &pod_usage);
                 }
             }

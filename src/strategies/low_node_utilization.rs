@@ -24,10 +24,10 @@ use super::{
 use crate::api::args::{LowNodeUtilizationArgs, Thresholds};
 use crate::{
     cluster::{PodInfo, Resources},
-    framework::{Admission, Candidate, PlanContext, Strategy, proposals},
+    framework::{Admission, Balancing, Candidate, PlanContext, Plugin, StrategyId},
 };
 
-pub const NAME: &str = "lowNodeUtilization";
+const ID: StrategyId = StrategyId::LowNodeUtilization;
 
 pub struct LowNodeUtilization {
     args: LowNodeUtilizationArgs,
@@ -46,9 +46,9 @@ impl LowNodeUtilization {
     }
 }
 
-impl Strategy for LowNodeUtilization {
-    fn name(&self) -> &'static str {
-        NAME
+impl Plugin for LowNodeUtilization {
+    fn id(&self) -> StrategyId {
+        ID
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -73,12 +73,10 @@ impl Strategy for LowNodeUtilization {
         }
         self.selection().validate()
     }
+}
 
-    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
-        proposals(self, ctx)
-    }
-
-    fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+impl Balancing for LowNodeUtilization {
+    fn balance(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
         let args = &self.args;
         let (nodes, _unmeasured) = node_usages(ctx, &args.usage, admission);
         let listed: Vec<String> = args.thresholds.keys().cloned().collect();
@@ -164,7 +162,7 @@ impl Strategy for LowNodeUtilization {
                     room.describe(),
                     room.name(destination)
                 );
-                if admission.offer(Candidate::new(pod, NAME, reason)) {
+                if admission.offer(Candidate::new(pod, ID, reason)) {
                     room.take(destination, pod, &pod_usage);
                     usage.sub(&pod_usage);
                     evicted += 1;
@@ -365,7 +363,7 @@ mod tests {
             out.plan
                 .evictions
                 .iter()
-                .all(|e| e.candidate.strategy == super::super::duplicates::NAME),
+                .all(|e| e.candidate.strategy == crate::framework::StrategyId::RemoveDuplicates),
             "{:?}",
             out.evicted()
         );

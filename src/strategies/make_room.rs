@@ -16,10 +16,10 @@ use super::common::{format_age, seconds_since, still_movable, victim_order};
 use crate::api::args::MakeRoomArgs;
 use crate::{
     cluster::{NodeState, PodInfo, PodPhase, Resources, Setting, resources},
-    framework::{Admission, Candidate, Exemptions, PlanContext, Strategy, proposals},
+    framework::{Admission, Balancing, Candidate, Exemptions, PlanContext, Plugin, StrategyId},
 };
 
-pub const NAME: &str = "makeRoomForPending";
+const ID: StrategyId = StrategyId::MakeRoomForPending;
 
 /// The victims must leave this node for the pending pod, wherever they go next.
 const MUST_LEAVE: Exemptions = Exemptions {
@@ -241,8 +241,7 @@ impl MakeRoom {
                 .filter(|p| {
                     !admission.decided(&p.key)
                         && admission
-                            .check(&Candidate::new(p, NAME, String::new()).exempt(MUST_LEAVE))
-                            .is_ok()
+                            .would_admit(&Candidate::new(p, ID, String::new()).exempt(MUST_LEAVE))
                 })
                 .collect();
             let Some(victims) = choose(&need, &admissible) else {
@@ -280,9 +279,9 @@ struct Pool<'s> {
     total: Resources,
 }
 
-impl Strategy for MakeRoom {
-    fn name(&self) -> &'static str {
-        NAME
+impl Plugin for MakeRoom {
+    fn id(&self) -> StrategyId {
+        ID
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -294,12 +293,10 @@ impl Strategy for MakeRoom {
         }
         Ok(())
     }
+}
 
-    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
-        proposals(self, ctx)
-    }
-
-    fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+impl Balancing for MakeRoom {
+    fn balance(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
         let mut ledger = Ledger::default();
         let mut pools = HashMap::new();
         let pending = self.pending(ctx);
@@ -324,7 +321,7 @@ impl Strategy for MakeRoom {
                 let candidates: Vec<Candidate> = choice
                     .victims
                     .iter()
-                    .map(|v| Candidate::new(v, NAME, reason.clone()).exempt(MUST_LEAVE))
+                    .map(|v| Candidate::new(v, ID, reason.clone()).exempt(MUST_LEAVE))
                     .collect();
                 if admission.offer_all(candidates) {
                     // `plan_for` read this node's requests before the victims were admitted, so they

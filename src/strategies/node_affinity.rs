@@ -8,9 +8,9 @@
 
 use super::common::{Selection, fits_elsewhere, fits_on, movable};
 use crate::api::args::{AffinityType, NodeAffinityArgs};
-use crate::framework::{Candidate, PlanContext, Strategy};
+use crate::framework::{Candidate, PlanContext, Plugin, PodByPod, StrategyId};
 
-pub const NAME: &str = "removePodsViolatingNodeAffinity";
+const ID: StrategyId = StrategyId::NodeAffinity;
 
 const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
 const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
@@ -32,15 +32,17 @@ impl NodeAffinity {
     }
 }
 
-impl Strategy for NodeAffinity {
-    fn name(&self) -> &'static str {
-        NAME
+impl Plugin for NodeAffinity {
+    fn id(&self) -> StrategyId {
+        ID
     }
 
     fn validate(&self) -> Result<(), String> {
         self.selection().validate()
     }
+}
 
+impl PodByPod for NodeAffinity {
     fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
         let required = self
             .args
@@ -65,7 +67,7 @@ impl Strategy for NodeAffinity {
                     if let Some(other) = fits_elsewhere(pod, ctx) {
                         out.push(Candidate::new(
                             pod,
-                            NAME,
+                            ID,
                             format!(
                                 "node {} no longer satisfies the pod's node selector or {REQUIRED}; \
                                  node {other} would",
@@ -91,7 +93,7 @@ impl Strategy for NodeAffinity {
                     if let Some((name, score)) = better {
                         out.push(Candidate::new(
                             pod,
-                            NAME,
+                            ID,
                             format!(
                                 "{PREFERRED} scores {current} on node {} but {score} on node {name}",
                                 node.name

@@ -6,10 +6,10 @@ use super::common::{Selection, movable};
 use crate::api::args::NodeTaintsArgs;
 use crate::{
     cluster::{Taint, matching},
-    framework::{Candidate, PlanContext, Strategy},
+    framework::{Candidate, PlanContext, Plugin, PodByPod, StrategyId},
 };
 
-pub const NAME: &str = "removePodsViolatingNodeTaints";
+const ID: StrategyId = StrategyId::NodeTaints;
 
 pub struct NodeTaints {
     args: NodeTaintsArgs,
@@ -55,9 +55,9 @@ impl NodeTaints {
     }
 }
 
-impl Strategy for NodeTaints {
-    fn name(&self) -> &'static str {
-        NAME
+impl Plugin for NodeTaints {
+    fn id(&self) -> StrategyId {
+        ID
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -67,7 +67,9 @@ impl Strategy for NodeTaints {
         }
         Ok(())
     }
+}
 
+impl PodByPod for NodeTaints {
     fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
         let mut out = Vec::new();
         let selection = self.selection();
@@ -92,7 +94,7 @@ impl Strategy for NodeTaints {
                 if let Some(taint) = untolerated {
                     out.push(Candidate::new(
                         pod,
-                        NAME,
+                        ID,
                         format!(
                             "does not tolerate taint {} of node {}",
                             matching::taint_string(taint),

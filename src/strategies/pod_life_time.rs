@@ -8,10 +8,10 @@ use super::common::{Selection, format_age, seconds_since};
 use crate::api::args::{ConditionFilter, PodLifeTimeArgs};
 use crate::{
     cluster::{ContainerScope, PodInfo, PodPhase},
-    framework::{Candidate, PlanContext, Strategy},
+    framework::{Candidate, PlanContext, Plugin, PodByPod, StrategyId},
 };
 
-pub const NAME: &str = "podLifeTime";
+const ID: StrategyId = StrategyId::PodLifeTime;
 
 pub struct PodLifeTime {
     args: PodLifeTimeArgs,
@@ -149,9 +149,9 @@ impl PodLifeTime {
     }
 }
 
-impl Strategy for PodLifeTime {
-    fn name(&self) -> &'static str {
-        NAME
+impl Plugin for PodLifeTime {
+    fn id(&self) -> StrategyId {
+        ID
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -177,7 +177,9 @@ impl Strategy for PodLifeTime {
         }
         Ok(())
     }
+}
 
+impl PodByPod for PodLifeTime {
     fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
         let selection = self.selection();
         let mut matched: Vec<(Timestamp, &std::sync::Arc<PodInfo>, String)> = ctx
@@ -191,7 +193,7 @@ impl Strategy for PodLifeTime {
         matched.sort_by(|a, b| (a.0, &a.1.key).cmp(&(b.0, &b.1.key)));
         matched
             .into_iter()
-            .map(|(_, pod, why)| Candidate::new(pod, NAME, why))
+            .map(|(_, pod, why)| Candidate::new(pod, ID, why))
             .collect()
     }
 }

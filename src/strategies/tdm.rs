@@ -7,10 +7,10 @@ use crate::api::args::TdmArgs;
 use crate::{
     api::labels,
     cluster::{PodInfo, PodPhase, Setting},
-    framework::{Candidate, Exemptions, PlanContext, Strategy, ZoneView},
+    framework::{Candidate, Exemptions, PlanContext, Plugin, PodByPod, StrategyId, ZoneView},
 };
 
-pub const NAME: &str = "tdm";
+const ID: StrategyId = StrategyId::Tdm;
 
 pub struct Tdm {
     args: TdmArgs,
@@ -66,11 +66,13 @@ impl Tdm {
     }
 }
 
-impl Strategy for Tdm {
-    fn name(&self) -> &'static str {
-        NAME
+impl Plugin for Tdm {
+    fn id(&self) -> StrategyId {
+        ID
     }
+}
 
+impl PodByPod for Tdm {
     fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
         let mut out = Vec::new();
         for zone in ctx.zones.values() {
@@ -90,17 +92,17 @@ impl Strategy for Tdm {
                     }
                     let candidate = match Self::placement(ctx, pod, &zone.name) {
                         Placement::Allowed if evicting => {
-                            Candidate::new(pod, NAME, Self::closing_reason(zone))
+                            Candidate::new(pod, ID, Self::closing_reason(zone))
                         }
                         Placement::Allowed => continue,
                         Placement::Unknown => Candidate::new(
                             pod,
-                            NAME,
+                            ID,
                             format!("on revocable zone {}, preemptable unknown", zone.name),
                         ),
                         Placement::Violation(why) => {
                             let candidate =
-                                Candidate::new(pod, NAME, format!("placement violation: {why}"));
+                                Candidate::new(pod, ID, format!("placement violation: {why}"));
                             if self.args.evict_placement_violations {
                                 candidate
                             } else {
@@ -432,7 +434,7 @@ mod tests {
         let plan = &cycle.plans[0];
         assert!(plan.evictions.is_empty());
         let skip = &plan.skipped[0];
-        assert_eq!(skip.gate, "invalid");
+        assert_eq!(skip.reason.name(), "invalid");
         assert!(
             skip.detail.contains("volcano.sh/preemptable") && skip.detail.contains("\"maybe\""),
             "{}",

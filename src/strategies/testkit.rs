@@ -316,7 +316,7 @@ impl Outcome {
         self.plan
             .skipped
             .iter()
-            .map(|s| format!("{} {}", s.candidate.pod.key, s.gate))
+            .map(|s| format!("{} {}", s.candidate.pod.key, s.reason))
             .collect()
     }
 

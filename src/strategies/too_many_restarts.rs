@@ -5,10 +5,10 @@ use super::common::{Selection, movable};
 use crate::api::args::{RestartState, TooManyRestartsArgs};
 use crate::{
     cluster::{ContainerScope, PodPhase},
-    framework::{Candidate, PlanContext, Strategy},
+    framework::{Candidate, PlanContext, Plugin, PodByPod, StrategyId},
 };
 
-pub const NAME: &str = "removePodsHavingTooManyRestarts";
+const ID: StrategyId = StrategyId::TooManyRestarts;
 
 pub struct TooManyRestarts {
     args: TooManyRestartsArgs,
@@ -27,9 +27,9 @@ impl TooManyRestarts {
     }
 }
 
-impl Strategy for TooManyRestarts {
-    fn name(&self) -> &'static str {
-        NAME
+impl Plugin for TooManyRestarts {
+    fn id(&self) -> StrategyId {
+        ID
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -38,7 +38,9 @@ impl Strategy for TooManyRestarts {
         }
         self.selection().validate()
     }
+}
 
+impl PodByPod for TooManyRestarts {
     fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
         let scope = ContainerScope {
             init: self.args.including_init_containers,
@@ -69,7 +71,7 @@ impl Strategy for TooManyRestarts {
             if in_state {
                 out.push(Candidate::new(
                     pod,
-                    NAME,
+                    ID,
                     format!(
                         "{restarts} container restarts (threshold {})",
                         self.args.pod_restart_threshold

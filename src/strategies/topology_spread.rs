@@ -21,10 +21,10 @@ use super::common::{Selection, fits_on, victim_order};
 use crate::api::args::{TopologySpreadArgs, Unsatisfiable};
 use crate::{
     cluster::{NodeInfo, NodeState, PodInfo, matching},
-    framework::{Admission, Candidate, PlanContext, Strategy, proposals},
+    framework::{Admission, Balancing, Candidate, PlanContext, Plugin, StrategyId},
 };
 
-pub const NAME: &str = "removePodsViolatingTopologySpreadConstraint";
+const ID: StrategyId = StrategyId::TopologySpread;
 
 pub struct TopologySpread {
     args: TopologySpreadArgs,
@@ -257,7 +257,7 @@ impl TopologySpread {
                      domain {} has {min}",
                     constraint.topology_key, names[largest], names[smallest]
                 );
-                if admission.offer(Candidate::new(pod, NAME, reason)) {
+                if admission.offer(Candidate::new(pod, ID, reason)) {
                     moved = true;
                     break;
                 }
@@ -328,20 +328,18 @@ impl<'s> NamespacePods<'s> {
     }
 }
 
-impl Strategy for TopologySpread {
-    fn name(&self) -> &'static str {
-        NAME
+impl Plugin for TopologySpread {
+    fn id(&self) -> StrategyId {
+        ID
     }
 
     fn validate(&self) -> Result<(), String> {
         self.selection().validate()
     }
+}
 
-    fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
-        proposals(self, ctx)
-    }
-
-    fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+impl Balancing for TopologySpread {
+    fn balance(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
         let groups = self.groups(ctx);
         if groups.is_empty() {
             return;
