@@ -29,13 +29,13 @@ use rcgen::{CertificateParams, KeyPair};
 use rustls::{ClientConfig, RootCertStore, pki_types::ServerName};
 use serde_json::{Value, json};
 use tidal::{
-    admission::{
+    api::RevocableZone,
+    cluster::{ClusterCache, Ingest, SharedCache},
+    webhook::{
         review::{self, Attempt, Endpoint},
         server::{self, WebhookState},
         tls::CertStore,
     },
-    api::RevocableZone,
-    cluster::{ClusterCache, Ingest, SharedCache},
 };
 use tokio::{
     net::{TcpListener, TcpStream},
@@ -267,7 +267,7 @@ impl Https {
         ));
         let mut roots = RootCertStore::empty();
         roots.add(cert.der().clone()).expect("root");
-        let client = ClientConfig::builder_with_provider(tidal::admission::tls::provider())
+        let client = ClientConfig::builder_with_provider(tidal::webhook::tls::provider())
             .with_safe_default_protocol_versions()
             .expect("versions")
             .with_root_certificates(roots)

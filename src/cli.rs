@@ -1,21 +1,23 @@
 //! The command line: `tidal run`, `tidal report`, `tidal crds`, `tidal webhook`.
 
-use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use anyhow::Context;
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use jiff::Timestamp;
 
 use crate::{
-    api::args::TdmArgs,
-    api::{self, DeschedulingPolicySpec, GoDuration, PolicyMode, policy::Strategies},
+    api::{
+        self, DeschedulingPolicySpec, GoDuration, PolicyMode, args::TdmArgs, policy::Strategies,
+    },
     cluster::{PolicyInfo, Snapshot},
-    controller::{self, ControllerConfig},
-    evictor::EvictorConfig,
-    leader::{self, LeaseConfig},
+    controller::{self, ControllerConfig, evictor::EvictorConfig, taints::KeeperSettings},
     planner::{self, CyclePlan},
     report::{Format, Report, dump::Dump},
-    taints::{KeeperSettings, ZoneTaintHook},
+    runtime::{
+        ClientArgs, client,
+        leader::{self, LeaseConfig},
+    },
 };
 
 #[derive(Debug, Parser)]
@@ -39,7 +41,7 @@ pub enum Command {
     Crds,
     /// Serve the admission webhook that keeps pods off revocable nodes they may not use (see
     /// docs/admission.md).
-    Webhook(crate::admission::WebhookArgs),
+    Webhook(crate::webhook::WebhookArgs),
 }
 
 #[derive(Debug, Args)]
@@ -48,14 +50,11 @@ pub struct ReportArgs {
     /// output, multi-document YAML, or JSON. Repeat to combine files. Namespaces and metrics.k8s.io
     /// NodeMetrics/PodMetrics lists (`kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes`) are read
     /// too. Without it, tidal reads the live cluster (in-cluster credentials, else the kubeconfig).
-    #[arg(long = "cluster", value_name = "FILE")]
+    #[arg(long = "cluster", value_name = "FILE", conflicts_with_all = ["kubeconfig", "context"])]
     pub clusters: Vec<PathBuf>,
-    /// Kubeconfig for a live cluster (default: $KUBECONFIG, then ~/.kube/config).
-    #[arg(long, value_name = "PATH", conflicts_with = "clusters")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context for a live cluster.
-    #[arg(long, value_name = "NAME", conflicts_with = "clusters")]
-    pub context: Option<String>,
+    /// Live cluster only: how to reach it.
+    #[command(flatten)]
+    pub client: ClientArgs,
     /// Live cluster only: check each planned eviction with a server-side dry run (`dryRun=All`) and
     /// list refusals (a PodDisruptionBudget's 429, ...) as skipped, with gate `pdb` and the like.
     #[arg(long, conflicts_with = "clusters")]
@@ -83,12 +82,8 @@ pub enum LogFormat {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Kubeconfig to use instead of the in-cluster service account.
-    #[arg(long, value_name = "PATH")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context.
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
+    #[command(flatten)]
+    pub client: ClientArgs,
     /// Elect a leader through a Lease, so that only one replica evicts.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
     pub leader_elect: bool,
@@ -180,8 +175,7 @@ impl RunArgs {
             );
         }
         let mut config = ControllerConfig::new(self.metrics_addr, self.health_addr);
-        config.kubeconfig = self.kubeconfig.clone();
-        config.context = self.context.clone();
+        config.client = self.client.clone();
         config.lease = self.leader_elect.then(|| LeaseConfig {
             lease_duration: self.lease_duration.as_std(),
             renew_deadline: self.renew_deadline.as_std(),
@@ -209,7 +203,6 @@ impl RunArgs {
         let usage_poll = self.usage_poll_interval.as_std();
         config.usage_poll = (!usage_poll.is_zero()).then_some(usage_poll);
         if self.zone_taints {
-            config.hooks.push(Arc::new(ZoneTaintHook));
             config.zone_taints = Some(KeeperSettings::default());
         }
         Ok(config)
@@ -257,7 +250,7 @@ pub async fn run_live(
             Ok(None)
         }
         Command::Webhook(args) => {
-            crate::admission::run(args.clone(), shutdown).await?;
+            crate::webhook::run(args.clone(), shutdown).await?;
             Ok(None)
         }
         Command::Report(args) => report_live(args).await.map(Some),
@@ -276,9 +269,8 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
 /// `tidal report` against the live cluster: one list of everything, one plan, no eviction; with
 /// `--verify`, a server-side dry-run eviction per planned eviction.
 pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
-    let config =
-        controller::client_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
-    let evictions = controller::eviction_client(&config)?;
+    let config = args.client.config().await?;
+    let evictions = client::without_retries(&config)?;
     let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
     let timeout = args.timeout.as_std().max(Duration::from_secs(1));
     let shared = controller::oneshot::live_cache(client, timeout).await?;

@@ -1,28 +1,32 @@
 //! tidal: a standalone Kubernetes descheduler.
 //!
-//! The flow of a cycle, one module per step: `cluster` (cache fed by events, snapshot per cycle) →
-//! `plan` (zone states, `strategies` propose, `gates` refuse) → `report` (people and machines) or the
-//! evictor. Decisions are pure functions of a snapshot and an instant; I/O lives in `dump`, the CLI
-//! and the live controller's adapters (`controller`, `evictor`, `leader`, `status`, `server`,
-//! `metrics`).
+//! The folder tree is the architecture (see docs/architecture.md); each layer imports only the ones
+//! above it in this list:
+//!
+//! - `api`: CRD types tidal owns (policies with every strategy's args and the protections, zones)
+//!   and foreign types it reads; pure data.
+//! - `windows`: zone windows and time zones.
+//! - `cluster`: the cluster model: slim objects, ingest, a cache fed by events, snapshots.
+//! - `framework`: what plugins are written against: `Strategy`, `Gate`, `Candidate`, `Admission`, the
+//!   plan context, zone views, identities and verdicts.
+//! - `strategies`, `gates`: one file per plugin.
+//! - `planner`: the registry, the gate chain, `plan_policy` / `plan_all`. Decisions are pure functions
+//!   of a snapshot and an instant.
+//! - `report`: table, JSON and Markdown output of a plan; saved-cluster dumps.
+//! - `runtime`: what both processes share: client, admin server, watches, the lease.
+//! - `controller` (`tidal run`) and `webhook` (`tidal webhook`), which never import each other.
+//! - `cli`: parsing and the offline commands.
 
-pub mod admission;
 pub mod api;
 pub mod cli;
 pub mod cluster;
 pub mod controller;
-pub mod evictor;
-pub mod gates;
-
 pub mod framework;
-pub mod leader;
-pub mod metrics;
+pub mod gates;
 pub mod planner;
 pub mod report;
-pub mod server;
-pub mod status;
+pub mod runtime;
 pub mod strategies;
 pub mod synthetic;
-pub mod taints;
-pub mod watch;
+pub mod webhook;
 pub mod windows;

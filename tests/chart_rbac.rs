@@ -4,7 +4,7 @@
 //! runs without Helm; tests/chart checks the render.
 
 use serde_json::Value;
-use tidal::{admission::command::WATCHED, cluster::ObjectKind};
+use tidal::{cluster::ObjectKind, webhook::command::WATCHED};
 
 /// The rules of the ClusterRole whose name is given by the helper `name_helper`.
 fn cluster_role_rules(name_helper: &str) -> Vec<Value> {

@@ -2,38 +2,12 @@
 
 mod support;
 
-use std::{
-    collections::BTreeMap,
-    sync::{Arc, Mutex},
-};
+use std::collections::BTreeMap;
 
 use futures::future::BoxFuture;
+
 use serde_json::json;
 use support::*;
-use tidal::controller::{CycleContext, CycleHook};
-
-/// Records what each leader cycle showed it: (zone, evicting now) pairs.
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Vec<(String, bool)>>>);
-
-impl CycleHook for Recorder {
-    fn name(&self) -> &'static str {
-        "recorder"
-    }
-
-    fn run<'a>(&'a self, cycle: &'a CycleContext<'a>) -> BoxFuture<'a, ()> {
-        Box::pin(async move {
-            let zones = cycle
-                .zones
-                .values()
-                .map(|z| (z.name.clone(), z.state.as_ref().is_ok_and(|s| s.evicting())))
-                .collect();
-            assert!(cycle.leader.is_leader());
-            assert!(cycle.snapshot.node("rev-1").is_some());
-            self.0.lock().unwrap().push(zones);
-        })
-    }
-}
 
 const NS: &str = "batch";
 
@@ -79,14 +53,7 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
     // A zone whose window cannot be read: reported, never acted on.
     server.apply(zone("broken", "25:00-26:00", "1m"));
 
-    let hook = Arc::new(Recorder::default());
-    let controller = Controller::start_with_hooks(
-        &server,
-        dir.path(),
-        "a",
-        &["--leader-elect", "false"],
-        vec![hook.clone()],
-    );
+    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
 
     let status = eventually("the policy status after the first cycle", || {
         let status = policy_status(&server, "tdm");
@@ -211,15 +178,6 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
     };
     assert!(on("solo") && on("misplaced"), "{events:#?}");
     assert!(!on("guarded"));
-
-    // The cycle hook (where closed-zone taints are kept) ran every cycle with the zones' states.
-    let seen = hook.0.lock().unwrap().clone();
-    assert!(seen.len() >= 3, "{seen:?}");
-    assert!(
-        seen.iter()
-            .all(|zones| zones == &vec![("broken".to_owned(), false), ("rz".to_owned(), true)]),
-        "{seen:?}"
-    );
 
     // Health, readiness and metrics.
     let (code, _) = http_get(controller.health_addr, "/healthz").await.unwrap();
@@ -836,7 +794,7 @@ async fn a_pod_under_two_budgets_is_not_retried() {
 /// A guard whose right to act lapses after a while, as leadership does.
 struct Lapsing(std::time::Duration);
 
-impl tidal::evictor::Guard for Lapsing {
+impl tidal::controller::evictor::Guard for Lapsing {
     fn may_act(&self, _dry_run: bool) -> Result<(), String> {
         Ok(())
     }
@@ -854,7 +812,7 @@ impl tidal::evictor::Guard for Lapsing {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_attempt_ends_at_the_deadline_or_when_leadership_lapses() {
     use std::time::Duration;
-    use tidal::evictor::{Always, EvictionRequest, Evictor, EvictorConfig, Outcome};
+    use tidal::controller::evictor::{Always, EvictionRequest, Evictor, EvictorConfig, Outcome};
     use tokio::time::Instant;
 
     let dir = tempfile::tempdir().unwrap();
@@ -863,11 +821,15 @@ async fn an_attempt_ends_at_the_deadline_or_when_leadership_lapses() {
     // Far longer than the test is allowed to take.
     server.set_eviction_delay(Duration::from_secs(3600));
     let kubeconfig = server.kubeconfig(dir.path(), "t");
-    let config = tidal::controller::client_config(Some(&kubeconfig), None)
-        .await
-        .unwrap();
+    let config = tidal::runtime::ClientArgs {
+        kubeconfig: Some(kubeconfig),
+        context: None,
+    }
+    .config()
+    .await
+    .unwrap();
     let evictor = Evictor::new(
-        tidal::controller::eviction_client(&config).unwrap(),
+        tidal::runtime::client::without_retries(&config).unwrap(),
         EvictorConfig {
             request_timeout: Duration::from_secs(3600),
             ..EvictorConfig::default()

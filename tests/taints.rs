@@ -10,8 +10,9 @@ use support::*;
 use tidal::{
     api::RevocableZone,
     cluster::{ClusterCache, Ingest},
+    controller::taints,
     framework::zone_views,
-    taints,
+    runtime::ClientArgs,
 };
 
 fn with_taints(mut node: Value, taints: Value) -> Value {
@@ -56,9 +57,13 @@ async fn taints_follow_the_zone_and_keep_everyone_elses() {
     ));
     server.apply(node("std-1", None));
     server.apply(zone("rz", &closed_window(), "1m"));
-    let client = tidal::admission::command::client(Some(&server.kubeconfig(dir.path(), "t")), None)
-        .await
-        .unwrap();
+    let client = ClientArgs {
+        kubeconfig: Some(server.kubeconfig(dir.path(), "t")),
+        context: None,
+    }
+    .client()
+    .await
+    .unwrap();
     let ours = json!({"key": "tidal.dev/zone-closed", "value": "rz", "effect": "NoSchedule"});
 
     // Closed: both zone nodes carry the taint; rev-1 keeps its GPU taint; std-1 is not touched.

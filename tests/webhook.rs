@@ -14,12 +14,12 @@ use rustls::{
 };
 use serde_json::{Value, json};
 use tidal::{
-    admission::{
+    api::RevocableZone,
+    cluster::{ClusterCache, Ingest, ObjectKind, SharedCache},
+    webhook::{
         server::{self, ServeLimits, WebhookState},
         tls::CertStore,
     },
-    api::RevocableZone,
-    cluster::{ClusterCache, Ingest, ObjectKind, SharedCache},
 };
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -53,7 +53,7 @@ impl Pki {
     fn client(&self) -> TlsConnector {
         let mut roots = RootCertStore::empty();
         roots.add(self.ca.der().clone()).unwrap();
-        let config = ClientConfig::builder_with_provider(tidal::admission::tls::provider())
+        let config = ClientConfig::builder_with_provider(tidal::webhook::tls::provider())
             .with_safe_default_protocol_versions()
             .unwrap()
             .with_root_certificates(roots)
@@ -821,7 +821,7 @@ async fn serves_the_certificate_the_chart_generates() {
     roots
         .add(CertificateDer::from_pem_slice(&ca).unwrap())
         .unwrap();
-    let config = ClientConfig::builder_with_provider(tidal::admission::tls::provider())
+    let config = ClientConfig::builder_with_provider(tidal::webhook::tls::provider())
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_root_certificates(roots)

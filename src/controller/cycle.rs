@@ -1,5 +1,5 @@
 //! One cycle of the leader: snapshot the cache, plan the due policies, send evictions (or dry runs),
-//! then record rounds, run hooks, write status and events, count metrics.
+//! then record rounds, write status and events, count metrics.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
@@ -13,19 +13,16 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::{
-    hooks::{CycleContext, CycleHook},
-    schedule::{PolicyClock, Trigger, ZoneClock, zone_clock},
-};
+use super::schedule::{PolicyClock, Trigger, ZoneClock, zone_clock};
 use crate::{
     api::PolicyMode,
     cluster::{ObjectKey, ObjectKind, PolicyInfo, SharedCache, Snapshot},
-    evictor::{EvictionRequest, Evictor, Guard, Outcome},
+    controller::evictor::{EvictionRequest, Evictor, Guard, Outcome},
+    controller::metrics::{EvictionLabels, Metrics, PolicyStrategy, SkipLabels, TriggerLabel},
+    controller::status::{self, PolicyCounts, StatusWriter},
     framework::{Candidate, GateId, SkipReason},
-    leader::LeaderHandle,
-    metrics::{EvictionLabels, Metrics, PolicyStrategy, SkipLabels, TriggerLabel},
     planner::{self, CyclePlan, Plan},
-    status::{self, PolicyCounts, StatusWriter},
+    runtime::leader::LeaderHandle,
 };
 
 /// Knobs of a cycle.
@@ -98,7 +95,6 @@ pub struct Runtime {
     /// Eviction rounds this process started, by zone: `evictPeriod` counts from here even before the
     /// status write comes back through the watch.
     pub rounds: BTreeMap<String, Timestamp>,
-    pub hooks: Vec<Arc<dyn CycleHook>>,
     pub settings: CycleSettings,
 }
 
@@ -187,19 +183,6 @@ impl Runtime {
         }
         self.note_rounds(&cycle, &outcomes, now);
 
-        // Hooks are routine upkeep: a replica on its way out leaves them to the next leader.
-        if self.guard.leader.is_leader() && !self.guard.shutdown.is_cancelled() {
-            let context = CycleContext {
-                client: &self.client,
-                snapshot: &self.snapshot,
-                zones: &cycle.zones,
-                now,
-                leader: &self.guard.leader,
-            };
-            for hook in &self.hooks {
-                hook.run(&context).await;
-            }
-        }
         // Also when shutting down: what this cycle evicted must be on record (rounds, events) before
         // the lease goes to a standby. Every write checks leadership first.
         self.write_back(&cycle, &outcomes, now).await;

@@ -2,45 +2,52 @@
 //! leader runs cycles when a policy's interval passes, a policy changes, or a zone changes phase, and
 //! acts through the Eviction API. Followers keep their caches warm and wait for the lease.
 //!
-//! Entry points: [`run`] (what the binary calls) and [`client`] (shared with `tidal report`).
+//! The parts only the controller has: the cycle and its schedule, the evictor, status and events,
+//! metrics, and the closed-zone taint reconciler. What it shares with the webhook (client, admin
+//! server, watches, lease) is in `crate::runtime`.
+//!
+//! Entry point: [`run`] (what the binary calls).
 
 pub mod cycle;
-pub mod hooks;
+pub mod evictor;
+pub mod metrics;
 pub mod oneshot;
 pub mod schedule;
+pub mod status;
+pub mod taints;
 
-use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use anyhow::Context;
 use jiff::Timestamp;
-use kube::{
-    Client, Config,
-    config::{KubeConfigOptions, Kubeconfig},
-};
+use kube::Client;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 pub use cycle::{CycleSettings, Runtime};
-pub use hooks::{CycleContext, CycleHook};
 use schedule::Scheduler;
 
+use self::{
+    evictor::{Evictor, EvictorConfig},
+    metrics::Metrics,
+    status::StatusWriter,
+    taints::KeeperSettings,
+};
 use crate::{
     cluster::{ObjectKind, SharedCache, Snapshot},
-    evictor::{Evictor, EvictorConfig},
-    leader::{self, LeaderHandle, LeaseConfig},
-    metrics::Metrics,
-    server,
-    status::StatusWriter,
-    taints::{self, KeeperSettings},
-    watch::{self, WatchOptions, WatchPlan},
+    runtime::{
+        ClientArgs, admin, client,
+        leader::{self, LeaderHandle, LeaseConfig},
+        until_leading_and_synced,
+        watch::{self, WatchOptions, WatchPlan},
+    },
 };
 
 /// Everything `tidal run` is configured with.
 #[derive(Clone)]
 pub struct ControllerConfig {
-    pub kubeconfig: Option<PathBuf>,
-    pub context: Option<String>,
+    pub client: ClientArgs,
     /// `None`: no election, this process always leads (`--leader-elect=false`).
     pub lease: Option<LeaseConfig>,
     pub metrics_addr: SocketAddr,
@@ -52,9 +59,7 @@ pub struct ControllerConfig {
     /// On shutdown, in-flight requests get this long to finish before they are abandoned; writing
     /// back what the interrupted cycle did then gets as long again.
     pub shutdown_grace: Duration,
-    pub hooks: Vec<Arc<dyn CycleHook>>,
-    /// Keep closed-zone taints between cycles too (with `taints::ZoneTaintHook` among the hooks for
-    /// the cycles themselves); `None`: taints are off.
+    /// Keep closed-zone taints on the nodes of closed zones (see [`taints::keep`]); `None`: off.
     pub zone_taints: Option<KeeperSettings>,
     pub watch: WatchOptions,
     /// How often to read metrics.k8s.io while a policy uses measured usage; `None` never reads it.
@@ -64,8 +69,7 @@ pub struct ControllerConfig {
 impl ControllerConfig {
     pub fn new(metrics_addr: SocketAddr, health_addr: SocketAddr) -> Self {
         ControllerConfig {
-            kubeconfig: None,
-            context: None,
+            client: ClientArgs::default(),
             lease: None,
             metrics_addr,
             health_addr,
@@ -73,7 +77,6 @@ impl ControllerConfig {
             cycle: CycleSettings::default(),
             config_debounce: Duration::from_millis(500),
             shutdown_grace: Duration::from_secs(10),
-            hooks: Vec::new(),
             zone_taints: None,
             watch: WatchOptions::default(),
             usage_poll: Some(Duration::from_secs(30)),
@@ -81,65 +84,15 @@ impl ControllerConfig {
     }
 }
 
-/// A client the standard way: an explicit `--kubeconfig`/`--context` wins; otherwise the in-cluster
-/// service account, else `$KUBECONFIG` / `~/.kube/config`.
-pub async fn client(
-    kubeconfig: Option<&std::path::Path>,
-    context: Option<&str>,
-) -> anyhow::Result<Client> {
-    let config = client_config(kubeconfig, context).await?;
-    Client::try_from(config).context("building the Kubernetes client")
-}
-
-/// The client evictions go through. kube retries 429, 503 and 504 by default, honouring
-/// `Retry-After`; for evictions a 429 is an answer (a PDB said no) and must not be retried within the
-/// cycle, and transient errors are retried by the evictor against the cycle's deadline instead.
-pub fn eviction_client(config: &Config) -> anyhow::Result<Client> {
-    let mut config = config.clone();
-    config.default_retry = false;
-    Client::try_from(config).context("building the Kubernetes client")
-}
-
-/// The client configuration, found as [`client`] describes.
-pub async fn client_config(
-    kubeconfig: Option<&std::path::Path>,
-    context: Option<&str>,
-) -> anyhow::Result<Config> {
-    let options = KubeConfigOptions {
-        context: context.map(str::to_owned),
-        ..KubeConfigOptions::default()
-    };
-    let config = match kubeconfig {
-        Some(path) => {
-            let file = Kubeconfig::read_from(path)
-                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-            Config::from_custom_kubeconfig(file, &options)
-                .await
-                .with_context(|| format!("kubeconfig {}", path.display()))?
-        }
-        None if context.is_some() => Config::from_kubeconfig(&options)
-            .await
-            .context("reading the kubeconfig")?,
-        None => match Config::incluster() {
-            Ok(config) => config,
-            Err(_) => Config::infer()
-                .await
-                .context("no in-cluster service account and no usable kubeconfig")?,
-        },
-    };
-    Ok(config)
-}
-
 /// Runs the controller until `shutdown` is cancelled (SIGTERM in the binary).
 pub async fn run(config: ControllerConfig, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let client_config =
-        client_config(config.kubeconfig.as_deref(), config.context.as_deref()).await?;
-    let evictions = eviction_client(&client_config)?;
+    let client_config = config.client.config().await?;
+    let evictions = client::without_retries(&client_config)?;
     let client = Client::try_from(client_config).context("building the Kubernetes client")?;
     run_with_clients(client, evictions, config, shutdown).await
 }
 
-/// [`run`] with clients built by the caller (`evictions` as [`eviction_client`] makes it).
+/// [`run`] with clients built by the caller (`evictions` as [`client::without_retries`] makes it).
 pub async fn run_with_clients(
     client: Client,
     evictions: Client,
@@ -148,8 +101,8 @@ pub async fn run_with_clients(
 ) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::new());
     let shared = SharedCache::new(&ObjectKind::ALL);
-    let metrics_listener = server::bind(config.metrics_addr).await?;
-    let health_listener = server::bind(config.health_addr).await?;
+    let metrics_listener = admin::bind(config.metrics_addr).await?;
+    let health_listener = admin::bind(config.health_addr).await?;
 
     // The election stops only after the control loop has returned: its last cycle finished (what it
     // did written back) or was given up after the grace periods. Requests given up on may still be
@@ -168,18 +121,18 @@ pub async fn run_with_clients(
 
     let servers_stop = CancellationToken::new();
     let mut background = JoinSet::new();
-    background.spawn(server::serve(
+    background.spawn(admin::serve(
         metrics_listener,
-        server::metrics_router(server::MetricsState {
+        metrics::router(metrics::MetricsState {
             metrics: metrics.clone(),
             cache: shared.clone(),
             leader: leader.clone(),
         }),
         servers_stop.clone(),
     ));
-    background.spawn(server::serve(
+    background.spawn(admin::serve(
         health_listener,
-        server::health_router(shared.clone()),
+        admin::health_router(shared.clone()),
         servers_stop.clone(),
     ));
     for task in watch::start_with(
@@ -238,7 +191,6 @@ pub async fn run_with_clients(
         status: StatusWriter::new(client.clone(), &identity, leader.clone(), metrics.clone()),
         metrics,
         rounds: Default::default(),
-        hooks: config.hooks.clone(),
         settings: config.cycle.clone(),
     };
     control_loop(&mut runtime, &config, leader, &shutdown).await;
@@ -275,30 +227,14 @@ async fn control_loop(
     let mut leadership = leader.clone();
     let mut changes = rt.shared.config_changes();
     loop {
-        if shutdown.is_cancelled() {
-            return;
-        }
-        if !leader.is_leader() {
-            // A new term starts afresh: another replica may have acted and written meanwhile.
+        let shared = rt.shared.clone();
+        let following = || {
             scheduler.reset();
             rt.status.forget();
             rt.rounds.clear();
-            tokio::select! {
-                () = leadership.acquired() => info!("leading: cycles start once caches are synced"),
-                () = shutdown.cancelled() => return,
-            }
-            continue;
-        }
-        if !rt.shared.is_synced() {
-            // Initial lists, or a relist after a 410 / dropped watch: never plan on a partial cache.
-            let waiting = rt.shared.unsynced();
-            info!(?waiting, "waiting for watches to list");
-            tokio::select! {
-                () = rt.shared.wait_synced() => {}
-                () = leadership.lost() => {}
-                () = shutdown.cancelled() => return,
-            }
-            continue;
+        };
+        if !until_leading_and_synced("cycles", &leader, &shared, shutdown, following).await {
+            return;
         }
 
         let now = Timestamp::now();

@@ -9,10 +9,10 @@ use tokio::{task::JoinSet, time::Instant};
 
 use crate::{
     cluster::{ObjectKind, SharedCache},
-    evictor::{Always, EvictionRequest, Evictor, EvictorConfig},
+    controller::evictor::{Always, EvictionRequest, Evictor, EvictorConfig},
     framework::Skipped,
     planner::CyclePlan,
-    watch::{self, LogOnly, WatchPlan},
+    runtime::watch::{self, LogOnly, WatchPlan},
 };
 
 /// A cache filled by one complete list of every kind tidal reads.

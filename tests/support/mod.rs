@@ -94,19 +94,7 @@ impl Controller {
     /// Starts `tidal run` against `server` with the given extra flags. `identity` is also the bearer
     /// token, so the fake server can tell which controller sent a request.
     pub fn start(server: &FakeApiServer, dir: &Path, identity: &str, flags: &[&str]) -> Controller {
-        Self::start_with_hooks(server, dir, identity, flags, Vec::new())
-    }
-
-    pub fn start_with_hooks(
-        server: &FakeApiServer,
-        dir: &Path,
-        identity: &str,
-        flags: &[&str],
-        hooks: Vec<std::sync::Arc<dyn controller::CycleHook>>,
-    ) -> Controller {
-        Self::start_configured(server, dir, identity, flags, |config| {
-            config.hooks.extend(hooks)
-        })
+        Self::start_configured(server, dir, identity, flags, |_| {})
     }
 
     /// Starts `tidal run` as [`Controller::start`] does, then lets `tweak` change knobs that have

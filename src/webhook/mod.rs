@@ -8,7 +8,7 @@
 //! - `server`, `tls`, `metrics`, `command`: the `tidal webhook` process (HTTPS with certificate reload).
 //!
 //! What slips through (webhook down, pods older than tidal) is swept by the TDM strategy's placement
-//! violations, under the usual gates; closed zones are also tainted (see `crate::taints`).
+//! violations, under the usual gates; closed zones are also tainted (see `crate::controller::taints`).
 
 pub mod command;
 pub mod metrics;

@@ -264,6 +264,45 @@ async fn release(api: &Api<Lease>, config: &LeaseConfig) -> Result<(), kube::Err
         .map(|_| ())
 }
 
+/// Waits until this replica leads and every watched kind has listed: the opening of every leader loop
+/// (cycles, taints), so that nothing acts on another replica's term or plans from a half-filled cache.
+/// `while_following` runs each time leadership is found missing (a new term starts afresh: another
+/// replica may have acted meanwhile). `role` names the loop in logs. False once `shutdown` is cancelled.
+pub async fn until_leading_and_synced(
+    role: &'static str,
+    leader: &LeaderHandle,
+    shared: &crate::cluster::SharedCache,
+    shutdown: &CancellationToken,
+    mut while_following: impl FnMut(),
+) -> bool {
+    let mut leadership = leader.clone();
+    loop {
+        if shutdown.is_cancelled() {
+            return false;
+        }
+        if !leader.is_leader() {
+            while_following();
+            tokio::select! {
+                () = leadership.acquired() => info!(role, "leading: acting once caches are synced"),
+                () = shutdown.cancelled() => return false,
+            }
+            continue;
+        }
+        if !shared.is_synced() {
+            // Initial lists, or a relist after a 410 / dropped watch: never act on a partial cache.
+            let waiting = shared.unsynced();
+            info!(role, ?waiting, "waiting for watches to list");
+            tokio::select! {
+                () = shared.wait_synced() => {}
+                () = leadership.lost() => {}
+                () = shutdown.cancelled() => return false,
+            }
+            continue;
+        }
+        return true;
+    }
+}
+
 /// `$POD_NAME` (downward API), else `<hostname>_<pid>`: unique per process, so that two local runs on
 /// one machine never share an identity (and so a lease).
 pub fn default_identity() -> String {

@@ -7,7 +7,7 @@ use prometheus_client::{
 };
 
 use super::review::Endpoint;
-use crate::{cluster::ObjectKind, watch::WatchObserver};
+use crate::{cluster::ObjectKind, runtime::watch::WatchObserver};
 
 /// How a request was answered.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]

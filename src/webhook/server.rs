@@ -352,14 +352,3 @@ pub async fn serve_tls_with(
         warn!("in-flight admission requests did not finish in time");
     }
 }
-
-/// Serves `app` over plain HTTP (metrics) until `shutdown` resolves.
-pub async fn serve_plain(
-    listener: TcpListener,
-    app: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-}

@@ -3,15 +3,15 @@
 //! the taint goes when the zone opens. `NoSchedule` only: tidal never removes running pods other than
 //! through the Eviction API, which `NoExecute` would bypass.
 //!
-//! `plan` is the pure decision from a snapshot and the cycle's zone views; `reconcile` applies it
-//! through the API. Two things run it while closed-zone taints are on, both on the leader only:
-//! `ZoneTaintHook`, in every controller cycle, and [`keep`], between cycles, which follows node
-//! changes (a node labelled into a closed zone, a taint removed by hand), zone transitions and edits,
-//! and retries failed patches soon, whether or not any DeschedulingPolicy exists.
+//! `plan` is the pure decision from a snapshot and the zone views; `reconcile` applies it through the
+//! API. One reconciler runs it while closed-zone taints are on, on the leader only: [`keep`], which
+//! wakes at every zone transition (drain start, close, open), follows node changes (a node labelled
+//! into a closed zone, a taint removed by hand) and zone edits, and retries failed patches soon,
+//! whether or not any DeschedulingPolicy exists.
 
 use std::{collections::BTreeMap, time::Duration};
 
-use futures::{StreamExt, future::BoxFuture, stream};
+use futures::{StreamExt, stream};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Taint};
 use kube::{
@@ -24,9 +24,9 @@ use tracing::{debug, info, warn};
 
 use crate::{
     cluster::{SharedCache, Snapshot},
-    controller::{CycleContext, CycleHook, schedule},
+    controller::schedule,
     framework::{ZoneView, zone_views},
-    leader::LeaderHandle,
+    runtime::{leader::LeaderHandle, until_leading_and_synced},
 };
 
 /// The taint key. Everything under it belongs to tidal: taints with this key on nodes that should not
@@ -147,33 +147,6 @@ pub async fn reconcile(
     apply(client, &plan(snapshot, zones)).await
 }
 
-/// The controller cycle hook keeping the taints: register it in `ControllerConfig::hooks` when
-/// closed-zone taints are on (chart value `zoneTaints.enabled`, env `TIDAL_ZONE_TAINTS`).
-pub struct ZoneTaintHook;
-
-impl CycleHook for ZoneTaintHook {
-    fn name(&self) -> &'static str {
-        "zone-taints"
-    }
-
-    fn run<'a>(&'a self, cycle: &'a CycleContext<'a>) -> BoxFuture<'a, ()> {
-        Box::pin(async move {
-            let changes = plan(cycle.snapshot, cycle.zones);
-            if changes.is_empty() {
-                return;
-            }
-            // The lease may be lost mid-hook: every patch checks it first.
-            let outcome = apply_while(cycle.client, &changes, || cycle.leader.is_leader()).await;
-            if !outcome.failed.is_empty() {
-                warn!(
-                    failed = outcome.failed.len(),
-                    "some zone-closed taints could not be updated; retrying soon"
-                );
-            }
-        })
-    }
-}
-
 /// How [`keep`] paces itself.
 #[derive(Clone, Debug)]
 pub struct KeeperSettings {
@@ -228,20 +201,8 @@ pub async fn keep(
     let mut nodes = shared.node_changes();
     let mut zones = shared.config_changes();
     loop {
-        if !leader.is_leader() {
-            tokio::select! {
-                () = leadership.acquired() => {}
-                () = shutdown.cancelled() => return,
-            }
-            continue;
-        }
-        if !shared.is_synced() {
-            tokio::select! {
-                () = shared.wait_synced() => {}
-                () = leadership.lost() => {}
-                () = shutdown.cancelled() => return,
-            }
-            continue;
+        if !until_leading_and_synced("zone-taints", &leader, &shared, &shutdown, || {}).await {
+            return;
         }
         nodes.borrow_and_update();
         zones.borrow_and_update();

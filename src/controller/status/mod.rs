@@ -30,9 +30,9 @@ use crate::{
         zone::RevocableZoneStatus,
     },
     cluster::PodInfo,
+    controller::metrics::{KindLabel, Metrics},
     framework::Candidate,
-    leader::LeaderHandle,
-    metrics::{KindLabel, Metrics},
+    runtime::leader::LeaderHandle,
 };
 
 pub use compute::{PolicyCounts, policy_status, preemptable_pods, zone_status};

@@ -3,6 +3,7 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
+    sync::Arc,
     sync::{Mutex, atomic::AtomicU64},
 };
 
@@ -17,7 +18,12 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::{cluster::ObjectKind, watch::WatchObserver};
+use axum::{Router, extract::State, http::header, response::IntoResponse, routing::get};
+
+use crate::{
+    cluster::{ObjectKind, SharedCache},
+    runtime::{leader::LeaderHandle, watch::WatchObserver},
+};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 pub struct PolicyStrategy {
@@ -278,6 +284,41 @@ impl WatchObserver for Metrics {
             })
             .inc();
     }
+}
+
+/// What `/metrics` reads; gauges that describe the present are refreshed at scrape time.
+#[derive(Clone)]
+pub struct MetricsState {
+    pub metrics: Arc<Metrics>,
+    pub cache: SharedCache,
+    pub leader: LeaderHandle,
+}
+
+pub fn router(state: MetricsState) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .with_state(state)
+}
+
+async fn metrics(State(state): State<MetricsState>) -> impl IntoResponse {
+    let m = &state.metrics;
+    m.leader.set(i64::from(state.leader.is_leader()));
+    m.synced.set(i64::from(state.cache.is_synced()));
+    {
+        let cache = state.cache.read();
+        m.set_cache_sizes(
+            cache.node_count(),
+            cache.pod_count(),
+            cache.evicting_count(),
+        );
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        m.encode(),
+    )
 }
 
 #[cfg(test)]

@@ -5,11 +5,6 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context;
 use clap::Args;
-use kube::{
-    Client, Config,
-    config::{KubeConfigOptions, Kubeconfig},
-};
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
@@ -19,7 +14,10 @@ use super::{
 };
 use crate::{
     cluster::{ObjectKind, SharedCache},
-    watch::{self, WatchObserver, WatchPlan},
+    runtime::{
+        ClientArgs, admin,
+        watch::{self, WatchObserver, WatchPlan},
+    },
 };
 
 /// The kinds the webhook decides from.
@@ -44,12 +42,8 @@ pub struct WebhookArgs {
     /// Plain HTTP address for /metrics (and /healthz, /readyz).
     #[arg(long, default_value = "0.0.0.0:8080")]
     pub metrics_addr: SocketAddr,
-    /// Kubeconfig file. Default: in-cluster service account, else $KUBECONFIG or ~/.kube/config.
-    #[arg(long, value_name = "PATH")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context. Default: the current context.
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
+    #[command(flatten)]
+    pub client: ClientArgs,
     /// Log format on stderr.
     #[arg(long, value_enum, default_value_t = crate::cli::LogFormat::Text)]
     pub log_format: crate::cli::LogFormat,
@@ -77,29 +71,6 @@ fn positive_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// Builds a client the standard way: explicit kubeconfig/context, else in-cluster, else kubeconfig.
-pub async fn client(
-    kubeconfig: Option<&PathBuf>,
-    context: Option<&String>,
-) -> anyhow::Result<Client> {
-    let options = KubeConfigOptions {
-        context: context.cloned(),
-        ..KubeConfigOptions::default()
-    };
-    let config = match kubeconfig {
-        Some(path) => {
-            let file = Kubeconfig::read_from(path)
-                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-            Config::from_custom_kubeconfig(file, &options).await?
-        }
-        None if context.is_some() => Config::from_kubeconfig(&options).await?,
-        None => Config::infer()
-            .await
-            .context("no in-cluster service account and no usable kubeconfig")?,
-    };
-    Client::try_from(config).context("building the Kubernetes client")
-}
-
 /// Runs the webhook until `shutdown` is cancelled (SIGTERM, Ctrl-C).
 pub async fn run(args: WebhookArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
     // Only ring is compiled in; installing it explicitly keeps rustls from guessing.
@@ -109,7 +80,7 @@ pub async fn run(args: WebhookArgs, shutdown: CancellationToken) -> anyhow::Resu
             .context("loading the webhook certificate")?,
     );
     let tls = Arc::new(certs.server_config()?);
-    let client = client(args.kubeconfig.as_ref(), args.context.as_ref()).await?;
+    let client = args.client.client().await?;
 
     let cache = SharedCache::new(&WATCHED);
     let state = WebhookState::new(cache.clone(), args.lookup_wait);
@@ -134,12 +105,8 @@ pub async fn run(args: WebhookArgs, shutdown: CancellationToken) -> anyhow::Resu
         );
     }
 
-    let https = TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("listening on {}", args.listen))?;
-    let plain = TcpListener::bind(args.metrics_addr)
-        .await
-        .with_context(|| format!("listening on {}", args.metrics_addr))?;
+    let https = admin::bind(args.listen).await?;
+    let plain = admin::bind(args.metrics_addr).await?;
     info!(listen = %args.listen, metrics = %args.metrics_addr, "tidal webhook serving");
 
     // Both listeners stop only once the drain after the signal is over.
@@ -152,10 +119,10 @@ pub async fn run(args: WebhookArgs, shutdown: CancellationToken) -> anyhow::Resu
             stop.cancel();
         });
     }
-    let metrics_server = tokio::spawn(server::serve_plain(
+    let metrics_server = tokio::spawn(admin::serve(
         plain,
         server::metrics_router(state.clone()),
-        stop.clone().cancelled_owned(),
+        stop.clone(),
     ));
     let https_server = tokio::spawn(server::serve_tls(
         https,
@@ -168,10 +135,8 @@ pub async fn run(args: WebhookArgs, shutdown: CancellationToken) -> anyhow::Resu
     if let Err(error) = https_server.await {
         error!(%error, "HTTPS server task failed");
     }
-    match metrics_server.await {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => error!(%error, "metrics server failed"),
-        Err(error) => error!(%error, "metrics server task failed"),
+    if let Err(error) = metrics_server.await {
+        error!(%error, "metrics server task failed");
     }
     Ok(())
 }

@@ -1,57 +1,21 @@
-//! The controller's plain-HTTP endpoints: `/metrics` on the metrics address, `/healthz` and `/readyz`
-//! on the health address (ready = every watched kind has completed its list).
+//! The plain-HTTP admin endpoints both processes serve: binding (so that a taken port fails startup),
+//! serving until shutdown, and `/healthz` and `/readyz` (ready = every watched kind has completed its
+//! list). Each process adds its own `/metrics` router.
 
-use std::{net::SocketAddr, sync::Arc};
+use std::net::SocketAddr;
 
 use anyhow::Context;
-use axum::{
-    Router, extract::State, http::StatusCode, http::header, response::IntoResponse, routing::get,
-};
+use axum::{Router, extract::State, http::StatusCode, routing::get};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::{cluster::SharedCache, leader::LeaderHandle, metrics::Metrics};
-
-/// What `/metrics` reads; gauges that describe the present are refreshed at scrape time.
-#[derive(Clone)]
-pub struct MetricsState {
-    pub metrics: Arc<Metrics>,
-    pub cache: SharedCache,
-    pub leader: LeaderHandle,
-}
-
-pub fn metrics_router(state: MetricsState) -> Router {
-    Router::new()
-        .route("/metrics", get(metrics))
-        .with_state(state)
-}
+use crate::cluster::SharedCache;
 
 pub fn health_router(cache: SharedCache) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
         .with_state(cache)
-}
-
-async fn metrics(State(state): State<MetricsState>) -> impl IntoResponse {
-    let m = &state.metrics;
-    m.leader.set(i64::from(state.leader.is_leader()));
-    m.synced.set(i64::from(state.cache.is_synced()));
-    {
-        let cache = state.cache.read();
-        m.set_cache_sizes(
-            cache.node_count(),
-            cache.pod_count(),
-            cache.evicting_count(),
-        );
-    }
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        m.encode(),
-    )
 }
 
 async fn ready(State(cache): State<SharedCache>) -> (StatusCode, String) {

@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use crate::{
     api::{PolicyMode, policy::DeschedulingPolicyStatus, zone::RevocableZoneStatus},
     cluster::{PodPhase, Setting, Snapshot},
-    evictor::Outcome,
+    controller::evictor::Outcome,
     framework::ZoneView,
     planner::Plan,
 };

@@ -1,0 +1,12 @@
+//! What both long-running processes (`tidal run` and `tidal webhook`) are built from, wired once: the
+//! kube client and its flags, the admin HTTP server (metrics, health), the watches that feed the
+//! shared cache, and the lease with the wait for "leading and synced" that every leader loop starts
+//! with. Nothing here plans or decides.
+
+pub mod admin;
+pub mod client;
+pub mod leader;
+pub mod watch;
+
+pub use client::ClientArgs;
+pub use leader::until_leading_and_synced;
