@@ -175,7 +175,7 @@ impl Converted {
             cache.apply_node(node);
         }
         for pod in self.pods {
-            cache.apply_pod(pod);
+            cache.apply_pod(pod, jiff::Timestamp::UNIX_EPOCH);
         }
         cache
     }

@@ -211,7 +211,7 @@ fn cluster() -> ClusterCache {
             mem_mi: 128,
             created: "2026-01-01T00:00:00Z",
         });
-        cache.apply_pod(PodInfo::from_pod(&p).unwrap());
+        cache.apply_pod(PodInfo::from_pod(&p).unwrap(), jiff::Timestamp::UNIX_EPOCH);
         count += 1;
     }
     let mut workload = 0;
@@ -317,7 +317,7 @@ fn cluster() -> ClusterCache {
                 }
                 _ => {}
             }
-            cache.apply_pod(PodInfo::from_pod(&p).unwrap());
+            cache.apply_pod(PodInfo::from_pod(&p).unwrap(), jiff::Timestamp::UNIX_EPOCH);
             count += 1;
         }
     }

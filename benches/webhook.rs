@@ -88,7 +88,7 @@ fn cluster() -> ClusterCache {
             spec: Some(NodeSpec::default()),
             status: None,
         }
-        .apply_to(&mut cache)
+        .apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH)
         .expect("node");
         for p in 0..PODS_PER_NODE {
             let preemptable = (i * PODS_PER_NODE + p).is_multiple_of(10);
@@ -118,7 +118,7 @@ fn cluster() -> ClusterCache {
                 }),
                 status: None,
             }
-            .apply_to(&mut cache)
+            .apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH)
             .expect("pod");
         }
     }
@@ -129,7 +129,7 @@ fn cluster() -> ClusterCache {
             "spec": {"windows": [{"time": "00:00-00:00"}]}
         }))
         .expect("zone")
-        .apply_to(&mut cache)
+        .apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH)
         .expect("zone");
     }
     cache

@@ -187,7 +187,7 @@ impl SyntheticCluster {
         }
         for pod in &self.pods {
             if let Ok(pod) = PodInfo::from_pod(pod) {
-                cache.apply_pod(pod);
+                cache.apply_pod(pod, jiff::Timestamp::UNIX_EPOCH);
             }
         }
     }
@@ -240,10 +240,10 @@ impl ChurnEvent {
         match self {
             ChurnEvent::PodApplied(pod) => {
                 if let Ok(pod) = PodInfo::from_pod(pod) {
-                    cache.apply_pod(pod);
+                    cache.apply_pod(pod, jiff::Timestamp::UNIX_EPOCH);
                 }
             }
-            ChurnEvent::PodDeleted(key) => cache.delete_pod(key),
+            ChurnEvent::PodDeleted(key) => cache.delete_pod(key, jiff::Timestamp::UNIX_EPOCH),
             ChurnEvent::NodeApplied(node) => {
                 if let Ok(node) = NodeInfo::from_node(node) {
                     cache.apply_node(node);

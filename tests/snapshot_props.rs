@@ -391,7 +391,7 @@ impl Model {
     fn rebuild(&self) -> Snapshot {
         let mut cache = ClusterCache::new();
         for pod in self.pods.values() {
-            cache.apply_pod(pod.clone());
+            cache.apply_pod(pod.clone(), jiff::Timestamp::UNIX_EPOCH);
         }
         for node in self.nodes.values() {
             cache.apply_node(node.clone());
@@ -441,13 +441,13 @@ impl Run {
             Event::ApplyPod(event) => {
                 let pod = pod(event);
                 model.pods.insert(pod.key.clone(), pod.clone());
-                cache.apply_pod(pod);
+                cache.apply_pod(pod, jiff::Timestamp::UNIX_EPOCH);
             }
             Event::DeletePod(slot) => {
                 let key = pod_key(*slot);
                 model.pods.remove(&key);
                 model.evicting.remove(&key);
-                cache.delete_pod(&key);
+                cache.delete_pod(&key, jiff::Timestamp::UNIX_EPOCH);
             }
             Event::ApplyNode {
                 slot,
@@ -846,14 +846,17 @@ fn huge_pod(name: &str) -> PodInfo {
 fn node_requests_do_not_drift_when_their_sum_saturates() {
     let mut cache = ClusterCache::new();
     let mut live = cache.snapshot();
-    cache.apply_pod(huge_pod("big-1"));
-    cache.apply_pod(huge_pod("big-2"));
+    cache.apply_pod(huge_pod("big-1"), jiff::Timestamp::UNIX_EPOCH);
+    cache.apply_pod(huge_pod("big-2"), jiff::Timestamp::UNIX_EPOCH);
     cache.update_snapshot(&mut live);
-    cache.delete_pod(&ObjectKey::new("ns-a", "big-2"));
+    cache.delete_pod(
+        &ObjectKey::new("ns-a", "big-2"),
+        jiff::Timestamp::UNIX_EPOCH,
+    );
     cache.update_snapshot(&mut live);
 
     let mut fresh = ClusterCache::new();
-    fresh.apply_pod(huge_pod("big-1"));
+    fresh.apply_pod(huge_pod("big-1"), jiff::Timestamp::UNIX_EPOCH);
     let rebuilt = fresh.snapshot();
     assert_eq!(
         live.nodes[&node_name(0)].requested.memory,

@@ -26,13 +26,13 @@ fn snapshot_of(server: &FakeApiServer) -> tidal::cluster::Snapshot {
     for node in server.list("api/v1", "nodes") {
         serde_json::from_value::<Node>(node)
             .unwrap()
-            .apply_to(&mut cache)
+            .apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH)
             .unwrap();
     }
     for zone in server.list("apis/tidal.dev/v1alpha1", "revocablezones") {
         serde_json::from_value::<RevocableZone>(zone)
             .unwrap()
-            .apply_to(&mut cache)
+            .apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH)
             .unwrap();
     }
     cache.snapshot()

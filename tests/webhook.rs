@@ -252,7 +252,7 @@ fn cluster(open: bool, pods: &[Value]) -> ClusterCache {
         }
         serde_json::from_value::<Node>(node)
             .unwrap()
-            .apply_to(&mut cache)
+            .apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH)
             .unwrap();
     }
     let windows = if open {
@@ -272,12 +272,12 @@ fn cluster(open: bool, pods: &[Value]) -> ClusterCache {
         "metadata": {"name": "nightly"}, "spec": {"windows": windows, "timeZone": "UTC"}
     }))
     .unwrap()
-    .apply_to(&mut cache)
+    .apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH)
     .unwrap();
     for pod in pods {
         serde_json::from_value::<Pod>(pod.clone())
             .unwrap()
-            .apply_to(&mut cache)
+            .apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH)
             .unwrap();
     }
     cache
@@ -714,7 +714,7 @@ async fn a_pod_that_reaches_the_cache_late_is_still_judged() {
             tokio::time::sleep(Duration::from_millis(50)).await;
             serde_json::from_value::<Pod>(pod("web-9", json!({}), None))
                 .unwrap()
-                .apply_to(&mut cache.write())
+                .apply_to(&mut cache.write(), jiff::Timestamp::UNIX_EPOCH)
                 .unwrap();
         })
     };

@@ -40,6 +40,10 @@ pub struct ClusterCache {
     podgroups: Versioned<ObjectKey, PodGroupInfo>,
     pdbs: Versioned<ObjectKey, PdbInfo>,
     zones: Versioned<String, ZoneInfo>,
+    /// Eviction rounds this process started, by zone: the one home of that fact until the zone's
+    /// status says as much. Merged into every version of the zone the watch delivers, because the
+    /// status write may lag or have failed, and `evictPeriod` must hold either way.
+    local_rounds: HashMap<String, Timestamp>,
     policies: Versioned<String, PolicyInfo>,
     namespaces: Versioned<String, NamespaceInfo>,
     node_usage: Versioned<String, UsageSeries>,
@@ -77,8 +81,9 @@ impl ClusterCache {
         self.pods.get(key)
     }
 
-    /// Adds or replaces a pod. An eviction tidal made stays marked across updates until the pod is gone.
-    pub fn apply_pod(&mut self, mut pod: PodInfo) {
+    /// Adds or replaces a pod, as observed at `at` (when its event arrived). An eviction tidal made
+    /// stays marked across updates until the pod is gone.
+    pub fn apply_pod(&mut self, mut pod: PodInfo, at: Timestamp) {
         match self.evicting.get(&pod.key) {
             Some(mark) if mark.uid == pod.uid => pod.evicting_since = Some(mark.since),
             Some(_) => {
@@ -91,18 +96,18 @@ impl ClusterCache {
         let pod = Arc::new(pod);
         if let Some(previous) = self.pods.insert(pod.key.clone(), Arc::clone(&pod)) {
             if !pod.holds_resources() {
-                self.note_departure(&previous, Timestamp::now());
+                self.note_departure(&previous, at);
             }
             self.detach(&previous);
         }
         self.attach(&pod);
     }
 
-    pub fn delete_pod(&mut self, key: &ObjectKey) {
+    /// Removes a pod whose deletion was observed at `at`.
+    pub fn delete_pod(&mut self, key: &ObjectKey, at: Timestamp) {
         self.evicting.remove(key);
         if let Some(previous) = self.pods.remove(key) {
-            // Wall-clock time, like the metrics samples it is compared with.
-            self.note_departure(&previous, Timestamp::now());
+            self.note_departure(&previous, at);
             self.detach(&previous);
         }
         self.pod_usage.remove(&mut self.generation, key);
@@ -153,7 +158,7 @@ impl ClusterCache {
             },
         );
         self.note_departure(&pod, at);
-        self.apply_pod(pod);
+        self.apply_pod(pod, at);
         true
     }
 
@@ -175,7 +180,7 @@ impl ClusterCache {
             self.evicting.remove(key);
             if let Some(current) = self.pods.get(key) {
                 let pod = (**current).clone();
-                self.apply_pod(pod);
+                self.apply_pod(pod, now);
             }
         }
         expired
@@ -268,15 +273,20 @@ impl ClusterCache {
         self.pdbs.remove(&mut self.generation, key);
     }
 
-    pub fn apply_zone(&mut self, zone: ZoneInfo) {
+    pub fn apply_zone(&mut self, mut zone: ZoneInfo) {
+        if let Some(local) = self.local_rounds.get(&zone.name) {
+            zone.last_eviction_round = zone.last_eviction_round.max(Some(*local));
+        }
         self.zones
             .insert(&mut self.generation, zone.name.clone(), zone);
     }
 
-    /// Records that an eviction round started in `zone` at `at`, unless a later one is known already.
-    /// The controller calls this right after a round, so that `evictPeriod` holds even before its status
-    /// write comes back through the watch (or if that write failed). Returns whether anything changed.
+    /// Records that this process started an eviction round in `zone` at `at`, so that `evictPeriod`
+    /// holds before its status write comes back through the watch, and if that write failed. A later
+    /// round known from the status wins. Returns whether the zone's last round changed.
     pub fn note_eviction_round(&mut self, zone: &str, at: Timestamp) -> bool {
+        let local = self.local_rounds.entry(zone.to_owned()).or_insert(at);
+        *local = (*local).max(at);
         let Some(current) = self.zones.get(&zone.to_owned()) else {
             return false;
         };
@@ -289,8 +299,14 @@ impl ClusterCache {
         true
     }
 
+    /// The last eviction round this process started in `zone`, if any.
+    pub fn local_round(&self, zone: &str) -> Option<Timestamp> {
+        self.local_rounds.get(zone).copied()
+    }
+
     pub fn delete_zone(&mut self, name: &str) {
         self.zones.remove(&mut self.generation, &name.to_owned());
+        self.local_rounds.remove(name);
         self.config_uids
             .remove(&(ObjectKind::RevocableZone, name.to_owned()));
     }
@@ -492,6 +508,16 @@ mod tests {
         assert!(!cache.note_eviction_round("missing", t1));
         let snapshot = cache.snapshot();
         assert_eq!(snapshot.zones["rz"].last_eviction_round, Some(t1));
+
+        // The watch delivers the zone again before (or without) the status write: the round this
+        // process started still counts. A later round in the status wins.
+        cache.apply_zone(ZoneInfo::from_zone(&zone).unwrap());
+        assert_eq!(cache.zone("rz").unwrap().last_eviction_round, Some(t1));
+        let t2 = t1 + jiff::SignedDuration::from_secs(10);
+        let mut written = ZoneInfo::from_zone(&zone).unwrap();
+        written.last_eviction_round = Some(t2);
+        cache.apply_zone(written);
+        assert_eq!(cache.zone("rz").unwrap().last_eviction_round, Some(t2));
     }
 
     fn running_pod(name: &str, node: &str) -> PodInfo {
@@ -510,16 +536,16 @@ mod tests {
         let key = ObjectKey::new("ns", "web-0");
         let mut old = running_pod("web-0", "n1");
         old.uid = "old".to_owned();
-        cache.apply_pod(old.clone());
+        cache.apply_pod(old.clone(), Timestamp::now());
         assert!(cache.mark_evicted(&key, "old", Timestamp::UNIX_EPOCH));
         // An update of the same pod keeps the mark.
-        cache.apply_pod(old);
+        cache.apply_pod(old, Timestamp::now());
         assert!(cache.pod(&key).unwrap().evicting_since.is_some());
         assert_eq!(cache.evicting_count(), 1);
         // The StatefulSet recreated it: same name, new uid, running.
         let mut new = running_pod("web-0", "n1");
         new.uid = "new".to_owned();
-        cache.apply_pod(new);
+        cache.apply_pod(new, Timestamp::now());
         assert_eq!(cache.pod(&key).unwrap().evicting_since, None);
         assert_eq!(cache.evicting_count(), 0);
         // An answer about the old uid does not mark the new pod.
@@ -546,7 +572,7 @@ mod tests {
             } else {
                 "n1"
             };
-            cache.apply_pod(running_pod(name, node));
+            cache.apply_pod(running_pod(name, node), Timestamp::now());
         }
         let evicted = ObjectKey::new("ns", "evicted");
         let finished = ObjectKey::new("ns", "finished");
@@ -565,18 +591,21 @@ mod tests {
 
         // Evicted: it leaves when the API server accepts, and not again when it is deleted.
         assert!(cache.mark_evicting(&evicted, Timestamp::now()));
-        cache.delete_pod(&evicted);
+        cache.delete_pod(&evicted, Timestamp::now());
         assert_eq!(departures(&cache), vec![Some(300)]);
 
         // Finished, then deleted: it left when it finished.
         let mut done = running_pod("finished", "n1");
         done.phase = crate::cluster::PodPhase::Succeeded;
-        cache.apply_pod(done);
-        cache.delete_pod(&finished);
+        cache.apply_pod(done, Timestamp::now());
+        cache.delete_pod(&finished, Timestamp::now());
         assert_eq!(departures(&cache), vec![Some(300), Some(200)]);
 
         // A node without measurements has nothing to correct.
-        cache.delete_pod(&ObjectKey::new("ns", "unmeasured-elsewhere"));
+        cache.delete_pod(
+            &ObjectKey::new("ns", "unmeasured-elsewhere"),
+            Timestamp::now(),
+        );
         assert!(cache.node_usage.get(&"n2".to_owned()).is_none());
 
         let window = GoDuration::from_secs(300);

@@ -4,6 +4,7 @@
 
 use std::fmt::Debug;
 
+use jiff::Timestamp;
 use k8s_openapi::api::{
     core::v1::{Namespace, Node, Pod},
     policy::v1::PodDisruptionBudget,
@@ -71,8 +72,9 @@ impl ObjectKind {
 pub trait Ingest: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static {
     const KIND: ObjectKind;
 
-    /// Converts and stores the object. `Err` means the object cannot be used at all (no name).
-    fn apply_to(&self, cache: &mut ClusterCache) -> Result<(), String>;
+    /// Converts and stores the object, as observed at `at` (when its event arrived). `Err` means the
+    /// object cannot be used at all (no name).
+    fn apply_to(&self, cache: &mut ClusterCache, at: Timestamp) -> Result<(), String>;
 
     fn key(&self) -> ObjectKey {
         let meta = self.meta();
@@ -85,15 +87,15 @@ pub trait Ingest: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 's
 
 impl Ingest for Pod {
     const KIND: ObjectKind = ObjectKind::Pod;
-    fn apply_to(&self, cache: &mut ClusterCache) -> Result<(), String> {
-        cache.apply_pod(PodInfo::from_pod(self)?);
+    fn apply_to(&self, cache: &mut ClusterCache, at: Timestamp) -> Result<(), String> {
+        cache.apply_pod(PodInfo::from_pod(self)?, at);
         Ok(())
     }
 }
 
 impl Ingest for Node {
     const KIND: ObjectKind = ObjectKind::Node;
-    fn apply_to(&self, cache: &mut ClusterCache) -> Result<(), String> {
+    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), String> {
         cache.apply_node(NodeInfo::from_node(self)?);
         Ok(())
     }
@@ -101,7 +103,7 @@ impl Ingest for Node {
 
 impl Ingest for PodDisruptionBudget {
     const KIND: ObjectKind = ObjectKind::PodDisruptionBudget;
-    fn apply_to(&self, cache: &mut ClusterCache) -> Result<(), String> {
+    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), String> {
         cache.apply_pdb(PdbInfo::from_pdb(self)?);
         Ok(())
     }
@@ -109,7 +111,7 @@ impl Ingest for PodDisruptionBudget {
 
 impl Ingest for PodGroup {
     const KIND: ObjectKind = ObjectKind::PodGroup;
-    fn apply_to(&self, cache: &mut ClusterCache) -> Result<(), String> {
+    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), String> {
         cache.apply_podgroup(PodGroupInfo::from_podgroup(self)?);
         Ok(())
     }
@@ -117,7 +119,7 @@ impl Ingest for PodGroup {
 
 impl Ingest for RevocableZone {
     const KIND: ObjectKind = ObjectKind::RevocableZone;
-    fn apply_to(&self, cache: &mut ClusterCache) -> Result<(), String> {
+    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), String> {
         cache.apply_zone(ZoneInfo::from_zone(self)?);
         Ok(())
     }
@@ -125,7 +127,7 @@ impl Ingest for RevocableZone {
 
 impl Ingest for DeschedulingPolicy {
     const KIND: ObjectKind = ObjectKind::DeschedulingPolicy;
-    fn apply_to(&self, cache: &mut ClusterCache) -> Result<(), String> {
+    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), String> {
         cache.apply_policy(PolicyInfo::from_policy(self)?);
         Ok(())
     }
@@ -133,17 +135,18 @@ impl Ingest for DeschedulingPolicy {
 
 impl Ingest for Namespace {
     const KIND: ObjectKind = ObjectKind::Namespace;
-    fn apply_to(&self, cache: &mut ClusterCache) -> Result<(), String> {
+    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), String> {
         cache.apply_namespace(NamespaceInfo::from_namespace(self)?);
         Ok(())
     }
 }
 
 impl ClusterCache {
-    /// Removes one object by kind and key (`namespace/name`; empty namespace for cluster-scoped kinds).
-    pub fn delete_object(&mut self, kind: ObjectKind, key: &ObjectKey) {
+    /// Removes one object by kind and key (`namespace/name`; empty namespace for cluster-scoped kinds),
+    /// as observed at `at`.
+    pub fn delete_object(&mut self, kind: ObjectKind, key: &ObjectKey, at: Timestamp) {
         match kind {
-            ObjectKind::Pod => self.delete_pod(key),
+            ObjectKind::Pod => self.delete_pod(key, at),
             ObjectKind::Node => self.delete_node(&key.name),
             ObjectKind::PodDisruptionBudget => self.delete_pdb(key),
             ObjectKind::PodGroup => self.delete_podgroup(key),

@@ -208,7 +208,9 @@ mod tests {
         assert!(!n1.load_known());
         // Finishing and deleting undo exactly what adding did.
         let mut cluster = cluster.pod(pod("a/bad", "n1", "9 cores", "1Gi").phase("Succeeded"));
-        cluster.cache.delete_pod(&ObjectKey::new("a", "huge"));
+        cluster
+            .cache
+            .delete_pod(&ObjectKey::new("a", "huge"), jiff::Timestamp::UNIX_EPOCH);
         let snapshot = cluster.cache.snapshot();
         let n1 = snapshot.node("n1").unwrap();
         assert_eq!(n1.requested.pods, 1);

@@ -20,8 +20,8 @@ use crate::{
     controller::evictor::{EvictionRequest, Evictor, Guard, Outcome},
     controller::metrics::{EvictionLabels, Metrics, PolicyStrategy, SkipLabels, TriggerLabel},
     controller::status::{self, PolicyCounts, StatusWriter},
-    framework::{Candidate, GateId, SkipReason},
-    planner::{self, CyclePlan, Plan},
+    framework::{Candidate, GateId, PlannedEviction, SkipReason, ZoneView},
+    planner::{self, Plan},
     runtime::leader::LeaderHandle,
 };
 
@@ -77,10 +77,108 @@ impl Guard for ActGuard {
     }
 }
 
-/// What a finished cycle did, per policy (outcomes align with each plan's evictions).
+/// One policy's plan, and what became of each of its planned evictions.
+pub struct PolicyResult {
+    pub plan: Plan,
+    /// One per `plan.evictions`, in order (see [`PolicyResult::new`]).
+    outcomes: Vec<Outcome>,
+}
+
+impl PolicyResult {
+    /// Pairs the plan with the evictor's outcomes. The evictor answers every request; should one be
+    /// missing all the same, it counts as never sent rather than shifting the others.
+    pub fn new(plan: Plan, mut outcomes: Vec<Outcome>) -> Self {
+        outcomes.truncate(plan.evictions.len());
+        while outcomes.len() < plan.evictions.len() {
+            outcomes.push(Outcome::Abandoned("never sent".to_owned()));
+        }
+        PolicyResult { plan, outcomes }
+    }
+
+    pub fn outcomes(&self) -> &[Outcome] {
+        &self.outcomes
+    }
+
+    /// Each planned eviction with its outcome.
+    pub fn results(&self) -> impl Iterator<Item = (&PlannedEviction, &Outcome)> {
+        self.plan.evictions.iter().zip(&self.outcomes)
+    }
+}
+
+/// What a finished cycle did.
 pub struct CycleResult {
-    pub plan: CyclePlan,
-    pub outcomes: Vec<Vec<Outcome>>,
+    pub now: Timestamp,
+    pub zones: BTreeMap<String, ZoneView>,
+    pub policies: Vec<PolicyResult>,
+}
+
+/// Pods the API server evicted, with their policy and whether the eviction was confirmed (an
+/// unanswered attempt that a retry found done is not).
+pub fn evicted(policies: &[PolicyResult]) -> Vec<(&str, &Candidate, bool)> {
+    policies
+        .iter()
+        .flat_map(|result| {
+            result
+                .results()
+                .filter(|(_, outcome)| outcome.evicted())
+                .map(|(e, outcome)| {
+                    let confirmed = *outcome == Outcome::Evicted;
+                    (result.plan.policy.as_str(), &e.candidate, confirmed)
+                })
+        })
+        .collect()
+}
+
+/// Pods refused for unreadable settings, with the detail: each gets a Warning Event.
+pub fn invalid_pods(policies: &[PolicyResult]) -> Vec<(&Candidate, &str)> {
+    policies
+        .iter()
+        .flat_map(|result| &result.plan.skipped)
+        .filter(|skip| skip.reason == SkipReason::Gate(GateId::Invalid))
+        .map(|skip| (&skip.candidate, skip.detail.as_str()))
+        .collect()
+}
+
+/// What the cycle adds to the per-policy counters.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Tallies {
+    pub planned: BTreeMap<PolicyStrategy, u64>,
+    pub evictions: BTreeMap<EvictionLabels, u64>,
+    /// Refused by a gate of the plan, or by the API server at eviction time.
+    pub skips: BTreeMap<SkipLabels, u64>,
+}
+
+pub fn tallies(policies: &[PolicyResult]) -> Tallies {
+    let mut t = Tallies::default();
+    for result in policies {
+        let policy = &result.plan.policy;
+        let skip = |reason: SkipReason| SkipLabels {
+            policy: policy.clone(),
+            gate: reason.to_string(),
+        };
+        for skipped in &result.plan.skipped {
+            *t.skips.entry(skip(skipped.reason)).or_default() += 1;
+        }
+        for (eviction, outcome) in result.results() {
+            let c = &eviction.candidate;
+            let planned = PolicyStrategy {
+                policy: policy.clone(),
+                strategy: c.strategy.to_string(),
+            };
+            *t.planned.entry(planned).or_default() += 1;
+            let labels = EvictionLabels {
+                policy: policy.clone(),
+                strategy: c.strategy.to_string(),
+                result: outcome.label().to_owned(),
+                zone: c.zone.clone().unwrap_or_default(),
+            };
+            *t.evictions.entry(labels).or_default() += 1;
+            if let Some(refusal) = outcome.refusal() {
+                *t.skips.entry(skip(refusal.reason)).or_default() += 1;
+            }
+        }
+    }
+    t
 }
 
 /// Everything cycles share across runs.
@@ -92,9 +190,6 @@ pub struct Runtime {
     pub guard: ActGuard,
     pub status: StatusWriter,
     pub metrics: Arc<Metrics>,
-    /// Eviction rounds this process started, by zone: `evictPeriod` counts from here even before the
-    /// status write comes back through the watch.
-    pub rounds: BTreeMap<String, Timestamp>,
     pub settings: CycleSettings,
 }
 
@@ -110,11 +205,7 @@ impl Runtime {
         let zones = cache
             .zones()
             .values()
-            .map(|zone| {
-                let local = self.rounds.get(&zone.name).copied();
-                let last = zone.last_eviction_round.max(local);
-                zone_clock(zone, last, now)
-            })
+            .map(|zone| zone_clock(zone, zone.last_eviction_round, now))
             .collect();
         (policies, zones)
     }
@@ -123,6 +214,7 @@ impl Runtime {
     /// records these after a cycle: an edit that reached the cache while the cycle ran was not planned
     /// with, so it must still count as a change afterwards.
     pub fn snapshot_clocks(&self, now: Timestamp) -> (Vec<PolicyClock>, Vec<ZoneClock>) {
+        let cache = self.shared.read();
         let policies = self
             .snapshot
             .policies
@@ -134,14 +226,14 @@ impl Runtime {
             .zones
             .values()
             .map(|zone| {
-                let local = self.rounds.get(&zone.name).copied();
-                zone_clock(zone, zone.last_eviction_round.max(local), now)
+                let last = zone.last_eviction_round.max(cache.local_round(&zone.name));
+                zone_clock(zone, last, now)
             })
             .collect();
         (policies, zones)
     }
 
-    /// Brings the long-lived snapshot up to `now`: expired in-flight marks dropped, local rounds applied.
+    /// Brings the long-lived snapshot up to `now`: expired in-flight marks dropped.
     fn refresh_snapshot(&mut self, now: Timestamp) {
         let mut cache = self.shared.write();
         let expired = cache.expire_evictions(now, self.settings.in_flight_ttl);
@@ -150,9 +242,6 @@ impl Runtime {
                 pods = expired.len(),
                 "in-flight evictions expired without the pods going away; they count again"
             );
-        }
-        for (zone, at) in &self.rounds {
-            cache.note_eviction_round(zone, *at);
         }
         cache.update_snapshot(&mut self.snapshot);
     }
@@ -176,21 +265,23 @@ impl Runtime {
         }
 
         let deadline = started + self.settings.timeout;
-        let mut outcomes = Vec::with_capacity(cycle.plans.len());
         let rounds_recorded = Mutex::new(BTreeSet::new());
-        for plan in &cycle.plans {
-            outcomes.push(self.act(plan, now, deadline, &rounds_recorded).await);
+        let mut policies = Vec::with_capacity(cycle.plans.len());
+        for plan in cycle.plans {
+            let outcomes = self.act(&plan, now, deadline, &rounds_recorded).await;
+            policies.push(PolicyResult::new(plan, outcomes));
         }
-        self.note_rounds(&cycle, &outcomes, now);
+        let result = CycleResult {
+            now,
+            zones: cycle.zones,
+            policies,
+        };
 
         // Also when shutting down: what this cycle evicted must be on record (rounds, events) before
         // the lease goes to a standby. Every write checks leadership first.
-        self.write_back(&cycle, &outcomes, now).await;
-        self.count(&cycle, &outcomes, trigger, now, started);
-        CycleResult {
-            plan: cycle,
-            outcomes,
-        }
+        self.write_back(&result).await;
+        self.count(&result, trigger, started);
+        result
     }
 
     /// Sends one plan's evictions. Each answer is applied to the cache as it comes (so nothing later
@@ -260,37 +351,21 @@ impl Runtime {
         outcomes
     }
 
-    /// A zone in which a real eviction went through has started a round now.
-    fn note_rounds(&mut self, cycle: &CyclePlan, outcomes: &[Vec<Outcome>], now: Timestamp) {
-        for (plan, outcomes) in cycle.plans.iter().zip(outcomes) {
-            for (eviction, outcome) in plan.evictions.iter().zip(outcomes) {
-                if outcome.evicted()
-                    && let Some(zone) = &eviction.candidate.zone
-                {
-                    self.rounds.insert(zone.clone(), now);
-                }
-            }
-        }
-        let mut cache = self.shared.write();
-        for (zone, at) in &self.rounds {
-            cache.note_eviction_round(zone, *at);
-        }
-    }
-
     fn uid_of(&self, kind: ObjectKind, name: &str) -> Option<String> {
         self.shared.read().uid_of(kind, name).map(str::to_owned)
     }
 
     /// Writes what the cycle did: zone status first (its `lastEvictionRound` keeps `evictPeriod`
     /// across leaders), then events on evicted pods, then policy status and events.
-    async fn write_back(&mut self, cycle: &CyclePlan, outcomes: &[Vec<Outcome>], now: Timestamp) {
+    async fn write_back(&mut self, cycle: &CycleResult) {
+        let now = cycle.now;
         for view in cycle.zones.values() {
+            // From the cache, not the cycle's snapshot: it holds the rounds this cycle started.
             let last_round = self
-                .snapshot
-                .zones
-                .get(&view.name)
-                .and_then(|z| z.last_eviction_round)
-                .max(self.rounds.get(&view.name).copied());
+                .shared
+                .read()
+                .zone(&view.name)
+                .and_then(|z| z.last_eviction_round);
             let preemptable = status::preemptable_pods(&self.snapshot, &view.name);
             let previous = self.status.zone_ready(&view.name);
             let written =
@@ -304,21 +379,9 @@ impl Runtime {
         }
 
         // Events on evicted pods, a few at a time.
-        let evicted: Vec<(&str, &Candidate, bool)> = cycle
-            .plans
-            .iter()
-            .zip(outcomes)
-            .flat_map(|(plan, outcomes)| {
-                plan.evictions
-                    .iter()
-                    .zip(outcomes)
-                    .filter(|(_, o)| o.evicted())
-                    .map(move |(e, o)| (plan.policy.as_str(), &e.candidate, *o == Outcome::Evicted))
-            })
-            .collect();
         let status = &self.status;
         // Boxed with an explicit lifetime: see `Evictor::evict_all`.
-        let events: Vec<BoxFuture<'_, ()>> = evicted
+        let events: Vec<BoxFuture<'_, ()>> = evicted(&cycle.policies)
             .into_iter()
             .map(|(policy, candidate, confirmed)| -> BoxFuture<'_, ()> {
                 Box::pin(status.pod_evicted(policy, candidate, confirmed))
@@ -329,17 +392,13 @@ impl Runtime {
             .collect::<Vec<()>>()
             .await;
 
-        let invalid: Vec<(&Candidate, &str)> = cycle
-            .plans
-            .iter()
-            .flat_map(|plan| &plan.skipped)
-            .filter(|skip| skip.reason == SkipReason::Gate(GateId::Invalid))
-            .map(|skip| (&skip.candidate, skip.detail.as_str()))
-            .collect();
-        self.status.warn_invalid_pods(&invalid).await;
+        self.status
+            .warn_invalid_pods(&invalid_pods(&cycle.policies))
+            .await;
 
-        for (plan, outcomes) in cycle.plans.iter().zip(outcomes) {
-            let counts = PolicyCounts::of(plan, outcomes);
+        for result in &cycle.policies {
+            let plan = &result.plan;
+            let counts = PolicyCounts::of(plan, result.outcomes());
             let generation = self
                 .snapshot
                 .policies
@@ -366,14 +425,7 @@ impl Runtime {
         }
     }
 
-    fn count(
-        &self,
-        cycle: &CyclePlan,
-        outcomes: &[Vec<Outcome>],
-        trigger: Trigger,
-        now: Timestamp,
-        started: Instant,
-    ) {
+    fn count(&self, cycle: &CycleResult, trigger: Trigger, started: Instant) {
         let m = &self.metrics;
         m.cycles
             .get_or_create(&TriggerLabel {
@@ -381,31 +433,20 @@ impl Runtime {
             })
             .inc();
         m.cycle_duration.observe(started.elapsed().as_secs_f64());
-        m.last_cycle.set(now.as_millisecond() as f64 / 1000.0);
-        for (plan, outcomes) in cycle.plans.iter().zip(outcomes) {
-            let skip = |reason: SkipReason| SkipLabels {
-                policy: plan.policy.clone(),
-                gate: reason.to_string(),
-            };
-            for skipped in &plan.skipped {
-                m.inc_skip(skip(skipped.reason));
-            }
-            for (eviction, outcome) in plan.evictions.iter().zip(outcomes) {
-                let c = &eviction.candidate;
-                m.inc_planned(PolicyStrategy {
-                    policy: plan.policy.clone(),
-                    strategy: c.strategy.to_string(),
-                });
-                m.inc_eviction(EvictionLabels {
-                    policy: plan.policy.clone(),
-                    strategy: c.strategy.to_string(),
-                    result: outcome.label().to_owned(),
-                    zone: c.zone.clone().unwrap_or_default(),
-                });
-                if let Some(refusal) = outcome.refusal() {
-                    m.inc_skip(skip(refusal.reason));
-                }
-            }
+        m.last_cycle.set(cycle.now.as_millisecond() as f64 / 1000.0);
+        let Tallies {
+            planned,
+            evictions,
+            skips,
+        } = tallies(&cycle.policies);
+        for (labels, n) in planned {
+            m.add_planned(labels, n);
+        }
+        for (labels, n) in evictions {
+            m.add_evictions(labels, n);
+        }
+        for (labels, n) in skips {
+            m.add_skips(labels, n);
         }
         m.retain_policies(self.snapshot.policies.keys());
         let cache = self.shared.read();
@@ -413,6 +454,161 @@ impl Runtime {
             cache.node_count(),
             cache.pod_count(),
             cache.evicting_count(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{
+        framework::{Skipped, StrategyId},
+        strategies::testkit::pod,
+    };
+
+    fn candidate(name: &str, zone: Option<&str>) -> Candidate {
+        let pod = Arc::new(pod(&format!("ns/{name}"), "n1", "100m", "64Mi").build());
+        let candidate = Candidate::new(&pod, StrategyId::Tdm, "zone closed");
+        match zone {
+            Some(zone) => candidate.in_zone(zone),
+            None => candidate,
+        }
+    }
+
+    fn plan(policy: &str, evictions: &[&str], skipped: &[(&str, SkipReason)]) -> Plan {
+        Plan {
+            policy: policy.to_owned(),
+            mode: PolicyMode::Evict,
+            evictions: evictions
+                .iter()
+                .map(|name| PlannedEviction {
+                    candidate: candidate(name, Some("rz")),
+                })
+                .collect(),
+            skipped: skipped
+                .iter()
+                .map(|(name, reason)| Skipped {
+                    candidate: candidate(name, Some("rz")),
+                    reason: *reason,
+                    detail: "why".to_owned(),
+                })
+                .collect(),
+            error: None,
+        }
+    }
+
+    fn names<'a>(list: impl IntoIterator<Item = &'a Candidate>) -> Vec<String> {
+        list.into_iter().map(|c| c.pod.key.to_string()).collect()
+    }
+
+    #[test]
+    fn outcomes_stay_paired_with_their_evictions_even_if_one_is_missing() {
+        let result = PolicyResult::new(plan("p", &["a", "b"], &[]), vec![Outcome::Evicted]);
+        let pairs: Vec<(String, &Outcome)> = result
+            .results()
+            .map(|(e, o)| (e.candidate.pod.key.to_string(), o))
+            .collect();
+        assert_eq!(pairs[0], ("ns/a".to_owned(), &Outcome::Evicted));
+        assert_eq!(pairs[1].0, "ns/b");
+        assert!(matches!(pairs[1].1, Outcome::Abandoned(_)));
+        let extra = PolicyResult::new(
+            plan("p", &["a"], &[]),
+            vec![Outcome::Evicted, Outcome::Gone],
+        );
+        assert_eq!(extra.outcomes().len(), 1);
+    }
+
+    #[test]
+    fn only_real_evictions_get_pod_events_and_unconfirmed_ones_say_so() {
+        let policies = [
+            PolicyResult::new(
+                plan("p", &["a", "b", "c", "d"], &[]),
+                vec![
+                    Outcome::Evicted,
+                    Outcome::EvictedUnconfirmed,
+                    Outcome::WouldEvict,
+                    Outcome::Refused {
+                        reason: SkipReason::Pdb,
+                        detail: "budget".to_owned(),
+                    },
+                ],
+            ),
+            PolicyResult::new(plan("q", &["e"], &[]), vec![Outcome::Gone]),
+        ];
+        let evicted: Vec<(&str, String, bool)> = evicted(&policies)
+            .into_iter()
+            .map(|(policy, c, confirmed)| (policy, c.pod.key.to_string(), confirmed))
+            .collect();
+        assert_eq!(
+            evicted,
+            [
+                ("p", "ns/a".to_owned(), true),
+                ("p", "ns/b".to_owned(), false)
+            ]
+        );
+    }
+
+    #[test]
+    fn invalid_pods_are_those_the_invalid_gate_refused() {
+        let policies = [PolicyResult::new(
+            plan(
+                "p",
+                &[],
+                &[
+                    ("bad", SkipReason::Gate(GateId::Invalid)),
+                    ("held", SkipReason::HeldByPolicy),
+                    ("young", SkipReason::Gate(GateId::Cooldown)),
+                ],
+            ),
+            vec![],
+        )];
+        let invalid = invalid_pods(&policies);
+        assert_eq!(names(invalid.iter().map(|(c, _)| *c)), ["ns/bad"]);
+        assert_eq!(invalid[0].1, "why");
+    }
+
+    #[test]
+    fn tallies_count_plan_skips_and_eviction_refusals_under_one_label_set() {
+        let policies = [PolicyResult::new(
+            plan(
+                "p",
+                &["a", "b", "c"],
+                &[("d", SkipReason::Gate(GateId::Budget))],
+            ),
+            vec![
+                Outcome::Evicted,
+                Outcome::Refused {
+                    reason: SkipReason::Pdb,
+                    detail: String::new(),
+                },
+                Outcome::Evicted,
+            ],
+        )];
+        let t = tallies(&policies);
+        let planned = PolicyStrategy {
+            policy: "p".into(),
+            strategy: "tdm".into(),
+        };
+        assert_eq!(t.planned, BTreeMap::from([(planned, 3)]));
+        let result = |result: &str| EvictionLabels {
+            policy: "p".into(),
+            strategy: "tdm".into(),
+            result: result.into(),
+            zone: "rz".into(),
+        };
+        assert_eq!(
+            t.evictions,
+            BTreeMap::from([(result("evicted"), 2), (result("refused"), 1)])
+        );
+        let skip = |gate: &str| SkipLabels {
+            policy: "p".into(),
+            gate: gate.into(),
+        };
+        assert_eq!(
+            t.skips,
+            BTreeMap::from([(skip("budget"), 1), (skip("pdb"), 1)])
         );
     }
 }

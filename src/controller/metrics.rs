@@ -205,18 +205,18 @@ impl Metrics {
             .insert(series);
     }
 
-    pub fn inc_planned(&self, labels: PolicyStrategy) {
-        self.planned.get_or_create(&labels).inc();
+    pub fn add_planned(&self, labels: PolicyStrategy, n: u64) {
+        self.planned.get_or_create(&labels).inc_by(n);
         self.note_series(&labels.policy.clone(), PolicySeries::Planned(labels));
     }
 
-    pub fn inc_eviction(&self, labels: EvictionLabels) {
-        self.evictions.get_or_create(&labels).inc();
+    pub fn add_evictions(&self, labels: EvictionLabels, n: u64) {
+        self.evictions.get_or_create(&labels).inc_by(n);
         self.note_series(&labels.policy.clone(), PolicySeries::Eviction(labels));
     }
 
-    pub fn inc_skip(&self, labels: SkipLabels) {
-        self.skips.get_or_create(&labels).inc();
+    pub fn add_skips(&self, labels: SkipLabels, n: u64) {
+        self.skips.get_or_create(&labels).inc_by(n);
         self.note_series(&labels.policy.clone(), PolicySeries::Skip(labels));
     }
 
@@ -329,14 +329,20 @@ mod tests {
     fn a_deleted_policy_s_series_are_dropped() {
         let metrics = Metrics::new();
         for policy in ["kept", "deleted"] {
-            metrics.inc_skip(SkipLabels {
-                policy: policy.into(),
-                gate: "budget".into(),
-            });
-            metrics.inc_planned(PolicyStrategy {
-                policy: policy.into(),
-                strategy: "tdm".into(),
-            });
+            metrics.add_skips(
+                SkipLabels {
+                    policy: policy.into(),
+                    gate: "budget".into(),
+                },
+                1,
+            );
+            metrics.add_planned(
+                PolicyStrategy {
+                    policy: policy.into(),
+                    strategy: "tdm".into(),
+                },
+                1,
+            );
         }
         metrics.retain_policies(&["kept".to_owned()]);
         let text = metrics.encode();

@@ -190,7 +190,6 @@ pub async fn run_with_clients(
         },
         status: StatusWriter::new(client.clone(), &identity, leader.clone(), metrics.clone()),
         metrics,
-        rounds: Default::default(),
         settings: config.cycle.clone(),
     };
     control_loop(&mut runtime, &config, leader, &shutdown).await;
@@ -231,7 +230,6 @@ async fn control_loop(
         let following = || {
             scheduler.reset();
             rt.status.forget();
-            rt.rounds.clear();
         };
         if !until_leading_and_synced("cycles", &leader, &shared, shutdown, following).await {
             return;

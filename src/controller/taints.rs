@@ -382,10 +382,10 @@ mod tests {
     fn changes(nodes: &[Node], zones: &[RevocableZone], now: &str) -> Vec<TaintChange> {
         let mut cache = ClusterCache::new();
         for n in nodes {
-            n.apply_to(&mut cache).unwrap();
+            n.apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH).unwrap();
         }
         for z in zones {
-            z.apply_to(&mut cache).unwrap();
+            z.apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH).unwrap();
         }
         let snapshot = cache.snapshot();
         let now: Timestamp = now.parse().unwrap();
@@ -496,7 +496,7 @@ mod tests {
         };
         let mut cache = ClusterCache::new();
         zone("z1", "08:00-21:00", None)
-            .apply_to(&mut cache)
+            .apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH)
             .unwrap();
         let snapshot = cache.nodes_and_zones();
         // It closes at 21:00:01 (21:00:00 is still inside the window).

@@ -182,7 +182,7 @@ impl World {
 
     pub(crate) fn with(mut self, pods: impl IntoIterator<Item = PodInfo>) -> World {
         for pod in pods {
-            self.cache.apply_pod(pod);
+            self.cache.apply_pod(pod, jiff::Timestamp::UNIX_EPOCH);
         }
         self
     }

@@ -1,6 +1,7 @@
 //! Reading saved clusters: what `kubectl get ... -o yaml` (a `List`), multi-document YAML or JSON holds,
 //! replayed into a [`ClusterCache`] through the same ingest path that watch events take.
 
+use jiff::Timestamp;
 use std::{
     collections::BTreeMap,
     fmt,
@@ -223,7 +224,9 @@ impl Dump {
 
 fn ingest<K: Ingest>(cache: &mut ClusterCache, value: Value) -> Result<(), String> {
     let object: K = typed(value)?;
-    object.apply_to(cache)
+    // A dump is one instant without history: no pod departs while it is read, so the instant objects
+    // are observed at never matters. A fixed one keeps loading deterministic.
+    object.apply_to(cache, Timestamp::UNIX_EPOCH)
 }
 
 /// JSON if the text starts like JSON, else (multi-document) YAML.

@@ -223,7 +223,8 @@ impl Cluster {
     }
 
     pub fn pod(mut self, pod: PodBuilder) -> Self {
-        self.cache.apply_pod(pod.build());
+        self.cache
+            .apply_pod(pod.build(), jiff::Timestamp::UNIX_EPOCH);
         self
     }
 

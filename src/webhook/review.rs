@@ -489,23 +489,25 @@ mod tests {
             .unwrap(),
         ];
         for node in &nodes {
-            node.apply_to(&mut cache).unwrap();
+            node.apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH)
+                .unwrap();
         }
         let zone: RevocableZone = serde_json::from_value(json!({
             "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
             "metadata": {"name": "z1"}, "spec": {"windows": [{"time": "08:00-21:00"}]}
         }))
         .unwrap();
-        zone.apply_to(&mut cache).unwrap();
+        zone.apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH)
+            .unwrap();
         for object in objects {
             match object["kind"].as_str() {
                 Some("Pod") => serde_json::from_value::<Pod>(object.clone())
                     .unwrap()
-                    .apply_to(&mut cache)
+                    .apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH)
                     .unwrap(),
                 Some("PodGroup") => serde_json::from_value::<PodGroup>(object.clone())
                     .unwrap()
-                    .apply_to(&mut cache)
+                    .apply_to(&mut cache, jiff::Timestamp::UNIX_EPOCH)
                     .unwrap(),
                 other => panic!("unexpected kind {other:?}"),
             }
@@ -736,7 +738,7 @@ mod tests {
         let blank: Node = serde_json::from_value(json!({"metadata": {"name": "blank",
             "labels": {"volcano.sh/revocable-zone": ""}}}))
         .unwrap();
-        blank.apply_to(&mut c).unwrap();
+        blank.apply_to(&mut c, jiff::Timestamp::UNIX_EPOCH).unwrap();
         assert_eq!(bind(&c, "web", "blank", NIGHT), Verdict::allow());
         let direct = review(
             "pods",

@@ -4,6 +4,7 @@
 
 pub mod usage;
 
+use jiff::Timestamp;
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use futures::{StreamExt, future::BoxFuture};
@@ -210,8 +211,9 @@ async fn podgroups(
 fn forget_all(shared: &SharedCache, kind: ObjectKind) -> usize {
     let mut cache = shared.write();
     let keys = cache.object_keys(kind);
+    let at = Timestamp::now();
     for key in &keys {
-        cache.delete_object(kind, key);
+        cache.delete_object(kind, key, at);
     }
     keys.len()
 }
@@ -239,6 +241,8 @@ pub fn apply_event<K: Ingest>(
     event: watcher::Event<K>,
     observer: &dyn WatchObserver,
 ) {
+    // The event's instant is when it arrived: the API server's watch carries none.
+    let at = Timestamp::now();
     let config_kind = matches!(
         K::KIND,
         ObjectKind::RevocableZone | ObjectKind::DeschedulingPolicy
@@ -253,7 +257,7 @@ pub fn apply_event<K: Ingest>(
             if let Some(seen) = relist.as_mut() {
                 seen.insert(object.key());
             }
-            ingest(shared, &object);
+            ingest(shared, &object, at);
         }
         watcher::Event::InitDone => {
             if K::KIND == ObjectKind::Node {
@@ -268,7 +272,7 @@ pub fn apply_event<K: Ingest>(
                     .filter(|key| !seen.contains(key))
                     .collect();
                 for key in &gone {
-                    cache.delete_object(K::KIND, key);
+                    cache.delete_object(K::KIND, key, at);
                 }
                 gone.len()
             };
@@ -286,7 +290,7 @@ pub fn apply_event<K: Ingest>(
         }
         watcher::Event::Apply(object) => {
             let before = taint_inputs::<K>(shared, &object);
-            ingest(shared, &object);
+            ingest(shared, &object, at);
             if config_kind {
                 shared.notify_config_change();
             }
@@ -296,7 +300,7 @@ pub fn apply_event<K: Ingest>(
         }
         watcher::Event::Delete(object) => {
             debug!(kind = K::KIND.as_str(), key = %object.key(), "deleted");
-            shared.write().delete_object(K::KIND, &object.key());
+            shared.write().delete_object(K::KIND, &object.key(), at);
             if config_kind {
                 shared.notify_config_change();
             }
@@ -315,9 +319,9 @@ fn taint_inputs<K: Ingest>(
         .flatten()
 }
 
-fn ingest<K: Ingest>(shared: &SharedCache, object: &K) {
+fn ingest<K: Ingest>(shared: &SharedCache, object: &K, at: Timestamp) {
     let mut cache = shared.write();
-    match object.apply_to(&mut cache) {
+    match object.apply_to(&mut cache, at) {
         Ok(()) => {
             let meta = object.meta();
             cache.note_uid(
