@@ -17,10 +17,8 @@ use std::{
 };
 
 use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use tidal::{
-    cluster::{ClusterCache, NodeInfo, PodInfo, Snapshot},
-    synthetic::{Churn, SyntheticCluster, SyntheticSpec, churn, generate},
-};
+use tidal::cluster::{ClusterCache, NodeInfo, PodInfo, Snapshot};
+use tidal_testkit::synthetic::{Churn, SyntheticCluster, SyntheticSpec, churn, generate};
 
 /// Alternates between applying a churn and undoing it.
 struct Swing {

@@ -25,27 +25,11 @@ use tidal::{
     cluster::{ClusterCache, NodeInfo, PodInfo, PolicyInfo, Snapshot},
     framework, planner,
 };
+use tidal_testkit::rng::SplitMix64;
 
 const NODES: usize = 5_000;
 const PODS: usize = 150_000;
 const NOW: &str = "2026-03-02T12:00:00Z";
-
-/// A small deterministic generator (SplitMix64), so that every run plans the same cluster.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn ts(s: &str) -> Time {
     Time(s.parse().unwrap())
@@ -64,7 +48,7 @@ fn resources(cpu_m: u64, mem_mi: u64) -> ResourceRequirements {
     }
 }
 
-fn node(i: usize, rng: &mut Rng) -> Node {
+fn node(i: usize, rng: &mut SplitMix64) -> Node {
     let name = format!("node-{i:05}");
     let mut labels: std::collections::BTreeMap<String, String> = [
         ("kubernetes.io/hostname".to_owned(), name.clone()),
@@ -194,7 +178,7 @@ fn pod(args: PodSpecArgs<'_>) -> Pod {
 /// constraints or host anti-affinity, some piled onto one node), preemptable batch jobs, failed and
 /// crash-looping pods, and pending pods. Node load varies from nearly idle to overcommitted.
 fn cluster() -> ClusterCache {
-    let mut rng = Rng(42);
+    let mut rng = SplitMix64::new(42);
     let mut cache = ClusterCache::new();
     for i in 0..NODES {
         cache.apply_node(NodeInfo::from_node(&node(i, &mut rng)).unwrap());

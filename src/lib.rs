@@ -27,6 +27,5 @@ pub mod planner;
 pub mod report;
 pub mod runtime;
 pub mod strategies;
-pub mod synthetic;
 pub mod webhook;
 pub mod windows;

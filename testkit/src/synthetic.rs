@@ -9,14 +9,14 @@
 //! have real work.
 //!
 //! The same spec, seed included, always yields the same objects. The random numbers come from a small
-//! splitmix64 generator kept here rather than from the `rand` crate, so that a dependency upgrade can never
+//! splitmix64 generator (`crate::rng`) rather than from the `rand` crate, so that a dependency upgrade can never
 //! change the clusters benchmarks compare across commits.
 //!
 //! [`churn`] produces watch-like events against a generated cluster together with the events that undo
 //! them, so that a benchmark can swing one long-lived cache back and forth between two states.
 //!
 //! ```
-//! use tidal::synthetic::{SyntheticSpec, churn, generate};
+//! use tidal_testkit::synthetic::{SyntheticSpec, churn, generate};
 //!
 //! let cluster = generate(&SyntheticSpec::small());
 //! let mut cache = cluster.to_cache();
@@ -45,7 +45,8 @@ use k8s_openapi::{
     },
 };
 
-use crate::{
+use crate::rng::SplitMix64;
+use tidal::{
     api::args::TdmArgs,
     api::labels,
     api::{
@@ -195,7 +196,7 @@ impl SyntheticCluster {
 
 /// Generates the cluster `spec` describes. Deterministic: equal specs give equal clusters.
 pub fn generate(spec: &SyntheticSpec) -> SyntheticCluster {
-    let mut rng = Rng::new(spec.seed);
+    let mut rng = SplitMix64::new(spec.seed);
     let zones = zones(spec);
     let mut generator = Generator {
         spec,
@@ -289,7 +290,7 @@ impl Churn {
 /// but without a fit check: churn exercises the cache, not the scheduler. Deterministic in `seed`;
 /// different seeds give new pods different names.
 pub fn churn(cluster: &SyntheticCluster, fraction: f64, seed: u64) -> Churn {
-    let mut rng = Rng::new(seed ^ 0x6368_7572_6e5f_7469);
+    let mut rng = SplitMix64::new(seed ^ 0x6368_7572_6e5f_7469);
     let now = cluster.spec.now;
     let count = (cluster.pods.len() as f64 * share(fraction)).round() as usize;
     // Pods land where the scheduler would put them without tolerations: on untainted nodes (if any).
@@ -376,88 +377,8 @@ enum PodChange {
 // ---------------------------------------------------------------------------------------------------------
 // Random numbers and names.
 
-/// splitmix64: tiny, fast, and good enough for test data; its output is fixed forever.
-#[derive(Clone, Debug)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// An independent stream, so that one phase drawing more numbers does not shift the next phase.
-    fn split(&mut self) -> Rng {
-        Rng(self.next_u64())
-    }
-
-    /// Uniform in `0..n` (always 0 when `n` is 0).
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-
-    fn index(&mut self, len: usize) -> usize {
-        self.below(len as u64) as usize
-    }
-
-    /// Uniform in `lo..=hi`.
-    fn between(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + self.below(hi.saturating_sub(lo).max(0) as u64 + 1) as i64
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.unit()
-    }
-
-    fn chance(&mut self, p: f64) -> bool {
-        self.unit() < p
-    }
-
-    /// One of `items`, which must not be empty (callers pass constant tables).
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.index(items.len())]
-    }
-
-    /// One of `items` with probability proportional to its weight; `items` must not be empty.
-    fn weighted<T: Copy>(&mut self, items: &[(T, u32)]) -> T {
-        let total: u64 = items.iter().map(|(_, w)| u64::from(*w)).sum();
-        let mut ticket = self.below(total);
-        for (item, weight) in items {
-            if ticket < u64::from(*weight) {
-                return *item;
-            }
-            ticket -= u64::from(*weight);
-        }
-        items[items.len() - 1].0
-    }
-
-    fn uid(&mut self) -> String {
-        let a = self.next_u64();
-        let b = self.next_u64();
-        format!(
-            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-            a >> 32,
-            (a >> 16) & 0xffff,
-            a & 0xfff,
-            0x8000 | (b >> 48 & 0x3fff),
-            b & 0xffff_ffff_ffff
-        )
-    }
-}
-
 /// `count` distinct indices below `len` (all of them, shuffled, if `count >= len`).
-fn distinct(rng: &mut Rng, len: usize, count: usize) -> Vec<usize> {
+fn distinct(rng: &mut SplitMix64, len: usize, count: usize) -> Vec<usize> {
     let mut all: Vec<usize> = (0..len).collect();
     let count = count.min(len);
     for i in 0..count {
@@ -657,7 +578,7 @@ struct NodePlan {
     created: Timestamp,
 }
 
-fn plan_nodes(spec: &SyntheticSpec, rng: &mut Rng) -> Vec<NodePlan> {
+fn plan_nodes(spec: &SyntheticSpec, rng: &mut SplitMix64) -> Vec<NodePlan> {
     let control_plane = if spec.nodes >= 10 {
         (spec.nodes / 1000).clamp(1, 3)
     } else {
@@ -849,7 +770,7 @@ impl Sampler {
         self.cumulative.last().copied().unwrap_or(0.0)
     }
 
-    fn sample(&self, rng: &mut Rng) -> Option<usize> {
+    fn sample(&self, rng: &mut SplitMix64) -> Option<usize> {
         let ticket = rng.unit() * self.total();
         let at = self.cumulative.partition_point(|c| *c <= ticket);
         self.nodes
@@ -1084,7 +1005,7 @@ struct PodDraft {
 }
 
 impl PodDraft {
-    fn into_pod(self, rng: &mut Rng) -> Pod {
+    fn into_pod(self, rng: &mut SplitMix64) -> Pod {
         let (containers, init_containers) = self.template.containers();
         let running = self.phase == "Running";
         let mut conditions = vec![match self.scheduled {
@@ -1323,7 +1244,7 @@ impl Pools {
         template: &Template,
         may_revoke: bool,
         must_revoke: bool,
-        rng: &mut Rng,
+        rng: &mut SplitMix64,
     ) -> &Sampler {
         let wanted = if template.gpus > 0 {
             &self.gpu
@@ -1342,7 +1263,7 @@ impl Pools {
 struct Generator<'a> {
     spec: &'a SyntheticSpec,
     nodes: Vec<NodePlan>,
-    rng: Rng,
+    rng: SplitMix64,
     pods: Vec<Pod>,
     podgroups: Vec<PodGroup>,
     pdbs: Vec<PodDisruptionBudget>,
@@ -1969,7 +1890,7 @@ fn bind(pod: &mut Pod, node: String, at: Timestamp) {
     ]);
 }
 
-fn random_node(names: &[String], rng: &mut Rng, avoid: Option<&str>) -> Option<String> {
+fn random_node(names: &[String], rng: &mut SplitMix64, avoid: Option<&str>) -> Option<String> {
     let first = names.get(rng.index(names.len()))?;
     if Some(first.as_str()) != avoid {
         return Some(first.clone());
@@ -1978,7 +1899,7 @@ fn random_node(names: &[String], rng: &mut Rng, avoid: Option<&str>) -> Option<S
 }
 
 /// A status change: a pending pod gets bound, a job pod finishes, a running pod fails or flips readiness.
-fn status_update(original: &Pod, now: Timestamp, nodes: &[String], rng: &mut Rng) -> Pod {
+fn status_update(original: &Pod, now: Timestamp, nodes: &[String], rng: &mut SplitMix64) -> Pod {
     let mut pod = original.clone();
     let is_batch = pod
         .metadata
@@ -2017,7 +1938,7 @@ fn status_update(original: &Pod, now: Timestamp, nodes: &[String], rng: &mut Rng
 
 /// The same pod on another node: not something Kubernetes does, but what a cache must survive (a delete
 /// and re-create under the same name seen as one update after a relist).
-fn moved(original: &Pod, now: Timestamp, nodes: &[String], rng: &mut Rng) -> Pod {
+fn moved(original: &Pod, now: Timestamp, nodes: &[String], rng: &mut SplitMix64) -> Pod {
     let mut pod = original.clone();
     if let Some(node) = random_node(nodes, rng, node_of(original)) {
         bind(&mut pod, node, now);
@@ -2034,7 +1955,13 @@ fn name_base(pod: &Pod) -> String {
 }
 
 /// A new pod of the same workload, just created: pending, or already bound and running.
-fn replica(original: &Pod, name: String, now: Timestamp, nodes: &[String], rng: &mut Rng) -> Pod {
+fn replica(
+    original: &Pod,
+    name: String,
+    now: Timestamp,
+    nodes: &[String],
+    rng: &mut SplitMix64,
+) -> Pod {
     let mut pod = original.clone();
     let created = ago(now, rng.between(0, 60));
     pod.metadata.name = Some(name);
@@ -2086,7 +2013,7 @@ fn toggle_cordon(original: &Node, now: Timestamp) -> Node {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::PodPhase;
+    use tidal::cluster::PodPhase;
 
     #[test]
     fn generates_exactly_the_requested_pods_deterministically() {
@@ -2150,7 +2077,7 @@ mod tests {
         let mut cache = cluster.to_cache();
         let snapshot = cache.snapshot();
         let nodes: Vec<_> = snapshot.nodes.values().collect();
-        let utilization = |n: &&std::sync::Arc<crate::cluster::NodeState>| {
+        let utilization = |n: &&std::sync::Arc<tidal::cluster::NodeState>| {
             let node = n
                 .node
                 .as_ref()
@@ -2177,7 +2104,7 @@ mod tests {
 
         let pods: Vec<_> = snapshot.pods().collect();
         let count = |f: &dyn Fn(&PodInfo) -> bool| pods.iter().filter(|p| f(p)).count();
-        let preemptable = count(&|p| p.preemptable == crate::cluster::Setting::Valid(true));
+        let preemptable = count(&|p| p.preemptable == tidal::cluster::Setting::Valid(true));
         let pending = snapshot.unscheduled.len();
         assert!(pending > 0 && pending < 1_000, "{pending} pending");
         assert!(count(&|p| p.group_name.is_some()) > 1_200);
@@ -2199,9 +2126,9 @@ mod tests {
             .sum::<usize>();
         assert!(in_zones > 1_000, "{in_zones} pods in revocable zones");
         for qos in [
-            crate::cluster::QosClass::BestEffort,
-            crate::cluster::QosClass::Burstable,
-            crate::cluster::QosClass::Guaranteed,
+            tidal::cluster::QosClass::BestEffort,
+            tidal::cluster::QosClass::Burstable,
+            tidal::cluster::QosClass::Guaranteed,
         ] {
             assert!(count(&|p| p.qos == qos) > 100, "{qos:?}");
         }

@@ -1,12 +1,10 @@
 //! High availability end to end: several `tidal run` replicas against one fake API server, electing a
 //! leader on a Lease. Only the holder of the lease may evict; failover works on release and on crash.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::*;
 use serde_json::{Value, json};
-use support::*;
 
 const NS: &str = "batch";
 

@@ -1,12 +1,10 @@
 //! Closed-zone taints applied through a (fake) API server: added on the nodes of a closed zone next to
 //! the taints others put there, removed when the zone opens, and left alone when already right.
 
+use crate::support::*;
 #[allow(unused_imports)]
-mod support;
-
 use k8s_openapi::api::core::v1::Node;
 use serde_json::{Value, json};
-use support::*;
 use tidal::{
     api::RevocableZone,
     cluster::{ClusterCache, Ingest},

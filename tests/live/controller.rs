@@ -1,13 +1,11 @@
 //! End to end: `tidal run` against the fake API server, through the same startup path as the binary.
 
-mod support;
-
 use std::collections::BTreeMap;
 
 use futures::future::BoxFuture;
 
+use crate::support::*;
 use serde_json::json;
-use support::*;
 
 const NS: &str = "batch";
 

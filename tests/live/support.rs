@@ -1,10 +1,6 @@
 //! Shared by the end-to-end tests: the fake API server, object builders and a harness that starts the
 //! controller through its real entry point (`tidal run`'s flags → `controller::run`).
 
-#![allow(dead_code)]
-
-pub mod fake_apiserver;
-
 use std::{future::Future, net::SocketAddr, path::Path, time::Duration};
 
 use clap::Parser;
@@ -17,7 +13,9 @@ use tidal::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-pub use fake_apiserver::{EvictionEffect, EvictionFault, EvictionRecord, FakeApiServer};
+pub use tidal_testkit::fake_apiserver::{
+    EvictionEffect, EvictionFault, EvictionRecord, FakeApiServer,
+};
 
 /// Polls `check` until it returns `Some`; fails after a generous timeout (a safety net against hangs,
 /// not a performance assertion).

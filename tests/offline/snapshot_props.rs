@@ -34,8 +34,8 @@ use tidal::{
         ClusterCache, NodeInfo, ObjectKey, PdbInfo, PodGroupInfo, PodInfo, PolicyInfo, Resources,
         Snapshot, ZoneInfo,
     },
-    synthetic::{SyntheticSpec, churn, generate},
 };
+use tidal_testkit::synthetic::{SyntheticSpec, churn, generate};
 
 const NAMESPACES: [&str; 2] = ["ns-a", "ns-b"];
 const PHASES: [&str; 5] = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];

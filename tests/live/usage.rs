@@ -2,12 +2,10 @@
 //! lowNodeUtilization reads `usage.source: Metrics`, and plans from what it measured rather than from
 //! the pods' requests.
 
+use crate::support::*;
 #[allow(unused_imports)]
-mod support;
-
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
-use support::*;
 
 const NS: &str = "web";
 

@@ -1,0 +1,14 @@
+//! End-to-end tests against live processes on loopback: `tidal run` (alone, and as replicas electing a
+//! leader) against the fake API server from `tidal-testkit`, the closed-zone taints it keeps, measured
+//! usage, and `tidal webhook` over HTTPS. One binary, so the library is linked once.
+
+// Each module uses its own part of the shared helpers.
+#![allow(dead_code)]
+
+mod support;
+
+mod controller;
+mod ha;
+mod taints;
+mod usage;
+mod webhook;

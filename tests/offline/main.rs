@@ -1,0 +1,10 @@
+//! Tests that need no process and no network: the CLI (`tidal report` end to end, the strategy
+//! catalogue), the generated CRDs and the shipped examples against them, the chart's RBAC against what
+//! each process watches, and the snapshot's property tests. One binary, so the library is linked once.
+
+mod chart_rbac;
+mod crds;
+mod policies;
+mod report_e2e;
+mod snapshot_props;
+mod strategies_report;
