@@ -3,7 +3,7 @@
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use anyhow::Context;
-use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Args, Parser, Subcommand};
 use jiff::Timestamp;
 
 use crate::{
@@ -15,7 +15,7 @@ use crate::{
     planner::{self, CyclePlan},
     report::{Format, Report, dump::Dump},
     runtime::{
-        ClientArgs, client,
+        ClientArgs, LogFormat, client,
         leader::{self, LeaseConfig},
     },
 };
@@ -71,13 +71,6 @@ pub struct ReportArgs {
     /// Only plan these policies (by name). Default: every DeschedulingPolicy in the input.
     #[arg(long = "policy", value_name = "NAME")]
     pub policies: Vec<String>,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    #[default]
-    Text,
-    Json,
 }
 
 #[derive(Debug, Args)]

@@ -2,20 +2,15 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use tidal::cli::{self, Cli, LogFormat};
+use tidal::{
+    cli::{self, Cli},
+    runtime::logs,
+};
 use tokio_util::sync::CancellationToken;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TIDAL_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match cli.command.log_format() {
-        LogFormat::Json => logs.json().init(),
-        LogFormat::Text => logs.init(),
-    }
+    logs::init(cli.command.log_format());
     let result = if cli.command.is_live() {
         live(&cli.command)
     } else {

@@ -6,7 +6,9 @@
 pub mod admin;
 pub mod client;
 pub mod leader;
+pub mod logs;
 pub mod watch;
 
 pub use client::ClientArgs;
 pub use leader::until_leading_and_synced;
+pub use logs::LogFormat;

@@ -15,7 +15,7 @@ use super::{
 use crate::{
     cluster::{ObjectKind, SharedCache},
     runtime::{
-        ClientArgs, admin,
+        ClientArgs, LogFormat, admin,
         watch::{self, WatchObserver, WatchPlan},
     },
 };
@@ -45,8 +45,8 @@ pub struct WebhookArgs {
     #[command(flatten)]
     pub client: ClientArgs,
     /// Log format on stderr.
-    #[arg(long, value_enum, default_value_t = crate::cli::LogFormat::Text)]
-    pub log_format: crate::cli::LogFormat,
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     /// How long a request may wait for a pod, node or PodGroup that tidal's watches have not delivered
     /// yet (the scheduler may bind a pod before the webhook sees it). Keep well under the webhook's
     /// timeoutSeconds.

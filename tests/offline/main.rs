@@ -4,6 +4,7 @@
 
 mod chart_rbac;
 mod crds;
+mod layers;
 mod policies;
 mod report_e2e;
 mod snapshot_props;

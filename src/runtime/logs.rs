@@ -1,0 +1,23 @@
+//! How both processes log: text or JSON lines on stderr, level from `$TIDAL_LOG` (default `info`).
+
+use clap::ValueEnum;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// Installs the global subscriber. Call once, before anything logs.
+pub fn init(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TIDAL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => logs.json().init(),
+        LogFormat::Text => logs.init(),
+    }
+}
