@@ -7,6 +7,7 @@ pub mod admin;
 pub mod client;
 pub mod leader;
 pub mod logs;
+pub mod protobuf;
 pub mod watch;
 
 pub use client::ClientArgs;

@@ -2,6 +2,7 @@
 //! marking its kind synced only when a complete list has been applied. A watcher's relist (after a
 //! 410 Gone or a dropped stream) also removes what vanished meanwhile, and holds planning until done.
 
+pub mod listwatch;
 pub mod usage;
 
 use jiff::Timestamp;
@@ -92,13 +93,14 @@ pub async fn start_with(
     for kind in &plan.kinds {
         let (client, shared, observer) = (client.clone(), shared.clone(), observer.clone());
         let task: BoxFuture<'static, ()> = match kind {
-            ObjectKind::Node => Box::pin(run::<Node>(Api::all(client), shared, observer)),
-            ObjectKind::Pod => Box::pin(run::<Pod>(Api::all(client), shared, observer)),
-            ObjectKind::Namespace => Box::pin(run::<Namespace>(Api::all(client), shared, observer)),
-            ObjectKind::PodDisruptionBudget => Box::pin(run::<PodDisruptionBudget>(
-                Api::all(client),
-                shared,
-                observer,
+            // The core kinds: protobuf when the server speaks it.
+            ObjectKind::Node => Box::pin(listwatch::run::<Node>(client, shared, observer)),
+            ObjectKind::Pod => Box::pin(listwatch::run::<Pod>(client, shared, observer)),
+            ObjectKind::Namespace => {
+                Box::pin(listwatch::run::<Namespace>(client, shared, observer))
+            }
+            ObjectKind::PodDisruptionBudget => Box::pin(listwatch::run::<PodDisruptionBudget>(
+                client, shared, observer,
             )),
             ObjectKind::RevocableZone => {
                 Box::pin(run::<RevocableZone>(Api::all(client), shared, observer))
