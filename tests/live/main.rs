@@ -9,6 +9,7 @@ mod support;
 
 mod controller;
 mod ha;
+mod protobuf;
 mod taints;
 mod usage;
 mod webhook;
