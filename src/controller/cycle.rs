@@ -260,6 +260,9 @@ impl Runtime {
             .collect();
         let refs: Vec<&PolicyInfo> = selected.iter().map(AsRef::as_ref).collect();
         let cycle = planner::plan_all(&self.snapshot, &refs, now);
+        self.metrics
+            .plan_duration
+            .observe(started.elapsed().as_secs_f64());
         for warning in &cycle.warnings {
             warn!("{warning}");
         }

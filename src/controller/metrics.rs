@@ -67,6 +67,7 @@ pub struct Metrics {
     registry: Registry,
     pub cycles: Family<TriggerLabel, Counter>,
     pub cycle_duration: Histogram,
+    pub plan_duration: Histogram,
     pub last_cycle: Gauge<f64, AtomicU64>,
     pub planned: Family<PolicyStrategy, Counter>,
     pub evictions: Family<EvictionLabels, Counter>,
@@ -110,6 +111,13 @@ impl Metrics {
             "cycle_duration_seconds",
             "Duration of a whole cycle: snapshot, planning, evictions, status",
             cycle_duration.clone(),
+        );
+        // Snapshot and planning only, no I/O: the part tidal controls, readable on a live cluster.
+        let plan_duration = Histogram::new(exponential_buckets(0.001, 2.0, 14));
+        registry.register(
+            "plan_duration_seconds",
+            "Duration of a cycle's snapshot update and planning (no API calls)",
+            plan_duration.clone(),
         );
         let last_cycle = Gauge::<f64, AtomicU64>::default();
         registry.register(
@@ -181,6 +189,7 @@ impl Metrics {
             registry,
             cycles,
             cycle_duration,
+            plan_duration,
             last_cycle,
             planned,
             evictions,
@@ -380,7 +389,8 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("# TYPE tidal_cycle_duration_seconds histogram"),
+            text.contains("# TYPE tidal_cycle_duration_seconds histogram")
+                && text.contains("# TYPE tidal_plan_duration_seconds histogram"),
             "{text}"
         );
         assert!(text.ends_with("# EOF\n"));
