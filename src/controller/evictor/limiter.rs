@@ -31,21 +31,54 @@ impl TokenBucket {
         !(self.qps.is_finite() && self.qps > 0.0)
     }
 
+    fn refill(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = self.last.max(now);
+        self.tokens = (self.tokens + elapsed * self.qps).min(self.burst);
+    }
+
+    /// How long a token taken now would have to wait.
+    fn wait(&self, tokens: f64) -> Duration {
+        if tokens >= 0.0 {
+            Duration::ZERO
+        } else {
+            // A tiny qps makes this wait astronomically long; it saturates rather than panics.
+            Duration::try_from_secs_f64(-tokens / self.qps).unwrap_or(Duration::MAX)
+        }
+    }
+
     /// Takes one token; returns how long the caller must wait before acting on it.
     pub fn reserve(&mut self, now: Instant) -> Duration {
         if self.unlimited() {
             return Duration::ZERO;
         }
-        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
-        self.last = self.last.max(now);
-        self.tokens = (self.tokens + elapsed * self.qps).min(self.burst);
+        self.refill(now);
         self.tokens -= 1.0;
-        if self.tokens >= 0.0 {
-            Duration::ZERO
-        } else {
-            // A tiny qps makes this wait astronomically long; it saturates rather than panics.
-            Duration::try_from_secs_f64(-self.tokens / self.qps).unwrap_or(Duration::MAX)
+        self.wait(self.tokens)
+    }
+
+    /// Takes one token only if it can be used before `deadline`; `None` takes nothing. A request that
+    /// could not be sent in time must not keep a token, or the next cycle starts in debt for it.
+    pub fn reserve_before(&mut self, now: Instant, deadline: Instant) -> Option<Duration> {
+        if self.unlimited() {
+            return Some(Duration::ZERO);
         }
+        self.refill(now);
+        let wait = self.wait(self.tokens - 1.0);
+        let usable = now.checked_add(wait).is_some_and(|start| start < deadline);
+        if usable {
+            self.tokens -= 1.0;
+        }
+        usable.then_some(wait)
+    }
+
+    /// Gives back a token that was reserved and then not used (the request was never sent).
+    pub fn cancel(&mut self, now: Instant) {
+        if self.unlimited() {
+            return;
+        }
+        self.refill(now);
+        self.tokens = (self.tokens + 1.0).min(self.burst);
     }
 }
 
@@ -84,6 +117,39 @@ mod tests {
         let mut bucket = TokenBucket::new(1e-300, 1, start);
         assert_eq!(bucket.reserve(start), Duration::ZERO);
         assert_eq!(bucket.reserve(start), Duration::MAX);
+    }
+
+    #[test]
+    fn a_cycle_that_abandons_most_of_its_plan_leaves_the_next_one_free_to_send() {
+        // 5 QPS, a 2-minute cycle, 4,225 planned: only what fits the deadline takes a token.
+        let start = Instant::now();
+        let deadline = start + Duration::from_secs(120);
+        let mut bucket = TokenBucket::new(5.0, 10, start);
+        let sent = (0..4_225)
+            .filter(|_| bucket.reserve_before(start, deadline).is_some())
+            .count();
+        assert!((600..=610).contains(&sent), "{sent}");
+        // The next cycle, 15 s after the last of those was sent, sends at once.
+        let next = deadline + Duration::from_secs(15);
+        assert_eq!(
+            bucket.reserve_before(next, next + Duration::from_secs(120)),
+            Some(Duration::ZERO)
+        );
+    }
+
+    #[test]
+    fn a_cancelled_reservation_gives_its_token_back() {
+        let start = Instant::now();
+        let mut bucket = TokenBucket::new(1.0, 1, start);
+        assert_eq!(bucket.reserve(start), Duration::ZERO);
+        assert_eq!(bucket.reserve(start), Duration::from_secs(1));
+        bucket.cancel(start);
+        assert_eq!(bucket.reserve(start), Duration::from_secs(1));
+        bucket.cancel(start);
+        bucket.cancel(start);
+        // Never more than the burst.
+        assert_eq!(bucket.reserve(start), Duration::ZERO);
+        assert_eq!(bucket.reserve(start), Duration::from_secs(1));
     }
 
     #[test]

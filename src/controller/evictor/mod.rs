@@ -123,15 +123,17 @@ impl Evictor {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let wait = self.limiter.lock().await.reserve(Instant::now());
-            if Instant::now()
-                .checked_add(wait)
-                .is_none_or(|start| start >= deadline)
-            {
+            let reserved = self
+                .limiter
+                .lock()
+                .await
+                .reserve_before(Instant::now(), deadline);
+            let Some(wait) = reserved else {
                 return Outcome::Abandoned("cycle deadline reached before sending".to_owned());
-            }
+            };
             tokio::time::sleep(wait).await;
             if let Err(why) = guard.may_act(request.dry_run) {
+                self.limiter.lock().await.cancel(Instant::now());
                 return Outcome::Abandoned(why);
             }
             let failure = match self.attempt(request, deadline, guard).await {
