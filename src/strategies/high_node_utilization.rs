@@ -53,8 +53,8 @@ impl Plugin for HighNodeUtilization {
 impl Balancing for HighNodeUtilization {
     fn balance(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
         let args = &self.args;
-        let (nodes, _unmeasured) = node_usages(ctx, &args.usage, admission);
         let listed: Vec<String> = args.thresholds.keys().cloned().collect();
+        let (nodes, _unmeasured) = node_usages(ctx, &args.usage, &listed, admission);
         let (mut under, others): (Vec<&NodeUsage<'_>>, Vec<&NodeUsage<'_>>) = nodes
             .iter()
             .filter(|n| !n.node.unschedulable)

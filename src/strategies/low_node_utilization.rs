@@ -78,8 +78,8 @@ impl Plugin for LowNodeUtilization {
 impl Balancing for LowNodeUtilization {
     fn balance(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
         let args = &self.args;
-        let (nodes, _unmeasured) = node_usages(ctx, &args.usage, admission);
         let listed: Vec<String> = args.thresholds.keys().cloned().collect();
+        let (nodes, _unmeasured) = node_usages(ctx, &args.usage, &listed, admission);
         let (low, high) = resolve_thresholds(
             &nodes,
             &listed,
@@ -200,6 +200,39 @@ mod tests {
             cluster = cluster.pod(pod(&format!("a/p{i}"), "n1", "1", "1Gi"));
         }
         cluster
+    }
+
+    #[test]
+    fn a_node_with_missing_or_absurd_capacity_is_left_alone() {
+        // Each of these nodes "holds" more than it has: no allocatable at all, cpu "0", cpu "1m".
+        // Read at their word they are far above target; their capacity is what is wrong.
+        let mut cluster = Cluster::new().standard_nodes(&["n2", "n3"]);
+        let broken = [
+            node("none", "1", "1Gi", 110).allocatable("cpu", "0"),
+            node("zero", "0", "0", 0),
+            node("milli", "1m", "100Gi", 110),
+        ];
+        for (i, n) in broken.into_iter().enumerate() {
+            let name = ["none", "zero", "milli"][i];
+            cluster = cluster.node(n);
+            for j in 0..3 {
+                cluster = cluster.pod(pod(&format!("a/{name}-{j}"), name, "1", "1Gi"));
+            }
+        }
+        let out = cluster.plan(&spec(""));
+        assert!(out.evicted().is_empty(), "{:?}", out.evicted());
+        // A GPU threshold: GPU pods on a node whose GPU allocatable is gone are not victims either.
+        let mut gpu = Cluster::new()
+            .standard_nodes(&["n2", "n3"])
+            .node(node("g", "10", "100Gi", 110));
+        for j in 0..4 {
+            gpu = gpu
+                .pod(pod(&format!("a/g-{j}"), "g", "100m", "1Gi").request("nvidia.com/gpu", "1"));
+        }
+        let out = gpu.plan(
+            "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {nvidia.com/gpu: 20}\n    targetThresholds: {nvidia.com/gpu: 50}\ndefaults: {jobBudget: {maxUnavailable: 100%}}\n",
+        );
+        assert!(out.evicted().is_empty(), "{:?}", out.evicted());
     }
 
     #[test]

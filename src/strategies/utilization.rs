@@ -77,10 +77,14 @@ pub fn amount_at(pct: f64, allocatable: i64) -> i64 {
 /// this strategy ([`PlanContext::is_gone`]). Left out, and returned by name: with `Metrics`, nodes
 /// without a sample in the window (a missing measurement is not an idle node) or with a leaving pod
 /// whose share of the samples is unknown. Nodes running a pod whose requests tidal cannot read are left
-/// out altogether: their load is unknown, so they are neither a source nor a destination.
+/// out altogether: their load is unknown, so they are neither a source nor a destination. So are nodes
+/// whose pods request more of a `resources` entry than the node has (allocatable missing, zero or
+/// absurdly small): the scheduler never places that, so the capacity data is wrong, and a node that
+/// looks 100% (or 10,000%) used must not be drained on its word.
 pub fn node_usages<'s>(
     ctx: &PlanContext<'s>,
     source: &UsageArgs,
+    resources: &[String],
     admission: &dyn Admission,
 ) -> (Vec<NodeUsage<'s>>, Vec<&'s str>) {
     let mut out = Vec::new();
@@ -90,6 +94,12 @@ pub fn node_usages<'s>(
             continue;
         };
         if !node.ready || !node.problems.is_empty() || !state.load_known() {
+            continue;
+        }
+        if resources
+            .iter()
+            .any(|r| state.requested.get(r) > node.allocatable.get(r))
+        {
             continue;
         }
         let mut requested = state.requested.clone();

@@ -188,7 +188,10 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
     // observed the first and not yet the second).
     let plans = metric_sum(&metrics, "tidal_plan_duration_seconds_count");
     let cycles = metric_sum(&metrics, "tidal_cycle_duration_seconds_count");
-    assert!(plans >= 1.0 && plans >= cycles && plans <= cycles + 1.0, "{metrics}");
+    assert!(
+        plans >= 1.0 && plans >= cycles && plans <= cycles + 1.0,
+        "{metrics}"
+    );
     assert_eq!(
         metric_sum(
             &metrics,
