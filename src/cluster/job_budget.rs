@@ -71,17 +71,48 @@ impl fmt::Display for JobBudget {
 }
 
 impl JobBudget {
-    /// Reads the budget annotations of one object. MaxUnavailable wins when both are present; a malformed
-    /// MaxUnavailable is reported even if MinAvailable is fine, because the user meant the former.
+    /// Reads the budget annotations of one object. MaxUnavailable wins over a valid MinAvailable. Any
+    /// malformed budget key, or two spellings of one budget that disagree, make the whole budget
+    /// invalid: which one the author meant is unknown, and guessing the wider one disrupts the job.
     pub fn read(sources: &Sources<'_>) -> Setting<JobBudget> {
-        let max_unavailable = sources
-            .read_parsed::<IntOrPercent>(&labels::MAX_UNAVAILABLE)
-            .map(JobBudget::MaxUnavailable);
-        max_unavailable.or_else(|| {
-            sources
-                .read_parsed::<IntOrPercent>(&labels::MIN_AVAILABLE)
-                .map(JobBudget::MinAvailable)
-        })
+        let mut max = None;
+        let mut min = None;
+        for map in sources.maps.iter().flatten() {
+            for (keys, slot) in [
+                (&labels::MAX_UNAVAILABLE, &mut max),
+                (&labels::MIN_AVAILABLE, &mut min),
+            ] {
+                for key in keys.iter() {
+                    let Some(value) = map.get(*key) else {
+                        continue;
+                    };
+                    let invalid = |error: String| {
+                        Setting::Invalid(super::setting::InvalidValue {
+                            object: sources.object.to_owned(),
+                            key: (*key).to_owned(),
+                            value: value.clone(),
+                            error,
+                        })
+                    };
+                    let parsed = match value.parse::<IntOrPercent>() {
+                        Ok(parsed) => parsed,
+                        Err(error) => return invalid(error.to_string()),
+                    };
+                    match slot {
+                        Some((first, earlier)) if *earlier != parsed => {
+                            return invalid(format!("conflicts with {first}={earlier}"));
+                        }
+                        Some(_) => {}
+                        None => *slot = Some((*key, parsed)),
+                    }
+                }
+            }
+        }
+        match (max, min) {
+            (Some((_, max)), _) => Setting::Valid(JobBudget::MaxUnavailable(max)),
+            (None, Some((_, min))) => Setting::Valid(JobBudget::MinAvailable(min)),
+            (None, None) => Setting::Unset,
+        }
     }
 
     /// The policy's default budget. The CRD schema has already checked it; a value that slipped past the
@@ -144,6 +175,39 @@ mod tests {
                 ("volcano.sh/jdb-max-unavailable", "1")
             ]),
             Setting::Valid(JobBudget::MaxUnavailable(IntOrPercent::Int(1)))
+        );
+    }
+
+    #[test]
+    fn conflicting_or_partly_invalid_budgets_protect_the_job() {
+        // Two spellings of one budget that disagree: neither is trusted.
+        let conflict = read(&[
+            ("volcano.sh/jdb-max-unavailable", "100%"),
+            ("volcano.sh/job-disruption-budget-max-unavailable", "1"),
+        ]);
+        let invalid = conflict.invalid().expect("conflict accepted");
+        assert!(invalid.error.contains("conflicts with"), "{invalid}");
+        assert!(
+            read(&[
+                ("volcano.sh/jdb-max-unavailable", "100%"),
+                ("volcano.sh/job-disruption-budget-max-unavailable", "abc"),
+            ])
+            .invalid()
+            .is_some()
+        );
+        // A malformed MinAvailable beside a valid MaxUnavailable.
+        let partly = read(&[
+            ("volcano.sh/jdb-max-unavailable", "1"),
+            ("volcano.sh/jdb-min-available", "abc"),
+        ]);
+        assert_eq!(partly.invalid().unwrap().key, "volcano.sh/jdb-min-available");
+        // Both spellings agreeing is fine.
+        assert_eq!(
+            read(&[
+                ("volcano.sh/jdb-max-unavailable", "2"),
+                ("volcano.sh/job-disruption-budget-max-unavailable", "2"),
+            ]),
+            Setting::Valid(JobBudget::MaxUnavailable(IntOrPercent::Int(2)))
         );
     }
 
