@@ -45,8 +45,20 @@ pub fn zone_views(
         }
     }
     let mut views = BTreeMap::new();
+    let mut warnings = Vec::new();
     for zone in snapshot.zones.values() {
-        let next_round = zone.last_eviction_round.and_then(|last| {
+        // A round "in the future" (clock skew between replicas, a hand edit) would suspend the zone's
+        // evictions until then, silently. It counts as now: one evictPeriod of pause at most.
+        let last_round = zone.last_eviction_round.map(|last| {
+            if last > now {
+                warnings.push(format!(
+                    "RevocableZone {}: status.lastEvictionRound {last} is in the future; counted as now",
+                    zone.name
+                ));
+            }
+            last.min(now)
+        });
+        let next_round = last_round.and_then(|last| {
             last.checked_add(zone.spec.evict_period.to_signed())
                 .ok()
                 .filter(|next| *next > now)
@@ -93,15 +105,12 @@ pub fn zone_views(
         .copied()
         .filter(|zone| !snapshot.zones.contains_key(*zone))
         .collect();
-    let warnings = unknown
-        .into_iter()
-        .map(|zone| {
-            format!(
-                "{} node(s) are labelled volcano.sh/revocable-zone={zone} but there is no RevocableZone {zone}: \
-                 tidal does not manage them",
-                node_counts[zone]
-            )
-        })
-        .collect();
+    warnings.extend(unknown.into_iter().map(|zone| {
+        format!(
+            "{} node(s) are labelled volcano.sh/revocable-zone={zone} but there is no RevocableZone {zone}: \
+             tidal does not manage them",
+            node_counts[zone]
+        )
+    }));
     (views, warnings)
 }

@@ -598,4 +598,29 @@ mod tests {
         ]);
         assert_eq!(names(&propose(&mut world)), ["ns/goes"]);
     }
+
+    #[test]
+    fn a_round_in_the_future_pauses_the_zone_one_evict_period_at_most() {
+        // lastEvictionRound a day ahead (clock skew, a hand edit): counted as now, with a warning,
+        // so the zone's next round is one evictPeriod away rather than tomorrow.
+        let mut world = World::new();
+        world.cache.apply_zone(zone(
+            "z",
+            json!({"windows": [{"time": "08:00-20:00"}], "evictPeriod": "5m"}),
+            Some(json!({"lastEvictionRound": "2026-11-23T04:00:00Z"})),
+        ));
+        let snapshot = world.cache.snapshot();
+        let now = crate::planner::tests::ts("2026-11-22T04:00:00Z");
+        let (views, warnings) = crate::framework::zone_views(&snapshot, now);
+        let view = &views["z"];
+        assert!(!view.round_due);
+        assert_eq!(
+            view.next_round,
+            Some(crate::planner::tests::ts("2026-11-22T04:05:00Z"))
+        );
+        assert!(
+            warnings.iter().any(|w| w.contains("in the future")),
+            "{warnings:?}"
+        );
+    }
 }
