@@ -122,7 +122,14 @@ impl PodInfo {
     pub fn from_pod(pod: &Pod) -> Result<PodInfo, String> {
         let meta = &pod.metadata;
         let name = meta.name.clone().ok_or("pod without metadata.name")?;
-        let namespace = meta.namespace.clone().unwrap_or_default();
+        // Pods are namespaced: one without a namespace would be a job of its own under `/name`, with a
+        // budget of its own, so a job could lose more pods than its budget allows. Refused, as a zone
+        // without a name is.
+        let namespace = meta
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .ok_or("pod without metadata.namespace")?;
         let key = ObjectKey::new(namespace, name);
         let object = format!("Pod {key}");
         let labels = meta.labels.clone().unwrap_or_default();
@@ -341,5 +348,32 @@ fn qos_class(pod: &Pod) -> QosClass {
         (false, _) => QosClass::BestEffort,
         (true, true) => QosClass::Guaranteed,
         (true, false) => QosClass::Burstable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(metadata: serde_json::Value) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": metadata,
+            "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running"},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_pod_without_a_namespace_is_refused() {
+        for metadata in [
+            serde_json::json!({"name": "a-0"}),
+            serde_json::json!({"name": "a-0", "namespace": ""}),
+        ] {
+            let error = PodInfo::from_pod(&pod(metadata)).unwrap_err();
+            assert!(error.contains("metadata.namespace"), "{error}");
+        }
+        let ok = PodInfo::from_pod(&pod(serde_json::json!({"name": "a-0", "namespace": "ns"})));
+        assert_eq!(ok.unwrap().key, ObjectKey::new("ns", "a-0"));
     }
 }
