@@ -200,7 +200,10 @@ mod tests {
             ("volcano.sh/jdb-max-unavailable", "1"),
             ("volcano.sh/jdb-min-available", "abc"),
         ]);
-        assert_eq!(partly.invalid().unwrap().key, "volcano.sh/jdb-min-available");
+        assert_eq!(
+            partly.invalid().unwrap().key,
+            "volcano.sh/jdb-min-available"
+        );
         // Both spellings agreeing is fine.
         assert_eq!(
             read(&[

@@ -21,9 +21,13 @@ use crate::{
     controller::metrics::{EvictionLabels, Metrics, PolicyStrategy, SkipLabels, TriggerLabel},
     controller::status::{self, PolicyCounts, StatusWriter},
     framework::{Candidate, GateId, PlannedEviction, SkipReason, ZoneView},
-    planner::{self, Plan},
+    planner::{self, Plan, SkipRows},
     runtime::leader::LeaderHandle,
 };
+
+/// Skipped candidates a cycle keeps in detail per policy; the rest are counted only. Status, events
+/// and metrics need the counts; nothing in a live cycle reads ten thousand rows.
+const SKIP_ROWS: SkipRows = SkipRows::AtMost(1_000);
 
 /// Knobs of a cycle.
 #[derive(Clone, Debug)]
@@ -156,8 +160,9 @@ pub fn tallies(policies: &[PolicyResult]) -> Tallies {
             policy: policy.clone(),
             gate: reason.to_string(),
         };
-        for skipped in &result.plan.skipped {
-            *t.skips.entry(skip(skipped.reason)).or_default() += 1;
+        // The counts, not the rows: a plan lists only the first skips in detail.
+        for (reason, n) in &result.plan.skip_counts {
+            *t.skips.entry(skip(*reason)).or_default() += u64::from(*n);
         }
         for (eviction, outcome) in result.results() {
             let c = &eviction.candidate;
@@ -259,7 +264,7 @@ impl Runtime {
             .filter_map(|name| self.snapshot.policies.get(name).cloned())
             .collect();
         let refs: Vec<&PolicyInfo> = selected.iter().map(AsRef::as_ref).collect();
-        let cycle = planner::plan_all(&self.snapshot, &refs, now);
+        let cycle = planner::plan_all_with(&self.snapshot, &refs, now, SKIP_ROWS);
         self.metrics
             .plan_duration
             .observe(started.elapsed().as_secs_f64());
@@ -498,6 +503,10 @@ mod tests {
                     detail: "why".to_owned(),
                 })
                 .collect(),
+            skip_counts: skipped.iter().fold(BTreeMap::new(), |mut counts, (_, r)| {
+                *counts.entry(*r).or_default() += 1;
+                counts
+            }),
             error: None,
         }
     }

@@ -73,7 +73,7 @@ pub async fn verify(
         {
             match outcome.refusal() {
                 None => kept.push(eviction),
-                Some(refusal) => plan.skipped.push(Skipped {
+                Some(refusal) => plan.add_skip(Skipped {
                     candidate: eviction.candidate,
                     reason: refusal.reason,
                     detail: refusal.detail,

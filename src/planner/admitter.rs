@@ -2,11 +2,12 @@
 //! then every gate in order, with the tallies of the gates kept consistent across all-or-none offers.
 
 use std::{
-    collections::HashSet,
+    collections::{BTreeMap, HashSet},
     hash::{BuildHasherDefault, Hasher},
     sync::Arc,
 };
 
+use super::SkipRows;
 use crate::{
     cluster::{ObjectKey, PodInfo},
     framework::{
@@ -24,6 +25,8 @@ pub struct Admitter<'c, 'a> {
     admitted: HashSet<usize, BuildHasherDefault<AddressHasher>>,
     pub evictions: Vec<PlannedEviction>,
     pub skipped: Vec<Skipped>,
+    pub skip_counts: BTreeMap<SkipReason, u32>,
+    rows: SkipRows,
     /// The strategy whose candidates are being offered.
     proposer: Option<StrategyId>,
 }
@@ -38,7 +41,7 @@ enum Precheck {
 }
 
 impl<'c, 'a> Admitter<'c, 'a> {
-    pub fn new(ctx: &'c PlanContext<'a>, gates: Vec<Box<dyn Gate>>) -> Self {
+    pub fn new(ctx: &'c PlanContext<'a>, gates: Vec<Box<dyn Gate>>, rows: SkipRows) -> Self {
         Admitter {
             ctx,
             gates,
@@ -46,6 +49,8 @@ impl<'c, 'a> Admitter<'c, 'a> {
             admitted: HashSet::default(),
             evictions: Vec::new(),
             skipped: Vec::new(),
+            skip_counts: BTreeMap::new(),
+            rows,
             proposer: None,
         }
     }
@@ -100,6 +105,17 @@ impl<'c, 'a> Admitter<'c, 'a> {
 
     fn skip(&mut self, candidate: Candidate, refusal: Refusal) {
         self.decided.insert(candidate.pod.key.clone());
+        *self.skip_counts.entry(refusal.reason).or_default() += 1;
+        let listed = match self.rows {
+            SkipRows::All => true,
+            // Unreadable settings are always listed: each gets its Warning Event.
+            SkipRows::AtMost(cap) => {
+                self.skipped.len() < cap || refusal.reason == SkipReason::Gate(GateId::Invalid)
+            }
+        };
+        if !listed {
+            return;
+        }
         self.skipped.push(Skipped {
             candidate,
             reason: refusal.reason,

@@ -16,7 +16,9 @@ pub use admitter::Admitter;
 use crate::{
     api::PolicyMode,
     cluster::{ObjectKey, PolicyInfo, Snapshot},
-    framework::{PlanContext, PlannedEviction, Skipped, Strategy, ZoneView, zone_views},
+    framework::{
+        PlanContext, PlannedEviction, SkipReason, Skipped, Strategy, ZoneView, zone_views,
+    },
 };
 
 /// One policy's decisions for one cycle.
@@ -25,9 +27,21 @@ pub struct Plan {
     pub policy: String,
     pub mode: PolicyMode,
     pub evictions: Vec<PlannedEviction>,
+    /// Detailed rows of skipped candidates, up to the plan's [`SkipRows`] (refusals for unreadable
+    /// settings are always kept: each gets a Warning Event).
     pub skipped: Vec<Skipped>,
+    /// Every skip, listed or not, by reason.
+    pub skip_counts: BTreeMap<SkipReason, u32>,
     /// Why the policy did not run at all (e.g. an invalid default budget), if it did not.
     pub error: Option<String>,
+}
+
+/// How many skipped candidates a plan lists in detail. Counting is always exact; a cycle that refuses
+/// tens of thousands of candidates (say `limits.total: 0`) need not build a row for each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SkipRows {
+    All,
+    AtMost(usize),
 }
 
 impl Plan {
@@ -41,11 +55,22 @@ impl Plan {
 
     /// Skipped candidates per reason (by its published name), for status and metrics.
     pub fn skipped_by_reason(&self) -> BTreeMap<&'static str, u32> {
-        let mut counts = BTreeMap::new();
-        for skip in &self.skipped {
-            *counts.entry(skip.reason.name()).or_default() += 1;
-        }
-        counts
+        self.skip_counts
+            .iter()
+            .map(|(reason, n)| (reason.name(), *n))
+            .collect()
+    }
+
+    /// Skips counted but not listed in `skipped`.
+    pub fn skipped_unlisted(&self) -> u32 {
+        let counted: u32 = self.skip_counts.values().sum();
+        counted.saturating_sub(u32::try_from(self.skipped.len()).unwrap_or(u32::MAX))
+    }
+
+    /// Records one more skip (listed), e.g. an eviction the API server refused.
+    pub fn add_skip(&mut self, skipped: Skipped) {
+        *self.skip_counts.entry(skipped.reason).or_default() += 1;
+        self.skipped.push(skipped);
     }
 }
 
@@ -57,11 +82,31 @@ pub fn plan_policy(
     zones: &BTreeMap<String, ZoneView>,
     planned_elsewhere: &HashSet<ObjectKey>,
 ) -> Plan {
+    plan_policy_with(
+        snapshot,
+        policy,
+        now,
+        zones,
+        planned_elsewhere,
+        SkipRows::All,
+    )
+}
+
+/// [`plan_policy`] listing at most `rows` skipped candidates in detail.
+pub fn plan_policy_with(
+    snapshot: &Snapshot,
+    policy: &PolicyInfo,
+    now: Timestamp,
+    zones: &BTreeMap<String, ZoneView>,
+    planned_elsewhere: &HashSet<ObjectKey>,
+    rows: SkipRows,
+) -> Plan {
     let mut plan = Plan {
         policy: policy.name.clone(),
         mode: policy.spec.mode,
         evictions: Vec::new(),
         skipped: Vec::new(),
+        skip_counts: BTreeMap::new(),
         error: None,
     };
     let strategies = match runnable_strategies(policy) {
@@ -79,12 +124,13 @@ pub fn plan_policy(
         planned_elsewhere,
     };
     // A pod is decided once per plan, by the first strategy that proposes it.
-    let mut admitter = Admitter::new(&ctx, chain::chain(policy));
+    let mut admitter = Admitter::new(&ctx, chain::chain(policy), rows);
     for strategy in &strategies {
         admitter.run(strategy);
     }
     plan.evictions = admitter.evictions;
     plan.skipped = admitter.skipped;
+    plan.skip_counts = admitter.skip_counts;
     plan
 }
 
@@ -113,11 +159,21 @@ pub fn runnable_strategies(policy: &PolicyInfo) -> Result<Vec<Strategy>, String>
 /// it as in flight, so that two policies never evict the same pod or overrun a budget between them. A
 /// `DryRun` plan evicts nothing, so it holds nothing back from the policies after it.
 pub fn plan_all(snapshot: &Snapshot, policies: &[&PolicyInfo], now: Timestamp) -> CyclePlan {
+    plan_all_with(snapshot, policies, now, SkipRows::All)
+}
+
+/// [`plan_all`] listing at most `rows` skipped candidates per policy in detail.
+pub fn plan_all_with(
+    snapshot: &Snapshot,
+    policies: &[&PolicyInfo],
+    now: Timestamp,
+    rows: SkipRows,
+) -> CyclePlan {
     let (zones, warnings) = zone_views(snapshot, now);
     let mut planned: HashSet<ObjectKey> = HashSet::new();
     let mut plans = Vec::new();
     for policy in policies {
-        let plan = plan_policy(snapshot, policy, now, &zones, &planned);
+        let plan = plan_policy_with(snapshot, policy, now, &zones, &planned, rows);
         if plan.mode == PolicyMode::Evict {
             planned.extend(plan.evictions.iter().map(|e| e.candidate.pod.key.clone()));
         }

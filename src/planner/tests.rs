@@ -300,6 +300,45 @@ fn every_pod_is_decided_once() {
 }
 
 #[test]
+fn a_capped_plan_lists_the_first_skips_counts_them_all_and_always_lists_invalid_ones() {
+    let mut world =
+        World::new().with(
+            replicas("a", "big", 6, &preemptable())
+                .into_iter()
+                .chain([pod(
+                    "b",
+                    "bad",
+                    "rev-1",
+                    annotations(&[("volcano.sh/preemptable", "maybe")]),
+                )]),
+        );
+    let snapshot = world.snapshot();
+    let policy = policy(json!({"limits": {"total": 0}}));
+    let (zones, _) = zone_views(&snapshot, ts(NOW));
+    let full = plan_policy(&snapshot, &policy, ts(NOW), &zones, &HashSet::new());
+    let capped = super::plan_policy_with(
+        &snapshot,
+        &policy,
+        ts(NOW),
+        &zones,
+        &HashSet::new(),
+        super::SkipRows::AtMost(2),
+    );
+    assert_eq!(full.skipped.len(), 7, "{full:#?}");
+    assert_eq!(capped.skipped_by_reason(), full.skipped_by_reason());
+    assert_eq!(capped.skipped_by_reason().values().sum::<u32>(), 7);
+    let listed: Vec<&str> = capped.skipped.iter().map(|s| s.reason.name()).collect();
+    assert_eq!(
+        listed.len(),
+        3,
+        "two rows, and the invalid pod's: {listed:?}"
+    );
+    assert!(listed.contains(&"invalid"));
+    assert_eq!(capped.skipped_unlisted(), 4);
+    assert_eq!(full.skipped_unlisted(), 0);
+}
+
+#[test]
 fn held_candidates_are_skipped_by_gate_policy_and_use_no_allowance() {
     // The violation sorts first (namespace "a"); held, it must not take the only slot of `total: 1`.
     let mut world = World::new().with([

@@ -122,7 +122,8 @@ impl Report {
                 name: plan.policy.clone(),
                 mode: format!("{:?}", plan.mode),
                 evictions: plan.evictions.len(),
-                skipped: plan.skipped.len(),
+                // Every skip counted, listed or not (the report lists all; a capped plan says so).
+                skipped: plan.skip_counts.values().map(|n| *n as usize).sum(),
                 error: plan.error.clone(),
             });
             if let Some(error) = &plan.error {

@@ -184,6 +184,7 @@ mod tests {
             mode,
             evictions: Vec::new(),
             skipped: Vec::new(),
+            skip_counts: BTreeMap::new(),
             error: error.map(str::to_owned),
         }
     }
