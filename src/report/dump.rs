@@ -239,8 +239,34 @@ fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
             other => vec![other],
         });
     }
-    let documents: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| e.to_string())?;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(yaml_budget(text.len()));
+    let documents: Vec<Value> =
+        serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
+            let error = e.to_string();
+            if error.contains("budget") {
+                format!(
+                    "{error}: the file exceeds tidal's YAML limits (scaled to the file's size, against \
+                     alias bombs and absurd nesting); the same objects as JSON (`-o json`) have none"
+                )
+            } else {
+                error
+            }
+        })?;
     Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+/// The YAML parser's limits against YAML bombs, scaled to the input: a plain document cannot have
+/// more nodes, events or scalar bytes than it has bytes, whatever the cluster's size; only aliases
+/// (capped absolutely) and nesting (a fixed depth) could blow it up. The parser's defaults stop at
+/// 250,000 nodes, a few thousand pods.
+fn yaml_budget(input_bytes: usize) -> serde_saphyr::Budget {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_reader_input_bytes = Some(input_bytes.max(budget.max_reader_input_bytes.unwrap_or(0)));
+    budget.max_events = budget.max_events.max(input_bytes.saturating_mul(2));
+    budget.max_nodes = budget.max_nodes.max(input_bytes);
+    budget.max_total_scalar_bytes = budget.max_total_scalar_bytes.max(input_bytes);
+    budget
 }
 
 /// Expands `kind: List` (and `PodList`, `NodeList`, ...) into their items, recursively. Items of a typed
@@ -329,5 +355,34 @@ impl fmt::Display for ObjectName {
             Some(namespace) => write!(f, "{kind} {namespace}/{name}"),
             None => write!(f, "{kind} {name}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_yaml_dump_beyond_the_parsers_default_node_budget_loads() {
+        // About 17 YAML nodes per pod: 18,000 pods are ~300,000 nodes, past the default 250,000.
+        let mut text = String::from("apiVersion: v1\nkind: List\nitems:\n");
+        for i in 0..18_000 {
+            text.push_str(&format!(
+                "- apiVersion: v1\n  kind: Pod\n  metadata: {{name: p{i}, namespace: ns}}\n  spec: {{nodeName: n1}}\n  status: {{phase: Running}}\n"
+            ));
+        }
+        let documents = parse_documents(&text).unwrap();
+        assert_eq!(documents[0]["items"].as_array().unwrap().len(), 18_000);
+    }
+
+    #[test]
+    fn alias_bombs_are_still_refused_with_a_word_on_why() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for level in 1..9 {
+            let refs = vec![format!("*a{}", level - 1); 10].join(", ");
+            text.push_str(&format!("a{level}: &a{level} [{refs}]\n"));
+        }
+        let error = parse_documents(&text).unwrap_err();
+        assert!(error.contains("YAML limits"), "{error}");
     }
 }
