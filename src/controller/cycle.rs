@@ -116,6 +116,15 @@ pub struct CycleResult {
     pub policies: Vec<PolicyResult>,
 }
 
+/// Warnings not logged by the cycle before.
+pub fn fresh_warnings<'w>(logged: &BTreeSet<String>, current: &'w [String]) -> Vec<&'w str> {
+    current
+        .iter()
+        .filter(|w| !logged.contains(*w))
+        .map(String::as_str)
+        .collect()
+}
+
 /// Pods the API server evicted, with their policy and whether the eviction was confirmed (an
 /// unanswered attempt that a retry found done is not).
 pub fn evicted(policies: &[PolicyResult]) -> Vec<(&str, &Candidate, bool)> {
@@ -196,6 +205,8 @@ pub struct Runtime {
     pub status: StatusWriter,
     pub metrics: Arc<Metrics>,
     pub settings: CycleSettings,
+    /// The plan's warnings as last logged.
+    pub warned: BTreeSet<String>,
 }
 
 impl Runtime {
@@ -268,9 +279,11 @@ impl Runtime {
         self.metrics
             .plan_duration
             .observe(started.elapsed().as_secs_f64());
-        for warning in &cycle.warnings {
+        // Logged when they appear, not every cycle: the report and the status keep showing them.
+        for warning in fresh_warnings(&self.warned, &cycle.warnings) {
             warn!("{warning}");
         }
+        self.warned = cycle.warnings.iter().cloned().collect();
 
         let deadline = started + self.settings.timeout;
         let rounds_recorded = Mutex::new(BTreeSet::new());
@@ -513,6 +526,16 @@ mod tests {
 
     fn names<'a>(list: impl IntoIterator<Item = &'a Candidate>) -> Vec<String> {
         list.into_iter().map(|c| c.pod.key.to_string()).collect()
+    }
+
+    #[test]
+    fn a_warning_is_logged_when_it_appears_not_every_cycle() {
+        let first = vec!["zone x unknown".to_owned()];
+        assert_eq!(fresh_warnings(&BTreeSet::new(), &first), ["zone x unknown"]);
+        let logged: BTreeSet<String> = first.iter().cloned().collect();
+        assert!(fresh_warnings(&logged, &first).is_empty());
+        let changed = vec!["zone x unknown".to_owned(), "zone y unknown".to_owned()];
+        assert_eq!(fresh_warnings(&logged, &changed), ["zone y unknown"]);
     }
 
     #[test]

@@ -191,6 +191,7 @@ pub async fn run_with_clients(
         status: StatusWriter::new(client.clone(), &identity, leader.clone(), metrics.clone()),
         metrics,
         settings: config.cycle.clone(),
+        warned: Default::default(),
     };
     control_loop(&mut runtime, &config, leader, &shutdown).await;
 

@@ -262,7 +262,8 @@ fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
 /// 250,000 nodes, a few thousand pods.
 fn yaml_budget(input_bytes: usize) -> serde_saphyr::Budget {
     let mut budget = serde_saphyr::Budget::default();
-    budget.max_reader_input_bytes = Some(input_bytes.max(budget.max_reader_input_bytes.unwrap_or(0)));
+    budget.max_reader_input_bytes =
+        Some(input_bytes.max(budget.max_reader_input_bytes.unwrap_or(0)));
     budget.max_events = budget.max_events.max(input_bytes.saturating_mul(2));
     budget.max_nodes = budget.max_nodes.max(input_bytes);
     budget.max_total_scalar_bytes = budget.max_total_scalar_bytes.max(input_bytes);
