@@ -87,12 +87,12 @@ impl JobBudget {
                         continue;
                     };
                     let invalid = |error: String| {
-                        Setting::Invalid(super::setting::InvalidValue {
+                        Setting::Invalid(Box::new(super::setting::InvalidValue {
                             object: sources.object.to_owned(),
                             key: (*key).to_owned(),
                             value: value.clone(),
                             error,
-                        })
+                        }))
                     };
                     let parsed = match value.parse::<IntOrPercent>() {
                         Ok(parsed) => parsed,

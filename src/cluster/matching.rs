@@ -13,21 +13,34 @@ use k8s_openapi::{
 /// Taint effects the scheduler refuses to place a pod under unless tolerated.
 pub const HARD_EFFECTS: &[&str] = &["NoSchedule", "NoExecute"];
 
+/// What label selectors read: a label's value by key. Objects keep their labels in whatever form suits
+/// them (a map for nodes and namespaces, a compact sorted slice for the many cached pods).
+pub trait Labels {
+    fn label(&self, key: &str) -> Option<&str>;
+}
+
+impl Labels for BTreeMap<String, String> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+}
+
 /// `metav1.LabelSelector` semantics: all of `matchLabels` and all of `matchExpressions`; an empty selector
 /// matches everything. Callers decide what a missing (`None`) selector means, since it differs by API.
-pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+pub fn selector_matches<L: Labels + ?Sized>(selector: &LabelSelector, labels: &L) -> bool {
     let labels_match = selector
         .match_labels
         .iter()
         .flatten()
-        .all(|(key, value)| labels.get(key) == Some(value));
+        .all(|(key, value)| labels.label(key) == Some(value.as_str()));
     labels_match
         && selector.match_expressions.iter().flatten().all(|e| {
             let values = e.values.as_deref().unwrap_or_default();
-            let value = labels.get(&e.key);
+            let value = labels.label(&e.key);
+            let listed = |v: &str| values.iter().any(|x| x == v);
             match e.operator.as_str() {
-                "In" => value.is_some_and(|v| values.contains(v)),
-                "NotIn" => value.is_none_or(|v| !values.contains(v)),
+                "In" => value.is_some_and(listed),
+                "NotIn" => value.is_none_or(|v| !listed(v)),
                 "Exists" => value.is_some(),
                 "DoesNotExist" => value.is_none(),
                 _ => false,
@@ -37,9 +50,9 @@ pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, Stri
 
 /// A selector that is `None` matches nothing (topology spread, affinity terms); use
 /// [`selector_matches`] directly where `None` means everything.
-pub fn optional_selector_matches(
+pub fn optional_selector_matches<L: Labels + ?Sized>(
     selector: Option<&LabelSelector>,
-    labels: &BTreeMap<String, String>,
+    labels: &L,
 ) -> bool {
     selector.is_some_and(|s| selector_matches(s, labels))
 }

@@ -10,6 +10,7 @@ pub mod matching;
 pub mod namespace;
 pub mod node;
 pub mod pod;
+pub mod pod_labels;
 pub mod pod_status;
 pub mod quantity;
 pub mod resources;

@@ -9,6 +9,7 @@ use super::{
     constraints::Constraints,
     job_budget::JobBudget,
     keys::{JobKey, JobKind, ObjectKey},
+    pod_labels::PodLabels,
     pod_status::PodStatusSummary,
     resources::{Resources, pod_requests},
     setting::{InvalidValue, Setting, Sources, parse_bool},
@@ -61,7 +62,7 @@ pub struct PodInfo {
     pub uid: String,
     pub node_name: Option<String>,
     pub phase: PodPhase,
-    pub labels: BTreeMap<String, String>,
+    pub labels: PodLabels,
     /// The controller owner (`ownerReferences[].controller == true`).
     pub owner: Option<OwnerRef>,
     pub job: JobKey,
@@ -256,7 +257,7 @@ impl PodInfo {
             mirror: annotations.contains_key(labels::MIRROR_POD),
             problems,
             key,
-            labels,
+            labels: labels.into(),
         })
     }
 

@@ -12,7 +12,8 @@ use serde::Serialize;
 pub enum Setting<T> {
     Unset,
     Valid(T),
-    Invalid(InvalidValue),
+    /// Boxed: rare, and four strings inline would make every setting of every cached pod 96 bytes.
+    Invalid(Box<InvalidValue>),
 }
 
 /// A label or annotation whose value tidal could not use.
@@ -89,12 +90,12 @@ impl Sources<'_> {
                 if let Some(value) = map.get(*key) {
                     return match parse(value) {
                         Ok(parsed) => Setting::Valid(parsed),
-                        Err(error) => Setting::Invalid(InvalidValue {
+                        Err(error) => Setting::Invalid(Box::new(InvalidValue {
                             object: self.object.to_owned(),
                             key: (*key).to_owned(),
                             value: value.clone(),
                             error: error.to_string(),
-                        }),
+                        })),
                     };
                 }
             }

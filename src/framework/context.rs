@@ -64,12 +64,12 @@ impl PlanContext<'_> {
             .or_else(|| match &self.policy.default_budget {
                 Ok(Some(budget)) => Setting::Valid(*budget),
                 Ok(None) => Setting::Unset,
-                Err(error) => Setting::Invalid(InvalidValue {
+                Err(error) => Setting::Invalid(Box::new(InvalidValue {
                     object: format!("DeschedulingPolicy {}", self.policy.name),
                     key: "spec.defaults.jobBudget".to_owned(),
                     value: String::new(),
                     error: error.clone(),
-                }),
+                })),
             })
     }
 
@@ -104,12 +104,12 @@ fn agreed_pod_budget<'p>(
                 None => agreed = Some(*b),
                 Some(a) if a == *b => {}
                 Some(a) => {
-                    return Setting::Invalid(InvalidValue {
+                    return Setting::Invalid(Box::new(InvalidValue {
                         object: job.to_string(),
                         key: "job budget annotations".to_owned(),
                         value: format!("{a} / {b}"),
                         error: "the job's pods carry different budgets".to_owned(),
-                    });
+                    }));
                 }
             },
         }

@@ -38,7 +38,7 @@ fn effective_selector(term: &PodAffinityTerm, pod: &PodInfo) -> Option<LabelSele
                     .push(LabelSelectorRequirement {
                         key: key.clone(),
                         operator: operator.to_owned(),
-                        values: Some(vec![value.clone()]),
+                        values: Some(vec![value.to_owned()]),
                     });
             }
         }

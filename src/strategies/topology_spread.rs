@@ -54,7 +54,7 @@ fn effective_selector(
                 .push(LabelSelectorRequirement {
                     key: key.clone(),
                     operator: "In".to_owned(),
-                    values: Some(vec![value.clone()]),
+                    values: Some(vec![value.to_owned()]),
                 });
         }
     }
@@ -296,10 +296,7 @@ impl<'s> NamespacePods<'s> {
         let mut by_label: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
         for (i, pod) in all.iter().enumerate() {
             for (key, value) in &pod.labels {
-                by_label
-                    .entry((key.as_str(), value.as_str()))
-                    .or_default()
-                    .push(i);
+                by_label.entry((key, value)).or_default().push(i);
             }
         }
         NamespacePods { all, by_label }

@@ -34,7 +34,7 @@ pub fn preemptable(pod: &PodInfo, group: Option<&PodGroupInfo>) -> Preemptable {
     match setting {
         Setting::Valid(true) => Preemptable::Yes,
         Setting::Valid(false) | Setting::Unset => Preemptable::No,
-        Setting::Invalid(invalid) => Preemptable::Unreadable(invalid),
+        Setting::Invalid(invalid) => Preemptable::Unreadable(*invalid),
     }
 }
 

@@ -163,8 +163,8 @@ async fn pods_are_listed_page_by_page_and_watched_in_protobuf() {
     ));
     // The watch stream: three pods added in namespace `fixture`, web-1 relabelled, web-2 deleted.
     eventually("the watch applied", || {
-        let relabelled = pod(&shared, "fixture", "web-1")
-            .is_some_and(|p| p.labels.get("tier").map(String::as_str) == Some("front"));
+        let relabelled =
+            pod(&shared, "fixture", "web-1").is_some_and(|p| p.labels.get("tier") == Some("front"));
         (relabelled && pod(&shared, "fixture", "web-2").is_none()).then_some(())
     })
     .await;
