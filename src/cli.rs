@@ -77,8 +77,17 @@ pub struct ReportArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub client: ClientArgs,
-    /// Elect a leader through a Lease, so that only one replica evicts.
-    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
+    /// Elect a leader through a Lease, so that only one replica evicts. `--leader-elect` alone means
+    /// true, as in controller-runtime; `--leader-elect=false` runs a single replica without a Lease.
+    #[arg(
+        long,
+        value_name = "BOOL",
+        default_value_t = true,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        require_equals = false,
+        action = ArgAction::Set
+    )]
     pub leader_elect: bool,
     /// Namespace of the Lease (default: $POD_NAMESPACE, the namespace tidal runs in).
     #[arg(
@@ -354,6 +363,15 @@ mod tests {
             Command::Run(args) => *args,
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn leader_elect_needs_no_value() {
+        assert!(run_args(&[]).leader_elect);
+        assert!(run_args(&["--leader-elect"]).leader_elect);
+        assert!(run_args(&["--leader-elect", "--eviction-qps", "2"]).leader_elect);
+        assert!(!run_args(&["--leader-elect=false"]).leader_elect);
+        assert!(!run_args(&["--leader-elect", "false"]).leader_elect);
     }
 
     fn error(flags: &[&str]) -> String {

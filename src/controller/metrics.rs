@@ -25,6 +25,11 @@ use crate::{
     runtime::{leader::LeaderHandle, watch::WatchObserver},
 };
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabels {
+    pub version: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 pub struct PolicyStrategy {
     pub policy: String,
@@ -173,6 +178,18 @@ impl Metrics {
             "Polls of metrics.k8s.io for measured usage, by result (ok, unavailable, error)",
             usage_polls.clone(),
         );
+        // Which build runs where, for dashboards that compare replicas across a rollout.
+        let build_info = Family::<BuildLabels, Gauge>::default();
+        registry.register(
+            "build_info",
+            "Always 1; labels name the build",
+            build_info.clone(),
+        );
+        build_info
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            })
+            .set(1);
         let leader = Gauge::default();
         registry.register(
             "leader",
@@ -389,7 +406,10 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("# TYPE tidal_cycle_duration_seconds histogram")
+            text.contains(&format!(
+                "tidal_build_info{{version=\"{}\"}} 1",
+                env!("CARGO_PKG_VERSION")
+            )) && text.contains("# TYPE tidal_cycle_duration_seconds histogram")
                 && text.contains("# TYPE tidal_plan_duration_seconds histogram"),
             "{text}"
         );

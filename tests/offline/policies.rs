@@ -90,6 +90,29 @@ fn assert_accepted(schemas: &CrdValidator, file: &Path, object: &Value) {
     );
 }
 
+/// Applying the examples must never evict: every shipped policy is DryRun unless its file name says it
+/// evicts.
+#[test]
+fn shipped_policies_evict_only_when_their_file_name_says_so() {
+    for entry in std::fs::read_dir(repo("policies")).expect("policies/ exists") {
+        let file = entry.expect("dir entry").path();
+        let evicting_name = file
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().contains("evict"));
+        for object in documents(&file) {
+            if object["kind"] == "DeschedulingPolicy" && !evicting_name {
+                assert_eq!(
+                    object["spec"]["mode"],
+                    "DryRun",
+                    "{}: {} evicts, but its file name does not say so",
+                    file.display(),
+                    name(&object)
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn every_policy_example_is_valid() {
     let schemas = CrdValidator::new();
