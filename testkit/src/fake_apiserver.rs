@@ -257,6 +257,11 @@ struct Inner {
     store: Mutex<Store>,
     /// Whether the PodGroup "CRD" is installed.
     podgroups: AtomicBool,
+    /// Whether the core kinds are served in protobuf to clients that ask for it, as a real API server
+    /// does. Off: JSON whatever the client asks (a server or proxy without protobuf).
+    protobuf: AtomicBool,
+    /// Lists and watches answered in protobuf so far.
+    protobuf_answers: std::sync::atomic::AtomicUsize,
     events: broadcast::Sender<Arc<LogEntry>>,
     cut: watch::Sender<u64>,
 }
@@ -295,6 +300,8 @@ impl FakeApiServer {
                 effect: EvictionEffect::Delete,
             }),
             podgroups: AtomicBool::new(false),
+            protobuf: AtomicBool::new(true),
+            protobuf_answers: Default::default(),
             events,
             cut: watch::Sender::new(0),
         });
@@ -446,6 +453,16 @@ impl FakeApiServer {
     /// Installs or removes the PodGroup CRD. Removing it drops every PodGroup without a watch event
     /// and ends open watches (the API server's watchers of a deleted CRD need not see the deletes);
     /// until it is installed, PodGroup requests answer 404.
+    /// Serve pods, nodes, namespaces and PDBs in protobuf when asked (the default), or JSON only.
+    pub fn speak_protobuf(&self, on: bool) {
+        self.inner.protobuf.store(on, Ordering::SeqCst);
+    }
+
+    /// Lists and watches answered in protobuf so far.
+    pub fn protobuf_answers(&self) -> usize {
+        self.inner.protobuf_answers.load(Ordering::SeqCst)
+    }
+
     pub fn serve_podgroups(&self, served: bool) {
         self.inner.podgroups.store(served, Ordering::SeqCst);
         if !served {
@@ -758,9 +775,10 @@ async fn route(
         .to_owned();
     match (method, &target.name, target.subresource.as_deref()) {
         (&Method::GET, None, None) if query.get("watch").map(String::as_str) == Some("true") => {
-            watch_response(inner, &target, &query)
+            let protobuf = wants_protobuf(inner, &target, headers);
+            watch_response(inner, &target, &query, protobuf)
         }
-        (&Method::GET, None, None) => list(inner, &target),
+        (&Method::GET, None, None) => list(inner, &target, wants_protobuf(inner, &target, headers)),
         (&Method::POST, None, None) => {
             let mut object = body;
             if let Some(ns) = &target.namespace {
@@ -858,7 +876,24 @@ fn in_scope(target: &Target, resource: &str, namespace: &str) -> bool {
         && target.namespace.as_deref().is_none_or(|ns| ns == namespace)
 }
 
-fn list(inner: &Inner, target: &Target) -> Response {
+/// The client asked for protobuf, the kind is served in it, and protobuf is on.
+fn wants_protobuf(inner: &Inner, target: &Target, headers: &HeaderMap) -> bool {
+    let asked = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.contains(PROTOBUF));
+    let answered = asked
+        && inner.protobuf.load(Ordering::SeqCst)
+        && crate::protobuf::KINDS.contains(&target.kind.plural);
+    if answered {
+        inner.protobuf_answers.fetch_add(1, Ordering::SeqCst);
+    }
+    answered
+}
+
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+fn list(inner: &Inner, target: &Target, protobuf: bool) -> Response {
     let store = inner.lock();
     let items: Vec<Value> = store
         .objects
@@ -866,6 +901,18 @@ fn list(inner: &Inner, target: &Target) -> Response {
         .filter(|((r, ns, _), _)| in_scope(target, r, ns))
         .map(|(_, v)| v.clone())
         .collect();
+    if protobuf {
+        let kind = target.kind;
+        if let Some(body) = crate::protobuf::list(
+            kind.plural,
+            kind.api_version,
+            kind.kind,
+            &items,
+            &store.rv.to_string(),
+        ) {
+            return ([(header::CONTENT_TYPE, PROTOBUF)], Body::from(body)).into_response();
+        }
+    }
     json_response(
         200,
         &json!({
@@ -887,7 +934,32 @@ fn watch_response(
     inner: &Arc<Inner>,
     target: &Target,
     query: &HashMap<String, String>,
+    protobuf: bool,
 ) -> Response {
+    let kind = target.kind;
+    // One event on the wire: a JSON line, or a protobuf frame.
+    let watch_line = move |type_: &str, object: &Value| -> Bytes {
+        if protobuf {
+            let enveloped = if type_ == "ERROR" {
+                Some(crate::protobuf::status(
+                    object["code"].as_i64().unwrap_or(500) as i32,
+                    object["reason"].as_str().unwrap_or_default(),
+                    object["message"].as_str().unwrap_or_default(),
+                ))
+            } else {
+                crate::protobuf::object(kind.plural, kind.api_version, kind.kind, object)
+            };
+            if let Some(enveloped) = enveloped {
+                return Bytes::from(crate::protobuf::frame(type_, enveloped));
+            }
+        }
+        watch_line(type_, object)
+    };
+    let content_type = if protobuf {
+        "application/vnd.kubernetes.protobuf;stream=watch"
+    } else {
+        "application/json"
+    };
     let since = query.get("resourceVersion").cloned().unwrap_or_default();
     let bookmarks = query.get("allowWatchBookmarks").map(String::as_str) == Some("true");
     let mut cut = inner.cut.subscribe();
@@ -911,7 +983,7 @@ fn watch_response(
                     "reason": "Expired", "code": 410
                 });
                 let body = Body::from(watch_line("ERROR", &gone));
-                return ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+                return ([(header::CONTENT_TYPE, content_type)], body).into_response();
             }
             for entry in &store.log {
                 if entry.rv > since && in_scope(target, &entry.resource, &entry.namespace) {
@@ -949,7 +1021,7 @@ fn watch_response(
         })
         .map(Ok::<_, Infallible>);
     (
-        [(header::CONTENT_TYPE, "application/json")],
+        [(header::CONTENT_TYPE, content_type)],
         Body::from_stream(stream),
     )
         .into_response()

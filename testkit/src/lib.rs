@@ -3,5 +3,6 @@
 //! generator both use, so that every run sees the same cluster.
 
 pub mod fake_apiserver;
+pub mod protobuf;
 pub mod rng;
 pub mod synthetic;

@@ -621,6 +621,25 @@ async fn evict_one_misplaced_pod(server: &FakeApiServer, dir: &std::path::Path) 
     controller
 }
 
+/// The core kinds travel in protobuf when the server speaks it (every other test here runs on it), and
+/// in JSON when it does not: the same eviction either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protobuf_when_the_server_speaks_it_json_when_it_does_not() {
+    for protobuf in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = FakeApiServer::start().await;
+        server.speak_protobuf(protobuf);
+        let controller = evict_one_misplaced_pod(&server, dir.path()).await;
+        assert_eq!(
+            server.protobuf_answers() > 0,
+            protobuf,
+            "protobuf {protobuf}: {} protobuf answers",
+            server.protobuf_answers()
+        );
+        controller.stop().await;
+    }
+}
+
 /// An error that says nothing about the CRD (a 500, a 403) is asked again; it never starts a watch
 /// of a resource that does not exist, which would hold every cycle forever. (Not a 503: kube's client
 /// retries those by itself.)
