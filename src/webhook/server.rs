@@ -20,6 +20,7 @@ use jiff::Timestamp;
 use tokio::{net::TcpListener, sync::Semaphore, time::Instant};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
 use tracing::{debug, info, warn};
 
 use super::{
@@ -259,6 +260,11 @@ pub struct ServeLimits {
     /// server keeps a few dozen connections per webhook; the cap only stops a flood from exhausting
     /// memory or file descriptors.
     pub max_connections: usize,
+    /// Time from a request's headers to its answer, reading the body included. A client that sends
+    /// its body one byte at a time is answered 408 and disconnected when it runs out, so a slow body
+    /// holds a connection slot for seconds, not for as long as the client likes. The API server's own
+    /// webhook timeout is at most 30s (10s by default) and gives up before this matters to it.
+    pub request_timeout: Duration,
 }
 
 impl Default for ServeLimits {
@@ -266,8 +272,19 @@ impl Default for ServeLimits {
         ServeLimits {
             header_read_timeout: Duration::from_secs(120),
             max_connections: 512,
+            request_timeout: Duration::from_secs(10),
         }
     }
+}
+
+/// 408, and the connection closes: its unread body cannot be trusted to end.
+fn request_timed_out() -> Response {
+    (
+        StatusCode::REQUEST_TIMEOUT,
+        [(header::CONNECTION, "close")],
+        "request not complete in time\n",
+    )
+        .into_response()
 }
 
 /// Serves `app` over HTTPS on `listener` until `shutdown` resolves, then lets in-flight requests
@@ -321,6 +338,7 @@ pub async fn serve_tls_with(
                     }
                 };
                 let (acceptor, app, builder) = (acceptor.clone(), app.clone(), builder.clone());
+                let request_timeout = limits.request_timeout;
                 let watcher = graceful.watcher();
                 tokio::spawn(async move {
                     let _slot = slot;
@@ -335,7 +353,17 @@ pub async fn serve_tls_with(
                             return;
                         }
                     };
-                    let connection = builder.serve_connection(TokioIo::new(tls), TowerToHyperService::new(app));
+                    let deadline = tower::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                        let app = app.clone();
+                        async move {
+                            let request = request.map(axum::body::Body::new);
+                            match tokio::time::timeout(request_timeout, app.oneshot(request)).await {
+                                Ok(answer) => answer,
+                                Err(_) => Ok(request_timed_out()),
+                            }
+                        }
+                    });
+                    let connection = builder.serve_connection(TokioIo::new(tls), TowerToHyperService::new(deadline));
                     if let Err(error) = watcher.watch(connection).await {
                         debug!(%peer, %error, "connection ended with an error");
                     }

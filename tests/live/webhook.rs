@@ -679,6 +679,48 @@ async fn a_client_that_stalls_in_its_headers_is_disconnected() {
     let _ = hook.stop.send(());
 }
 
+/// Slow bodies: clients that send full headers and then trickle (or stop sending) their body hold
+/// every connection slot. Each is answered 408 and disconnected at the request deadline, so a real
+/// admission request behind them is served within a bounded time, not after the attackers give up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_bodies_cannot_hold_the_slots_past_the_request_deadline() {
+    let state = WebhookState::new(SharedCache::from_cache(cluster(true, &[])), Duration::ZERO);
+    let limits = ServeLimits {
+        max_connections: 3,
+        request_timeout: Duration::from_millis(300),
+        ..ServeLimits::default()
+    };
+    let hook = start_with(state, limits, std::future::pending()).await;
+    let mut slow = Vec::new();
+    for _ in 0..3 {
+        let mut tls = connect(&hook).await;
+        tls.write_all(
+            b"POST /mutate-pods HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{",
+        )
+        .await
+        .unwrap();
+        tls.flush().await.unwrap();
+        slow.push(tls);
+    }
+    // Every slot is taken by a body that will never arrive; the real request still gets an answer.
+    let body = review(None, "web-1", pod("web-1", json!({}), None));
+    let answered = tokio::time::timeout(
+        Duration::from_secs(30),
+        call(&hook, "POST", "/mutate-pods", body),
+    )
+    .await
+    .expect("a real request was starved by slow bodies");
+    assert_eq!(answered.status, StatusCode::OK);
+    // The slow clients were told why and disconnected.
+    let mut answer = Vec::new();
+    let read =
+        tokio::time::timeout(Duration::from_secs(30), slow[0].read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "a slow client was never disconnected");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    let _ = hook.stop.send(());
+}
+
 /// Over the connection cap, a new client waits until a connection closes.
 #[tokio::test]
 async fn connections_over_the_cap_wait_for_a_free_slot() {
