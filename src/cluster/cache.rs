@@ -3,7 +3,7 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::Arc,
+    sync::{Arc, Weak},
     time::Duration,
 };
 
@@ -11,6 +11,7 @@ use jiff::Timestamp;
 
 use super::{
     config::{PolicyInfo, ZoneInfo},
+    constraints::Constraints,
     ingest::ObjectKind,
     keys::ObjectKey,
     namespace::NamespaceInfo,
@@ -44,6 +45,8 @@ pub struct ClusterCache {
     /// status says as much. Merged into every version of the zone the watch delivers, because the
     /// status write may lag or have failed, and `evictPeriod` must hold either way.
     local_rounds: HashMap<String, Timestamp>,
+    /// Distinct pod constraints, by signature: pods of one shape share one copy.
+    shapes: HashMap<u64, Vec<Weak<Constraints>>>,
     policies: Versioned<String, PolicyInfo>,
     namespaces: Versioned<String, NamespaceInfo>,
     node_usage: Versioned<String, UsageSeries>,
@@ -84,6 +87,7 @@ impl ClusterCache {
     /// Adds or replaces a pod, as observed at `at` (when its event arrived). An eviction tidal made
     /// stays marked across updates until the pod is gone.
     pub fn apply_pod(&mut self, mut pod: PodInfo, at: Timestamp) {
+        pod.constraints = self.intern(Arc::clone(&pod.constraints));
         match self.evicting.get(&pod.key) {
             Some(mark) if mark.uid == pod.uid => pod.evicting_since = Some(mark.since),
             Some(_) => {
@@ -111,6 +115,22 @@ impl ClusterCache {
             self.detach(&previous);
         }
         self.pod_usage.remove(&mut self.generation, key);
+    }
+
+    /// The shared copy of `constraints`, if a pod of the same shape is cached; else this one, which
+    /// later pods of its shape then share.
+    fn intern(&mut self, constraints: Arc<Constraints>) -> Arc<Constraints> {
+        let bucket = self.shapes.entry(constraints.signature).or_default();
+        bucket.retain(|known| known.strong_count() > 0);
+        if let Some(shared) = bucket
+            .iter()
+            .filter_map(Weak::upgrade)
+            .find(|known| **known == *constraints)
+        {
+            return shared;
+        }
+        bucket.push(Arc::downgrade(&constraints));
+        constraints
     }
 
     /// A pod stopped using its node's resources at `at`: the node's earlier usage samples still count
@@ -518,6 +538,29 @@ mod tests {
         written.last_eviction_round = Some(t2);
         cache.apply_zone(written);
         assert_eq!(cache.zone("rz").unwrap().last_eviction_round, Some(t2));
+    }
+
+    #[test]
+    fn pods_of_one_shape_share_their_constraints() {
+        let mut cache = ClusterCache::new();
+        let tolerating = |name: &str, key: &str| {
+            let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "ns", "uid": name},
+                "spec": {"nodeName": "n1", "containers": [{"name": "c"}],
+                         "tolerations": [{"key": key, "operator": "Exists"}]},
+                "status": {"phase": "Running"},
+            }))
+            .unwrap();
+            PodInfo::from_pod(&pod).unwrap()
+        };
+        cache.apply_pod(tolerating("a", "gpu"), Timestamp::now());
+        cache.apply_pod(tolerating("b", "gpu"), Timestamp::now());
+        cache.apply_pod(tolerating("c", "spot"), Timestamp::now());
+        let get =
+            |name: &str| Arc::clone(&cache.pod(&ObjectKey::new("ns", name)).unwrap().constraints);
+        assert!(Arc::ptr_eq(&get("a"), &get("b")));
+        assert!(!Arc::ptr_eq(&get("a"), &get("c")));
+        assert_eq!(get("c").tolerations[0].key.as_deref(), Some("spot"));
     }
 
     fn running_pod(name: &str, node: &str) -> PodInfo {

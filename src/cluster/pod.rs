@@ -1,6 +1,6 @@
 //! The slim pod tidal keeps: only what its decisions read, parsed once at ingest.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::Arc};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
@@ -102,7 +102,9 @@ pub struct PodInfo {
     /// Kinds of every owner reference, controller or not (`excludeOwnerKinds` looks at all of them).
     pub owner_kinds: Vec<String>,
     /// Node selector, affinities, tolerations and spread constraints.
-    pub constraints: Constraints,
+    /// Shared between pods of one shape (the cache interns it): replicas of a workload carry the same
+    /// selector, affinity, tolerations and spread constraints.
+    pub constraints: Arc<Constraints>,
     pub volumes: VolumeKinds,
     /// Hash of the sorted container images: pods of one owner with equal hashes are duplicates.
     pub images_hash: u64,
@@ -224,7 +226,7 @@ impl PodInfo {
                 .flatten()
                 .map(|o| o.kind.clone())
                 .collect(),
-            constraints: Constraints::from_spec(spec),
+            constraints: Arc::new(Constraints::from_spec(spec)),
             volumes,
             images_hash,
             status: PodStatusSummary::from_status(status),
