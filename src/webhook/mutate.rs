@@ -64,6 +64,9 @@ pub fn toward_revocable_nodes(zone_opt_in: Option<&str>) -> NodeSelectorRequirem
     }
 }
 
+/// Required node-affinity terms above which a pod is not patched (the API server sets no limit).
+pub const MAX_PATCHED_TERMS: usize = 100;
+
 /// Computes the patch for `pod` (the object being created), whose tidal settings are read into `info`
 /// and whose preemptability (pod, else PodGroup) is `preemptable`.
 pub fn mutate(pod: &Pod, info: &PodInfo, preemptable: &Preemptable) -> Mutation {
@@ -74,6 +77,22 @@ pub fn mutate(pod: &Pod, info: &PodInfo, preemptable: &Preemptable) -> Mutation 
     // would only make the kubelet reject it: the validating webhook judges those instead.
     if is_exempt(info) || spec.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
         return Mutation::default();
+    }
+    // The patch grows with the pod's own required terms (each gets tidal's requirement, a zone opt-in
+    // doubles them): a pod with thousands of terms would get a patch many times its own size, and a
+    // few such requests at once could exhaust the webhook's memory. Such a pod is admitted unchanged;
+    // the binding check still keeps it off nodes it may not use.
+    let terms = required_terms(pod).len();
+    if terms > MAX_PATCHED_TERMS {
+        return Mutation {
+            patch: json_patch::Patch(Vec::new()),
+            warnings: vec![format!(
+                "tidal: pod {} has {terms} required node-affinity terms (more than {MAX_PATCHED_TERMS}); \
+                 admitted without tidal's placement rules, and it may not be bound to revocable nodes \
+                 it is not allowed on",
+                info.key
+            )],
+        };
     }
     let original = spec.affinity.clone();
     let mut affinity = original.clone().unwrap_or_default();
@@ -195,22 +214,27 @@ fn asks_for_revocable_nodes(pod: &Pod) -> bool {
     {
         return true;
     }
-    let terms = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| {
-            n.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .map(|s| s.node_selector_terms.as_slice())
-        .unwrap_or_default();
+    let terms = required_terms(pod);
     !terms.is_empty()
         && terms.iter().all(|term| {
             term.match_expressions.iter().flatten().any(|e| {
                 e.key == labels::REVOCABLE_ZONE && (e.operator == "In" || e.operator == "Exists")
             })
         })
+}
+
+/// The pod's required node-affinity terms.
+fn required_terms(pod: &Pod) -> &[NodeSelectorTerm] {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|s| s.node_selector_terms.as_slice())
+        .unwrap_or_default()
 }
 
 /// The JSON patch turning the pod's affinity into `updated`, computed by diffing the two documents
@@ -256,6 +280,39 @@ mod tests {
 
     const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
     const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
+
+    #[test]
+    fn a_pod_with_absurdly_many_terms_is_not_patched_and_is_told_why() {
+        let terms = |n: usize| {
+            (0..n)
+                .map(|i| json!({"matchExpressions": [{"key": "k", "operator": "In", "values": [i.to_string()]}]}))
+                .collect::<Vec<_>>()
+        };
+        let spec = |n: usize| json!({"affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": terms(n)}}}});
+        let (p, info) = pod(spec(MAX_PATCHED_TERMS + 1), json!({}));
+        let m = mutate(&p, &info, &Preemptable::No);
+        assert!(m.patch.0.is_empty());
+        assert!(
+            m.warnings[0].contains("required node-affinity terms"),
+            "{:?}",
+            m.warnings
+        );
+        // At the limit the patch still comes, and stays proportional to the pod: one requirement
+        // added per term.
+        let (p, info) = pod(spec(MAX_PATCHED_TERMS), json!({}));
+        let m = mutate(&p, &info, &Preemptable::No);
+        let patched = patched_affinity(&p, &m);
+        assert_eq!(
+            patched["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
+                .as_array()
+                .unwrap()
+                .len(),
+            MAX_PATCHED_TERMS
+        );
+        let patch_bytes = serde_json::to_vec(&m.patch).unwrap().len();
+        let pod_bytes = serde_json::to_vec(&p).unwrap().len();
+        assert!(patch_bytes < 4 * pod_bytes, "{patch_bytes} vs {pod_bytes}");
+    }
 
     #[test]
     fn non_preemptable_pod_without_affinity_gets_one_required_term() {
