@@ -72,6 +72,15 @@ pub fn parse_review(body: &[u8]) -> Result<Request, ReviewError> {
                 ReviewError::Malformed(format!("at {path}: {}", e.into_inner()))
             }
         })?;
+    // Only what the API server sends: another apiVersion or kind is not a request this webhook
+    // understands, and echoing it back with a decision would pretend otherwise.
+    let types = &review.types;
+    if types.api_version != "admission.k8s.io/v1" || types.kind != "AdmissionReview" {
+        return Err(ReviewError::Malformed(format!(
+            "expected apiVersion admission.k8s.io/v1 and kind AdmissionReview, got {:?} {:?}",
+            types.api_version, types.kind
+        )));
+    }
     review.try_into().map_err(|_| ReviewError::NoRequest)
 }
 
@@ -582,6 +591,26 @@ mod tests {
                 error.contains(expected),
                 "{error:?} should mention {expected:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_review_of_another_api_version_or_kind_is_refused() {
+        let valid: serde_json::Value = serde_json::from_slice(&review(
+            "pods",
+            None,
+            "p",
+            pod_object("p", json!({}), json!({})),
+        ))
+        .unwrap();
+        assert!(parse_review(&serde_json::to_vec(&valid).unwrap()).is_ok());
+        for (field, value) in [("apiVersion", "foo/v9"), ("kind", "Pod")] {
+            let mut other = valid.clone();
+            other[field] = json!(value);
+            let error = parse_review(&serde_json::to_vec(&other).unwrap())
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(value), "{error}");
         }
     }
 
