@@ -25,7 +25,9 @@ impl ClientArgs {
     /// The client configuration: an explicit `--kubeconfig`/`--context` wins; otherwise the in-cluster
     /// service account, else `$KUBECONFIG` / `~/.kube/config`.
     pub async fn config(&self) -> anyhow::Result<Config> {
-        config(self.kubeconfig.as_deref(), self.context.as_deref()).await
+        let config = config(self.kubeconfig.as_deref(), self.context.as_deref()).await?;
+        check_client_certificate(&config)?;
+        Ok(config)
     }
 
     /// A client with kube's default retries (429, 503 and 504, honouring `Retry-After`).
@@ -60,6 +62,71 @@ async fn config(kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow::Res
     Ok(config)
 }
 
+/// rustls refuses X.509 version 1 client certificates (what `openssl x509 -req` makes without
+/// extensions) deep inside the TLS handshake, with an error that names neither the file nor the cause.
+/// Said here, once, with the way out.
+fn check_client_certificate(config: &Config) -> anyhow::Result<()> {
+    use base64::Engine;
+    let auth = &config.auth_info;
+    let (pem, source) = if let Some(data) = &auth.client_certificate_data {
+        let Ok(pem) = base64::engine::general_purpose::STANDARD.decode(data.trim()) else {
+            return Ok(());
+        };
+        (pem, "client-certificate-data".to_owned())
+    } else if let Some(path) = &auth.client_certificate {
+        let Ok(pem) = std::fs::read(path) else {
+            return Ok(());
+        };
+        (pem, path.clone())
+    } else {
+        return Ok(());
+    };
+    if first_certificate(&pem).is_some_and(|der| x509_version_1(&der)) {
+        anyhow::bail!(
+            "the kubeconfig's client certificate ({source}) is X.509 version 1, which TLS refuses; \
+             reissue it as version 3, e.g. `openssl x509 -req ... -extfile <(echo \
+             'basicConstraints=CA:FALSE')`"
+        );
+    }
+    Ok(())
+}
+
+/// The DER of the first certificate in a PEM text.
+fn first_certificate(pem: &[u8]) -> Option<Vec<u8>> {
+    use base64::Engine;
+    let text = std::str::from_utf8(pem).ok()?;
+    let start = text.find("-----BEGIN CERTIFICATE-----")? + "-----BEGIN CERTIFICATE-----".len();
+    let end = start + text[start..].find("-----END CERTIFICATE-----")?;
+    let body: String = text[start..end].split_whitespace().collect();
+    base64::engine::general_purpose::STANDARD.decode(body).ok()
+}
+
+/// A version 1 certificate's TBSCertificate starts with its serial number; versions 2 and 3 start
+/// with the explicit `[0]` version field (tag 0xA0).
+fn x509_version_1(der: &[u8]) -> bool {
+    /// The offset of a DER element's contents, after its tag and length.
+    fn contents(der: &[u8], at: usize) -> Option<usize> {
+        let first = *der.get(at + 1)?;
+        if first < 0x80 {
+            Some(at + 2)
+        } else {
+            Some(at + 2 + usize::from(first & 0x7F))
+        }
+    }
+    let Some(tbs) = (der.first() == Some(&0x30))
+        .then(|| contents(der, 0))
+        .flatten()
+    else {
+        return false;
+    };
+    if der.get(tbs) != Some(&0x30) {
+        return false;
+    }
+    contents(der, tbs)
+        .and_then(|at| der.get(at))
+        .is_some_and(|tag| *tag != 0xA0)
+}
+
 /// The client evictions go through. kube retries 429, 503 and 504 by default, honouring
 /// `Retry-After`; for evictions a 429 is an answer (a PDB said no) and must not be retried within the
 /// cycle, and transient errors are retried by the evictor against the cycle's deadline instead.
@@ -72,6 +139,41 @@ pub fn without_retries(config: &Config) -> anyhow::Result<Client> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_1_certificates_are_told_apart() {
+        // SEQUENCE { SEQUENCE { [0] { INTEGER 2 } ... } }: a version 3 TBSCertificate.
+        let v3 = [
+            0x30, 0x09, 0x30, 0x07, 0xA0, 0x03, 0x02, 0x01, 0x02, 0x02, 0x00,
+        ];
+        // SEQUENCE { SEQUENCE { INTEGER serial ... } }: no version field, version 1.
+        let v1 = [0x30, 0x05, 0x30, 0x03, 0x02, 0x01, 0x07];
+        // Long-form lengths, as real certificates have.
+        let long = [0x30, 0x81, 0x05, 0x30, 0x81, 0x02, 0x02, 0x00];
+        assert!(!x509_version_1(&v3));
+        assert!(x509_version_1(&v1));
+        assert!(x509_version_1(&long));
+        assert!(!x509_version_1(&[]));
+        assert!(!x509_version_1(&[0x30]));
+    }
+
+    #[test]
+    fn a_version_1_client_certificate_is_named_with_the_fix() {
+        use base64::Engine;
+        let der = [0x30, 0x05, 0x30, 0x03, 0x02, 0x01, 0x07];
+        let pem = format!(
+            "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+            base64::engine::general_purpose::STANDARD.encode(der)
+        );
+        let mut config = Config::new("https://127.0.0.1:6443".parse().unwrap());
+        config.auth_info.client_certificate_data =
+            Some(base64::engine::general_purpose::STANDARD.encode(&pem));
+        let error = check_client_certificate(&config).unwrap_err().to_string();
+        assert!(error.contains("X.509 version 1"), "{error}");
+        assert!(error.contains("client-certificate-data"), "{error}");
+        config.auth_info.client_certificate_data = None;
+        assert!(check_client_certificate(&config).is_ok());
+    }
 
     #[tokio::test]
     async fn a_missing_kubeconfig_names_the_file() {
