@@ -172,7 +172,7 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
     let on = |name: &str| {
         events
             .iter()
-            .any(|e| e["regarding"]["name"] == json!(name) && e["reason"] == json!("Evicted"))
+            .any(|e| e["regarding"]["name"] == json!(name) && e["reason"] == json!("Descheduled"))
     };
     assert!(on("solo") && on("misplaced"), "{events:#?}");
     assert!(!on("guarded"));
@@ -743,8 +743,8 @@ async fn gone_and_replaced_answers_are_not_evictions_and_not_proposed_again() {
     let evictions = server.evictions();
     assert_eq!(real_attempts(&evictions, "p1"), 1, "{evictions:#?}");
     assert_eq!(real_attempts(&evictions, "p2"), 1, "{evictions:#?}");
-    assert!(events_about(&server, "p1", "Evicted").is_empty());
-    assert!(events_about(&server, "p2", "Evicted").is_empty());
+    assert!(events_about(&server, "p1", "Descheduled").is_empty());
+    assert!(events_about(&server, "p2", "Descheduled").is_empty());
     controller.stop().await;
 }
 
@@ -780,7 +780,7 @@ async fn an_eviction_whose_answer_was_lost_counts_once() {
         .map(|e| e.code)
         .collect();
     assert_eq!(codes, vec![201, 404]);
-    let events = events_about(&server, "misplaced", "Evicted");
+    let events = events_about(&server, "misplaced", "Descheduled");
     assert_eq!(events.len(), 1, "{events:#?}");
     assert!(events[0]["note"].as_str().unwrap().contains("unconfirmed"));
     assert!(zone_status(&server, "rz")["lastEvictionRound"].is_string());

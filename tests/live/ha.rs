@@ -270,7 +270,9 @@ async fn sigterm_mid_round_records_the_round_and_events_before_releasing() {
     let events: Vec<Value> = server
         .list("apis/events.k8s.io/v1", "events")
         .into_iter()
-        .filter(|e| e["regarding"]["name"] == json!(evicted[0]) && e["reason"] == json!("Evicted"))
+        .filter(|e| {
+            e["regarding"]["name"] == json!(evicted[0]) && e["reason"] == json!("Descheduled")
+        })
         .collect();
     assert_eq!(events.len(), 1, "{events:#?}");
     assert_eq!(holder(&server), None, "the lease is released");

@@ -44,6 +44,9 @@ const MAX_POD_WARNINGS_PER_CYCLE: usize = 50;
 
 /// Writes status and events; remembers what it wrote so that unchanged status is not re-sent. Every
 /// write first checks that this replica still leads: the lease can be lost between two writes.
+
+/// The reason of the Event on a pod tidal evicted.
+pub const POD_EVENT_REASON: &str = "Descheduled";
 pub struct StatusWriter {
     client: Client,
     recorder: EventRecorder,
@@ -200,6 +203,7 @@ impl StatusWriter {
     }
 
     /// A Normal event on a pod tidal evicted.
+    /// (The reason is [`POD_EVENT_REASON`].)
     /// `confirmed` is false when the API server's answer was lost and a retry found the pod gone.
     pub async fn pod_evicted(&self, policy: &str, candidate: &Candidate, confirmed: bool) {
         let pod = &candidate.pod;
@@ -214,9 +218,11 @@ impl StatusWriter {
             note.push_str(&format!(", zone {zone}"));
         }
         note.push(')');
+        // Not `Evicted`: that is the kubelet's reason for node-pressure evictions, and alerts on it
+        // must not fire for a planned descheduling.
         let event = Event {
             type_: EventType::Normal,
-            reason: "Evicted".to_owned(),
+            reason: POD_EVENT_REASON.to_owned(),
             note: Some(truncate(note)),
             action: "Evict".to_owned(),
             secondary: None,
