@@ -42,11 +42,11 @@ const CONTROLLER: &str = "tidal";
 /// of its pods, and thousands of events in one cycle would only flood the API server.
 const MAX_POD_WARNINGS_PER_CYCLE: usize = 50;
 
-/// Writes status and events; remembers what it wrote so that unchanged status is not re-sent. Every
-/// write first checks that this replica still leads: the lease can be lost between two writes.
-
 /// The reason of the Event on a pod tidal evicted.
 pub const POD_EVENT_REASON: &str = "Descheduled";
+
+/// Writes status and events; remembers what it wrote so that unchanged status is not re-sent. Every
+/// write first checks that this replica still leads: the lease can be lost between two writes.
 pub struct StatusWriter {
     client: Client,
     recorder: EventRecorder,
