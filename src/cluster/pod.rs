@@ -142,10 +142,6 @@ impl PodInfo {
             object: &object,
             maps: &[Some(&labels), Some(annotations)],
         };
-        let annotation_only = Sources {
-            object: &object,
-            maps: &[Some(annotations)],
-        };
 
         let owner = meta
             .owner_references
@@ -252,7 +248,8 @@ impl PodInfo {
                 .filter(|zone| !zone.is_empty())
                 .cloned(),
             cooldown: label_then_annotation.read_parsed(&[labels::COOLDOWN_TIME]),
-            budget: JobBudget::read(&annotation_only),
+            // Labels too, as for PodGroups: a budget set as a label must not be silently ignored.
+            budget: JobBudget::read(&label_then_annotation),
             evict_annotation: annotations
                 .get(labels::DESCHEDULER_EVICT)
                 .is_some_and(|v| parse_bool(v).unwrap_or(false)),
@@ -365,6 +362,21 @@ mod tests {
             "status": {"phase": "Running"},
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn a_budget_set_as_a_pod_label_is_read() {
+        let info = PodInfo::from_pod(&pod(serde_json::json!({
+            "name": "a-0", "namespace": "ns",
+            "labels": {"volcano.sh/jdb-max-unavailable": "1"},
+        })))
+        .unwrap();
+        assert_eq!(
+            info.budget,
+            Setting::Valid(JobBudget::MaxUnavailable(
+                crate::cluster::job_budget::IntOrPercent::Int(1)
+            ))
+        );
     }
 
     #[test]

@@ -169,7 +169,8 @@ pub fn plan_all_with(
     now: Timestamp,
     rows: SkipRows,
 ) -> CyclePlan {
-    let (zones, warnings) = zone_views(snapshot, now);
+    let (zones, mut warnings) = zone_views(snapshot, now);
+    warnings.extend(missing_podgroups(snapshot));
     let mut planned: HashSet<ObjectKey> = HashSet::new();
     let mut plans = Vec::new();
     for policy in policies {
@@ -185,6 +186,31 @@ pub fn plan_all_with(
         plans,
         warnings,
     }
+}
+
+/// Jobs whose pods name a PodGroup that does not exist (a typo, a group deleted before its pods, or
+/// Volcano not installed): their budget is not the group's but the pods' own or the policy's default,
+/// which the author of the annotation probably did not mean.
+pub fn missing_podgroups(snapshot: &Snapshot) -> Vec<String> {
+    snapshot
+        .jobs
+        .iter()
+        .filter(|(job, _)| job.kind == crate::cluster::JobKind::PodGroup)
+        .filter(|(job, _)| {
+            !snapshot
+                .podgroups
+                .contains_key(&ObjectKey::new(job.namespace.clone(), job.name.clone()))
+        })
+        .map(|(job, state)| {
+            format!(
+                "{} pod(s) name PodGroup {}/{} (scheduling.k8s.io/group-name), which does not exist: \
+                 their job budget is the pods' own or the policy's default",
+                state.pods.len(),
+                job.namespace,
+                job.name
+            )
+        })
+        .collect()
 }
 
 /// Everything one cycle decided, across policies.

@@ -339,6 +339,25 @@ fn a_capped_plan_lists_the_first_skips_counts_them_all_and_always_lists_invalid_
 }
 
 #[test]
+fn pods_naming_a_podgroup_that_does_not_exist_are_warned_about() {
+    let group = annotations(&[("scheduling.k8s.io/group-name", "ghost")]);
+    let mut world = World::new().with([
+        pod("ns", "a", "rev-1", all([preemptable(), group.clone()])),
+        pod("ns", "b", "rev-1", all([preemptable(), group])),
+    ]);
+    world
+        .cache
+        .apply_podgroup(podgroup("ns", "real", json!({})));
+    let snapshot = world.snapshot();
+    let warnings = super::missing_podgroups(&snapshot);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("2 pod(s) name PodGroup ns/ghost"),
+        "{warnings:?}"
+    );
+}
+
+#[test]
 fn held_candidates_are_skipped_by_gate_policy_and_use_no_allowance() {
     // The violation sorts first (namespace "a"); held, it must not take the only slot of `total: 1`.
     let mut world = World::new().with([
