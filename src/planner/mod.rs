@@ -171,6 +171,7 @@ pub fn plan_all_with(
 ) -> CyclePlan {
     let (zones, mut warnings) = zone_views(snapshot, now);
     warnings.extend(missing_podgroups(snapshot));
+    warnings.extend(unreadable_pods(snapshot));
     let mut planned: HashSet<ObjectKey> = HashSet::new();
     let mut plans = Vec::new();
     for policy in policies {
@@ -211,6 +212,33 @@ pub fn missing_podgroups(snapshot: &Snapshot) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// Pods with a value tidal cannot read (a request of `abc`, `-5`, `1e400`): never evicted, and their
+/// node's load counts as unknown, so no strategy proposes them and they would otherwise go unseen.
+/// One line for all, naming the first few.
+pub fn unreadable_pods(snapshot: &Snapshot) -> Option<String> {
+    const NAMED: usize = 5;
+    let mut count = 0;
+    let mut named = Vec::new();
+    for pod in snapshot.pods().filter(|p| !p.problems.is_empty()) {
+        count += 1;
+        if named.len() < NAMED {
+            named.push(pod.problems[0].to_string());
+        }
+    }
+    (count > 0).then(|| {
+        let more = if count > NAMED {
+            format!("; and {} more", count - NAMED)
+        } else {
+            String::new()
+        };
+        format!(
+            "{count} pod(s) have values tidal cannot read; they are never evicted and their nodes' load \
+             counts as unknown: {}{more}",
+            named.join("; ")
+        )
+    })
 }
 
 /// Everything one cycle decided, across policies.

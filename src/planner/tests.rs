@@ -339,6 +339,28 @@ fn a_capped_plan_lists_the_first_skips_counts_them_all_and_always_lists_invalid_
 }
 
 #[test]
+fn pods_with_unreadable_requests_are_named_not_invisible() {
+    let mut world = World::new().with([
+        pod(
+            "ns",
+            "bad",
+            "normal-1",
+            json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "abc"}}}]}}),
+        ),
+        pod("ns", "fine", "normal-1", json!({})),
+    ]);
+    let snapshot = world.snapshot();
+    let warning = super::unreadable_pods(&snapshot).expect("a warning");
+    assert!(warning.starts_with("1 pod(s)"), "{warning}");
+    assert!(
+        warning.contains("ns/bad") && warning.contains("abc"),
+        "{warning}"
+    );
+    let mut clean = World::new().with([pod("ns", "fine", "normal-1", json!({}))]);
+    assert_eq!(super::unreadable_pods(&clean.snapshot()), None);
+}
+
+#[test]
 fn pods_naming_a_podgroup_that_does_not_exist_are_warned_about() {
     let group = annotations(&[("scheduling.k8s.io/group-name", "ghost")]);
     let mut world = World::new().with([
