@@ -18,7 +18,9 @@ use crate::{
     api::PolicyMode,
     cluster::{ObjectKey, ObjectKind, PolicyInfo, SharedCache, Snapshot},
     controller::evictor::{EvictionRequest, Evictor, Guard, Outcome},
-    controller::metrics::{EvictionLabels, Metrics, PolicyStrategy, SkipLabels, TriggerLabel},
+    controller::metrics::{
+        EvictionLabels, Metrics, PolicyStrategy, SkipLabels, TriggerLabel, ZoneGauges,
+    },
     controller::status::{self, PolicyCounts, StatusWriter},
     framework::{Candidate, GateId, PlannedEviction, SkipReason, ZoneView},
     planner::{self, Plan, SkipRows},
@@ -114,6 +116,29 @@ pub struct CycleResult {
     pub now: Timestamp,
     pub zones: BTreeMap<String, ZoneView>,
     pub policies: Vec<PolicyResult>,
+}
+
+/// The per-zone gauges of a cycle; zones whose windows cannot be read have none (their error is in
+/// status and events).
+pub fn zone_gauges(
+    zones: &BTreeMap<String, ZoneView>,
+    preemptable: impl Fn(&str) -> u32,
+) -> Vec<ZoneGauges> {
+    zones
+        .values()
+        .filter_map(|view| {
+            let state = view.state.as_ref().ok()?;
+            Some(ZoneGauges {
+                zone: view.name.clone(),
+                open: state.open,
+                draining: state.draining,
+                next_change: state
+                    .next_change
+                    .map(|t| t.as_millisecond() as f64 / 1000.0),
+                preemptable_pods: preemptable(&view.name),
+            })
+        })
+        .collect()
 }
 
 /// Warnings not logged by the cycle before.
@@ -469,6 +494,9 @@ impl Runtime {
         for (labels, n) in skips {
             m.add_skips(labels, n);
         }
+        m.set_zones(&zone_gauges(&cycle.zones, |zone| {
+            status::preemptable_pods(&self.snapshot, zone)
+        }));
         m.retain_policies(self.snapshot.policies.keys());
         let cache = self.shared.read();
         m.set_cache_sizes(
@@ -526,6 +554,34 @@ mod tests {
 
     fn names<'a>(list: impl IntoIterator<Item = &'a Candidate>) -> Vec<String> {
         list.into_iter().map(|c| c.pod.key.to_string()).collect()
+    }
+
+    #[test]
+    fn zone_gauges_follow_the_zone_views_and_leave_out_unreadable_zones() {
+        let snapshot = {
+            let mut cache = crate::cluster::ClusterCache::new();
+            cache.apply_zone(crate::planner::tests::closed_zone("closed"));
+            cache.apply_zone(crate::planner::tests::open_zone("open"));
+            cache.apply_zone(crate::planner::tests::zone(
+                "broken",
+                serde_json::json!({"windows": [{"time": "25:00-26:00"}]}),
+                None,
+            ));
+            cache.snapshot()
+        };
+        let now = crate::planner::tests::ts(crate::planner::tests::NOW);
+        let (views, _) = crate::framework::zone_views(&snapshot, now);
+        let gauges = zone_gauges(&views, |zone| if zone == "closed" { 3 } else { 0 });
+        let by_zone: BTreeMap<&str, &ZoneGauges> =
+            gauges.iter().map(|g| (g.zone.as_str(), g)).collect();
+        assert_eq!(by_zone.len(), 2, "{gauges:?}");
+        assert!(!by_zone["closed"].open && by_zone["closed"].preemptable_pods == 3);
+        assert!(by_zone["open"].open);
+        assert!(
+            by_zone["closed"]
+                .next_change
+                .is_some_and(|t| t > now.as_second() as f64)
+        );
     }
 
     #[test]

@@ -26,6 +26,22 @@ use crate::{
 };
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ZoneLabel {
+    pub zone: String,
+}
+
+/// One zone's state, for a Grafana state panel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ZoneGauges {
+    pub zone: String,
+    pub open: bool,
+    pub draining: bool,
+    /// Unix seconds of the next open/close change, if there is one.
+    pub next_change: Option<f64>,
+    pub preemptable_pods: u32,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct BuildLabels {
     pub version: String,
 }
@@ -84,6 +100,10 @@ pub struct Metrics {
     pub usage_polls: Family<ResultLabel, Counter>,
     pub leader: Gauge,
     pub synced: Gauge,
+    zone_open: Family<ZoneLabel, Gauge>,
+    zone_draining: Family<ZoneLabel, Gauge>,
+    zone_next_change: Family<ZoneLabel, Gauge<f64, AtomicU64>>,
+    zone_preemptable: Family<ZoneLabel, Gauge>,
     /// The per-policy series created so far, so that a deleted policy's can be dropped.
     policy_series: Mutex<BTreeMap<String, BTreeSet<PolicySeries>>>,
 }
@@ -190,6 +210,30 @@ impl Metrics {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
             })
             .set(1);
+        let zone_open = Family::<ZoneLabel, Gauge>::default();
+        registry.register(
+            "zone_open",
+            "1 while the zone is inside one of its windows",
+            zone_open.clone(),
+        );
+        let zone_draining = Family::<ZoneLabel, Gauge>::default();
+        registry.register(
+            "zone_draining",
+            "1 while the zone is open but within drainBefore of its close",
+            zone_draining.clone(),
+        );
+        let zone_next_change = Family::<ZoneLabel, Gauge<f64, AtomicU64>>::default();
+        registry.register(
+            "zone_next_change_timestamp_seconds",
+            "Unix time of the zone's next open/close change (absent if it never changes)",
+            zone_next_change.clone(),
+        );
+        let zone_preemptable = Family::<ZoneLabel, Gauge>::default();
+        registry.register(
+            "zone_preemptable_pods",
+            "Preemptable pods on the zone's nodes",
+            zone_preemptable.clone(),
+        );
         let leader = Gauge::default();
         registry.register(
             "leader",
@@ -218,6 +262,10 @@ impl Metrics {
             usage_polls,
             leader,
             synced,
+            zone_open,
+            zone_draining,
+            zone_next_change,
+            zone_preemptable,
             policy_series: Mutex::default(),
         }
     }
@@ -248,6 +296,29 @@ impl Metrics {
 
     /// Drops the per-policy series of every policy not in `current` (deleted ones): a dashboard
     /// should not show a policy that no longer exists.
+    /// Replaces the per-zone gauges: zones that no longer exist (or cannot be read) drop out.
+    pub fn set_zones(&self, zones: &[ZoneGauges]) {
+        for family in [&self.zone_open, &self.zone_draining, &self.zone_preemptable] {
+            family.clear();
+        }
+        self.zone_next_change.clear();
+        for z in zones {
+            let label = ZoneLabel {
+                zone: z.zone.clone(),
+            };
+            self.zone_open.get_or_create(&label).set(i64::from(z.open));
+            self.zone_draining
+                .get_or_create(&label)
+                .set(i64::from(z.draining));
+            self.zone_preemptable
+                .get_or_create(&label)
+                .set(i64::from(z.preemptable_pods));
+            if let Some(at) = z.next_change {
+                self.zone_next_change.get_or_create(&label).set(at);
+            }
+        }
+    }
+
     pub fn retain_policies<'a>(&self, current: impl IntoIterator<Item = &'a String>) {
         let current: BTreeSet<&String> = current.into_iter().collect();
         let mut all = self

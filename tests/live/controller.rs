@@ -192,6 +192,16 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
         plans >= 1.0 && plans >= cycles && plans <= cycles + 1.0,
         "{metrics}"
     );
+    // Per-zone state for a dashboard: rz is closed; the unreadable zone has no gauges.
+    assert!(
+        metrics.contains(r#"tidal_zone_open{zone="rz"} 0"#),
+        "{metrics}"
+    );
+    assert!(metrics.contains(r#"tidal_zone_next_change_timestamp_seconds{zone="rz"}"#));
+    assert!(
+        !metrics.contains(r#"tidal_zone_open{zone="broken"}"#),
+        "{metrics}"
+    );
     assert_eq!(
         metric_sum(
             &metrics,
