@@ -71,6 +71,10 @@ pub struct ReportArgs {
     /// Only plan these policies (by name). Default: every DeschedulingPolicy in the input.
     #[arg(long = "policy", value_name = "NAME")]
     pub policies: Vec<String>,
+    /// Log progress (listing, watches) on stderr; by default only warnings and errors, so that the
+    /// report is all a reader sees.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]
@@ -221,6 +225,16 @@ impl Command {
         }
     }
 
+    /// The log level when `$TIDAL_LOG` does not say: the processes log their progress, the report
+    /// only what goes wrong (unless `-v`).
+    pub fn default_log_level(&self) -> &'static str {
+        match self {
+            Command::Run(_) | Command::Webhook(_) => "info",
+            Command::Report(args) if args.verbose => "info",
+            _ => "warn",
+        }
+    }
+
     pub fn log_format(&self) -> LogFormat {
         match self {
             Command::Run(args) => args.log_format,
@@ -363,6 +377,22 @@ mod tests {
             Command::Run(args) => *args,
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn the_report_logs_only_problems_unless_asked() {
+        let level = |argv: &[&str]| {
+            Cli::try_parse_from(argv)
+                .unwrap()
+                .command
+                .default_log_level()
+        };
+        assert_eq!(level(&["tidal", "report", "--cluster", "x.yaml"]), "warn");
+        assert_eq!(
+            level(&["tidal", "report", "--cluster", "x.yaml", "-v"]),
+            "info"
+        );
+        assert_eq!(level(&["tidal", "run"]), "info");
     }
 
     #[test]

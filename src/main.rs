@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    logs::init(cli.command.log_format());
+    logs::init(cli.command.log_format(), cli.command.default_log_level());
     let result = if cli.command.is_live() {
         live(&cli.command)
     } else {

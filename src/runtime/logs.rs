@@ -1,4 +1,5 @@
-//! How both processes log: text or JSON lines on stderr, level from `$TIDAL_LOG` (default `info`).
+//! How tidal logs: text or JSON lines on stderr, level from `$TIDAL_LOG` (default: `info` for the
+//! processes, `warn` for the offline commands).
 
 use clap::ValueEnum;
 
@@ -9,10 +10,11 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the global subscriber. Call once, before anything logs.
-pub fn init(format: LogFormat) {
+/// Installs the global subscriber, at `default_level` unless `$TIDAL_LOG` says otherwise. Call once,
+/// before anything logs.
+pub fn init(format: LogFormat, default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TIDAL_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     // Colour only for a person at a terminal: in a file, a pipe or a log collector the escape codes
     // are noise.
     let logs = tracing_subscriber::fmt()
