@@ -29,6 +29,7 @@ use super::{
     kind = "DeschedulingPolicy",
     plural = "deschedulingpolicies",
     shortname = "dsp",
+    category = "tidal",
     status = "DeschedulingPolicyStatus",
     printcolumn = r#"{"name":"Mode","type":"string","jsonPath":".spec.mode"}"#,
     printcolumn = r#"{"name":"Interval","type":"string","jsonPath":".spec.interval"}"#,

@@ -18,11 +18,17 @@ use crate::windows::Weekday;
     kind = "RevocableZone",
     plural = "revocablezones",
     shortname = "rz",
+    category = "tidal",
     status = "RevocableZoneStatus",
     printcolumn = r#"{"name":"Windows","type":"string","jsonPath":".status.schedule"}"#,
     printcolumn = r#"{"name":"Time-Zone","type":"string","jsonPath":".spec.timeZone"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Open","type":"boolean","jsonPath":".status.open"}"#,
-    printcolumn = r#"{"name":"Next-Change","type":"date","jsonPath":".status.nextChange"}"#,
+    printcolumn = r#"{"name":"Draining","type":"boolean","jsonPath":".status.draining"}"#,
+    printcolumn = r#"{"name":"Nodes","type":"integer","jsonPath":".status.nodes"}"#,
+    // A string, not a date: kubectl prints a future date as `<invalid>`, and the next change is
+    // always in the future.
+    printcolumn = r#"{"name":"Next-Change","type":"string","jsonPath":".status.nextChange"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]

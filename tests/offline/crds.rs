@@ -127,15 +127,32 @@ fn printer_columns() {
     let zone_names: Vec<&str> = zone.iter().map(|c| c.0.as_str()).collect();
     assert_eq!(
         zone_names,
-        ["Windows", "Time-Zone", "Open", "Next-Change", "Age"],
-        "the issue asks for windows, time zone, open/closed and next change"
+        [
+            "Windows",
+            "Time-Zone",
+            "Ready",
+            "Open",
+            "Draining",
+            "Nodes",
+            "Next-Change",
+            "Age"
+        ],
     );
     assert!(zone.contains(&("Open".into(), "boolean".into(), ".status.open".into())));
+    // Never a `date` for a future instant: kubectl prints those as `<invalid>`.
     assert!(zone.contains(&(
         "Next-Change".into(),
-        "date".into(),
+        "string".into(),
         ".status.nextChange".into()
     )));
+    for crd in &crds {
+        assert_eq!(
+            crd.spec.names.categories.as_deref(),
+            Some(&["tidal".to_owned()][..]),
+            "`kubectl get tidal` lists {}",
+            crd.spec.names.kind
+        );
+    }
     assert!(zone.contains(&("Time-Zone".into(), "string".into(), ".spec.timeZone".into())));
     let policy = columns("DeschedulingPolicy");
     let policy_names: Vec<&str> = policy.iter().map(|c| c.0.as_str()).collect();
@@ -151,9 +168,21 @@ fn printer_columns() {
             if path.starts_with(".metadata.") {
                 continue;
             }
+            // A filter such as `conditions[?(@.type=="Ready")]` selects items of the list.
+            let path = match path.split_once('[') {
+                Some((list, rest)) => {
+                    let after = rest.split_once(']').map_or("", |(_, after)| after);
+                    format!("{list}.[]{after}")
+                }
+                None => path,
+            };
             let mut node = root;
             for part in path.trim_start_matches('.').split('.') {
-                node = &node["properties"][part];
+                node = if part == "[]" {
+                    &node["items"]
+                } else {
+                    &node["properties"][part]
+                };
                 assert!(
                     !node.is_null(),
                     "{kind} column {name}: {path} is not in the schema"
