@@ -323,7 +323,10 @@ fn plan_report(snapshot: &Snapshot, args: &ReportArgs) -> anyhow::Result<(CycleP
     } else {
         for wanted in &args.policies {
             if !snapshot.policies.contains_key(wanted) {
-                anyhow::bail!("no DeschedulingPolicy named {wanted:?} in the input");
+                anyhow::bail!(
+                    "{}",
+                    unknown_policy(wanted, snapshot.policies.keys().map(String::as_str))
+                );
             }
         }
         snapshot
@@ -335,6 +338,23 @@ fn plan_report(snapshot: &Snapshot, args: &ReportArgs) -> anyhow::Result<(CycleP
     };
     let cycle = planner::plan_all(snapshot, &policies, now);
     Ok((cycle, notes))
+}
+
+/// Names the policies that exist, and the likely one if the name looks mistyped.
+fn unknown_policy<'a>(wanted: &str, existing: impl Iterator<Item = &'a str>) -> String {
+    let existing: Vec<&str> = existing.collect();
+    let closest = existing
+        .iter()
+        .map(|name| (strsim::levenshtein(wanted, name), *name))
+        .filter(|(distance, name)| *distance <= (name.len() / 3).max(2))
+        .min();
+    let hint = closest.map_or(String::new(), |(_, name)| {
+        format!("; did you mean {name:?}?")
+    });
+    format!(
+        "no DeschedulingPolicy named {wanted:?} in the input (it has: {}){hint}",
+        existing.join(", ")
+    )
 }
 
 /// What `tidal report` plans with when the input holds no policy: TDM only, in dry-run mode.
@@ -442,6 +462,16 @@ mod tests {
                 .controller_config()
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn an_unknown_policy_name_lists_the_existing_ones_and_the_likely_one() {
+        let names = ["nightly-tdm", "rebalance"];
+        let error = unknown_policy("nightly-tmd", names.into_iter());
+        assert!(error.contains("nightly-tdm, rebalance"), "{error}");
+        assert!(error.contains("did you mean \"nightly-tdm\""), "{error}");
+        let error = unknown_policy("something-else", names.into_iter());
+        assert!(!error.contains("did you mean"), "{error}");
     }
 
     #[test]
