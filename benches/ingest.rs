@@ -11,7 +11,6 @@
 use std::{
     alloc::{GlobalAlloc, Layout, System},
     hint::black_box,
-    path::PathBuf,
     sync::atomic::{AtomicIsize, Ordering},
     time::Instant,
 };
@@ -20,7 +19,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::ObjectList;
 use tidal::{cluster::PodInfo, runtime::protobuf::decode_list};
-use tidal_testkit::synthetic::{SyntheticSpec, generate};
+use tidal_testkit::{
+    protobuf::fixture,
+    synthetic::{SyntheticSpec, generate},
+};
 
 /// Counts the bytes currently allocated.
 struct Counting;
@@ -49,15 +51,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/protobuf")
-            .join(name),
-    )
-    .unwrap()
-}
 
 fn via_protobuf(page: &[u8]) -> Vec<PodInfo> {
     decode_list::<Pod>(page)

@@ -23,6 +23,14 @@ use k8s_pb::{
 use prost::Message;
 use serde_json::Value;
 
+/// A recorded API server response from tests/fixtures/protobuf (see the README there).
+pub fn fixture(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/protobuf")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// The plurals served in protobuf (custom resources never are).
 pub const KINDS: [&str; 4] = ["pods", "nodes", "namespaces", "poddisruptionbudgets"];
 

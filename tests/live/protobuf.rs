@@ -5,7 +5,6 @@
 
 use std::{
     net::SocketAddr,
-    path::PathBuf,
     sync::{Arc, Mutex},
 };
 
@@ -27,32 +26,9 @@ use tidal::{
     runtime::watch::{LogOnly, listwatch},
 };
 
+use tidal_testkit::protobuf::{envelope, fixture};
+
 use crate::support::eventually;
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/protobuf")
-            .join(name),
-    )
-    .unwrap()
-}
-
-/// `k8s\0` + Unknown around a message, as the API server frames a body.
-fn envelope(kind: &str, message: &impl Message) -> Vec<u8> {
-    let unknown = pb_runtime::Unknown {
-        type_meta: Some(pb_runtime::TypeMeta {
-            api_version: Some("v1".into()),
-            kind: Some(kind.into()),
-        }),
-        raw: Some(message.encode_to_vec()),
-        content_encoding: Some(String::new()),
-        content_type: Some(String::new()),
-    };
-    let mut body = b"k8s\0".to_vec();
-    body.extend(unknown.encode_to_vec());
-    body
-}
 
 /// Pods of the recorded page, re-encoded without the namespace the watch stream is about (so that what
 /// the watch does is visible), with its continue token; and a last page: no items, no token.
@@ -66,7 +42,7 @@ fn pages() -> (Vec<u8>, Vec<u8>, String) {
     list.items
         .retain(|p| p.metadata.as_ref().and_then(|m| m.namespace.as_deref()) != Some("fixture"));
     assert_eq!(list.items.len(), LISTED);
-    let first = envelope("PodList", &list);
+    let first = envelope("v1", "PodList", list.encode_to_vec());
     let version = list
         .metadata
         .as_ref()
@@ -79,7 +55,11 @@ fn pages() -> (Vec<u8>, Vec<u8>, String) {
         }),
         items: Vec::new(),
     };
-    (first, envelope("PodList", &last), version)
+    (
+        first,
+        envelope("v1", "PodList", last.encode_to_vec()),
+        version,
+    )
 }
 
 /// Pods on the first page outside namespace `fixture`.
