@@ -98,10 +98,13 @@ pub struct PodLifeTimeArgs {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConditionFilter {
+    /// The condition type, e.g. `PodScheduled` or `Ready`; unset matches any type.
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub type_: Option<String>,
+    /// The condition status, `True`, `False` or `Unknown`; unset matches any status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// The condition reason, e.g. `Unschedulable`; unset matches any reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The condition last changed at least this many seconds ago.
@@ -348,6 +351,7 @@ pub struct HighNodeUtilizationArgs {
     /// Act only when more than this many nodes are underutilized.
     #[serde(default)]
     pub number_of_nodes: u32,
+    /// Where usage comes from: pod requests (default) or measured usage.
     #[serde(default)]
     pub usage: UsageArgs,
     /// Namespaces whose pods may be evicted (usage counts every pod).
@@ -371,6 +375,8 @@ pub enum UsageSource {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageArgs {
+    /// `Requests` (default): the sum of the pods' requests; `Metrics`: CPU and memory measured by
+    /// metrics-server.
     #[serde(default)]
     pub source: UsageSource,
     /// With `Metrics`: average the samples of this long a window before the cycle.
@@ -396,9 +402,11 @@ fn default_window() -> GoDuration {
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("!(has(self.include) && size(self.include) > 0 && has(self.exclude) && size(self.exclude) > 0)").message("set include or exclude, not both"))]
 pub struct NamespaceFilter {
+    /// Only pods in these namespaces.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "set"))]
     pub include: Vec<String>,
+    /// No pods in these namespaces.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "set"))]
     pub exclude: Vec<String>,

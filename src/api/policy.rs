@@ -190,8 +190,10 @@ pub struct EvictionLimits {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeschedulingPolicyStatus {
+    /// When the last cycle of this policy ran (RFC 3339, UTC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_cycle_time: Option<Time>,
+    /// The `metadata.generation` of the spec the last cycle ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// Evictions the last cycle planned.
@@ -203,6 +205,7 @@ pub struct DeschedulingPolicyStatus {
     /// Candidates the last cycle skipped, by the gate that stopped them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub skipped: BTreeMap<String, u32>,
+    /// `Ready` is `False` with a reason when the policy cannot run (an invalid spec, a failed cycle).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
 }

@@ -4,13 +4,8 @@
 
 use std::{collections::BTreeMap, fmt};
 
-use kube::{
-    CustomResourceExt,
-    core::cel::{ErrorKind, Validator},
-};
+use kube::core::cel::{ErrorKind, Validator};
 use serde_json::{Value, json};
-
-use super::{DeschedulingPolicy, RevocableZone};
 
 /// Validates objects of tidal's kinds against the CRDs generated from the Rust types.
 pub struct CrdValidator {
@@ -66,7 +61,7 @@ impl Default for CrdValidator {
 
 impl CrdValidator {
     pub fn new() -> Self {
-        let kinds = [RevocableZone::crd(), DeschedulingPolicy::crd()]
+        let kinds = super::crds()
             .into_iter()
             .map(|crd| {
                 let kind = crd.spec.names.kind.clone();

@@ -79,21 +79,29 @@ pub struct RevocableZoneStatus {
     /// The windows as one line, for `kubectl get`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<String>,
+    /// Whether the zone is open to Kubernetes now (inside one of its windows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open: Option<bool>,
+    /// Whether tidal is evicting the zone's preemptable pods now: the zone is closed, or closes within
+    /// `drainBefore`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draining: Option<bool>,
+    /// When the zone next opens or closes (RFC 3339, UTC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_change: Option<Time>,
     /// When tidal last started an eviction round in this zone; `evictPeriod` is counted from here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_eviction_round: Option<Time>,
+    /// Nodes labelled `volcano.sh/revocable-zone=<name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<u32>,
+    /// Preemptable pods running on the zone's nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemptable_pods: Option<u32>,
+    /// The `metadata.generation` of the spec this status was computed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// `Ready` is `False` with a reason when the spec cannot be read (for example an unknown time zone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
 }
