@@ -95,32 +95,63 @@ pub struct RunArgs {
     pub leader_elect: bool,
     /// Namespace of the Lease (default: $POD_NAMESPACE, the namespace tidal runs in).
     #[arg(
-        long,
+        long = "leader-elect-resource-namespace",
+        alias = "lease-namespace",
         value_name = "NS",
         env = "POD_NAMESPACE",
         default_value = "tidal-system"
     )]
     pub lease_namespace: String,
     /// Name of the Lease the replicas share.
-    #[arg(long, value_name = "NAME", default_value = "tidal-controller")]
+    #[arg(
+        long = "leader-elect-resource-name",
+        alias = "lease-name",
+        value_name = "NAME",
+        default_value = "tidal-controller"
+    )]
     pub lease_name: String,
     /// This replica's name in the Lease (default: $POD_NAME, else <hostname>_<pid>).
     #[arg(long, value_name = "ID", env = "POD_NAME")]
     pub identity: Option<String>,
     /// How long a lease stays valid without renewal; standbys wait this long before taking over.
-    #[arg(long, value_name = "DURATION", default_value = "15s")]
+    #[arg(
+        long = "leader-elect-lease-duration",
+        alias = "lease-duration",
+        value_name = "DURATION",
+        default_value = "15s"
+    )]
     pub lease_duration: GoDuration,
-    /// The leader stops acting if it could not renew for this long (less than --lease-duration).
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    /// The leader stops acting if it could not renew for this long (less than the lease duration).
+    #[arg(
+        long = "leader-elect-renew-deadline",
+        alias = "renew-deadline",
+        value_name = "DURATION",
+        default_value = "10s"
+    )]
     pub renew_deadline: GoDuration,
     /// Time between lease renewals / acquisition attempts.
-    #[arg(long, value_name = "DURATION", default_value = "2s")]
+    #[arg(
+        long = "leader-elect-retry-period",
+        alias = "retry-period",
+        value_name = "DURATION",
+        default_value = "2s"
+    )]
     pub retry_period: GoDuration,
     /// Where to serve Prometheus metrics (`/metrics`).
-    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
+    #[arg(
+        long = "metrics-bind-address",
+        alias = "metrics-addr",
+        value_name = "ADDR",
+        default_value = "0.0.0.0:8080"
+    )]
     pub metrics_addr: SocketAddr,
     /// Where to serve `/healthz` and `/readyz` (ready once every watched kind has listed).
-    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8081")]
+    #[arg(
+        long = "health-probe-bind-address",
+        alias = "health-addr",
+        value_name = "ADDR",
+        default_value = "0.0.0.0:8081"
+    )]
     pub health_addr: SocketAddr,
     /// Eviction requests per second (sustained).
     #[arg(long, value_name = "QPS", default_value_t = 5.0)]
@@ -165,13 +196,16 @@ impl RunArgs {
                 self.retry_period.as_std(),
             );
             if renew >= lease {
-                anyhow::bail!("--renew-deadline must be shorter than --lease-duration");
+                anyhow::bail!(
+                    "--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration"
+                );
             }
             // A renewal every retry period must fit within the renew deadline, or leadership lapses
             // between two renewals; zero would renew in a busy loop.
             if retry.is_zero() || retry >= renew {
                 anyhow::bail!(
-                    "--retry-period must be more than zero and shorter than --renew-deadline"
+                    "--leader-elect-retry-period must be more than zero and shorter than \
+                     --leader-elect-renew-deadline"
                 );
             }
         }
@@ -424,6 +458,40 @@ mod tests {
         assert!(!run_args(&["--leader-elect", "false"]).leader_elect);
     }
 
+    #[test]
+    fn flags_have_controller_runtime_names_and_keep_the_old_ones_as_aliases() {
+        let new = run_args(&[
+            "--leader-elect-lease-duration=20s",
+            "--leader-elect-renew-deadline=12s",
+            "--leader-elect-retry-period=3s",
+            "--leader-elect-resource-name=l",
+            "--leader-elect-resource-namespace=ns",
+            "--metrics-bind-address=127.0.0.1:9000",
+            "--health-probe-bind-address=127.0.0.1:9001",
+        ]);
+        let old = run_args(&[
+            "--lease-duration=20s",
+            "--renew-deadline=12s",
+            "--retry-period=3s",
+            "--lease-name=l",
+            "--lease-namespace=ns",
+            "--metrics-addr=127.0.0.1:9000",
+            "--health-addr=127.0.0.1:9001",
+        ]);
+        assert_eq!(format!("{new:?}"), format!("{old:?}"));
+        assert_eq!(new.lease_duration.as_std(), Duration::from_secs(20));
+        assert_eq!(new.metrics_addr.port(), 9000);
+        // The old spellings stay out of --help.
+        let mut command = <Cli as clap::CommandFactory>::command();
+        let help = command
+            .find_subcommand_mut("run")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(help.contains("--health-probe-bind-address"), "{help}");
+        assert!(!help.contains("--health-addr"), "{help}");
+    }
+
     fn error(flags: &[&str]) -> String {
         match run_args(flags).controller_config() {
             Ok(_) => panic!("{flags:?} accepted"),
@@ -433,10 +501,11 @@ mod tests {
 
     #[test]
     fn the_retry_period_must_fit_within_the_renew_deadline() {
-        assert!(error(&["--retry-period", "0s"]).contains("--retry-period"));
-        assert!(error(&["--retry-period", "10s"]).contains("--retry-period"));
+        assert!(error(&["--retry-period", "0s"]).contains("--leader-elect-retry-period"));
+        assert!(error(&["--retry-period", "10s"]).contains("--leader-elect-retry-period"));
         assert!(
-            error(&["--retry-period", "15s", "--renew-deadline", "10s"]).contains("--retry-period")
+            error(&["--retry-period", "15s", "--renew-deadline", "10s"])
+                .contains("--leader-elect-retry-period")
         );
         assert!(
             run_args(&["--retry-period", "9s"])

@@ -553,9 +553,9 @@ def test_controller_deployment(chart):
     container = spec["containers"][0]
     assert container["args"][0] == "run"
     assert "--leader-elect=true" in container["args"]
-    assert "--lease-name=tidal-controller" in container["args"]
-    assert "--metrics-addr=0.0.0.0:8080" in container["args"]
-    assert "--health-addr=0.0.0.0:8081" in container["args"]
+    assert "--leader-elect-resource-name=tidal-controller" in container["args"]
+    assert "--metrics-bind-address=0.0.0.0:8080" in container["args"]
+    assert "--health-probe-bind-address=0.0.0.0:8081" in container["args"]
     env = {e["name"]: e for e in container["env"]}
     assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
     assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"

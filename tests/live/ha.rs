@@ -334,17 +334,22 @@ async fn the_binary_releases_its_lease_on_sigterm() {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_tidal"))
         .args(["run", "--kubeconfig"])
         .arg(&kubeconfig)
-        .args(["--identity", "bin", "--lease-namespace", "tidal-system"])
         .args([
-            "--lease-duration",
+            "--identity",
+            "bin",
+            "--leader-elect-resource-namespace",
+            "tidal-system",
+        ])
+        .args([
+            "--leader-elect-lease-duration",
             "2s",
-            "--renew-deadline",
+            "--leader-elect-renew-deadline",
             "1s",
-            "--retry-period",
+            "--leader-elect-retry-period",
             "100ms",
         ])
-        .args(["--metrics-addr", &free_addr().to_string()])
-        .args(["--health-addr", &free_addr().to_string()])
+        .args(["--metrics-bind-address", &free_addr().to_string()])
+        .args(["--health-probe-bind-address", &free_addr().to_string()])
         .args(["--log-format", "json"])
         .stderr(std::process::Stdio::null())
         .spawn()

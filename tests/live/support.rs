@@ -113,13 +113,13 @@ impl Controller {
             kubeconfig.to_str().unwrap(),
             "--identity",
             identity,
-            "--lease-namespace",
+            "--leader-elect-resource-namespace",
             "tidal-system",
-            "--lease-duration",
+            "--leader-elect-lease-duration",
             "2s",
-            "--renew-deadline",
+            "--leader-elect-renew-deadline",
             "1s",
-            "--retry-period",
+            "--leader-elect-retry-period",
             "100ms",
             "--eviction-qps",
             "1000",
@@ -129,8 +129,11 @@ impl Controller {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        argv.extend(["--metrics-addr".into(), metrics_addr.to_string()]);
-        argv.extend(["--health-addr".into(), health_addr.to_string()]);
+        argv.extend(["--metrics-bind-address".into(), metrics_addr.to_string()]);
+        argv.extend([
+            "--health-probe-bind-address".into(),
+            health_addr.to_string(),
+        ]);
         argv.extend(flags.iter().map(|s| s.to_string()));
         let cli = Cli::try_parse_from(argv).unwrap();
         let Command::Run(args) = cli.command else {
