@@ -39,6 +39,10 @@ pub enum Command {
     Report(ReportArgs),
     /// Print the CustomResourceDefinitions tidal installs (RevocableZone, DeschedulingPolicy).
     Crds,
+    /// Turn a Kubernetes descheduler policy (descheduler/v1alpha2 DeschedulerPolicy) into
+    /// DeschedulingPolicies, one per profile, printed as YAML; what cannot be carried over is listed
+    /// at the top of the output and on stderr.
+    Convert(ConvertArgs),
     /// Serve the admission webhook that keeps pods off revocable nodes they may not use (see
     /// docs/admission.md).
     Webhook(crate::webhook::WebhookArgs),
@@ -75,6 +79,90 @@ pub struct ReportArgs {
     /// report is all a reader sees.
     #[arg(short, long)]
     pub verbose: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// The descheduler policy file (YAML or JSON; `-` reads stdin), as given to the descheduler's
+    /// `--policy-config-file`.
+    #[arg(short = 'f', long = "filename", value_name = "FILE")]
+    pub filename: PathBuf,
+    /// Mode of the converted policies. DryRun by default: read `tidal report` before evicting.
+    #[arg(long, value_enum, default_value_t = ConvertMode::DryRun)]
+    pub mode: ConvertMode,
+    /// The descheduler's `--descheduling-interval`, as the policies' interval (default: 5m).
+    #[arg(long, value_name = "DURATION")]
+    pub interval: Option<GoDuration>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ConvertMode {
+    #[value(name = "DryRun")]
+    DryRun,
+    #[value(name = "Evict")]
+    Evict,
+}
+
+impl ConvertArgs {
+    /// The YAML to print: the notes as comments, then one document per policy.
+    pub fn convert(&self) -> anyhow::Result<(String, Vec<String>)> {
+        let text = if self.filename.as_os_str() == "-" {
+            std::io::read_to_string(std::io::stdin()).context("reading stdin")?
+        } else {
+            std::fs::read_to_string(&self.filename)
+                .with_context(|| format!("reading {}", self.filename.display()))?
+        };
+        let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)
+            .with_context(|| format!("{} is not YAML or JSON", self.filename.display()))?;
+        let policies: Vec<&serde_json::Value> = documents
+            .iter()
+            .filter(|d| api::descheduler::is_descheduler_policy(d))
+            .collect();
+        if policies.is_empty() {
+            anyhow::bail!(
+                "{}: not a descheduler policy (no document with apiVersion {} and kind {})",
+                self.filename.display(),
+                api::descheduler::API_VERSION,
+                api::descheduler::KIND
+            );
+        }
+        let options = api::descheduler::ConvertOptions {
+            mode: match self.mode {
+                ConvertMode::DryRun => PolicyMode::DryRun,
+                ConvertMode::Evict => PolicyMode::Evict,
+            },
+            interval: self.interval.as_ref().map(ToString::to_string),
+        };
+        let mut converted = api::descheduler::Converted {
+            policies: Vec::new(),
+            notes: Vec::new(),
+        };
+        for policy in policies {
+            let one = api::descheduler::convert(policy, &options)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", self.filename.display()))?;
+            converted.policies.extend(one.policies);
+            converted.notes.extend(one.notes);
+        }
+        let mut out = format!(
+            "# Converted by `tidal convert` from {}.\n",
+            self.filename.display()
+        );
+        if converted.notes.is_empty() {
+            out.push_str("# Every setting was carried over.\n");
+        } else {
+            out.push_str("# Not carried over, or different in tidal:\n");
+            for note in &converted.notes {
+                out.push_str(&format!("#   - {note}\n"));
+            }
+        }
+        for policy in &converted.policies {
+            out.push_str("---\n");
+            let yaml = serde_saphyr::to_string(policy).context("printing the converted policy")?;
+            out.push_str(yaml.trim_end());
+            out.push('\n');
+        }
+        Ok((out, converted.notes))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -255,7 +343,7 @@ impl Command {
         match self {
             Command::Run(_) | Command::Webhook(_) => true,
             Command::Report(args) => args.clusters.is_empty(),
-            Command::Crds => false,
+            Command::Crds | Command::Convert(_) => false,
         }
     }
 
@@ -282,6 +370,17 @@ impl Command {
 pub fn run_offline(command: &Command) -> anyhow::Result<String> {
     match command {
         Command::Crds => Ok(api::crds_yaml()),
+        Command::Convert(args) => {
+            let (yaml, notes) = args.convert()?;
+            if !notes.is_empty() {
+                eprintln!(
+                    "tidal convert: {} setting(s) not carried over or different in tidal; they are \
+                     listed at the top of the output",
+                    notes.len()
+                );
+            }
+            Ok(yaml)
+        }
         Command::Report(args) => report(args),
         Command::Run(_) => anyhow::bail!("`tidal run` needs a cluster"),
         Command::Webhook(_) => anyhow::bail!("`tidal webhook` needs a cluster"),
@@ -304,7 +403,7 @@ pub async fn run_live(
             Ok(None)
         }
         Command::Report(args) => report_live(args).await.map(Some),
-        Command::Crds => run_offline(command).map(Some),
+        Command::Crds | Command::Convert(_) => run_offline(command).map(Some),
     }
 }
 
@@ -377,14 +476,8 @@ fn plan_report(snapshot: &Snapshot, args: &ReportArgs) -> anyhow::Result<(CycleP
 /// Names the policies that exist, and the likely one if the name looks mistyped.
 fn unknown_policy<'a>(wanted: &str, existing: impl Iterator<Item = &'a str>) -> String {
     let existing: Vec<&str> = existing.collect();
-    let closest = existing
-        .iter()
-        .map(|name| (strsim::levenshtein(wanted, name), *name))
-        .filter(|(distance, name)| *distance <= (name.len() / 3).max(2))
-        .min();
-    let hint = closest.map_or(String::new(), |(_, name)| {
-        format!("; did you mean {name:?}?")
-    });
+    let hint = api::validation::did_you_mean(wanted, existing.iter().copied())
+        .map_or(String::new(), |name| format!("; did you mean {name:?}?"));
     format!(
         "no DeschedulingPolicy named {wanted:?} in the input (it has: {}){hint}",
         existing.join(", ")

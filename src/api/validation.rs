@@ -15,6 +15,8 @@ pub struct CrdValidator {
 struct KindSchema {
     /// The CRD's `openAPIV3Schema`, which carries the CEL rules.
     raw: Value,
+    /// `raw` as the JSON Schema `schema` was compiled from, to name the fields an object may have.
+    draft: Value,
     schema: jsonschema::Validator,
 }
 
@@ -81,7 +83,7 @@ impl CrdValidator {
                     .should_ignore_unknown_formats(true)
                     .build(&draft)
                     .unwrap_or_else(|e| panic!("{kind}: generated schema does not compile: {e}"));
-                (kind, KindSchema { raw, schema })
+                (kind, KindSchema { raw, draft, schema })
             })
             .collect();
         CrdValidator { kinds }
@@ -105,7 +107,13 @@ impl CrdValidator {
             schema: kind_schema
                 .schema
                 .iter_errors(object)
-                .map(|e| format!("{}: {e}", display_path(&e.instance_path().to_string())))
+                .map(|e| {
+                    let hint = unknown_field_hint(&kind_schema.draft, &e);
+                    format!(
+                        "{}: {e}{hint}",
+                        display_path(&e.instance_path().to_string())
+                    )
+                })
                 .collect(),
             cel: Vec::new(),
         };
@@ -121,6 +129,44 @@ impl CrdValidator {
             Err(violations)
         }
     }
+}
+
+/// For a field the schema does not declare, the declared one it most likely means (`LowNodeUtilization`,
+/// the Kubernetes descheduler's spelling, is `lowNodeUtilization` here).
+fn unknown_field_hint(draft: &Value, error: &jsonschema::ValidationError) -> String {
+    let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } = error.kind()
+    else {
+        return String::new();
+    };
+    let keyword = error.schema_path().to_string();
+    let object = keyword
+        .strip_suffix("/additionalProperties")
+        .and_then(|parent| draft.pointer(parent));
+    let declared: Vec<&str> = object
+        .and_then(|o| o["properties"].as_object())
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let hints: Vec<String> = unexpected
+        .iter()
+        .filter_map(|name| did_you_mean(name, declared.iter().copied()).map(|d| (name, d)))
+        .map(|(name, declared)| format!("{name:?} is {declared:?} here"))
+        .collect();
+    if hints.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean: {}?", hints.join(", "))
+    }
+}
+
+/// The name among `known` that `wanted` most likely misspells: the same but for case, else one within a
+/// few edits.
+pub fn did_you_mean<'a>(wanted: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let wanted = wanted.to_lowercase();
+    known
+        .map(|name| (strsim::levenshtein(&wanted, &name.to_lowercase()), name))
+        .filter(|(distance, name)| *distance <= (name.len() / 3).max(2))
+        .min()
+        .map(|(_, name)| name)
 }
 
 /// `/spec/windows/0` as `spec.windows[0]`, the way kubectl names fields.
@@ -232,5 +278,40 @@ mod tests {
                 .any(|(_, m)| m.contains("drainBefore must be shorter than 24h")),
             "{cel:?}"
         );
+    }
+
+    #[test]
+    fn an_unknown_field_names_the_declared_one_it_likely_means() {
+        let validator = CrdValidator::new();
+        let policy = json!({"apiVersion": "tidal.dev/v1alpha1", "kind": "DeschedulingPolicy",
+            "metadata": {"name": "p"},
+            "spec": {"mode": "DryRun", "strategies": {"LowNodeUtilization": {}},
+                     "namespaces": {"exclude": ["kube-system"]}, "protection": {}}});
+        let error = validator.validate(&policy).unwrap_err().to_string();
+        assert!(
+            error.contains(r#""LowNodeUtilization" is "lowNodeUtilization" here"#),
+            "{error}"
+        );
+        assert!(
+            error.contains(r#""protection" is "protections" here"#),
+            "{error}"
+        );
+        // Nothing close: no guess.
+        let zone = json!({"apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
+            "metadata": {"name": "z"},
+            "spec": {"windows": [{"time": "08:00-20:00"}], "yarnQueue": "a"}});
+        let error = validator.validate(&zone).unwrap_err().to_string();
+        assert!(!error.contains("did you mean"), "{error}");
+    }
+
+    #[test]
+    fn did_you_mean_ignores_case_and_small_typos() {
+        let known = ["removeDuplicates", "podLifeTime", "tdm"];
+        let guess = |w| did_you_mean(w, known.into_iter());
+        assert_eq!(guess("RemoveDuplicates"), Some("removeDuplicates"));
+        assert_eq!(guess("podLifetime"), Some("podLifeTime"));
+        assert_eq!(guess("PodLifeTime"), Some("podLifeTime"));
+        assert_eq!(guess("tmd"), Some("tdm"));
+        assert_eq!(guess("lowNodeUtilization"), None);
     }
 }
