@@ -568,7 +568,7 @@ mod tests {
         assert_eq!(protections["nodeFit"], true);
         assert_eq!(protections["minReplicas"], 2);
         assert_eq!(protections["priorityThreshold"], 1000);
-        assert_eq!(protections["minPodAge"], "5m");
+        assert_eq!(protections["minPodAge"], "5m0s");
         let notes = converted.notes.join("\n");
         assert!(notes.contains("nodeSelector not carried over"), "{notes}");
         assert!(
@@ -607,7 +607,7 @@ mod tests {
         let converted = convert(&input, &options).unwrap();
         let spec = serde_json::to_value(&converted.policies[0].spec).unwrap();
         assert_eq!(spec["mode"], "Evict");
-        assert_eq!(spec["interval"], "10m");
+        assert_eq!(spec["interval"], "10m0s");
     }
 
     #[test]
