@@ -353,7 +353,9 @@ impl Command {
         match self {
             Command::Run(_) | Command::Webhook(_) => "info",
             Command::Report(args) if args.verbose => "info",
-            _ => "warn",
+            // kube's client logs every failed connection as an error; the report says it once, with
+            // the address and what to do.
+            _ => "warn,kube_client::client::builder=off",
         }
     }
 
@@ -417,11 +419,16 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
 
 /// `tidal report` against the live cluster: one list of everything, one plan, no eviction; with
 /// `--verify`, a server-side dry-run eviction per planned eviction.
+/// How long `tidal report` waits for the API server's first answer before saying it cannot reach it.
+const REACHABLE_WITHIN: Duration = Duration::from_secs(10);
+
 pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
     let config = args.client.config().await?;
+    let url = config.cluster_url.to_string();
     let evictions = client::without_retries(&config)?;
     let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
     let timeout = args.timeout.as_std().max(Duration::from_secs(1));
+    client::check_reachable(&client, &url, timeout.min(REACHABLE_WITHIN)).await?;
     let shared = controller::oneshot::live_cache(client, timeout).await?;
     let snapshot = shared.write().snapshot();
     let (mut cycle, notes) = plan_report(&snapshot, args)?;
@@ -534,7 +541,7 @@ mod tests {
                 .command
                 .default_log_level()
         };
-        assert_eq!(level(&["tidal", "report", "--cluster", "x.yaml"]), "warn");
+        assert!(level(&["tidal", "report", "--cluster", "x.yaml"]).starts_with("warn,"));
         assert_eq!(
             level(&["tidal", "report", "--cluster", "x.yaml", "-v"]),
             "info"

@@ -54,12 +54,58 @@ async fn config(kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow::Res
             .context("reading the kubeconfig")?,
         None => match Config::incluster() {
             Ok(config) => config,
-            Err(_) => Config::infer()
+            Err(_) => Config::from_kubeconfig(&options)
                 .await
-                .context("no in-cluster service account and no usable kubeconfig")?,
+                .map_err(|e| no_credentials(&e))?,
         },
     };
     Ok(config)
+}
+
+/// Outside a pod, with no kubeconfig: one short line that says where tidal looked and what to do,
+/// instead of kube's nested error that repeats its cause.
+fn no_credentials(error: &kube::config::KubeconfigError) -> anyhow::Error {
+    let looked = match std::env::var_os("KUBECONFIG") {
+        Some(path) => format!("$KUBECONFIG ({})", path.to_string_lossy()),
+        None => "~/.kube/config".to_owned(),
+    };
+    let cause =
+        std::error::Error::source(error).map_or_else(|| error.to_string(), ToString::to_string);
+    anyhow::anyhow!(
+        "no cluster to talk to: not running in a pod, and no usable kubeconfig at {looked}: {cause}. \
+         Pass --kubeconfig FILE (and --context NAME), or --cluster FILE to read a saved dump"
+    )
+}
+
+/// Asks the API server for its version, so that an unreachable server fails in seconds with the
+/// address and the cause, instead of every watch retrying until the caller's timeout.
+pub async fn check_reachable(
+    client: &Client,
+    url: &str,
+    within: std::time::Duration,
+) -> anyhow::Result<()> {
+    let answer = tokio::time::timeout(within, client.apiserver_version()).await;
+    let cause = match answer {
+        // Any HTTP answer, even an error status or an odd body, means the server is there; the lists
+        // will say what else is wrong.
+        Ok(Ok(_) | Err(kube::Error::Api(_) | kube::Error::SerdeError(_))) => return Ok(()),
+        Ok(Err(error)) => innermost(&error),
+        Err(_) => format!("no answer within {}", humantime::format_duration(within)),
+    };
+    anyhow::bail!(
+        "cannot reach the Kubernetes API server at {url}: {cause}. Check --kubeconfig and --context, \
+         or use --cluster FILE to read a saved dump"
+    )
+}
+
+/// The last cause in an error chain (`Connection refused (os error 111)`), which is the one a person can
+/// act on.
+fn innermost(error: &dyn std::error::Error) -> String {
+    let mut current = error;
+    while let Some(source) = current.source() {
+        current = source;
+    }
+    current.to_string()
 }
 
 /// rustls refuses X.509 version 1 client certificates (what `openssl x509 -req` makes without

@@ -11,5 +11,6 @@ mod controller;
 mod ha;
 mod protobuf;
 mod taints;
+mod unreachable;
 mod usage;
 mod webhook;
