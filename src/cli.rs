@@ -20,10 +20,20 @@ use crate::{
     },
 };
 
+/// `tidal --version`: the crate version, the commit and the build date (see build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("TIDAL_GIT_COMMIT"),
+    ", built ",
+    env!("TIDAL_BUILD_DATE"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "tidal",
-    version,
+    version = VERSION,
     about = "A Kubernetes descheduler for revocable zones and rescheduling"
 )]
 pub struct Cli {
@@ -43,6 +53,12 @@ pub enum Command {
     /// DeschedulingPolicies, one per profile, printed as YAML; what cannot be carried over is listed
     /// at the top of the output and on stderr.
     Convert(ConvertArgs),
+    /// Print a shell completion script: `source <(tidal completion bash)`, or save it where your
+    /// shell loads completions from.
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Serve the admission webhook that keeps pods off revocable nodes they may not use (see
     /// docs/admission.md).
     Webhook(crate::webhook::WebhookArgs),
@@ -343,7 +359,7 @@ impl Command {
         match self {
             Command::Run(_) | Command::Webhook(_) => true,
             Command::Report(args) => args.clusters.is_empty(),
-            Command::Crds | Command::Convert(_) => false,
+            Command::Crds | Command::Convert(_) | Command::Completion { .. } => false,
         }
     }
 
@@ -372,6 +388,12 @@ impl Command {
 pub fn run_offline(command: &Command) -> anyhow::Result<String> {
     match command {
         Command::Crds => Ok(api::crds_yaml()),
+        Command::Completion { shell } => {
+            let mut script = Vec::new();
+            let mut cli = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cli, "tidal", &mut script);
+            String::from_utf8(script).context("the completion script is not UTF-8")
+        }
         Command::Convert(args) => {
             let (yaml, notes) = args.convert()?;
             if !notes.is_empty() {
@@ -405,7 +427,9 @@ pub async fn run_live(
             Ok(None)
         }
         Command::Report(args) => report_live(args).await.map(Some),
-        Command::Crds | Command::Convert(_) => run_offline(command).map(Some),
+        Command::Crds | Command::Convert(_) | Command::Completion { .. } => {
+            run_offline(command).map(Some)
+        }
     }
 }
 
@@ -547,6 +571,33 @@ mod tests {
             "info"
         );
         assert_eq!(level(&["tidal", "run"]), "info");
+    }
+
+    #[test]
+    fn version_names_the_commit_and_build_date() {
+        let error = Cli::try_parse_from(["tidal", "--version"]).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.starts_with(concat!("tidal ", env!("CARGO_PKG_VERSION"), " (commit ")),
+            "{text}"
+        );
+        assert!(text.contains(", built 20"), "{text}");
+    }
+
+    #[test]
+    fn completion_scripts_know_the_subcommands_and_flags() {
+        for shell in ["bash", "zsh", "fish"] {
+            let cli = Cli::try_parse_from(["tidal", "completion", shell]).unwrap();
+            let script = run_offline(&cli.command).unwrap();
+            for word in [
+                "report",
+                "convert",
+                "cluster",
+                "leader-elect-lease-duration",
+            ] {
+                assert!(script.contains(word), "{shell}: {word}");
+            }
+        }
     }
 
     #[test]
