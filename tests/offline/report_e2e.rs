@@ -1421,6 +1421,13 @@ fn policies_and_zones_kubectl_would_refuse_are_errors() {
             ),
             "RevocableZone twice",
         ),
+        (
+            revocable_zone(
+                "monday-twice",
+                json!({"windows": [{"time": "08:00-20:00", "days": ["Mon", "Tue", "Mon"]}]}),
+            ),
+            "RevocableZone monday-twice",
+        ),
     ];
     for (object, name) in cases {
         let file = cluster(vec![object]);
@@ -1430,6 +1437,32 @@ fn policies_and_zones_kubectl_would_refuse_are_errors() {
             &[path, name],
         );
     }
+}
+
+/// Issue 14: `--cluster /dev/zero` grew to 11 GB; JSON kept the last of two equal keys silently.
+#[test]
+fn endless_input_and_duplicate_keys_are_refused() {
+    // Read in bounded chunks: refused at its first byte, not after reading without end.
+    assert_fails(&["report", "--cluster", "/dev/zero"], &["/dev/zero"]);
+    let large = text_file(&format!("# {}\n", "x".repeat(4096)));
+    let path = large.path().to_str().expect("utf-8 path");
+    assert_fails(
+        &["report", "--cluster", path, "--max-input-size", "1Ki"],
+        &[path, "larger than 1024 bytes", "--max-input-size"],
+    );
+    let duplicated = text_file(
+        r#"{"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"volcano.sh/revocable-zone": "a", "volcano.sh/revocable-zone": "b"}}}]}"#,
+    );
+    let path = duplicated.path().to_str().expect("utf-8 path");
+    assert_fails(
+        &["report", "--cluster", path],
+        &[
+            path,
+            "item 1 (Node n1)",
+            "duplicate key metadata.labels.volcano.sh/revocable-zone",
+        ],
+    );
 }
 
 #[test]
