@@ -283,6 +283,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
     let snapshot = dump.cache.snapshot();
     let (cycle, mut notes) = plan_report(&snapshot, args)?;
     notes.extend(dump.ignored_note());
+    notes.append(&mut dump.warnings);
     Ok(render_report(&cycle, notes, args.output))
 }
 

@@ -24,7 +24,7 @@ use crate::{
         usage::{NodeMetrics, PodMetrics},
         validation::CrdValidator,
     },
-    cluster::{ClusterCache, Ingest, ObjectKey, UsageSample, usage},
+    cluster::{ClusterCache, Ingest, ObjectKey, UsageSample, decode, usage},
     planner,
 };
 
@@ -49,6 +49,9 @@ pub struct Dump {
     /// Objects of kinds tidal does not read (ReplicaSets, Deployments, ...), by `apiVersion kind`.
     pub ignored: BTreeMap<String, usize>,
     pub objects: usize,
+    /// Objects read with a field tidal could not hold as it was (see `cluster::decode`), one line
+    /// each, for the report's warnings.
+    pub warnings: Vec<String>,
     /// PodMetrics read before their pod: applied once the pod has been read.
     pending_pod_usage: Vec<(ObjectKey, UsageSample)>,
     /// Built on the first tidal object: most dumps hold a handful of them.
@@ -184,7 +187,13 @@ impl Dump {
         Ok(())
     }
 
-    fn add_object(&mut self, item: Value) -> Result<(), (ObjectName, String)> {
+    /// Adds one object, `index` in the file at `path` (for warnings).
+    fn add_object(
+        &mut self,
+        item: Value,
+        path: &Path,
+        index: usize,
+    ) -> Result<(), (ObjectName, String)> {
         let name = ObjectName::of(&item);
         if !item.is_object() {
             return Err((name, "not a Kubernetes object".to_owned()));
@@ -196,21 +205,28 @@ impl Dump {
             self.validate_tidal_object(&name, &item)?;
         }
         let cache = &mut self.cache;
+        let clamped = &mut Vec::new();
         let result = match (name.api_version.as_str(), name.kind.as_str()) {
-            ("v1", "Pod") => ingest::<Pod>(cache, item),
-            ("v1", "Node") => ingest::<Node>(cache, item),
-            ("v1", "Namespace") => ingest::<Namespace>(cache, item),
-            ("metrics.k8s.io/v1beta1", "NodeMetrics") => typed::<NodeMetrics>(item)
+            ("v1", "Pod") => ingest::<Pod>(cache, item, clamped),
+            ("v1", "Node") => ingest::<Node>(cache, item, clamped),
+            ("v1", "Namespace") => ingest::<Namespace>(cache, item, clamped),
+            ("metrics.k8s.io/v1beta1", "NodeMetrics") => typed::<NodeMetrics>(item, clamped)
                 .and_then(|m| usage::node_sample(&m))
                 .map(|(node, sample)| cache.record_node_usage(&node, sample)),
-            ("metrics.k8s.io/v1beta1", "PodMetrics") => typed::<PodMetrics>(item)
+            ("metrics.k8s.io/v1beta1", "PodMetrics") => typed::<PodMetrics>(item, clamped)
                 .and_then(|m| usage::pod_sample(&m))
                 .map(|sample| self.pending_pod_usage.push(sample)),
-            ("policy/v1", "PodDisruptionBudget") => ingest::<PodDisruptionBudget>(cache, item),
-            ("scheduling.volcano.sh/v1beta1", "PodGroup") => ingest::<PodGroup>(cache, item),
-            ("tidal.dev/v1alpha1", "RevocableZone") => ingest::<RevocableZone>(cache, item),
+            ("policy/v1", "PodDisruptionBudget") => {
+                ingest::<PodDisruptionBudget>(cache, item, clamped)
+            }
+            ("scheduling.volcano.sh/v1beta1", "PodGroup") => {
+                ingest::<PodGroup>(cache, item, clamped)
+            }
+            ("tidal.dev/v1alpha1", "RevocableZone") => {
+                ingest::<RevocableZone>(cache, item, clamped)
+            }
             ("tidal.dev/v1alpha1", "DeschedulingPolicy") => {
-                ingest::<DeschedulingPolicy>(cache, item)
+                ingest::<DeschedulingPolicy>(cache, item, clamped)
             }
             _ => {
                 if let Some((read_as, _)) = READ_KINDS.iter().find(|(_, kind)| *kind == name.kind) {
@@ -245,6 +261,13 @@ impl Dump {
         };
         if let Some(error) = config_error {
             return Err((name, error));
+        }
+        for field in clamped.drain(..) {
+            self.warnings.push(format!(
+                "{}: item {index} ({name}): {field} is past the latest time tidal reads: read as {}",
+                path.display(),
+                Timestamp::MAX
+            ));
         }
         self.objects += 1;
         Ok(())
@@ -293,8 +316,12 @@ impl Dump {
     }
 }
 
-fn ingest<K: Ingest>(cache: &mut ClusterCache, value: Value) -> Result<(), String> {
-    let object: K = typed(value)?;
+fn ingest<K: Ingest>(
+    cache: &mut ClusterCache,
+    value: Value,
+    clamped: &mut Vec<String>,
+) -> Result<(), String> {
+    let object: K = typed(value, clamped)?;
     // A dump is one instant without history: no pod departs while it is read, so the instant objects
     // are observed at never matters. A fixed one keeps loading deterministic.
     object.apply_to(cache, Timestamp::UNIX_EPOCH)
@@ -339,7 +366,7 @@ impl stream::Sink for Loader {
         }
         for object in flat {
             self.items += 1;
-            if let Err((name, message)) = self.dump.add_object(object) {
+            if let Err((name, message)) = self.dump.add_object(object, &self.path, self.items) {
                 self.error = Some(object_error(self.items, &name, message));
                 return Err(stream::Stopped);
             }
@@ -445,15 +472,11 @@ fn flatten_lists(value: Value, out: &mut Vec<Value>) -> Result<(), String> {
     Ok(())
 }
 
-fn typed<T: DeserializeOwned>(value: Value) -> Result<T, String> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            e.into_inner().to_string()
-        } else {
-            format!("{path}: {}", e.into_inner())
-        }
-    })
+/// `value` as `T`, with times beyond tidal's range read as its latest instant (noted in `clamped`).
+fn typed<T: DeserializeOwned>(value: Value, clamped: &mut Vec<String>) -> Result<T, String> {
+    let (object, fields) = decode::typed_lenient(value)?;
+    clamped.extend(fields);
+    Ok(object)
 }
 
 /// `Pod shop/web-1` for messages, read before the object is typed (so it works on malformed objects).

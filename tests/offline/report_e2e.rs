@@ -1465,6 +1465,36 @@ fn endless_input_and_duplicate_keys_are_refused() {
     );
 }
 
+/// Issue 14: a time the API server accepts but tidal's timestamps cannot hold (year 9999) failed the
+/// whole report. It is read as tidal's latest instant, with a warning naming the object and field,
+/// and keeps its meaning: a pod scheduled "in 9999" is inside its cooldown, so it is not evicted.
+#[test]
+fn a_time_in_the_year_9999_is_read_as_the_latest_instant_with_a_warning() {
+    let mut zone = revocable_zone("z", utc("08:00-20:00"));
+    zone["status"] = json!({"nextChange": "9999-12-31T23:59:59Z"});
+    let late = json!({"status": {"conditions": [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "9999-12-31T23:59:59Z"}]}});
+    let mut late_pod = pod("shop", "late", "rev-1", preemptable());
+    merge(&mut late_pod, late);
+    let file = cluster(vec![
+        node("rev-1", Some("z")),
+        zone,
+        policy("p", json!({"defaults": {"cooldown": "10m"}})),
+        late_pod,
+        pod("shop", "early", "rev-1", preemptable()),
+    ]);
+    let report = plan(&[file.path()], "2026-11-22T21:00:00Z");
+    assert_eq!(evicted(&report), set(&["shop/early"]), "{report:#}");
+    assert_eq!(skip_entry(&report, "shop/late")["gate"], "cooldown");
+    let warnings = report["warnings"].to_string();
+    for expected in [
+        "item 2 (RevocableZone z): status.nextChange 9999-12-31T23:59:59Z is past the latest time",
+        "item 4 (Pod shop/late): status.conditions[0].lastTransitionTime 9999-12-31T23:59:59Z",
+    ] {
+        assert!(warnings.contains(expected), "{expected}: {warnings}");
+    }
+}
+
 #[test]
 fn kinds_tidal_does_not_read_are_counted_in_a_note() {
     let report = plan(&[&real(), &real_zones()], BOTH_OPEN);
