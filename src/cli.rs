@@ -72,6 +72,10 @@ pub struct ReportArgs {
     /// too. Without it, tidal reads the live cluster (in-cluster credentials, else the kubeconfig).
     #[arg(long = "cluster", value_name = "FILE", conflicts_with_all = ["kubeconfig", "context"])]
     pub clusters: Vec<PathBuf>,
+    /// The most read from one --cluster file (a quantity: 4Gi, 500Mi); a larger file, or an endless
+    /// stream such as /dev/zero, is refused rather than read without bound.
+    #[arg(long, value_name = "BYTES", default_value = "4Gi", value_parser = parse_byte_size)]
+    pub max_input_size: u64,
     /// Live cluster only: how to reach it.
     #[command(flatten)]
     pub client: ClientArgs,
@@ -434,10 +438,11 @@ pub async fn run_live(
 }
 
 pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
-    let mut dump = Dump::load(&args.clusters)?;
+    let mut dump = Dump::load_capped(&args.clusters, args.max_input_size)?;
     let snapshot = dump.cache.snapshot();
     let (cycle, mut notes) = plan_report(&snapshot, args)?;
     notes.extend(dump.ignored_note());
+    notes.append(&mut dump.warnings);
     Ok(render_report(&cycle, notes, args.output))
 }
 
@@ -502,6 +507,16 @@ fn plan_report(snapshot: &Snapshot, args: &ReportArgs) -> anyhow::Result<(CycleP
     };
     let cycle = planner::plan_all(snapshot, &policies, now);
     Ok((cycle, notes))
+}
+
+/// `4Gi`, `500Mi`, `1000000`: a positive Kubernetes quantity of bytes.
+fn parse_byte_size(text: &str) -> Result<u64, String> {
+    let quantity = k8s_openapi::apimachinery::pkg::api::resource::Quantity(text.to_owned());
+    match crate::cluster::quantity::value(&quantity) {
+        Ok(bytes) if bytes > 0 => Ok(bytes.unsigned_abs()),
+        Ok(_) => Err("must be more than 0 bytes".to_owned()),
+        Err(error) => Err(error.to_string()),
+    }
 }
 
 /// Names the policies that exist, and the likely one if the name looks mistyped.

@@ -223,6 +223,11 @@ fn to_json_schema(node: &Value) -> Value {
     } else if nullable && let Some(Value::String(ty)) = map.get("type") {
         out.insert("type".into(), json!([ty, "null"]));
     }
+    // The API server refuses a `set` list with repeated items; structural schemas may not say
+    // `uniqueItems` themselves, so the translation adds it.
+    if map.get("x-kubernetes-list-type") == Some(&Value::String("set".into())) {
+        out.insert("uniqueItems".into(), Value::Bool(true));
+    }
     if map.contains_key("properties") && !map.contains_key("additionalProperties") {
         out.insert("additionalProperties".into(), Value::Bool(false));
     }

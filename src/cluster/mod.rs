@@ -3,6 +3,7 @@
 pub mod cache;
 pub mod config;
 pub mod constraints;
+pub mod decode;
 pub mod ingest;
 pub mod job_budget;
 pub mod keys;

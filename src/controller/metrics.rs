@@ -95,6 +95,7 @@ pub struct Metrics {
     pub skips: Family<SkipLabels, Counter>,
     pub cache_objects: Family<KindLabel, Gauge>,
     pub watch_errors: Family<KindLabel, Counter>,
+    pub unreadable_objects: Family<KindLabel, Counter>,
     pub relists: Family<KindLabel, Counter>,
     pub status_errors: Family<KindLabel, Counter>,
     pub usage_polls: Family<ResultLabel, Counter>,
@@ -180,6 +181,12 @@ impl Metrics {
             "Watch errors by kind (the watcher relists or retries after each)",
             watch_errors.clone(),
         );
+        let unreadable_objects = Family::<KindLabel, Counter>::default();
+        registry.register(
+            "watch_unreadable_objects",
+            "Objects a list or watch delivered that tidal could not read, by kind: each is left out (and logged once), the rest of its kind is read",
+            unreadable_objects.clone(),
+        );
         let relists = Family::<KindLabel, Counter>::default();
         registry.register(
             "watch_relists",
@@ -257,6 +264,7 @@ impl Metrics {
             skips,
             cache_objects,
             watch_errors,
+            unreadable_objects,
             relists,
             status_errors,
             usage_polls,
@@ -368,6 +376,10 @@ fn kind(kind: ObjectKind) -> KindLabel {
 impl WatchObserver for Metrics {
     fn watch_error(&self, object: ObjectKind) {
         self.watch_errors.get_or_create(&kind(object)).inc();
+    }
+
+    fn unreadable(&self, object: ObjectKind) {
+        self.unreadable_objects.get_or_create(&kind(object)).inc();
     }
 
     fn relisted(&self, object: ObjectKind, _removed: usize) {

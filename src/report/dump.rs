@@ -5,8 +5,11 @@ use jiff::Timestamp;
 use std::{
     collections::BTreeMap,
     fmt,
+    io::{BufReader, Read},
     path::{Path, PathBuf},
 };
+
+mod stream;
 
 use k8s_openapi::api::{
     core::v1::{Namespace, Node, Pod},
@@ -21,7 +24,7 @@ use crate::{
         usage::{NodeMetrics, PodMetrics},
         validation::CrdValidator,
     },
-    cluster::{ClusterCache, Ingest, ObjectKey, UsageSample, usage},
+    cluster::{ClusterCache, Ingest, ObjectKey, UsageSample, decode, usage},
     planner,
 };
 
@@ -46,6 +49,9 @@ pub struct Dump {
     /// Objects of kinds tidal does not read (ReplicaSets, Deployments, ...), by `apiVersion kind`.
     pub ignored: BTreeMap<String, usize>,
     pub objects: usize,
+    /// Objects read with a field tidal could not hold as it was (see `cluster::decode`), one line
+    /// each, for the report's warnings.
+    pub warnings: Vec<String>,
     /// PodMetrics read before their pod: applied once the pod has been read.
     pending_pod_usage: Vec<(ObjectKey, UsageSample)>,
     /// Built on the first tidal object: most dumps hold a handful of them.
@@ -65,42 +71,110 @@ pub enum DumpError {
         object: String,
         message: String,
     },
+    #[error(
+        "{path}: larger than {limit} bytes, the most `tidal report` reads from one file \
+         (raise it with --max-input-size)"
+    )]
+    TooLarge { path: PathBuf, limit: u64 },
 }
 
+/// How much `tidal report` reads from one file: 4 GiB, well above the 1.1 GB JSON of a
+/// 150,000-pod cluster, so that `--cluster /dev/zero` ends instead of growing without bound.
+pub const DEFAULT_MAX_INPUT_BYTES: u64 = 4 << 30;
+
+/// Bytes read from the file per `read` call: the input is never held whole.
+const CHUNK: usize = 256 << 10;
+
 impl Dump {
+    /// Loads `paths` with the default input size cap.
     pub fn load(paths: &[PathBuf]) -> Result<Dump, DumpError> {
+        Self::load_capped(paths, DEFAULT_MAX_INPUT_BYTES)
+    }
+
+    /// Loads `paths`, refusing any file larger than `max_input_bytes`. Files are streamed: each
+    /// object is folded into the cache as soon as it has been read, then dropped.
+    pub fn load_capped(paths: &[PathBuf], max_input_bytes: u64) -> Result<Dump, DumpError> {
         let mut dump = Dump::default();
         for path in paths {
-            let text = std::fs::read_to_string(path).map_err(|e| DumpError::Read {
+            let read_error = |e: std::io::Error| DumpError::Read {
                 path: path.clone(),
                 message: e.to_string(),
-            })?;
-            dump.add_text(path, &text)?;
+            };
+            let file = std::fs::File::open(path).map_err(read_error)?;
+            // Only a regular file's length means anything (`/dev/zero` and pipes say 0).
+            let size = file
+                .metadata()
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len());
+            dump.add_reader(path, file, size, max_input_bytes)?;
         }
         Ok(dump)
     }
 
     /// Adds the objects in `text` (read from `path`, which is only used in messages).
     pub fn add_text(&mut self, path: &Path, text: &str) -> Result<(), DumpError> {
+        self.add_reader(
+            path,
+            text.as_bytes(),
+            Some(text.len() as u64),
+            DEFAULT_MAX_INPUT_BYTES,
+        )
+    }
+
+    /// Adds the objects `reader` holds, JSON if it starts like JSON, else (multi-document) YAML.
+    /// `size` (when known) scales the YAML parser's limits; `max_input_bytes` caps what is read.
+    pub fn add_reader(
+        &mut self,
+        path: &Path,
+        reader: impl Read,
+        size: Option<u64>,
+        max_input_bytes: u64,
+    ) -> Result<(), DumpError> {
+        let (capped, too_large) = stream::Capped::new(reader, max_input_bytes);
+        let mut reader = BufReader::with_capacity(CHUNK, capped);
         let syntax = |message: String| DumpError::Syntax {
             path: path.to_owned(),
             message,
         };
-        let documents = parse_documents(text).map_err(syntax)?;
-        if documents.is_empty() {
+        let mut loader = Loader {
+            dump: std::mem::take(self),
+            path: path.to_owned(),
+            documents: 0,
+            items: 0,
+            error: None,
+        };
+        let parsed = match stream::looks_like_json(&mut reader) {
+            Err(e) if !too_large.get() => Err(DumpError::Read {
+                path: path.to_owned(),
+                message: e.to_string(),
+            }),
+            Err(_) => Ok(()),
+            Ok(None) => Ok(()),
+            Ok(Some(true)) => {
+                stream::read_json(&mut reader, &mut loader).map_err(|e| syntax(e.to_string()))
+            }
+            Ok(Some(false)) => {
+                let input_bytes = size.unwrap_or(max_input_bytes).min(max_input_bytes);
+                let (back, result) =
+                    stream::read_yaml(&mut reader, yaml_options(input_bytes), loader);
+                loader = back;
+                result.map_err(|e| syntax(yaml_error(&e, input_bytes)))
+            }
+        };
+        *self = std::mem::take(&mut loader.dump);
+        if too_large.get() {
+            return Err(DumpError::TooLarge {
+                path: path.to_owned(),
+                limit: max_input_bytes,
+            });
+        }
+        if let Some(error) = loader.error {
+            return Err(error);
+        }
+        parsed?;
+        if loader.documents == 0 {
             return Err(syntax("holds no Kubernetes objects".to_owned()));
-        }
-        let mut items = Vec::new();
-        for document in documents {
-            flatten_lists(document, &mut items).map_err(syntax)?;
-        }
-        for (index, item) in items.into_iter().enumerate() {
-            self.add_object(item)
-                .map_err(|(object, message)| DumpError::Object {
-                    path: path.to_owned(),
-                    object: format!("item {} ({object})", index + 1),
-                    message,
-                })?;
         }
         let cache = &mut self.cache;
         self.pending_pod_usage.retain(|(key, sample)| {
@@ -113,7 +187,13 @@ impl Dump {
         Ok(())
     }
 
-    fn add_object(&mut self, item: Value) -> Result<(), (ObjectName, String)> {
+    /// Adds one object, `index` in the file at `path` (for warnings).
+    fn add_object(
+        &mut self,
+        item: Value,
+        path: &Path,
+        index: usize,
+    ) -> Result<(), (ObjectName, String)> {
         let name = ObjectName::of(&item);
         if !item.is_object() {
             return Err((name, "not a Kubernetes object".to_owned()));
@@ -125,21 +205,28 @@ impl Dump {
             self.validate_tidal_object(&name, &item)?;
         }
         let cache = &mut self.cache;
+        let clamped = &mut Vec::new();
         let result = match (name.api_version.as_str(), name.kind.as_str()) {
-            ("v1", "Pod") => ingest::<Pod>(cache, item),
-            ("v1", "Node") => ingest::<Node>(cache, item),
-            ("v1", "Namespace") => ingest::<Namespace>(cache, item),
-            ("metrics.k8s.io/v1beta1", "NodeMetrics") => typed::<NodeMetrics>(item)
+            ("v1", "Pod") => ingest::<Pod>(cache, item, clamped),
+            ("v1", "Node") => ingest::<Node>(cache, item, clamped),
+            ("v1", "Namespace") => ingest::<Namespace>(cache, item, clamped),
+            ("metrics.k8s.io/v1beta1", "NodeMetrics") => typed::<NodeMetrics>(item, clamped)
                 .and_then(|m| usage::node_sample(&m))
                 .map(|(node, sample)| cache.record_node_usage(&node, sample)),
-            ("metrics.k8s.io/v1beta1", "PodMetrics") => typed::<PodMetrics>(item)
+            ("metrics.k8s.io/v1beta1", "PodMetrics") => typed::<PodMetrics>(item, clamped)
                 .and_then(|m| usage::pod_sample(&m))
                 .map(|sample| self.pending_pod_usage.push(sample)),
-            ("policy/v1", "PodDisruptionBudget") => ingest::<PodDisruptionBudget>(cache, item),
-            ("scheduling.volcano.sh/v1beta1", "PodGroup") => ingest::<PodGroup>(cache, item),
-            ("tidal.dev/v1alpha1", "RevocableZone") => ingest::<RevocableZone>(cache, item),
+            ("policy/v1", "PodDisruptionBudget") => {
+                ingest::<PodDisruptionBudget>(cache, item, clamped)
+            }
+            ("scheduling.volcano.sh/v1beta1", "PodGroup") => {
+                ingest::<PodGroup>(cache, item, clamped)
+            }
+            ("tidal.dev/v1alpha1", "RevocableZone") => {
+                ingest::<RevocableZone>(cache, item, clamped)
+            }
             ("tidal.dev/v1alpha1", "DeschedulingPolicy") => {
-                ingest::<DeschedulingPolicy>(cache, item)
+                ingest::<DeschedulingPolicy>(cache, item, clamped)
             }
             _ => {
                 if let Some((read_as, _)) = READ_KINDS.iter().find(|(_, kind)| *kind == name.kind) {
@@ -174,6 +261,13 @@ impl Dump {
         };
         if let Some(error) = config_error {
             return Err((name, error));
+        }
+        for field in clamped.drain(..) {
+            self.warnings.push(format!(
+                "{}: item {index} ({name}): {field} is past the latest time tidal reads: read as {}",
+                path.display(),
+                Timestamp::MAX
+            ));
         }
         self.objects += 1;
         Ok(())
@@ -222,52 +316,119 @@ impl Dump {
     }
 }
 
-fn ingest<K: Ingest>(cache: &mut ClusterCache, value: Value) -> Result<(), String> {
-    let object: K = typed(value)?;
+fn ingest<K: Ingest>(
+    cache: &mut ClusterCache,
+    value: Value,
+    clamped: &mut Vec<String>,
+) -> Result<(), String> {
+    let object: K = typed(value, clamped)?;
     // A dump is one instant without history: no pod departs while it is read, so the instant objects
     // are observed at never matters. A fixed one keeps loading deterministic.
     object.apply_to(cache, Timestamp::UNIX_EPOCH)
 }
 
-/// JSON if the text starts like JSON, else (multi-document) YAML.
-fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let value: Value = serde_json::from_str(trimmed).map_err(|e| e.to_string())?;
-        return Ok(match value {
-            Value::Array(items) => items,
-            other => vec![other],
-        });
-    }
-    let mut options = serde_saphyr::Options::default();
-    options.budget = Some(yaml_budget(text.len()));
-    let documents: Vec<Value> =
-        serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
-            let error = e.to_string();
-            if error.contains("budget") {
-                format!(
-                    "{error}: the file exceeds tidal's YAML limits (scaled to the file's size, against \
-                     alias bombs and absurd nesting); the same objects as JSON (`-o json`) have none"
-                )
-            } else {
-                error
-            }
-        })?;
-    Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
+/// Folds the items the parser hands over into the dump, numbering them for messages.
+struct Loader {
+    dump: Dump,
+    path: PathBuf,
+    documents: usize,
+    items: usize,
+    error: Option<DumpError>,
 }
 
-/// The YAML parser's limits against YAML bombs, scaled to the input: a plain document cannot have
-/// more nodes, events or scalar bytes than it has bytes, whatever the cluster's size; only aliases
-/// (capped absolutely) and nesting (a fixed depth) could blow it up. The parser's defaults stop at
-/// 250,000 nodes, a few thousand pods.
-fn yaml_budget(input_bytes: usize) -> serde_saphyr::Budget {
+impl stream::Sink for Loader {
+    fn document(&mut self) {
+        self.documents += 1;
+    }
+
+    fn item(&mut self, item: Value, duplicate: Option<String>) -> Result<(), stream::Stopped> {
+        let object_error = |index: usize, name: &ObjectName, message: String| DumpError::Object {
+            path: self.path.clone(),
+            object: format!("item {index} ({name})"),
+            message,
+        };
+        if let Some(key) = duplicate {
+            let error = object_error(
+                self.items + 1,
+                &ObjectName::of(&item),
+                format!("duplicate key {key}: refused, as the API server would"),
+            );
+            self.error = Some(error);
+            return Err(stream::Stopped);
+        }
+        let mut flat = Vec::new();
+        if let Err(message) = flatten_lists(item, &mut flat) {
+            self.error = Some(DumpError::Syntax {
+                path: self.path.clone(),
+                message,
+            });
+            return Err(stream::Stopped);
+        }
+        for object in flat {
+            self.items += 1;
+            if let Err((name, message)) = self.dump.add_object(object, &self.path, self.items) {
+                self.error = Some(object_error(self.items, &name, message));
+                return Err(stream::Stopped);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The YAML parser's options. Its limits against YAML bombs are scaled to the input: a plain
+/// document cannot have more nodes, events or scalar bytes than it has bytes, whatever the
+/// cluster's size; only aliases (whose replays are capped at the input's size too) and nesting (a
+/// fixed depth) could blow it up. The parser's defaults stop at 250,000 nodes, a few thousand pods.
+/// Duplicate keys are refused by tidal's own check, which names the item.
+fn yaml_options(input_bytes: u64) -> serde_saphyr::Options {
+    let input_bytes = usize::try_from(input_bytes).unwrap_or(usize::MAX);
     let mut budget = serde_saphyr::Budget::default();
-    budget.max_reader_input_bytes =
-        Some(input_bytes.max(budget.max_reader_input_bytes.unwrap_or(0)));
+    // tidal caps the input itself, with a message naming the flag.
+    budget.max_reader_input_bytes = None;
     budget.max_events = budget.max_events.max(input_bytes.saturating_mul(2));
     budget.max_nodes = budget.max_nodes.max(input_bytes);
     budget.max_total_scalar_bytes = budget.max_total_scalar_bytes.max(input_bytes);
-    budget
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options.alias_limits.max_total_replayed_events = options
+        .alias_limits
+        .max_total_replayed_events
+        .max(input_bytes);
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
+    options
+}
+
+/// The parser's message, and for a limit, which one and why there is no flag for it.
+fn yaml_error(error: &serde_saphyr::Error, input_bytes: u64) -> String {
+    let message = error.to_string();
+    let mut error = error;
+    while let serde_saphyr::Error::AliasError { error: inner, .. }
+    | serde_saphyr::Error::WithSnippet { error: inner, .. } = error
+    {
+        error = inner;
+    }
+    let limit = match error {
+        serde_saphyr::Error::Budget { breach, .. } => match breach {
+            serde_saphyr::budget::BudgetBreach::Depth { .. } => {
+                "the nesting depth limit (64, fixed)".to_owned()
+            }
+            other => format!(
+                "the YAML limit {other:?} (the parser's default, raised to the input's size, \
+                 {input_bytes} bytes, for larger files)"
+            ),
+        },
+        serde_saphyr::Error::AliasReplayLimitExceeded { .. }
+        | serde_saphyr::Error::AliasReplayStackDepthExceeded { .. }
+        | serde_saphyr::Error::AliasExpansionLimitExceeded { .. } => {
+            format!("the limit on alias expansion (scaled to the input's {input_bytes} bytes)")
+        }
+        _ => return message,
+    };
+    format!(
+        "{message}: the file hit {limit}, which protects against alias bombs and absurd nesting; \
+         no flag raises it (a dump kubectl wrote never comes near it): the same objects as JSON \
+         (`-o json`) are read without YAML's limits"
+    )
 }
 
 /// Expands `kind: List` (and `PodList`, `NodeList`, ...) into their items, recursively. Items of a typed
@@ -311,15 +472,11 @@ fn flatten_lists(value: Value, out: &mut Vec<Value>) -> Result<(), String> {
     Ok(())
 }
 
-fn typed<T: DeserializeOwned>(value: Value) -> Result<T, String> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            e.into_inner().to_string()
-        } else {
-            format!("{path}: {}", e.into_inner())
-        }
-    })
+/// `value` as `T`, with times beyond tidal's range read as its latest instant (noted in `clamped`).
+fn typed<T: DeserializeOwned>(value: Value, clamped: &mut Vec<String>) -> Result<T, String> {
+    let (object, fields) = decode::typed_lenient(value)?;
+    clamped.extend(fields);
+    Ok(object)
 }
 
 /// `Pod shop/web-1` for messages, read before the object is typed (so it works on malformed objects).
@@ -363,6 +520,11 @@ impl fmt::Display for ObjectName {
 mod tests {
     use super::*;
 
+    fn load(text: &str) -> Result<Dump, DumpError> {
+        let mut dump = Dump::default();
+        dump.add_text(Path::new("c.yaml"), text).map(|()| dump)
+    }
+
     #[test]
     fn a_yaml_dump_beyond_the_parsers_default_node_budget_loads() {
         // About 17 YAML nodes per pod: 18,000 pods are ~300,000 nodes, past the default 250,000.
@@ -372,8 +534,7 @@ mod tests {
                 "- apiVersion: v1\n  kind: Pod\n  metadata: {{name: p{i}, namespace: ns}}\n  spec: {{nodeName: n1}}\n  status: {{phase: Running}}\n"
             ));
         }
-        let documents = parse_documents(&text).unwrap();
-        assert_eq!(documents[0]["items"].as_array().unwrap().len(), 18_000);
+        assert_eq!(load(&text).unwrap().cache.pod_count(), 18_000);
     }
 
     #[test]
@@ -383,7 +544,71 @@ mod tests {
             let refs = vec![format!("*a{}", level - 1); 10].join(", ");
             text.push_str(&format!("a{level}: &a{level} [{refs}]\n"));
         }
-        let error = parse_documents(&text).unwrap_err();
-        assert!(error.contains("YAML limits"), "{error}");
+        let error = load(&text).unwrap_err().to_string();
+        assert!(error.contains("alias bombs"), "{error}");
+        assert!(error.contains("limit"), "{error}");
+    }
+
+    #[test]
+    fn absurd_nesting_is_refused_naming_the_limit() {
+        let text = format!("kind: Pod\nspec: {}{}\n", "[".repeat(200), "]".repeat(200));
+        let error = load(&text).unwrap_err().to_string();
+        assert!(error.contains("limit"), "{error}");
+        let json = format!(
+            "{{\"kind\": \"Pod\", \"spec\": {}{}}}",
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let error = load(&json).unwrap_err().to_string();
+        assert!(error.contains("recursion limit"), "{error}");
+    }
+
+    #[test]
+    fn input_past_the_cap_is_refused_naming_the_flag() {
+        let mut dump = Dump::default();
+        let endless = std::io::repeat(b' ');
+        let error = dump
+            .add_reader(Path::new("/dev/zero"), endless, None, 1 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--max-input-size"), "{error}");
+        assert!(error.contains("1048576 bytes"), "{error}");
+        let zeros = std::io::repeat(0).take(3 << 20);
+        let error = dump
+            .add_reader(Path::new("/dev/zero"), zeros, None, 1 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("/dev/zero"), "{error}");
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_in_json_and_yaml_naming_key_and_item() {
+        let json = r#"{"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "a",
+             "labels": {"app": "x", "app": "y"}}}]}"#;
+        let yaml = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: a\n  labels:\n    app: x\n    app: y\n";
+        for (text, item) in [(json, "item 2"), (yaml, "item 1")] {
+            let error = load(text).unwrap_err().to_string();
+            for expected in [item, "Pod a/p", "duplicate key metadata.labels.app"] {
+                assert!(error.contains(expected), "{expected}: {error}");
+            }
+        }
+        let error = load(r#"{"kind": "List", "items": [], "items": []}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("duplicate key \"items\""), "{error}");
+    }
+
+    #[test]
+    fn lists_stream_in_any_key_order_and_typed_lists_lend_their_kind() {
+        let json = r#"{"apiVersion": "v1", "items": [
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "a"}, "spec": {"nodeName": "n1"}}
+        ], "kind": "List", "metadata": {}}"#;
+        let dump = load(json).unwrap();
+        assert_eq!((dump.cache.node_count(), dump.cache.pod_count()), (1, 1));
+        let typed = "apiVersion: v1\nitems:\n- metadata: {name: n1}\n- metadata: {name: n2}\nkind: NodeList\n";
+        assert_eq!(load(typed).unwrap().cache.node_count(), 2);
     }
 }

@@ -32,6 +32,14 @@ pub enum WindowError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A window lists a day twice: the CRD declares `days` a set, so the API server refuses it, and a
+    /// saved cluster that never passed one is refused the same way.
+    #[error("window {text:?}: {day} is listed twice in its days")]
+    RepeatedDay {
+        /// The window's text as configured.
+        text: String,
+        day: Weekday,
+    },
     /// The time zone is not in the bundled IANA database.
     #[error(
         "unknown time zone {name:?} (expected an IANA time zone name such as \"Europe/Berlin\" or \"UTC\")"

@@ -152,6 +152,12 @@ impl DailyWindow {
 
         let mut set = 0u8;
         for day in days {
+            if set & (1 << day.index()) != 0 {
+                return Err(WindowError::RepeatedDay {
+                    text: text.to_owned(),
+                    day: *day,
+                });
+            }
             set |= 1 << day.index();
         }
         if set == 0 {
@@ -339,9 +345,14 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_days_are_harmless() {
-        let w = DailyWindow::parse("08:00-09:00", &[Weekday::Sat, Weekday::Sat]).unwrap();
-        assert_eq!(w.days(), vec![Weekday::Sat]);
+    fn repeated_days_are_refused() {
+        assert_eq!(
+            DailyWindow::parse("08:00-09:00", &[Weekday::Sat, Weekday::Mon, Weekday::Sat]),
+            Err(WindowError::RepeatedDay {
+                text: "08:00-09:00".to_owned(),
+                day: Weekday::Sat
+            })
+        );
     }
 
     #[test]

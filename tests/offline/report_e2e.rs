@@ -1421,6 +1421,13 @@ fn policies_and_zones_kubectl_would_refuse_are_errors() {
             ),
             "RevocableZone twice",
         ),
+        (
+            revocable_zone(
+                "monday-twice",
+                json!({"windows": [{"time": "08:00-20:00", "days": ["Mon", "Tue", "Mon"]}]}),
+            ),
+            "RevocableZone monday-twice",
+        ),
     ];
     for (object, name) in cases {
         let file = cluster(vec![object]);
@@ -1429,6 +1436,62 @@ fn policies_and_zones_kubectl_would_refuse_are_errors() {
             &["report", "--cluster", path, "--now", BOTH_OPEN],
             &[path, name],
         );
+    }
+}
+
+/// Issue 14: `--cluster /dev/zero` grew to 11 GB; JSON kept the last of two equal keys silently.
+#[test]
+fn endless_input_and_duplicate_keys_are_refused() {
+    // Read in bounded chunks: refused at its first byte, not after reading without end.
+    assert_fails(&["report", "--cluster", "/dev/zero"], &["/dev/zero"]);
+    let large = text_file(&format!("# {}\n", "x".repeat(4096)));
+    let path = large.path().to_str().expect("utf-8 path");
+    assert_fails(
+        &["report", "--cluster", path, "--max-input-size", "1Ki"],
+        &[path, "larger than 1024 bytes", "--max-input-size"],
+    );
+    let duplicated = text_file(
+        r#"{"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"volcano.sh/revocable-zone": "a", "volcano.sh/revocable-zone": "b"}}}]}"#,
+    );
+    let path = duplicated.path().to_str().expect("utf-8 path");
+    assert_fails(
+        &["report", "--cluster", path],
+        &[
+            path,
+            "item 1 (Node n1)",
+            "duplicate key metadata.labels.volcano.sh/revocable-zone",
+        ],
+    );
+}
+
+/// Issue 14: a time the API server accepts but tidal's timestamps cannot hold (year 9999) failed the
+/// whole report. It is read as tidal's latest instant, with a warning naming the object and field,
+/// and keeps its meaning: a pod scheduled "in 9999" is inside its cooldown, so it is not evicted.
+#[test]
+fn a_time_in_the_year_9999_is_read_as_the_latest_instant_with_a_warning() {
+    let mut zone = revocable_zone("z", utc("08:00-20:00"));
+    zone["status"] = json!({"nextChange": "9999-12-31T23:59:59Z"});
+    let late = json!({"status": {"conditions": [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "9999-12-31T23:59:59Z"}]}});
+    let mut late_pod = pod("shop", "late", "rev-1", preemptable());
+    merge(&mut late_pod, late);
+    let file = cluster(vec![
+        node("rev-1", Some("z")),
+        zone,
+        policy("p", json!({"defaults": {"cooldown": "10m"}})),
+        late_pod,
+        pod("shop", "early", "rev-1", preemptable()),
+    ]);
+    let report = plan(&[file.path()], "2026-11-22T21:00:00Z");
+    assert_eq!(evicted(&report), set(&["shop/early"]), "{report:#}");
+    assert_eq!(skip_entry(&report, "shop/late")["gate"], "cooldown");
+    let warnings = report["warnings"].to_string();
+    for expected in [
+        "item 2 (RevocableZone z): status.nextChange 9999-12-31T23:59:59Z is past the latest time",
+        "item 4 (Pod shop/late): status.conditions[0].lastTransitionTime 9999-12-31T23:59:59Z",
+    ] {
+        assert!(warnings.contains(expected), "{expected}: {warnings}");
     }
 }
 

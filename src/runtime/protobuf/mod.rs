@@ -122,6 +122,36 @@ pub fn decode_list<K: ProtobufKind>(body: &[u8]) -> Result<Page<K>, ProtobufErro
     })
 }
 
+/// Every Kubernetes list message: its metadata, and its items still encoded, so that each is
+/// decoded on its own.
+#[derive(Clone, PartialEq, prost::Message)]
+struct RawList {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<pb_meta::ListMeta>,
+    #[prost(bytes = "vec", repeated, tag = "2")]
+    items: Vec<Vec<u8>>,
+}
+
+/// [`decode_list`], object by object: an item that does not decode is an `Err` in its place, and the
+/// others are read.
+pub fn decode_list_each<K: ProtobufKind>(
+    body: &[u8],
+) -> Result<Page<Result<K, ProtobufError>>, ProtobufError> {
+    let raw = unwrap_envelope(body)?;
+    let list = RawList::decode(raw.as_slice())?;
+    drop(raw);
+    let meta = list.metadata.unwrap_or_default();
+    Ok(Page {
+        items: list
+            .items
+            .into_iter()
+            .map(|item| Ok(K::convert(K::Message::decode(item.as_slice())?)))
+            .collect(),
+        resource_version: meta.resource_version.unwrap_or_default(),
+        continue_token: meta.r#continue.filter(|c| !c.is_empty()),
+    })
+}
+
 /// One watch event as tidal uses it.
 #[derive(Debug)]
 pub enum WatchFrame<K> {
@@ -130,6 +160,8 @@ pub enum WatchFrame<K> {
     Deleted(K),
     /// Only a resourceVersion to resume from.
     Bookmark(String),
+    /// An added, changed or deleted object that does not decode: the stream itself is sound.
+    Unreadable(ProtobufError),
     /// The server ended the watch with a Status (410 Gone: the resourceVersion is too old).
     Error {
         code: i32,
@@ -183,10 +215,11 @@ pub fn decode_frame<K: ProtobufKind>(frame: &[u8]) -> Result<WatchFrame<K>, Prot
     let raw = unwrap_envelope(&raw)?;
     let object =
         || -> Result<K, ProtobufError> { Ok(K::convert(K::Message::decode(raw.as_slice())?)) };
+    let event = |wrap: fn(K) -> WatchFrame<K>| object().map_or_else(WatchFrame::Unreadable, wrap);
     Ok(match kind.as_str() {
-        "ADDED" => WatchFrame::Added(object()?),
-        "MODIFIED" => WatchFrame::Modified(object()?),
-        "DELETED" => WatchFrame::Deleted(object()?),
+        "ADDED" => event(WatchFrame::Added),
+        "MODIFIED" => event(WatchFrame::Modified),
+        "DELETED" => event(WatchFrame::Deleted),
         "BOOKMARK" => {
             let object = object()?;
             WatchFrame::Bookmark(object.meta().resource_version.clone().unwrap_or_default())

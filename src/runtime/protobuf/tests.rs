@@ -70,6 +70,7 @@ fn protobuf_events(bytes: &[u8], chunk: usize) -> Seen {
                 WatchFrame::Deleted(p) => ("DELETED".into(), Some(PodInfo::from_pod(&p).unwrap())),
                 WatchFrame::Bookmark(rv) => (format!("BOOKMARK {rv}"), None),
                 WatchFrame::Error { code, .. } => (format!("ERROR {code}"), None),
+                WatchFrame::Unreadable(error) => (format!("UNREADABLE {error}"), None),
             });
         }
     }

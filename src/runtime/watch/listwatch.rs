@@ -19,7 +19,7 @@ use kube::{
 use serde::de::DeserializeOwned;
 use tracing::{debug, warn};
 
-use super::{WatchObserver, apply_event};
+use super::{Lenient, WatchObserver, apply_lenient_event};
 use crate::{
     cluster::{ObjectKey, SharedCache},
     runtime::protobuf::{self, ACCEPT_LIST, ACCEPT_WATCH, FrameReader, ProtobufKind, WatchFrame},
@@ -45,20 +45,23 @@ where
     K: ProtobufKind + Resource<DynamicType = ()> + DeserializeOwned + Clone,
 {
     let mut relist: Option<HashSet<ObjectKey>> = None;
+    let mut logged = HashSet::new();
     let mut failures = 0u32;
     loop {
-        apply_event::<K>(
+        apply_lenient_event::<K>(
             &shared,
             &mut relist,
             watcher::Event::Init,
             observer.as_ref(),
+            &mut logged,
         );
         let listed = list_all::<K>(&client, |object| {
-            apply_event(
+            apply_lenient_event(
                 &shared,
                 &mut relist,
                 watcher::Event::InitApply(object),
                 observer.as_ref(),
+                &mut logged,
             );
         })
         .await;
@@ -72,16 +75,20 @@ where
                 continue;
             }
         };
-        apply_event::<K>(
+        apply_lenient_event::<K>(
             &shared,
             &mut relist,
             watcher::Event::InitDone,
             observer.as_ref(),
+            &mut logged,
         );
         failures = 0;
         loop {
-            let apply = |event| apply_event(&shared, &mut relist, event, observer.as_ref());
-            match watch_once::<K>(&client, &mut version, apply).await {
+            let apply = |event| {
+                apply_lenient_event(&shared, &mut relist, event, observer.as_ref(), &mut logged);
+            };
+            let unreadable = || observer.unreadable(K::KIND);
+            match watch_once::<K>(&client, &mut version, apply, unreadable).await {
                 Ok(WatchEnd::Closed) => failures = 0,
                 Ok(WatchEnd::Relist(why)) => {
                     debug!(kind = K::KIND.as_str(), %why, "relisting");
@@ -129,9 +136,10 @@ fn content_type<B>(response: &http::Response<B>) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Lists every object page by page, handing each to `apply` as soon as its page is decoded; returns
-/// the list's resourceVersion.
-async fn list_all<K>(client: &Client, mut apply: impl FnMut(K)) -> Result<String, String>
+/// Lists every object page by page, handing each to `apply` as soon as its page is decoded (one by
+/// one: an object that does not decode is handed over as unreadable); returns the list's
+/// resourceVersion.
+async fn list_all<K>(client: &Client, mut apply: impl FnMut(Lenient<K>)) -> Result<String, String>
 where
     K: ProtobufKind + Resource<DynamicType = ()> + DeserializeOwned + Clone,
 {
@@ -155,10 +163,18 @@ where
             return Err(format!("list answered {status}"));
         }
         let (items, version, next) = if protobuf {
-            let page = protobuf::decode_list::<K>(&body).map_err(|e| e.to_string())?;
-            (page.items, page.resource_version, page.continue_token)
+            let page = protobuf::decode_list_each::<K>(&body).map_err(|e| e.to_string())?;
+            let items = page.items.into_iter().map(|item| match item {
+                Ok(object) => Lenient::Read {
+                    object,
+                    clamped: Vec::new(),
+                },
+                Err(error) => Lenient::undecodable(error),
+            });
+            (items.collect(), page.resource_version, page.continue_token)
         } else {
-            let page: ObjectList<K> = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+            let page: ObjectList<Lenient<K>> =
+                serde_json::from_slice(&body).map_err(|e| e.to_string())?;
             let next = page.metadata.continue_.filter(|c| !c.is_empty());
             (
                 page.items,
@@ -192,7 +208,8 @@ fn form_urlencode(text: &str) -> String {
 async fn watch_once<K>(
     client: &Client,
     version: &mut String,
-    mut apply: impl FnMut(watcher::Event<K>),
+    mut apply: impl FnMut(watcher::Event<Lenient<K>>),
+    unreadable: impl Fn(),
 ) -> Result<WatchEnd, String>
 where
     K: ProtobufKind + Resource<DynamicType = ()> + DeserializeOwned + Clone,
@@ -214,7 +231,7 @@ where
     let mut body = response.into_body().into_data_stream();
     let mut frames = FrameReader::default();
     let mut lines: Vec<u8> = Vec::new();
-    let note = |object: &K, version: &mut String| {
+    let note = |object: &Lenient<K>, version: &mut String| {
         if let Some(v) = object.meta().resource_version.as_ref() {
             version.clone_from(v);
         }
@@ -233,14 +250,26 @@ where
                     Ok(event) => event,
                     Err(error) => return Ok(WatchEnd::Relist(error.to_string())),
                 };
+                let read = |object| Lenient::Read {
+                    object,
+                    clamped: Vec::new(),
+                };
                 match event {
                     WatchFrame::Added(o) | WatchFrame::Modified(o) => {
+                        let o = read(o);
                         note(&o, version);
                         apply(watcher::Event::Apply(o));
                     }
                     WatchFrame::Deleted(o) => {
+                        let o = read(o);
                         note(&o, version);
                         apply(watcher::Event::Delete(o));
+                    }
+                    // Nothing of it can be read, not even its name: counted and logged, and the
+                    // watch goes on from the next event.
+                    WatchFrame::Unreadable(error) => {
+                        unreadable();
+                        warn!(kind = K::KIND.as_str(), %error, "cannot decode a watched object: left out");
                     }
                     WatchFrame::Bookmark(v) => *version = v,
                     WatchFrame::Error { code: 410, .. } => {
@@ -258,7 +287,7 @@ where
                 if line.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                let event: WatchEvent<K> = match serde_json::from_slice(&line) {
+                let event: WatchEvent<Lenient<K>> = match serde_json::from_slice(&line) {
                     Ok(event) => event,
                     Err(error) => return Ok(WatchEnd::Relist(error.to_string())),
                 };

@@ -2,8 +2,11 @@
 //! marking its kind synced only when a complete list has been applied. A watcher's relist (after a
 //! 410 Gone or a dropped stream) also removes what vanished meanwhile, and holds planning until done.
 
+pub mod lenient;
 pub mod listwatch;
 pub mod usage;
+
+pub use lenient::Lenient;
 
 use jiff::Timestamp;
 use std::{collections::HashSet, sync::Arc, time::Duration};
@@ -44,6 +47,8 @@ impl WatchPlan {
 pub trait WatchObserver: Send + Sync + 'static {
     fn watch_error(&self, _kind: ObjectKind) {}
     fn relisted(&self, _kind: ObjectKind, _removed: usize) {}
+    /// An object of `kind` could not be read and was left out (see [`Lenient`]).
+    fn unreadable(&self, _kind: ObjectKind) {}
     /// A metrics.k8s.io poll ended: `ok`, `unavailable` (not served) or `error`.
     fn usage_polled(&self, _result: &'static str) {}
 }
@@ -220,20 +225,98 @@ fn forget_all(shared: &SharedCache, kind: ObjectKind) -> usize {
     keys.len()
 }
 
-/// Feeds one kind into the cache forever, recovering from errors with the watcher's backoff.
-pub async fn run<K: Ingest>(api: Api<K>, shared: SharedCache, observer: Arc<dyn WatchObserver>) {
+/// Feeds one kind into the cache forever, recovering from errors with the watcher's backoff. Objects
+/// are decoded one by one ([`Lenient`]): one that cannot be read is left out, not the whole list.
+pub async fn run<K>(api: Api<K>, shared: SharedCache, observer: Arc<dyn WatchObserver>)
+where
+    K: Ingest + kube::Resource<DynamicType = ()>,
+{
+    let api: Api<Lenient<K>> = Api::all(api.into_client());
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(stream);
     let mut relist: Option<HashSet<ObjectKey>> = None;
+    let mut logged = HashSet::new();
     while let Some(event) = stream.next().await {
         match event {
-            Ok(event) => apply_event(&shared, &mut relist, event, observer.as_ref()),
+            Ok(event) => {
+                apply_lenient_event(&shared, &mut relist, event, observer.as_ref(), &mut logged)
+            }
             Err(error) => {
                 observer.watch_error(K::KIND);
                 warn!(kind = K::KIND.as_str(), %error, "watch error; the watcher will retry");
             }
         }
     }
+}
+
+/// [`apply_event`] for objects decoded one by one. An unreadable object is counted and left out:
+/// whatever the cache had of it stays (a relist does not remove it), its deletion still applies, and
+/// it is logged once (in `logged`) rather than on every relist.
+pub fn apply_lenient_event<K: Ingest>(
+    shared: &SharedCache,
+    relist: &mut Option<HashSet<ObjectKey>>,
+    event: watcher::Event<Lenient<K>>,
+    observer: &dyn WatchObserver,
+    logged: &mut HashSet<ObjectKey>,
+) {
+    let mut read = |object: Lenient<K>, relist: &mut Option<HashSet<ObjectKey>>| match object {
+        Lenient::Read { object, clamped } => {
+            let key = object.key();
+            if clamped.is_empty() {
+                logged.remove(&key);
+            } else if logged.insert(key.clone()) {
+                warn!(kind = K::KIND.as_str(), %key, fields = ?clamped,
+                    "times past the latest instant tidal reads: read as that instant");
+            }
+            Some(object)
+        }
+        Lenient::Unreadable { meta, error } => {
+            let key = ObjectKey::new(
+                meta.namespace.unwrap_or_default(),
+                meta.name.unwrap_or_default(),
+            );
+            observer.unreadable(K::KIND);
+            if let Some(seen) = relist.as_mut() {
+                seen.insert(key.clone());
+            }
+            if logged.insert(key.clone()) {
+                warn!(kind = K::KIND.as_str(), %key, %error,
+                    "cannot read this object: left out, the rest of its kind is read");
+            }
+            None
+        }
+    };
+    let event = match event {
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitDone => watcher::Event::InitDone,
+        watcher::Event::InitApply(object) => match read(object, relist) {
+            Some(object) => watcher::Event::InitApply(object),
+            None => return,
+        },
+        watcher::Event::Apply(object) => match read(object, relist) {
+            Some(object) => watcher::Event::Apply(object),
+            None => return,
+        },
+        watcher::Event::Delete(Lenient::Read { object, .. }) => watcher::Event::Delete(object),
+        watcher::Event::Delete(Lenient::Unreadable { meta, .. }) => {
+            let key = ObjectKey::new(
+                meta.namespace.unwrap_or_default(),
+                meta.name.unwrap_or_default(),
+            );
+            logged.remove(&key);
+            shared
+                .write()
+                .delete_object(K::KIND, &key, Timestamp::now());
+            if matches!(
+                K::KIND,
+                ObjectKind::RevocableZone | ObjectKind::DeschedulingPolicy
+            ) {
+                shared.notify_config_change();
+            }
+            return;
+        }
+    };
+    apply_event(shared, relist, event, observer);
 }
 
 /// Applies one watcher event to the cache. Public so that tests can drive the relist logic directly.
