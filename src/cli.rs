@@ -67,10 +67,17 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// A saved cluster: `kubectl get nodes,pods,poddisruptionbudgets,podgroups,revocablezones,deschedulingpolicies -A -o yaml`
-    /// output, multi-document YAML, or JSON. Repeat to combine files. Namespaces and metrics.k8s.io
+    /// output, multi-document YAML, or JSON. Repeat to combine files; a folder reads its .yaml, .yml
+    /// and .json files, `-` reads stdin (as kubectl's `-f`). Namespaces and metrics.k8s.io
     /// NodeMetrics/PodMetrics lists (`kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes`) are read
     /// too. Without it, tidal reads the live cluster (in-cluster credentials, else the kubeconfig).
-    #[arg(long = "cluster", value_name = "FILE", conflicts_with_all = ["kubeconfig", "context"])]
+    #[arg(
+        short = 'f',
+        long = "cluster",
+        visible_alias = "filename",
+        value_name = "FILE",
+        conflicts_with_all = ["kubeconfig", "context"]
+    )]
     pub clusters: Vec<PathBuf>,
     /// The most read from one --cluster file (a quantity: 4Gi, 500Mi); a larger file, or an endless
     /// stream such as /dev/zero, is refused rather than read without bound.

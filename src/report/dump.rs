@@ -82,6 +82,52 @@ pub enum DumpError {
 /// 150,000-pod cluster, so that `--cluster /dev/zero` ends instead of growing without bound.
 pub const DEFAULT_MAX_INPUT_BYTES: u64 = 4 << 30;
 
+/// The files behind `paths` as kubectl's `-f` reads them: a folder stands for its `.yaml`, `.yml` and
+/// `.json` files (not its subfolders), in name order; `-` is stdin, at most once.
+fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, DumpError> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.as_os_str() == "-" {
+            if files.iter().any(|f: &PathBuf| f.as_os_str() == "-") {
+                return Err(DumpError::Read {
+                    path: path.clone(),
+                    message: "stdin can be read only once".to_owned(),
+                });
+            }
+            files.push(path.clone());
+            continue;
+        }
+        if !path.is_dir() {
+            files.push(path.clone());
+            continue;
+        }
+        let read_error = |e: std::io::Error| DumpError::Read {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        let mut inside: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(read_error)?
+            .map(|entry| entry.map(|e| e.path()))
+            .collect::<Result<_, _>>()
+            .map_err(read_error)?;
+        inside.retain(|f| {
+            f.is_file()
+                && f.extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+        });
+        if inside.is_empty() {
+            return Err(DumpError::Read {
+                path: path.clone(),
+                message: "a folder without .yaml, .yml or .json files".to_owned(),
+            });
+        }
+        inside.sort();
+        files.extend(inside);
+    }
+    Ok(files)
+}
+
 /// Bytes read from the file per `read` call: the input is never held whole.
 const CHUNK: usize = 256 << 10;
 
@@ -95,19 +141,24 @@ impl Dump {
     /// object is folded into the cache as soon as it has been read, then dropped.
     pub fn load_capped(paths: &[PathBuf], max_input_bytes: u64) -> Result<Dump, DumpError> {
         let mut dump = Dump::default();
-        for path in paths {
+        for path in expand(paths)? {
+            if path.as_os_str() == "-" {
+                let stdin = std::io::stdin().lock();
+                dump.add_reader(Path::new("<stdin>"), stdin, None, max_input_bytes)?;
+                continue;
+            }
             let read_error = |e: std::io::Error| DumpError::Read {
                 path: path.clone(),
                 message: e.to_string(),
             };
-            let file = std::fs::File::open(path).map_err(read_error)?;
+            let file = std::fs::File::open(&path).map_err(read_error)?;
             // Only a regular file's length means anything (`/dev/zero` and pipes say 0).
             let size = file
                 .metadata()
                 .ok()
                 .filter(|m| m.is_file())
                 .map(|m| m.len());
-            dump.add_reader(path, file, size, max_input_bytes)?;
+            dump.add_reader(&path, file, size, max_input_bytes)?;
         }
         Ok(dump)
     }
@@ -227,6 +278,16 @@ impl Dump {
             }
             ("tidal.dev/v1alpha1", "DeschedulingPolicy") => {
                 ingest::<DeschedulingPolicy>(cache, item, clamped)
+            }
+            _ if crate::api::descheduler::is_descheduler_policy(&item) => {
+                return Err((
+                    name.clone(),
+                    format!(
+                        "a Kubernetes descheduler policy is not a tidal policy: convert it with \
+                         `tidal convert -f {}` and pass the result instead",
+                        path.display()
+                    ),
+                ));
             }
             _ => {
                 if let Some((read_as, _)) = READ_KINDS.iter().find(|(_, kind)| *kind == name.kind) {

@@ -3,7 +3,7 @@
 //! each process watches, and the snapshot's property tests. One binary, so the library is linked once.
 
 mod chart_rbac;
-mod convert;
+mod cli;
 mod crds;
 mod layers;
 mod policies;

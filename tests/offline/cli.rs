@@ -1,0 +1,130 @@
+//! The CLI as kubectl users expect it: `tidal convert` from a descheduler policy to policies `tidal report`
+//! plans with, and `-f` reading files, folders and stdin.
+
+use std::{path::Path, process::Command};
+
+use serde_json::Value;
+
+fn tidal(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tidal"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run tidal")
+}
+
+#[test]
+fn the_example_descheduler_policy_converts_into_a_policy_the_report_plans_with() {
+    let output = tidal(&["convert", "-f", "examples/descheduler-policy.yaml"]);
+    assert!(output.status.success(), "{output:?}");
+    let yaml = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        yaml.contains("#   - nodeSelector not carried over"),
+        "the notes travel with the file: {yaml}"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("1 setting(s) not carried over"), "{stderr}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let converted = dir.path().join("converted.yaml");
+    std::fs::write(&converted, &yaml).unwrap();
+    let report = tidal(&[
+        "report",
+        "--cluster",
+        "examples/demo-cluster.yaml",
+        "--cluster",
+        converted.to_str().unwrap(),
+        "--policy",
+        "balance",
+        "--now",
+        "2026-11-23T09:30:00Z",
+        "-o",
+        "json",
+    ]);
+    assert!(report.status.success(), "{report:?}");
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let policies = report["policies"].as_array().unwrap();
+    assert_eq!(policies.len(), 1, "{report}");
+    assert_eq!(policies[0]["name"], "balance", "{report}");
+    assert_eq!(policies[0]["mode"], "DryRun", "{report}");
+}
+
+#[test]
+fn a_descheduler_policy_in_the_wrong_place_says_what_to_do() {
+    let output = tidal(&["convert", "-f", "examples/demo-cluster.yaml"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("not a descheduler policy"), "{stderr}");
+    assert!(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/descheduler-policy.yaml")
+            .exists()
+    );
+}
+
+#[test]
+fn the_report_refuses_a_descheduler_policy_and_points_at_convert() {
+    let output = tidal(&[
+        "report",
+        "--cluster",
+        "examples/demo-cluster.yaml",
+        "--cluster",
+        "examples/descheduler-policy.yaml",
+    ]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("tidal convert -f examples/descheduler-policy.yaml"),
+        "{stderr}"
+    );
+}
+
+/// `-f` as kubectl reads it: repeatable, `-` for stdin, a folder for its manifests.
+#[test]
+fn report_reads_files_folders_and_stdin_like_kubectl() {
+    use std::io::Write;
+    let json = |output: std::process::Output| -> Value {
+        assert!(output.status.success(), "{output:?}");
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let now = ["--now", "2026-11-23T09:30:00Z", "-o", "json"];
+    let by_file = json(tidal(
+        &[
+            &["report", "-f", "examples/demo-cluster.yaml"][..],
+            &now[..],
+        ]
+        .concat(),
+    ));
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-cluster.yaml"),
+        dir.path().join("cluster.yaml"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("README.md"), "not a manifest").unwrap();
+    let folder = dir.path().to_str().unwrap();
+    let by_folder = json(tidal(
+        &[&["report", "--filename", folder][..], &now[..]].concat(),
+    ));
+    assert_eq!(by_folder["evictions"], by_file["evictions"]);
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidal"))
+        .args([&["report", "-f", "-"][..], &now[..]].concat())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-cluster.yaml"))
+            .unwrap();
+    child.stdin.take().unwrap().write_all(&text).unwrap();
+    let by_stdin = json(child.wait_with_output().unwrap());
+    assert_eq!(by_stdin["evictions"], by_file["evictions"]);
+    assert!(!by_file["evictions"].as_array().unwrap().is_empty());
+
+    let empty = tempfile::tempdir().unwrap();
+    let output = tidal(&["report", "-f", empty.path().to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("a folder without .yaml"));
+}
