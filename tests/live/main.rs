@@ -12,5 +12,6 @@ mod ha;
 mod protobuf;
 mod taints;
 mod unreachable;
+mod unreadable;
 mod usage;
 mod webhook;
