@@ -356,14 +356,23 @@ fn validate_binding(
         Ok(binding) => binding,
         Err(answer) => return Attempt::Done(answer),
     };
-    if !matches!(
-        binding.target.kind.as_deref(),
-        None | Some("") | Some("Node")
-    ) {
-        return Attempt::Done(Answer::verdict(Verdict::allow()));
+    // The API server validates a Binding before calling admission (target.name is required, and a
+    // target kind other than Node is refused), so one without a node never comes from it. Whoever
+    // sends one gets the refusal the API server would give, never an unchecked "allowed".
+    if let Some(kind) = binding
+        .target
+        .kind
+        .as_deref()
+        .filter(|k| !k.is_empty() && *k != "Node")
+    {
+        return Attempt::Done(Answer::verdict(Verdict::Deny(format!(
+            "tidal: a Binding's target must be a Node, not {kind:?}"
+        ))));
     }
     let Some(node_name) = binding.target.name.as_deref().filter(|n| !n.is_empty()) else {
-        return Attempt::Done(Answer::verdict(Verdict::allow()));
+        return Attempt::Done(Answer::verdict(Verdict::Deny(
+            "tidal: the Binding names no node (target.name is required)".to_owned(),
+        )));
     };
     // The binding is named after its pod; the request's name is the pod's as well.
     let pod_name = Some(request.name.as_str())
@@ -716,6 +725,38 @@ mod tests {
             panic!("a non-preemptable pod bound through /bindings to a revocable node")
         };
         assert!(message.contains("ns/web is not preemptable"), "{message}");
+    }
+
+    /// A Binding without a node to bind to (no `target`, an empty name, or a target that is not a
+    /// Node) is refused, as the API server's own validation refuses it; it used to be allowed.
+    #[test]
+    fn bindings_without_a_node_target_are_denied() {
+        let c = cache(&[pod_object("web", json!({}), json!({}))]);
+        let meta = json!({"name": "web", "namespace": "ns"});
+        for (object, says) in [
+            (
+                json!({"apiVersion": "v1", "kind": "Binding", "metadata": meta}),
+                "names no node",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Binding", "metadata": meta,
+                       "target": {"kind": "Node", "name": ""}}),
+                "names no node",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Binding", "metadata": meta,
+                       "target": {"kind": "Pod", "name": "rev"}}),
+                "not \"Pod\"",
+            ),
+        ] {
+            let body = review("pods", Some("binding"), "web", object.clone());
+            let Verdict::Deny(message) =
+                done(Endpoint::ValidateBindings, &body, &c, DAY, false).verdict
+            else {
+                panic!("allowed: {object}")
+            };
+            assert!(message.contains(says), "{message}");
+        }
     }
 
     /// A pod whose PodGroup never reaches the cache is treated like an unknown pod or node: admitted
