@@ -1,5 +1,5 @@
 //! The plain-HTTP admin endpoints both processes serve: binding (so that a taken port fails startup),
-//! serving until shutdown, and `/healthz` and `/readyz` (ready = every watched kind has completed its
+//! serving until shutdown (with connection limits), and `/healthz` and `/readyz` (ready = every watched kind has completed its
 //! list). Each process adds its own `/metrics` router.
 
 use std::net::SocketAddr;
@@ -9,6 +9,7 @@ use axum::{Router, extract::State, http::StatusCode, routing::get};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use super::connections::{self, ConnectionLimits};
 use crate::cluster::SharedCache;
 
 pub fn health_router(cache: SharedCache) -> Router {
@@ -38,14 +39,21 @@ pub async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
         .with_context(|| format!("listening on {addr}"))
 }
 
+/// Serves `router` with the admin limits ([`ConnectionLimits::ADMIN`]) until `shutdown`: a flood of
+/// this port (1,000 connections that never finish their headers) costs each connection 10s and at most
+/// 16 of the 64 slots per client address, so the kubelet's probes keep getting through.
 pub async fn serve(listener: TcpListener, router: Router, shutdown: CancellationToken) {
-    let addr = listener.local_addr().ok();
-    if let Err(error) = axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-    {
-        tracing::warn!(?addr, %error, "HTTP server stopped");
-    }
+    serve_with(listener, router, shutdown, ConnectionLimits::ADMIN).await;
+}
+
+/// [`serve`] with explicit limits.
+pub async fn serve_with(
+    listener: TcpListener,
+    router: Router,
+    shutdown: CancellationToken,
+    limits: ConnectionLimits,
+) {
+    connections::serve_plain(listener, router, shutdown.cancelled_owned(), limits).await;
 }
 
 #[cfg(test)]

@@ -11,32 +11,38 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use hyper_util::{
-    rt::{TokioIo, TokioTimer},
-    server::graceful::GracefulShutdown,
-    service::TowerToHyperService,
-};
 use jiff::Timestamp;
-use tokio::{net::TcpListener, sync::Semaphore, time::Instant};
+use tokio::{
+    net::TcpListener,
+    sync::{Semaphore, SemaphorePermit},
+    time::Instant,
+};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use super::{
     metrics::{Metrics, Outcome},
     review::{self, Attempt, Endpoint},
 };
-use crate::cluster::SharedCache;
+use crate::{
+    cluster::SharedCache,
+    runtime::connections::{self, ConnectionLimits},
+};
 
 /// Largest AdmissionReview accepted. Objects are at most ~1.5 MiB in etcd; a review carries one.
 const BODY_LIMIT: usize = 6 * 1024 * 1024;
+/// Bodies up to this size are parsed at once: real pods and bindings are far smaller.
+const SMALL_BODY: usize = 256 * 1024;
+/// KiB of larger bodies parsed at the same time. Parsing takes many times a body's size (a 1.86 MiB
+/// pod of 20,000 affinity terms raises the peak by about 145 MiB), and tokio runs as many parses at
+/// once as the node has cores, whatever the pod's CPU limit: with 8 workers, twelve such pods at once
+/// peaked at 920 MiB without the budget and 635 MiB with it (before objects were read in place; 354
+/// MiB since). A request that waits past the request deadline gets a 408.
+const LARGE_BODY_BUDGET_KIB: u32 = 8 * 1024;
+
 /// Pause between two looks at the cache while waiting for an object to arrive.
 const RETRY_PAUSE: Duration = Duration::from_millis(20);
-/// Time a client has to complete the TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Time in-flight requests get to finish at shutdown.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the handlers share.
 #[derive(Clone)]
@@ -47,6 +53,9 @@ pub struct WebhookState {
     pub lookup_wait: Duration,
     /// Cancelled when shutdown begins: `/readyz` fails from then on, requests are still answered.
     draining: CancellationToken,
+    /// KiB of large bodies being parsed at once (see [`LARGE_BODY_BUDGET_KIB`]).
+    large_bodies: Arc<Semaphore>,
+    large_body_budget_kib: u32,
 }
 
 impl WebhookState {
@@ -56,7 +65,17 @@ impl WebhookState {
             metrics: Arc::new(Metrics::new()),
             lookup_wait,
             draining: CancellationToken::new(),
+            large_bodies: Arc::new(Semaphore::new(LARGE_BODY_BUDGET_KIB as usize)),
+            large_body_budget_kib: LARGE_BODY_BUDGET_KIB,
         }
+    }
+
+    /// The same with a parse budget of `kib` KiB for large bodies instead of [`LARGE_BODY_BUDGET_KIB`]
+    /// (a body larger than the budget takes all of it).
+    pub fn with_large_body_budget(mut self, kib: u32) -> WebhookState {
+        self.large_bodies = Arc::new(Semaphore::new(kib.max(1) as usize));
+        self.large_body_budget_kib = kib.max(1);
+        self
     }
 
     /// Cancelled once shutdown has begun (see [`drain`]).
@@ -162,6 +181,7 @@ async fn metrics(State(state): State<WebhookState>) -> Response {
 }
 
 async fn admission_response(state: &WebhookState, endpoint: Endpoint, body: &[u8]) -> Response {
+    let _permit = large_body_permit(state, body.len()).await;
     let (status, body) = admit(state, endpoint, body).await;
     let content_type = if status == StatusCode::OK {
         "application/json"
@@ -169,6 +189,19 @@ async fn admission_response(state: &WebhookState, endpoint: Endpoint, body: &[u8
         "text/plain; charset=utf-8"
     };
     (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// Waits until a body of `len` bytes may be parsed: at once when it is small, else when its size fits
+/// in what the other large bodies being parsed leave of the budget.
+async fn large_body_permit(state: &WebhookState, len: usize) -> Option<SemaphorePermit<'_>> {
+    if len <= SMALL_BODY {
+        return None;
+    }
+    let kib = u32::try_from(len.div_ceil(1024))
+        .unwrap_or(u32::MAX)
+        .min(state.large_body_budget_kib);
+    // The semaphore is never closed.
+    state.large_bodies.acquire_many(kib).await.ok()
 }
 
 /// Answers one AdmissionReview body: `200` with the response review, or `400` with a plain-text
@@ -249,43 +282,30 @@ async fn answer_from_cache(
     }
 }
 
-/// Limits of the HTTPS listener.
-#[derive(Clone, Copy, Debug)]
-pub struct ServeLimits {
-    /// Time a client has to send a request's headers, idle keep-alive time included (hyper starts
-    /// the clock when it waits for the next request). Longer than the API server's 90s idle timeout,
-    /// so that it is the client that closes idle connections, never a request racing our close.
-    pub header_read_timeout: Duration,
-    /// Open connections at most; more clients wait in the listen backlog until one closes. Each API
-    /// server keeps a few dozen connections per webhook; the cap only stops a flood from exhausting
-    /// memory or file descriptors.
-    pub max_connections: usize,
-    /// Time from a request's headers to its answer, reading the body included. A client that sends
-    /// its body one byte at a time is answered 408 and disconnected when it runs out, so a slow body
-    /// holds a connection slot for seconds, not for as long as the client likes. The API server's own
-    /// webhook timeout is at most 30s (10s by default) and gives up before this matters to it.
-    pub request_timeout: Duration,
-}
+/// Limits of the HTTPS listener: [`ConnectionLimits`] with the webhook's defaults.
+pub type ServeLimits = ConnectionLimits;
 
-impl Default for ServeLimits {
-    fn default() -> Self {
-        ServeLimits {
-            header_read_timeout: Duration::from_secs(120),
-            max_connections: 512,
-            request_timeout: Duration::from_secs(10),
-        }
-    }
-}
-
-/// 408, and the connection closes: its unread body cannot be trusted to end.
-fn request_timed_out() -> Response {
-    (
-        StatusCode::REQUEST_TIMEOUT,
-        [(header::CONNECTION, "close")],
-        "request not complete in time\n",
-    )
-        .into_response()
-}
+/// The HTTPS listener's defaults. Every figure is stated in docs/admission.md.
+///
+/// - 512 connections in total, 128 per client address. An API server keeps up to 25 idle connections
+///   per webhook (client-go's transport default) plus one per concurrent call, and a call takes well
+///   under a millisecond here, so 128 leaves it ample room while one flooding address can take only a
+///   quarter of the slots. Clients behind one address (an egress proxy, konnectivity) share its 128.
+/// - 5s to complete the TLS handshake (it takes milliseconds in a cluster).
+/// - 10s for the headers of the next request, idle keep-alive time included. Shorter than the API
+///   server's own 90s idle timeout, so it is usually tidal that closes an idle connection; Go's
+///   client reuses its most recently used connection first, so the ones that time out are those it
+///   was not about to use, and it drops a connection as soon as it sees it closed.
+/// - 10s from a request's headers to its answer, the body included (then 408 and close). The API
+///   server gives up on a call after `timeoutSeconds` (at most 30s, the chart's 5s) anyway.
+pub const WEBHOOK_LIMITS: ConnectionLimits = ConnectionLimits {
+    max_connections: 512,
+    max_per_peer: 128,
+    handshake_timeout: Duration::from_secs(5),
+    idle_timeout: Duration::from_secs(10),
+    request_timeout: Duration::from_secs(10),
+    drain_timeout: Duration::from_secs(10),
+};
 
 /// Serves `app` over HTTPS on `listener` until `shutdown` resolves, then lets in-flight requests
 /// finish (up to a grace period).
@@ -295,7 +315,7 @@ pub async fn serve_tls(
     app: Router,
     shutdown: impl Future<Output = ()>,
 ) {
-    serve_tls_with(listener, tls, app, shutdown, ServeLimits::default()).await;
+    serve_tls_with(listener, tls, app, shutdown, WEBHOOK_LIMITS).await;
 }
 
 /// [`serve_tls`] with explicit limits.
@@ -307,76 +327,55 @@ pub async fn serve_tls_with(
     limits: ServeLimits,
 ) {
     let acceptor = TlsAcceptor::from(tls);
-    let graceful = GracefulShutdown::new();
-    // HTTP/1.1 with keep-alive: what the API server's webhook client uses when not offered h2.
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout);
-    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    tokio::pin!(shutdown);
-    loop {
-        // A slot first, then a connection: over the cap, clients wait in the backlog rather than
-        // being accepted and dropped.
-        let slot = tokio::select! {
-            slot = Arc::clone(&slots).acquire_owned() => match slot {
-                Ok(slot) => slot,
-                // The semaphore is never closed.
-                Err(_) => break,
-            },
-            () = &mut shutdown => break,
-        };
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        // Out of file descriptors and the like: back off instead of spinning.
-                        warn!(%error, "accepting a connection failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let (acceptor, app, builder) = (acceptor.clone(), app.clone(), builder.clone());
-                let request_timeout = limits.request_timeout;
-                let watcher = graceful.watcher();
-                tokio::spawn(async move {
-                    let _slot = slot;
-                    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                        Ok(Ok(tls)) => tls,
-                        Ok(Err(error)) => {
-                            debug!(%peer, %error, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => {
-                            debug!(%peer, "TLS handshake timed out");
-                            return;
-                        }
-                    };
-                    let deadline = tower::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                        let app = app.clone();
-                        async move {
-                            let request = request.map(axum::body::Body::new);
-                            match tokio::time::timeout(request_timeout, app.oneshot(request)).await {
-                                Ok(answer) => answer,
-                                Err(_) => Ok(request_timed_out()),
-                            }
-                        }
-                    });
-                    let connection = builder.serve_connection(TokioIo::new(tls), TowerToHyperService::new(deadline));
-                    if let Err(error) = watcher.watch(connection).await {
-                        debug!(%peer, %error, "connection ended with an error");
-                    }
-                });
-            }
-            () = &mut shutdown => break,
-        }
-    }
-    drop(listener);
-    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        warn!("in-flight admission requests did not finish in time");
+    connections::serve(
+        listener,
+        move |stream| acceptor.accept(stream),
+        app,
+        shutdown,
+        limits,
+    )
+    .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::FutureExt;
+
+    use super::*;
+    use crate::cluster::ClusterCache;
+
+    /// Large bodies share a parse budget: while it is used up another large body waits, a small one
+    /// never does, and the budget comes back when a parse ends.
+    #[test]
+    fn large_bodies_wait_for_the_parse_budget() {
+        let state = WebhookState::new(
+            SharedCache::from_cache(ClusterCache::default()),
+            Duration::ZERO,
+        );
+        let huge = 6 * 1024 * 1024;
+        let first = large_body_permit(&state, huge)
+            .now_or_never()
+            .expect("budget free");
+        assert!(first.is_some());
+        let second = large_body_permit(&state, 3 * 1024 * 1024).now_or_never();
+        assert!(second.is_none(), "6 + 3 MiB in parse at once");
+        assert!(
+            large_body_permit(&state, 1024 * 1024)
+                .now_or_never()
+                .is_some(),
+            "6 + 1 MiB fits in the budget"
+        );
+        assert!(
+            large_body_permit(&state, 10 * 1024)
+                .now_or_never()
+                .expect("a small body never waits")
+                .is_none()
+        );
+        drop(first);
+        assert!(
+            large_body_permit(&state, 3 * 1024 * 1024)
+                .now_or_never()
+                .is_some()
+        );
     }
 }

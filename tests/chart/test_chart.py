@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import base64
 import copy
+import re
 import datetime
 import os
 import pathlib
 import subprocess
 
+import celpy
 import helm_python as helm
 import jsonschema
 import kubernetes_validate
@@ -88,6 +90,12 @@ VARIANTS: dict[str, dict] = {
             {"name": "weekend", "spec": {"windows": [{"time": "00:00-00:00", "days": ["Sat", "Sun"]}]}},
         ],
         "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}},
+        "networkPolicy": {
+            "enabled": True,
+            "webhookFrom": [{"ipBlock": {"cidr": "10.0.0.0/24"}}],
+            "metricsFrom": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+            "probesFrom": [{"ipBlock": {"cidr": "10.1.0.0/16"}}],
+        },
         "imagePullSecrets": [{"name": "registry"}],
         "commonLabels": {"team": "platform"},
         "controller": {
@@ -403,6 +411,8 @@ def test_namespaced_objects_go_to_the_release_namespace(chart):
         "ClusterRoleBinding",
         "MutatingWebhookConfiguration",
         "ValidatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
         "DeschedulingPolicy",
         "RevocableZone",
     }
@@ -618,8 +628,9 @@ def test_webhook_deployment_and_service(chart):
     assert volume["secret"]["secretName"] == "tidal-webhook-tls"
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {"https": 8443, "metrics": 8080}
+    # Probes on the plain-HTTP metrics port: a flood of the admission port cannot fail them.
     for probe, path in [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")]:
-        assert container[probe]["httpGet"] == {"path": path, "port": "https", "scheme": "HTTPS"}
+        assert container[probe]["httpGet"] == {"path": path, "port": "metrics"}
     service = one(docs, "Service", "tidal-webhook")
     assert service["spec"]["ports"] == [{"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"}]
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
@@ -920,3 +931,177 @@ def test_the_binary_accepts_the_controller_args(chart):
         result = run_tidal(container)
         if result is not None:
             assert result.returncode != 2, (variant, result.stderr)
+
+
+# ------------------------------------------------------------------------------ least privilege: node policy
+
+CONTROLLER_USER = f"system:serviceaccount:{NAMESPACE}:tidal-controller"
+ZONE_TAINT = {"key": "tidal.dev/zone-closed", "value": "z1", "effect": "NoSchedule"}
+GPU_TAINT = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
+
+
+def _node(taints=None, labels=None, **spec) -> dict:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "rev-1", "labels": labels or {"volcano.sh/revocable-zone": "z1"}},
+        "spec": dict(spec),
+        "status": {"allocatable": {"cpu": "8"}},
+    }
+    if taints is not None:
+        node["spec"]["taints"] = taints
+    return node
+
+
+def _evaluate(expression: str, activation: dict):
+    env = celpy.Environment()
+    return env.program(env.compile(expression)).evaluate(activation)
+
+
+def admit(policy: dict, operation: str, old: dict | None, new: dict | None, user: str = CONTROLLER_USER):
+    """What the API server does with the policy for one request: None when it does not match, else the
+    messages of the failed validations (an expression error fails too: failurePolicy is Fail)."""
+    spec = policy["spec"]
+    rules = spec["matchConstraints"]["resourceRules"]
+    if not any(operation in r["operations"] and "nodes" in r["resources"] for r in rules):
+        return None
+    activation = {
+        "request": celpy.json_to_cel({"operation": operation, "userInfo": {"username": user}}),
+        "object": celpy.json_to_cel(new),
+        "oldObject": celpy.json_to_cel(old),
+    }
+    if not all(_evaluate(c["expression"], activation) for c in spec["matchConditions"]):
+        return None
+    variables = {}
+    for variable in spec["variables"]:
+        # The API server evaluates variables lazily: one that errors only matters where it is used.
+        try:
+            variables[variable["name"]] = _evaluate(variable["expression"], activation)
+        except Exception:  # noqa: BLE001 - celpy raises several kinds
+            pass
+    activation["variables"] = celpy.json_to_cel({}) if not variables else celpy.celtypes.MapType(
+        {celpy.celtypes.StringType(k): v for k, v in variables.items()}
+    )
+    failed = []
+    for validation in spec["validations"]:
+        try:
+            result = _evaluate(validation["expression"], activation)
+        except Exception as error:  # noqa: BLE001
+            failed.append(f"error in {validation['expression']!r}: {error}")
+            continue
+        if isinstance(result, celpy.CELEvalError):
+            failed.append(f"error in {validation['expression']!r}: {result}")
+        elif not isinstance(result, (bool, celpy.celtypes.BoolType)):
+            failed.append(f"not a bool from {validation['expression']!r}: {result!r}")
+        elif not result:
+            failed.append(validation["message"])
+    return failed
+
+
+@pytest.fixture(scope="module")
+def node_policy(chart):
+    docs, _ = render(chart, {})
+    policy = one(docs, "ValidatingAdmissionPolicy")
+    binding = one(docs, "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
+    return policy
+
+
+def test_node_policy_is_rendered_with_the_taints_only(chart):
+    assert find(render(chart, {})[0], "ValidatingAdmissionPolicy")
+    for values in [{"zoneTaints": {"enabled": False}}, {"zoneTaints": {"nodePolicy": {"enabled": False}}}]:
+        docs, _ = render(chart, values)
+        assert not find(docs, "ValidatingAdmissionPolicy") and not find(docs, "ValidatingAdmissionPolicyBinding")
+
+
+def test_node_policy_names_the_controllers_service_account_and_its_taint(node_policy):
+    assert node_policy["spec"]["failurePolicy"] == "Fail", "only tidal's own requests match"
+    assert CONTROLLER_USER in node_policy["spec"]["matchConditions"][0]["expression"]
+    # The key and effect the reconciler writes (src/controller/taints.rs).
+    source = (ROOT / "src" / "controller" / "taints.rs").read_text()
+    assert re.search(r'pub const ZONE_CLOSED: &str = "tidal.dev/zone-closed";', source)
+    assert re.search(r'pub const EFFECT: &str = "NoSchedule";', source)
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        (_node(), _node([ZONE_TAINT])),
+        (_node([GPU_TAINT]), _node([GPU_TAINT, ZONE_TAINT])),
+        (_node([GPU_TAINT, ZONE_TAINT]), _node([GPU_TAINT])),
+        (_node([ZONE_TAINT, GPU_TAINT]), _node([GPU_TAINT])),
+        (_node([ZONE_TAINT]), _node([{**ZONE_TAINT, "value": "z2"}])),
+        (_node([GPU_TAINT], unschedulable=True), _node([GPU_TAINT, ZONE_TAINT], unschedulable=True)),
+    ],
+)
+def test_node_policy_lets_the_controller_change_its_taint(node_policy, old, new):
+    assert admit(node_policy, "UPDATE", old, new) == []
+
+
+@pytest.mark.parametrize(
+    "operation, old, new, says",
+    [
+        ("UPDATE", _node([GPU_TAINT]), _node([ZONE_TAINT]), "other taints must stay"),
+        ("UPDATE", _node(), _node([GPU_TAINT]), "other taints must stay"),
+        ("UPDATE", _node([GPU_TAINT]), _node([{**GPU_TAINT, "effect": "NoExecute"}]), "other taints must stay"),
+        ("UPDATE", _node(), _node([{**ZONE_TAINT, "effect": "NoExecute"}]), "effect NoSchedule"),
+        ("UPDATE", _node(), _node(labels={"volcano.sh/revocable-zone": "z2"}), "taints only"),
+        ("UPDATE", _node(), _node(unschedulable=True), "taints only"),
+        ("UPDATE", _node(), _node(providerID="aws://i-1"), "taints only"),
+        ("UPDATE", _node(), {**_node(), "metadata": {**_node()["metadata"], "annotations": {"a": "b"}}}, "taints only"),
+        ("DELETE", _node(), None, "create or delete"),
+        ("CREATE", None, _node(), "create or delete"),
+    ],
+)
+def test_node_policy_refuses_everything_else(node_policy, operation, old, new, says):
+    failed = admit(node_policy, operation, old, new)
+    assert failed, "allowed"
+    # Refused by the rule that says so, not by an expression that failed to evaluate.
+    assert any(says in message for message in failed), failed
+    assert not [m for m in failed if m.startswith(("error in", "not a bool"))], failed
+
+
+def test_node_policy_leaves_other_users_alone(node_policy):
+    old, new = _node(), _node(labels={"volcano.sh/revocable-zone": "z2"})
+    assert admit(node_policy, "UPDATE", old, new, user="system:serviceaccount:kube-system:node-controller") is None
+    assert admit(node_policy, "UPDATE", old, new, user="admin") is None
+
+
+# ----------------------------------------------------------------------------------------- network policies
+
+
+def test_network_policies_are_off_by_default(chart):
+    assert not find(render(chart, {})[0], "NetworkPolicy")
+
+
+def _ingress_ports(policy: dict) -> dict:
+    return {rule["ports"][0]["port"]: rule.get("from") for rule in policy["spec"]["ingress"]}
+
+
+def test_network_policies_open_only_the_serving_ports(chart):
+    docs, _ = render(chart, {"networkPolicy": {"enabled": True}})
+    controller = one(docs, "NetworkPolicy", "tidal-controller")
+    webhook = one(docs, "NetworkPolicy", "tidal-webhook")
+    for policy, component in [(controller, "controller"), (webhook, "webhook")]:
+        assert policy["spec"]["policyTypes"] == ["Ingress"], "egress (to the API server) is not restricted"
+        deployment = one(docs, "Deployment", f"tidal-{component}")
+        assert policy["spec"]["podSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+        # Every port named in the policy is one the container declares.
+        declared = {p["name"] for p in deployment["spec"]["template"]["spec"]["containers"][0]["ports"]}
+        assert set(_ingress_ports(policy)) <= declared
+    assert _ingress_ports(controller) == {"metrics": None, "health": None}
+    assert _ingress_ports(webhook) == {"https": None, "metrics": None}
+
+
+def test_network_policies_restrict_sources_when_given(chart):
+    api = [{"ipBlock": {"cidr": "10.0.0.0/24"}}]
+    prometheus = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    nodes = [{"ipBlock": {"cidr": "10.1.0.0/16"}}]
+    values = {"networkPolicy": {"enabled": True, "webhookFrom": api, "metricsFrom": prometheus}}
+    webhook = one(render(chart, values)[0], "NetworkPolicy", "tidal-webhook")
+    # The webhook's probes share its metrics port: without probesFrom that port stays open to the kubelets.
+    assert _ingress_ports(webhook) == {"https": api, "metrics": None}
+    values["networkPolicy"]["probesFrom"] = nodes
+    docs, _ = render(chart, values)
+    assert _ingress_ports(one(docs, "NetworkPolicy", "tidal-webhook")) == {"https": api, "metrics": prometheus + nodes}
+    assert _ingress_ports(one(docs, "NetworkPolicy", "tidal-controller")) == {"metrics": prometheus, "health": nodes}

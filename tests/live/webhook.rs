@@ -78,7 +78,7 @@ struct Webhook {
 /// Starts the HTTPS server on 127.0.0.1 with a fresh certificate, deciding from `cache`.
 async fn start(cache: SharedCache) -> Webhook {
     let state = WebhookState::new(cache, Duration::from_millis(200));
-    start_with(state, ServeLimits::default(), std::future::pending()).await
+    start_with(state, server::WEBHOOK_LIMITS, std::future::pending()).await
 }
 
 /// Starts the HTTPS server for `state` with `limits`; it stops when `until` resolves (or `stop`).
@@ -634,7 +634,7 @@ async fn after_the_shutdown_signal_requests_are_answered_until_the_delay_ends() 
         // Longer than the test: it must not matter how long the requests below take.
         Duration::from_secs(3600),
     ));
-    let hook = start_with(state.clone(), ServeLimits::default(), async move {
+    let hook = start_with(state.clone(), server::WEBHOOK_LIMITS, async move {
         let _ = drained.await;
     })
     .await;
@@ -663,8 +663,8 @@ async fn after_the_shutdown_signal_requests_are_answered_until_the_delay_ends() 
 async fn a_client_that_stalls_in_its_headers_is_disconnected() {
     let state = WebhookState::new(SharedCache::from_cache(cluster(true, &[])), Duration::ZERO);
     let limits = ServeLimits {
-        header_read_timeout: Duration::from_millis(100),
-        ..ServeLimits::default()
+        idle_timeout: Duration::from_millis(100),
+        ..server::WEBHOOK_LIMITS
     };
     let hook = start_with(state, limits, std::future::pending()).await;
     let mut tls = connect(&hook).await;
@@ -688,7 +688,7 @@ async fn slow_bodies_cannot_hold_the_slots_past_the_request_deadline() {
     let limits = ServeLimits {
         max_connections: 3,
         request_timeout: Duration::from_millis(300),
-        ..ServeLimits::default()
+        ..server::WEBHOOK_LIMITS
     };
     let hook = start_with(state, limits, std::future::pending()).await;
     let mut slow = Vec::new();
@@ -727,7 +727,7 @@ async fn connections_over_the_cap_wait_for_a_free_slot() {
     let state = WebhookState::new(SharedCache::from_cache(cluster(true, &[])), Duration::ZERO);
     let limits = ServeLimits {
         max_connections: 1,
-        ..ServeLimits::default()
+        ..server::WEBHOOK_LIMITS
     };
     let hook = start_with(state, limits, std::future::pending()).await;
     let first = connect(&hook).await;
@@ -744,6 +744,194 @@ async fn connections_over_the_cap_wait_for_a_free_slot() {
     drop(first);
     drop(second.await);
     let _ = hook.stop.send(());
+}
+
+/// A TCP connection to `addr` from the loopback address `from` (all of 127.0.0.0/8 is loopback on
+/// Linux): a distinct client address for the per-address cap.
+async fn tcp_from(addr: SocketAddr, from: &str) -> std::io::Result<TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(SocketAddr::new(from.parse().unwrap(), 0))?;
+    socket.connect(addr).await
+}
+
+/// Whether the server closes `stream` (EOF or reset) before `bound`, reading and discarding whatever it
+/// sends. `bound` only guards against hanging.
+async fn closed_within(stream: &mut (impl AsyncReadExt + Unpin), bound: Duration) -> bool {
+    let mut sink = Vec::new();
+    tokio::time::timeout(bound, stream.read_to_end(&mut sink))
+        .await
+        .is_ok()
+}
+
+/// A connection idle after its TLS handshake (it never sends a request) is closed at the idle
+/// deadline, not held until a long header timeout: with every slot taken by such connections, a real
+/// request is answered once the deadline frees one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_tls_connections_cannot_hold_the_slots() {
+    let state = WebhookState::new(SharedCache::from_cache(cluster(true, &[])), Duration::ZERO);
+    let limits = ServeLimits {
+        max_connections: 3,
+        idle_timeout: Duration::from_millis(300),
+        ..server::WEBHOOK_LIMITS
+    };
+    let hook = start_with(state, limits, std::future::pending()).await;
+    let mut idle = Vec::new();
+    for _ in 0..3 {
+        idle.push(connect(&hook).await);
+    }
+    // Every slot is held by an idle connection; with the old 120s header timeout this waited 120s.
+    let body = review(None, "web-1", pod("web-1", json!({}), None));
+    let answered = tokio::time::timeout(
+        Duration::from_secs(30),
+        call(&hook, "POST", "/mutate-pods", body),
+    )
+    .await
+    .expect("a real request was starved by idle TLS connections");
+    assert_eq!(answered.status, StatusCode::OK);
+    assert!(
+        closed_within(&mut idle[0], Duration::from_secs(30)).await,
+        "an idle connection was never closed"
+    );
+    let _ = hook.stop.send(());
+}
+
+/// A client that opens TCP connections and never completes the TLS handshake loses them at the
+/// handshake deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unfinished_tls_handshakes_cannot_hold_the_slots() {
+    let state = WebhookState::new(SharedCache::from_cache(cluster(true, &[])), Duration::ZERO);
+    let limits = ServeLimits {
+        max_connections: 3,
+        handshake_timeout: Duration::from_millis(300),
+        ..server::WEBHOOK_LIMITS
+    };
+    let hook = start_with(state, limits, std::future::pending()).await;
+    let mut stalled = Vec::new();
+    for _ in 0..3 {
+        let mut tcp = TcpStream::connect(hook.addr).await.unwrap();
+        // The first bytes of a ClientHello record, and then nothing.
+        tcp.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00])
+            .await
+            .unwrap();
+        stalled.push(tcp);
+    }
+    let answered = tokio::time::timeout(
+        Duration::from_secs(30),
+        call(&hook, "GET", "/healthz", Vec::new()),
+    )
+    .await
+    .expect("a real request was starved by unfinished handshakes");
+    assert_eq!(answered.status, StatusCode::OK);
+    assert!(
+        closed_within(&mut stalled[0], Duration::from_secs(30)).await,
+        "an unfinished handshake was never closed"
+    );
+    let _ = hook.stop.send(());
+}
+
+/// One address flooding the port gets at most its share of the slots: connections over the
+/// per-address cap are closed at once, and a client from another address is served while the
+/// flood's connections sit idle (the idle deadline is far beyond the test's bound here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_flooding_address_cannot_take_every_slot() {
+    let state = WebhookState::new(SharedCache::from_cache(cluster(true, &[])), Duration::ZERO);
+    let limits = ServeLimits {
+        max_connections: 6,
+        max_per_peer: 2,
+        idle_timeout: Duration::from_secs(600),
+        ..server::WEBHOOK_LIMITS
+    };
+    let hook = start_with(state, limits, std::future::pending()).await;
+    let mut flood = Vec::new();
+    for _ in 0..20 {
+        flood.push(tcp_from(hook.addr, "127.0.0.1").await.unwrap());
+    }
+    // The client this is about: a TLS connection from another address, answered at once.
+    let tcp = tokio::time::timeout(Duration::from_secs(30), tcp_from(hook.addr, "127.0.0.2"))
+        .await
+        .expect("no connection from a second address")
+        .unwrap();
+    let tls = tokio::time::timeout(
+        Duration::from_secs(30),
+        hook.pki
+            .client()
+            .connect(ServerName::try_from("localhost").unwrap(), tcp),
+    )
+    .await
+    .expect("the second address was starved by the first")
+    .unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = Request::builder()
+        .uri("/healthz")
+        .header("host", "localhost")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    // Of the flood, the server kept the first two and closed the rest at once.
+    let mut closed = 0;
+    for tcp in &mut flood {
+        if closed_within(tcp, Duration::from_millis(200)).await {
+            closed += 1;
+        }
+    }
+    assert_eq!(
+        closed, 18,
+        "connections over the per-address cap are closed"
+    );
+    let _ = hook.stop.send(());
+}
+
+/// The plain-HTTP metrics port (it also serves the probes) has the same kind of limits: connections
+/// that never finish their headers are closed at the idle deadline, one address gets only its share,
+/// and the kubelet's probe from another address gets through a flood of 300 connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_port_survives_a_flood_of_unfinished_headers() {
+    use tidal::runtime::{admin, connections::ConnectionLimits};
+    let state = WebhookState::new(SharedCache::from_cache(cluster(true, &[])), Duration::ZERO);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let limits = ConnectionLimits {
+        idle_timeout: Duration::from_millis(300),
+        ..ConnectionLimits::ADMIN
+    };
+    tokio::spawn(admin::serve_with(
+        listener,
+        server::metrics_router(state),
+        stop.clone(),
+        limits,
+    ));
+    let mut flood = Vec::new();
+    for _ in 0..300 {
+        let mut tcp = tcp_from(addr, "127.0.0.1").await.unwrap();
+        let _ = tcp.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n").await;
+        flood.push(tcp);
+    }
+    let probe = async {
+        let mut tcp = tcp_from(addr, "127.0.0.3").await.unwrap();
+        tcp.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        tcp.read_to_end(&mut answer).await.unwrap();
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+    let answer = tokio::time::timeout(Duration::from_secs(30), probe)
+        .await
+        .expect("the probe was starved by the flood");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // Every flood connection ends: over the cap at once, the rest at the idle deadline.
+    for tcp in &mut flood {
+        assert!(
+            closed_within(tcp, Duration::from_secs(30)).await,
+            "a connection with unfinished headers stayed open"
+        );
+    }
+    stop.cancel();
 }
 
 #[tokio::test]

@@ -92,3 +92,18 @@ fn the_webhook_may_read_exactly_the_kinds_it_watches() {
         }
     }
 }
+
+/// Events: the controller writes events.k8s.io/v1 Events only (src/controller/status/events.rs creates
+/// them, and patches one to extend its series), so it may create and patch those and nothing else about
+/// events: not read them, not delete them, not the core/v1 Events API.
+#[test]
+fn the_controller_may_only_create_and_patch_events_k8s_io_events() {
+    let rules = cluster_role_rules("tidal.controller.fullname");
+    let events: Vec<&Value> = rules
+        .iter()
+        .filter(|rule| strings(rule, "resources").iter().any(|r| r == "events"))
+        .collect();
+    assert_eq!(events.len(), 1, "one rule about events: {events:?}");
+    assert_eq!(strings(events[0], "apiGroups"), ["events.k8s.io"]);
+    assert_eq!(strings(events[0], "verbs"), ["create", "patch"]);
+}
