@@ -13,6 +13,7 @@ use super::{
     tls::CertStore,
 };
 use crate::{
+    api::GoDuration,
     cluster::{ObjectKind, SharedCache},
     runtime::{
         ClientArgs, LogFormat, admin,
@@ -40,7 +41,11 @@ pub struct WebhookArgs {
     #[arg(long, default_value = "0.0.0.0:8443")]
     pub listen: SocketAddr,
     /// Plain HTTP address for /metrics (and /healthz, /readyz).
-    #[arg(long, default_value = "0.0.0.0:8080")]
+    #[arg(
+        long = "metrics-bind-address",
+        alias = "metrics-addr",
+        default_value = "0.0.0.0:8080"
+    )]
     pub metrics_addr: SocketAddr,
     #[command(flatten)]
     pub client: ClientArgs,
@@ -50,7 +55,7 @@ pub struct WebhookArgs {
     /// How long a request may wait for a pod, node or PodGroup that tidal's watches have not delivered
     /// yet (the scheduler may bind a pod before the webhook sees it). Keep well under the webhook's
     /// timeoutSeconds.
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = go_duration)]
     pub lookup_wait: Duration,
     /// How often the certificate files are checked for changes.
     #[arg(long, default_value = "10s", value_parser = positive_duration)]
@@ -58,16 +63,22 @@ pub struct WebhookArgs {
     /// On SIGTERM, how long to keep answering (with /readyz failing) before stopping, so that the
     /// API server stops sending to this pod first. Keep the pod's terminationGracePeriodSeconds
     /// above this plus 10s (the time in-flight requests get to finish).
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = go_duration)]
     pub shutdown_delay: Duration,
+}
+
+/// A Go duration (`1s`, `1m30s`, `500ms`), parsed as every other command's duration flags are.
+fn go_duration(text: &str) -> Result<Duration, String> {
+    text.parse::<GoDuration>()
+        .map(|d| d.as_std())
+        .map_err(|e| e.to_string())
 }
 
 /// A duration above zero (a zero interval would make the poll loop spin, and tokio refuses it).
 fn positive_duration(text: &str) -> Result<Duration, String> {
-    match humantime::parse_duration(text) {
-        Ok(duration) if duration.is_zero() => Err("must be more than zero".to_owned()),
-        Ok(duration) => Ok(duration),
-        Err(error) => Err(error.to_string()),
+    match go_duration(text)? {
+        duration if duration.is_zero() => Err("must be more than zero".to_owned()),
+        duration => Ok(duration),
     }
 }
 
@@ -176,5 +187,22 @@ mod tests {
             parse(&["--shutdown-delay=0s"]).unwrap().shutdown_delay,
             Duration::ZERO
         );
+    }
+
+    /// One duration syntax for every command: Go's, as `tidal run` and the CRDs take it.
+    #[test]
+    fn durations_are_go_durations_as_in_tidal_run() {
+        let args = parse(&["--lookup-wait=1m30s", "--shutdown-delay=500ms"]).unwrap();
+        assert_eq!(args.lookup_wait, Duration::from_secs(90));
+        assert_eq!(args.shutdown_delay, Duration::from_millis(500));
+        assert!(parse(&["--lookup-wait=1 sec"]).is_err());
+    }
+
+    #[test]
+    fn the_metrics_flag_has_the_controller_runtime_name_and_the_old_alias() {
+        let new = parse(&["--metrics-bind-address=127.0.0.1:9100"]).unwrap();
+        let old = parse(&["--metrics-addr=127.0.0.1:9100"]).unwrap();
+        assert_eq!(new.metrics_addr, old.metrics_addr);
+        assert_eq!(new.metrics_addr.port(), 9100);
     }
 }

@@ -1,4 +1,4 @@
-//! The webhook's Prometheus metrics (served on `--metrics-addr` at `/metrics`).
+//! The webhook's Prometheus metrics (served on `--metrics-bind-address` at `/metrics`).
 
 use prometheus_client::{
     encoding::EncodeLabelSet,
