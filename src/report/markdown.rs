@@ -38,7 +38,11 @@ pub fn render(report: &Report) -> String {
                 vec![
                     z.name.clone(),
                     zone_state(z).to_owned(),
-                    z.next_change.clone().unwrap_or_else(|| "-".into()),
+                    z.shown
+                        .as_ref()
+                        .and_then(|shown| shown.next_change.clone())
+                        .or_else(|| z.next_change.clone())
+                        .unwrap_or_else(|| "-".into()),
                     z.windows.clone(),
                     z.time_zone.clone(),
                     z.nodes.to_string(),
@@ -60,6 +64,25 @@ pub fn render(report: &Report) -> String {
                     e.strategy.clone(),
                     e.job.clone(),
                     e.reason.clone(),
+                ]
+            }),
+        );
+    }
+    if !report.waiting.is_empty() {
+        out.push_str(&format!(
+            "## Waiting for the next round ({})\n\n",
+            report.waiting.len()
+        ));
+        table(
+            &mut out,
+            &["Pod", "Node", "Zone", "Job", "Next round"],
+            report.waiting.iter().map(|w| {
+                vec![
+                    format!("`{}`", pod_ref(&w.namespace, &w.name)),
+                    w.node.clone().unwrap_or_default(),
+                    w.zone.clone(),
+                    w.job.clone(),
+                    w.next_round_shown.clone(),
                 ]
             }),
         );

@@ -4,7 +4,7 @@ use comfy_table::{ContentArrangement, Table, presets::NOTHING};
 
 use super::{Report, pod_ref, zone_state};
 
-fn table(header: &[&str]) -> Table {
+pub(super) fn table(header: &[&str]) -> Table {
     let mut table = Table::new();
     table
         .load_style(NOTHING)
@@ -17,7 +17,7 @@ fn table(header: &[&str]) -> Table {
     table
 }
 
-fn section(out: &mut String, title: &str, table: Table) {
+pub(super) fn section(out: &mut String, title: &str, table: Table) {
     out.push_str(title);
     out.push('\n');
     for line in table.to_string().lines() {
@@ -45,14 +45,21 @@ pub fn render(report: &Report) -> String {
             "NEXT ROUND",
         ]);
         for zone in &report.zones {
+            let shown = zone.shown.clone().unwrap_or_default();
             zones.add_row([
                 zone.name.clone(),
                 zone_state(zone).to_owned(),
-                zone.next_change.clone().unwrap_or_else(|| "-".into()),
+                shown
+                    .next_change
+                    .or_else(|| zone.next_change.clone())
+                    .unwrap_or_else(|| "-".into()),
                 zone.windows.clone(),
                 zone.time_zone.clone(),
                 zone.nodes.to_string(),
-                zone.next_round.clone().unwrap_or_else(|| "due".into()),
+                shown
+                    .next_round
+                    .or_else(|| zone.next_round.clone())
+                    .unwrap_or_else(|| "due".into()),
             ]);
         }
         section(&mut out, "ZONES", zones);
@@ -75,6 +82,24 @@ pub fn render(report: &Report) -> String {
             &mut out,
             &format!("EVICTIONS ({})", report.evictions.len()),
             evictions,
+        );
+    }
+
+    if !report.waiting.is_empty() {
+        let mut waiting = table(&["POD", "NODE", "ZONE", "JOB", "NEXT ROUND"]);
+        for w in &report.waiting {
+            waiting.add_row([
+                pod_ref(&w.namespace, &w.name),
+                w.node.clone().unwrap_or_default(),
+                w.zone.clone(),
+                w.job.clone(),
+                w.next_round_shown.clone(),
+            ]);
+        }
+        section(
+            &mut out,
+            &format!("WAITING FOR THE NEXT ROUND ({})", report.waiting.len()),
+            waiting,
         );
     }
 
