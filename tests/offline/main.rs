@@ -9,3 +9,4 @@ mod policies;
 mod report_e2e;
 mod snapshot_props;
 mod strategies_report;
+mod timeline_e2e;
