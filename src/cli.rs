@@ -1,4 +1,4 @@
-//! The command line: `tidal run`, `tidal report`, `tidal crds`, `tidal webhook`.
+//! The command line: `tidal run`, `tidal report`, `tidal timeline`, `tidal crds`, `tidal webhook`.
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
