@@ -50,21 +50,39 @@ pub fn render(report: &Report) -> String {
             }),
         );
     }
+    // With several policies a pod can be decided once by each: rows say which policy.
+    let several = report.several_policies();
+    let header = |columns: &[&'static str]| {
+        let mut columns = columns.to_vec();
+        if several {
+            columns.insert(2, "Policy");
+        }
+        columns
+    };
+    let row = move |mut cells: Vec<String>, policy: &str| {
+        if several {
+            cells.insert(2, policy.to_owned());
+        }
+        cells
+    };
     out.push_str(&format!("## Evictions ({})\n\n", report.evictions.len()));
     if report.evictions.is_empty() {
         out.push_str("Nothing to evict.\n\n");
     } else {
         table(
             &mut out,
-            &["Pod", "Node", "Strategy", "Job", "Reason"],
+            &header(&["Pod", "Node", "Strategy", "Job", "Reason"]),
             report.evictions.iter().map(|e| {
-                vec![
-                    format!("`{}`", pod_ref(&e.namespace, &e.name)),
-                    e.node.clone().unwrap_or_default(),
-                    e.strategy.clone(),
-                    e.job.clone(),
-                    e.reason.clone(),
-                ]
+                row(
+                    vec![
+                        format!("`{}`", pod_ref(&e.namespace, &e.name)),
+                        e.node.clone().unwrap_or_default(),
+                        e.strategy.clone(),
+                        e.job.clone(),
+                        e.reason.clone(),
+                    ],
+                    &e.policy,
+                )
             }),
         );
     }
@@ -75,15 +93,18 @@ pub fn render(report: &Report) -> String {
         ));
         table(
             &mut out,
-            &["Pod", "Node", "Zone", "Job", "Next round"],
+            &header(&["Pod", "Node", "Zone", "Job", "Next round"]),
             report.waiting.iter().map(|w| {
-                vec![
-                    format!("`{}`", pod_ref(&w.namespace, &w.name)),
-                    w.node.clone().unwrap_or_default(),
-                    w.zone.clone(),
-                    w.job.clone(),
-                    w.next_round_shown.clone(),
-                ]
+                row(
+                    vec![
+                        format!("`{}`", pod_ref(&w.namespace, &w.name)),
+                        w.node.clone().unwrap_or_default(),
+                        w.zone.clone(),
+                        w.job.clone(),
+                        w.next_round_shown.clone(),
+                    ],
+                    &w.policy,
+                )
             }),
         );
     }
@@ -91,15 +112,18 @@ pub fn render(report: &Report) -> String {
         out.push_str(&format!("## Skipped ({})\n\n", report.skipped.len()));
         table(
             &mut out,
-            &["Pod", "Node", "Strategy", "Gate", "Detail"],
+            &header(&["Pod", "Node", "Strategy", "Gate", "Detail"]),
             report.skipped.iter().map(|s| {
-                vec![
-                    format!("`{}`", pod_ref(&s.namespace, &s.name)),
-                    s.node.clone().unwrap_or_default(),
-                    s.strategy.clone(),
-                    s.gate.clone(),
-                    s.detail.clone(),
-                ]
+                row(
+                    vec![
+                        format!("`{}`", pod_ref(&s.namespace, &s.name)),
+                        s.node.clone().unwrap_or_default(),
+                        s.strategy.clone(),
+                        s.gate.clone(),
+                        s.detail.clone(),
+                    ],
+                    &s.policy,
+                )
             }),
         );
     }

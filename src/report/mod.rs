@@ -281,11 +281,30 @@ impl Report {
         }
     }
 
-    /// `3 evictions planned, 2 skipped (budget 1, cooldown 1); zones: 1 of 2 closed`.
+    /// More than one policy was planned: a pod may be decided once by each.
+    pub fn several_policies(&self) -> bool {
+        self.policies.len() > 1
+    }
+
+    /// `3 evictions planned, 2 skipped (budget 1, cooldown 1); zones: 1 of 2 closed`, counting pods:
+    /// a pod planned by two policies is one eviction, and a pod one policy evicts is not also skipped.
     pub fn summary(&self) -> String {
-        let mut by_gate = std::collections::BTreeMap::<&str, usize>::new();
+        let evicted: std::collections::BTreeSet<(&str, &str)> = self
+            .evictions
+            .iter()
+            .map(|e| (e.namespace.as_str(), e.name.as_str()))
+            .collect();
+        // Each skipped pod once, under the first gate that held it back.
+        let mut skipped_pods = BTreeMap::<(&str, &str), &str>::new();
         for skip in &self.skipped {
-            *by_gate.entry(skip.gate.as_str()).or_default() += 1;
+            let pod = (skip.namespace.as_str(), skip.name.as_str());
+            if !evicted.contains(&pod) {
+                skipped_pods.entry(pod).or_insert(skip.gate.as_str());
+            }
+        }
+        let mut by_gate = BTreeMap::<&str, usize>::new();
+        for gate in skipped_pods.values() {
+            *by_gate.entry(gate).or_default() += 1;
         }
         let gates = if by_gate.is_empty() {
             String::new()
@@ -304,11 +323,16 @@ impl Report {
         if draining > 0 {
             zones.push_str(&format!(", {draining} draining"));
         }
+        let policies = if self.several_policies() {
+            format!(" by {} policies", self.policies.len())
+        } else {
+            String::new()
+        };
         format!(
-            "{} eviction{} planned, {} skipped{gates}{waiting}; {zones}",
-            self.evictions.len(),
-            if self.evictions.len() == 1 { "" } else { "s" },
-            self.skipped.len(),
+            "{} eviction{} planned, {} skipped{gates}{waiting}{policies}; {zones}",
+            evicted.len(),
+            if evicted.len() == 1 { "" } else { "s" },
+            skipped_pods.len(),
         )
     }
 }
@@ -380,6 +404,11 @@ fn waiting(snapshot: &Snapshot, policies: &[&PolicyInfo], cycle: &CyclePlan) -> 
     out
 }
 
+/// How many distinct pods the rows name.
+fn distinct<'a>(pods: impl Iterator<Item = (&'a String, &'a String)>) -> usize {
+    pods.collect::<std::collections::BTreeSet<_>>().len()
+}
+
 /// `ns/name`, the way kubectl users read pods.
 fn pod_ref(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
@@ -391,5 +420,118 @@ fn zone_state(zone: &ZoneLine) -> &'static str {
         (Some(true), true) => "draining",
         (Some(true), false) => "open",
         (Some(false), _) => "closed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eviction(pod: &str, policy: &str) -> EvictionLine {
+        EvictionLine {
+            namespace: "ns".into(),
+            name: pod.into(),
+            node: Some("n1".into()),
+            strategy: "tdm".into(),
+            reason: "zone z closed".into(),
+            policy: policy.into(),
+            job: format!("Pod ns/{pod}"),
+            zone: Some("z".into()),
+        }
+    }
+
+    fn skip(pod: &str, policy: &str, gate: &str) -> SkippedLine {
+        SkippedLine {
+            namespace: "ns".into(),
+            name: pod.into(),
+            node: Some("n1".into()),
+            strategy: "tdm".into(),
+            gate: gate.into(),
+            detail: "why".into(),
+            policy: policy.into(),
+            reason: "zone z closed".into(),
+        }
+    }
+
+    fn report(
+        policies: &[&str],
+        evictions: Vec<EvictionLine>,
+        skipped: Vec<SkippedLine>,
+    ) -> Report {
+        Report {
+            now: "2026-11-23T09:30:00Z".into(),
+            policies: policies
+                .iter()
+                .map(|name| PolicyLine {
+                    name: (*name).into(),
+                    mode: "DryRun".into(),
+                    evictions: 0,
+                    skipped: 0,
+                    error: None,
+                })
+                .collect(),
+            zones: Vec::new(),
+            evictions,
+            skipped,
+            waiting: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn with_several_policies_the_summary_counts_pods_and_rows_name_their_policy() {
+        // Two dry-run policies decide the same pods: a and b evicted by both, c held by budget in one
+        // and by cooldown in the other, d evicted by one and held by the other.
+        let report = report(
+            &["p", "q"],
+            vec![
+                eviction("a", "p"),
+                eviction("b", "p"),
+                eviction("a", "q"),
+                eviction("b", "q"),
+                eviction("d", "q"),
+            ],
+            vec![
+                skip("c", "p", "budget"),
+                skip("d", "p", "budget"),
+                skip("c", "q", "cooldown"),
+            ],
+        );
+        assert_eq!(
+            report.summary(),
+            "3 evictions planned, 1 skipped (budget 1) by 2 policies; 0 of 0 zones closed"
+        );
+        let table = report.render(Format::Table);
+        assert!(table.contains("EVICTIONS (3 pods, 5 rows)"), "{table}");
+        assert!(table.contains("SKIPPED (2 pods, 3 rows)"), "{table}");
+        let header = table.lines().find(|l| l.starts_with("POD")).unwrap();
+        assert!(header.contains("POLICY"), "{table}");
+        let row = table.lines().find(|l| l.starts_with("ns/d")).unwrap();
+        assert_eq!(
+            row.find(" q ").map(|at| at + 1),
+            header.find("POLICY"),
+            "{table}"
+        );
+        let markdown = report.render(Format::Markdown);
+        assert!(
+            markdown.contains("| Pod | Node | Policy | Strategy |"),
+            "{markdown}"
+        );
+    }
+
+    #[test]
+    fn with_one_policy_rows_and_counts_are_as_before() {
+        let report = report(
+            &["p"],
+            vec![eviction("a", "p"), eviction("b", "p")],
+            vec![skip("c", "p", "budget")],
+        );
+        assert_eq!(
+            report.summary(),
+            "2 evictions planned, 1 skipped (budget 1); 0 of 0 zones closed"
+        );
+        let table = report.render(Format::Table);
+        assert!(table.contains("EVICTIONS (2)\n"), "{table}");
+        assert!(!table.contains("POLICY"), "{table}");
     }
 }
