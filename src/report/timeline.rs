@@ -5,7 +5,8 @@
 //! `evictPeriod` elapsed) and on the policies' interval. Each planned eviction is applied to the cache
 //! the way the controller's cycle applies it (the pod leaves, the zone's round is noted), so budgets and
 //! `evictPeriod` hold across rounds exactly as they would. Nothing new arrives: evicted pods are not
-//! replaced, and `DryRun` policies are simulated as if they evicted (that is what they preview).
+//! replaced, and `DryRun` policies are simulated as if they were `Evict` (that is what they preview),
+//! so that later policies see their evictions as in flight, as the controller would.
 //!
 //! Pure: the cache is passed in and advanced; no clock, no I/O.
 
@@ -16,6 +17,7 @@ use serde::Serialize;
 
 use super::clock;
 use crate::{
+    api::PolicyMode,
     cluster::{ClusterCache, ObjectKey, PolicyInfo, ZoneInfo},
     framework::Candidate,
     planner,
@@ -192,6 +194,15 @@ pub fn simulate(
         .map(|z| (z.name.clone(), z.tz.clone()))
         .collect();
 
+    let evicting: Vec<PolicyInfo> = policies
+        .iter()
+        .map(|policy| {
+            let mut policy = (*policy).clone();
+            policy.spec.mode = PolicyMode::Evict;
+            policy
+        })
+        .collect();
+    let evicting: Vec<&PolicyInfo> = evicting.iter().collect();
     let tick = policies
         .iter()
         .map(|p| p.spec.interval.to_signed())
@@ -211,7 +222,7 @@ pub fn simulate(
             break;
         }
         cache.update_snapshot(&mut snapshot);
-        let cycle = planner::plan_all(&snapshot, policies, at);
+        let cycle = planner::plan_all(&snapshot, &evicting, at);
         if cycle_number == 0 {
             warnings.extend(cycle.warnings.iter().cloned());
             for plan in &cycle.plans {
@@ -221,7 +232,7 @@ pub fn simulate(
             }
         }
 
-        // A pod planned by two policies (two DryRun policies do not hold back each other) goes once.
+        // Each pod once, under the first policy that plans it (later ones see it as leaving anyway).
         let mut evicted: HashSet<ObjectKey> = HashSet::new();
         let mut moves: BTreeMap<Option<String>, Vec<Move>> = BTreeMap::new();
         for plan in &cycle.plans {
@@ -760,6 +771,63 @@ mod tests {
         );
         assert!(second.waiting.iter().all(|w| w.next_round.is_none()));
         assert_eq!(cache.pod_count(), 2);
+    }
+
+    #[test]
+    fn dry_run_policies_are_simulated_as_evicting_so_two_of_them_keep_one_budget() {
+        // j-0 and j-1 were just scheduled and name no cooldown: policy `careful` (default cooldown
+        // 1h) takes j-2 and j-3, the budget's 2. Policy `quick` (no cooldown) must see those as
+        // leaving, as it would if both evicted; as plain DryRun plans it would take j-0 and j-1 too.
+        let mut cache = ClusterCache::new();
+        cache.apply_node(node("rev-1", Some("z")));
+        cache.apply_zone(zone(
+            "z",
+            json!({"windows": [{"time": "08:00-20:00"}], "evictPeriod": "5m"}),
+            None,
+        ));
+        for i in 0..5 {
+            let young = i < 2;
+            let mut notes = vec![("volcano.sh/jdb-max-unavailable", "2")];
+            if !young {
+                notes.push(("volcano.sh/cooldown-time", "0s"));
+            }
+            let scheduled = if young {
+                "2026-11-23T03:30:00Z"
+            } else {
+                "2026-11-22T03:00:00Z"
+            };
+            cache.apply_pod(
+                pod(
+                    "batch",
+                    &format!("j-{i}"),
+                    "rev-1",
+                    all([
+                        owned_by("ReplicaSet", "j"),
+                        preemptable(),
+                        annotations(&notes),
+                        scheduled_at(scheduled),
+                    ]),
+                ),
+                Timestamp::UNIX_EPOCH,
+            );
+        }
+        let mut careful = policy(json!({"defaults": {"cooldown": "1h"}}));
+        careful.name = "careful".into();
+        let mut quick = policy(json!({}));
+        quick.name = "quick".into();
+        let timeline = simulate(
+            &mut cache,
+            &[&careful, &quick],
+            ts("2026-11-23T04:00:00Z"),
+            SignedDuration::from_mins(1),
+        );
+        let first = &timeline.events[0];
+        let pods: Vec<&str> = first.evictions.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(pods, ["j-2", "j-3"], "{first:?}");
+        assert_eq!(
+            timeline.policies[0].mode, "DryRun",
+            "reported as configured"
+        );
     }
 
     #[test]
