@@ -303,3 +303,22 @@ fn timeline_flags_it_cannot_honour_are_refused() {
         assert!(stderr.contains("error"), "{stderr}");
     }
 }
+
+#[test]
+fn the_readme_sample_is_what_the_timeline_prints() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let command =
+        format!("$ tidal timeline --cluster examples/demo-cluster.yaml --now {DEMO_NOW}\n");
+    let start = readme
+        .find(&command)
+        .expect("the README shows the timeline")
+        + command.len();
+    let sample = &readme[start..start + readme[start..].find("```").expect("end of the sample")];
+    let demo = demo();
+    let printed = stdout(&["timeline", "--cluster", path(&demo), "--now", DEMO_NOW]);
+    assert_eq!(
+        sample, printed,
+        "README.md's timeline sample is stale: paste the output of the command above it"
+    );
+}
