@@ -213,6 +213,7 @@ pub fn simulate(
     let mut rounds: BTreeMap<String, u32> = BTreeMap::new();
     // What the last event of each zone said was held, so that a cycle that changes nothing adds nothing.
     let mut held_shown: BTreeMap<String, BTreeSet<(ObjectKey, String)>> = BTreeMap::new();
+    let mut was_evicting: BTreeMap<String, bool> = BTreeMap::new();
     let mut at = now;
     for cycle_number in 0.. {
         if cycle_number == MAX_CYCLES {
@@ -281,6 +282,17 @@ pub fn simulate(
             evictions: Vec::new(),
             waiting: Vec::new(),
         };
+        // When a zone starts closing again, what it holds is news again.
+        let mut evicting_zones = BTreeSet::new();
+        for (name, view) in &cycle.zones {
+            let now_evicting = view.state.as_ref().is_ok_and(|s| s.evicting());
+            if was_evicting.insert(name.clone(), now_evicting) == Some(false) && now_evicting {
+                held_shown.remove(name);
+            }
+            if now_evicting {
+                evicting_zones.insert(name.clone());
+            }
+        }
         for (zone, pods) in moves {
             let mut round = event(zone.clone(), EventKind::Round);
             round.evictions = pods;
@@ -293,19 +305,18 @@ pub fn simulate(
             }
             events.push(round);
         }
+        // Only closing zones: an open zone holds placement violations at every cycle, which the
+        // report lists; the timeline is about what closing zones leave behind.
         for (zone, waiting) in held {
+            if !evicting_zones.contains(&zone) {
+                continue;
+            }
             let seen = signature(&waiting);
             if held_shown.get(&zone) != Some(&seen) {
                 let mut stuck = event(Some(zone.clone()), EventKind::Held);
                 stuck.waiting = waiting;
                 events.push(stuck);
                 held_shown.insert(zone, seen);
-            }
-        }
-        // A zone that opened forgets what it held: when it closes again, say it again.
-        for (name, view) in &cycle.zones {
-            if !view.state.as_ref().is_ok_and(|s| s.evicting()) {
-                held_shown.remove(name);
             }
         }
 
@@ -827,6 +838,31 @@ mod tests {
         assert_eq!(
             timeline.policies[0].mode, "DryRun",
             "reported as configured"
+        );
+    }
+
+    #[test]
+    fn held_pods_are_said_once_while_the_zone_closes_and_not_at_every_cycle_once_open() {
+        // A bare, non-preemptable pod on the zone's node: a placement violation, protected (no owner
+        // would recreate it). TDM proposes it at every cycle, open or closed.
+        let mut cache = cluster(None, &[0, 1, 2, 3, 4]);
+        cache.apply_pod(
+            pod("batch", "bare", "rev-1", json!({})),
+            Timestamp::UNIX_EPOCH,
+        );
+        // 16:00 UTC is 17:00 CET: closed until 18:00 UTC; the job's pods are all in cooldown.
+        let timeline = run(&mut cache, "2026-11-23T16:00:00Z", 4);
+        let held: Vec<String> = timeline
+            .events
+            .iter()
+            .filter(|e| e.waiting.iter().any(|w| w.name == "bare"))
+            .map(|e| format!("{} {:?}", e.at, e.event))
+            .collect();
+        assert_eq!(
+            held,
+            ["2026-11-23T16:00:00Z Held"],
+            "{:#?}",
+            timeline.events
         );
     }
 
