@@ -26,11 +26,16 @@ pub fn shown_change(schedule: &ZoneSchedule, change: Timestamp) -> Timestamp {
     }
 }
 
-/// `Mon 06:40 CET`: weekday, local time and the zone's abbreviation.
+/// `Mon 06:40 CET`: weekday, local time and the zone's abbreviation (the RFC 3339 instant should the
+/// format ever fail: time zones come from cluster data, and nothing on cluster data may panic).
 pub fn local(time_zone: &TimeZone, at: Timestamp) -> String {
-    at.to_zoned(time_zone.clone())
-        .strftime("%a %H:%M %Z")
-        .to_string()
+    formatted(time_zone, at, "%a %H:%M %Z")
+}
+
+/// `at` in `time_zone` by a `strftime` format, falling back to the RFC 3339 instant.
+pub fn formatted(time_zone: &TimeZone, at: Timestamp, format: &str) -> String {
+    jiff::fmt::strtime::format(format, &at.to_zoned(time_zone.clone()))
+        .unwrap_or_else(|_| at.to_string())
 }
 
 /// `in 8h30m`, `in 45s`, `now`, `5m ago`: minutes and hours, seconds only under a minute.

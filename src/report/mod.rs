@@ -254,7 +254,7 @@ impl Report {
                         format!(
                             "drains {}, closes {}",
                             shown(start),
-                            boundary.to_zoned(tz.clone()).strftime("%H:%M")
+                            clock::formatted(tz, boundary, "%H:%M")
                         )
                     }
                     (true, _) => format!("closes {}", shown(boundary)),

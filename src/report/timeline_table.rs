@@ -58,7 +58,7 @@ pub fn render(timeline: &Timeline) -> String {
         let mut rows = table(&["WHEN", "IN", "ZONE", "EVENT", "POD", "DETAIL"]);
         for event in &timeline.events {
             for (index, row) in event_rows(event).into_iter().enumerate() {
-                // The event's time, zone and name once, on its first row: the rest are its pods.
+                // The event's time and zone once, on its first row: the rest are its pods.
                 let head = if index == 0 {
                     [
                         event.when.clone(),
