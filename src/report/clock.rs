@@ -1,29 +1,16 @@
 //! How the report and the timeline show instants to people: in the zone's own time zone, as the
 //! operator wrote the boundary, and relative to the planning instant.
 
-use jiff::{SignedDuration, Timestamp, tz::TimeZone};
+use jiff::{Timestamp, tz::TimeZone};
 
 use crate::windows::ZoneSchedule;
 
-/// The instant a close reads as in the zone's windows. A window `19:00-07:00` includes the second
-/// 07:00:00 and is closed from 07:00:01 (`next_change`), but the operator wrote `07:00`: show that.
-/// When the last open second is not on a minute boundary, the close came from a time-zone transition
-/// (a window running into the skipped hour of a spring change), and the transition is the boundary.
-pub fn close_boundary(time_zone: &TimeZone, closed_at: Timestamp) -> Timestamp {
-    match closed_at.checked_sub(SignedDuration::from_secs(1)) {
-        Ok(last_open) if time_zone.to_datetime(last_open).second() == 0 => last_open,
-        _ => closed_at,
-    }
-}
+pub use crate::windows::close_boundary;
 
 /// The instant to show for a change of `schedule` at `change`: the boundary as written for a close,
 /// the change itself for an opening.
 pub fn shown_change(schedule: &ZoneSchedule, change: Timestamp) -> Timestamp {
-    if schedule.is_open(change) {
-        change
-    } else {
-        close_boundary(schedule.time_zone(), change)
-    }
+    schedule.shown_change(change)
 }
 
 /// `Mon 06:40 CET`: weekday, local time and the zone's abbreviation (the RFC 3339 instant should the
