@@ -1,19 +1,19 @@
-//! The command line: `tidal run`, `tidal report`, `tidal crds`, `tidal webhook`.
+//! The command line: `tidal run`, `tidal report`, `tidal timeline`, `tidal crds`, `tidal webhook`.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context;
 use clap::{ArgAction, Args, Parser, Subcommand};
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 
 use crate::{
     api::{
         self, DeschedulingPolicySpec, GoDuration, PolicyMode, args::TdmArgs, policy::Strategies,
     },
-    cluster::{PolicyInfo, Snapshot},
+    cluster::{ClusterCache, PolicyInfo, Snapshot},
     controller::{self, ControllerConfig, evictor::EvictorConfig, taints::KeeperSettings},
     planner::{self, CyclePlan},
-    report::{Format, Report, dump::Dump},
+    report::{Format, Report, dump::Dump, timeline},
     runtime::{
         ClientArgs, LogFormat, client,
         leader::{self, LeaseConfig},
@@ -47,6 +47,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Show what tidal would evict, and why, without evicting anything.
     Report(ReportArgs),
+    /// Simulate the next hours with the real planner: zone changes, drain starts, each eviction round
+    /// and the pods it takes (takes the same input flags as `report`).
+    Timeline(TimelineArgs),
     /// Print the CustomResourceDefinitions tidal installs (RevocableZone, DeschedulingPolicy).
     Crds,
     /// Turn a Kubernetes descheduler policy (descheduler/v1alpha2 DeschedulerPolicy) into
@@ -190,6 +193,15 @@ impl ConvertArgs {
         }
         Ok((out, converted.notes))
     }
+}
+
+#[derive(Debug, Args)]
+pub struct TimelineArgs {
+    #[command(flatten)]
+    pub input: ReportArgs,
+    /// How far ahead to simulate (e.g. 24h, 90m, 168h); at most 7 days.
+    #[arg(long, value_name = "DURATION", default_value = "24h")]
+    pub span: GoDuration,
 }
 
 #[derive(Debug, Args)]
@@ -370,6 +382,7 @@ impl Command {
         match self {
             Command::Run(_) | Command::Webhook(_) => true,
             Command::Report(args) => args.clusters.is_empty(),
+            Command::Timeline(args) => args.input.clusters.is_empty(),
             Command::Crds | Command::Convert(_) | Command::Completion { .. } => false,
         }
     }
@@ -380,6 +393,7 @@ impl Command {
         match self {
             Command::Run(_) | Command::Webhook(_) => "info",
             Command::Report(args) if args.verbose => "info",
+            Command::Timeline(args) if args.input.verbose => "info",
             // kube's client logs every failed connection as an error; the report says it once, with
             // the address and what to do.
             _ => "warn,kube_client::client::builder=off",
@@ -417,6 +431,7 @@ pub fn run_offline(command: &Command) -> anyhow::Result<String> {
             Ok(yaml)
         }
         Command::Report(args) => report(args),
+        Command::Timeline(args) => timeline(args),
         Command::Run(_) => anyhow::bail!("`tidal run` needs a cluster"),
         Command::Webhook(_) => anyhow::bail!("`tidal webhook` needs a cluster"),
     }
@@ -438,6 +453,7 @@ pub async fn run_live(
             Ok(None)
         }
         Command::Report(args) => report_live(args).await.map(Some),
+        Command::Timeline(args) => timeline_live(args).await.map(Some),
         Command::Crds | Command::Convert(_) | Command::Completion { .. } => {
             run_offline(command).map(Some)
         }
@@ -450,7 +466,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
     let (cycle, mut notes) = plan_report(&snapshot, args)?;
     notes.extend(dump.ignored_note());
     notes.append(&mut dump.warnings);
-    Ok(render_report(&cycle, notes, args.output))
+    render_report(&snapshot, &cycle, notes, args)
 }
 
 /// `tidal report` against the live cluster: one list of everything, one plan, no eviction; with
@@ -471,21 +487,112 @@ pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
     if args.verify {
         controller::oneshot::verify(evictions, &mut cycle, EvictorConfig::default(), timeout).await;
     }
-    Ok(render_report(&cycle, notes, args.output))
+    render_report(&snapshot, &cycle, notes, args)
 }
 
-fn render_report(cycle: &CyclePlan, notes: Vec<String>, format: Format) -> String {
+/// `tidal timeline` on saved clusters.
+pub fn timeline(args: &TimelineArgs) -> anyhow::Result<String> {
+    let span = timeline_span(args)?;
+    let mut dump = Dump::load_capped(&args.input.clusters, args.input.max_input_size)?;
+    let snapshot = dump.cache.snapshot();
+    let (policies, mut notes) = select_policies(&snapshot, &args.input)?;
+    notes.extend(dump.ignored_note());
+    notes.append(&mut dump.warnings);
+    Ok(render_timeline(
+        &mut dump.cache,
+        &policies,
+        notes,
+        span,
+        &args.input,
+    ))
+}
+
+/// `tidal timeline` against the live cluster: one list of everything, then the same simulation.
+pub async fn timeline_live(args: &TimelineArgs) -> anyhow::Result<String> {
+    let span = timeline_span(args)?;
+    let config = args.input.client.config().await?;
+    let url = config.cluster_url.to_string();
+    let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
+    let timeout = args.input.timeout.as_std().max(Duration::from_secs(1));
+    client::check_reachable(&client, &url, timeout.min(REACHABLE_WITHIN)).await?;
+    let shared = controller::oneshot::live_cache(client, timeout).await?;
+    let snapshot = shared.write().snapshot();
+    let (policies, notes) = select_policies(&snapshot, &args.input)?;
+    let mut cache = shared.write();
+    Ok(render_timeline(
+        &mut cache,
+        &policies,
+        notes,
+        span,
+        &args.input,
+    ))
+}
+
+/// The span, checked along with the flags `report` has that the timeline cannot honour.
+fn timeline_span(args: &TimelineArgs) -> anyhow::Result<SignedDuration> {
+    if args.input.verify {
+        anyhow::bail!(
+            "--verify checks one plan against the API server; the timeline has no use for it"
+        );
+    }
+    if args.input.output == Format::Markdown {
+        anyhow::bail!("the timeline prints -o table or -o json");
+    }
+    let span = SignedDuration::try_from(args.span.as_std()).unwrap_or(SignedDuration::MAX);
+    if span.is_zero() || span > timeline::MAX_SPAN {
+        anyhow::bail!("--span must be more than zero and at most 7 days (168h)");
+    }
+    Ok(span)
+}
+
+fn render_timeline(
+    cache: &mut ClusterCache,
+    policies: &[Arc<PolicyInfo>],
+    notes: Vec<String>,
+    span: SignedDuration,
+    args: &ReportArgs,
+) -> String {
+    let now = args.now.unwrap_or_else(Timestamp::now);
+    let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
+    let mut timeline = timeline::simulate(cache, &refs, now, span);
+    timeline.warnings.extend(notes);
+    match args.output {
+        Format::Json => timeline.to_json(),
+        Format::Table | Format::Markdown => timeline.to_table(),
+    }
+}
+
+fn render_report(
+    snapshot: &Snapshot,
+    cycle: &CyclePlan,
+    notes: Vec<String>,
+    args: &ReportArgs,
+) -> anyhow::Result<String> {
     let mut report = Report::from_cycle(cycle);
+    let (policies, _) = select_policies(snapshot, args)?;
+    let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
+    report.add_schedule(snapshot, &refs, cycle);
     report.warnings.extend(notes);
-    report.render(format)
+    Ok(report.render(args.output))
 }
 
 /// Plans the policies `args` selects (or the built-in one) on `snapshot`; returns notes for the report.
 fn plan_report(snapshot: &Snapshot, args: &ReportArgs) -> anyhow::Result<(CyclePlan, Vec<String>)> {
     let now = args.now.unwrap_or_else(Timestamp::now);
+    let (policies, notes) = select_policies(snapshot, args)?;
+    let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
+    let cycle = planner::plan_all(snapshot, &refs, now);
+    Ok((cycle, notes))
+}
+
+/// The policies `args` selects from the snapshot, or the built-in one; with notes for the output.
+fn select_policies(
+    snapshot: &Snapshot,
+    args: &ReportArgs,
+) -> anyhow::Result<(Vec<Arc<PolicyInfo>>, Vec<String>)> {
     let builtin = builtin_policy();
     let mut notes = Vec::new();
-    let policies: Vec<&PolicyInfo> = if snapshot.policies.is_empty() {
+    let policies: Vec<Arc<PolicyInfo>> = if snapshot.policies.is_empty() {
         if let Some(wanted) = args.policies.first() {
             anyhow::bail!(
                 "no DeschedulingPolicy named {wanted:?} in the input (it has no DeschedulingPolicy at all)"
@@ -495,7 +602,7 @@ fn plan_report(snapshot: &Snapshot, args: &ReportArgs) -> anyhow::Result<(CycleP
             "no DeschedulingPolicy in the input: using the built-in policy {:?} (DryRun, tdm only)",
             builtin.name
         ));
-        vec![&builtin]
+        vec![Arc::new(builtin)]
     } else {
         for wanted in &args.policies {
             if !snapshot.policies.contains_key(wanted) {
@@ -508,12 +615,11 @@ fn plan_report(snapshot: &Snapshot, args: &ReportArgs) -> anyhow::Result<(CycleP
         snapshot
             .policies
             .values()
-            .map(AsRef::as_ref)
-            .filter(|p: &&PolicyInfo| args.policies.is_empty() || args.policies.contains(&p.name))
+            .filter(|p| args.policies.is_empty() || args.policies.contains(&p.name))
+            .cloned()
             .collect()
     };
-    let cycle = planner::plan_all(snapshot, &policies, now);
-    Ok((cycle, notes))
+    Ok((policies, notes))
 }
 
 /// `4Gi`, `500Mi`, `1000000`: a positive Kubernetes quantity of bytes.

@@ -38,7 +38,11 @@ pub fn render(report: &Report) -> String {
                 vec![
                     z.name.clone(),
                     zone_state(z).to_owned(),
-                    z.next_change.clone().unwrap_or_else(|| "-".into()),
+                    z.shown
+                        .as_ref()
+                        .and_then(|shown| shown.next_change.clone())
+                        .or_else(|| z.next_change.clone())
+                        .unwrap_or_else(|| "-".into()),
                     z.windows.clone(),
                     z.time_zone.clone(),
                     z.nodes.to_string(),
@@ -46,21 +50,61 @@ pub fn render(report: &Report) -> String {
             }),
         );
     }
+    // With several policies a pod can be decided once by each: rows say which policy.
+    let several = report.several_policies();
+    let header = |columns: &[&'static str]| {
+        let mut columns = columns.to_vec();
+        if several {
+            columns.insert(2, "Policy");
+        }
+        columns
+    };
+    let row = move |mut cells: Vec<String>, policy: &str| {
+        if several {
+            cells.insert(2, policy.to_owned());
+        }
+        cells
+    };
     out.push_str(&format!("## Evictions ({})\n\n", report.evictions.len()));
     if report.evictions.is_empty() {
         out.push_str("Nothing to evict.\n\n");
     } else {
         table(
             &mut out,
-            &["Pod", "Node", "Strategy", "Job", "Reason"],
+            &header(&["Pod", "Node", "Strategy", "Job", "Reason"]),
             report.evictions.iter().map(|e| {
-                vec![
-                    format!("`{}`", pod_ref(&e.namespace, &e.name)),
-                    e.node.clone().unwrap_or_default(),
-                    e.strategy.clone(),
-                    e.job.clone(),
-                    e.reason.clone(),
-                ]
+                row(
+                    vec![
+                        format!("`{}`", pod_ref(&e.namespace, &e.name)),
+                        e.node.clone().unwrap_or_default(),
+                        e.strategy.clone(),
+                        e.job.clone(),
+                        e.reason.clone(),
+                    ],
+                    &e.policy,
+                )
+            }),
+        );
+    }
+    if !report.waiting.is_empty() {
+        out.push_str(&format!(
+            "## Waiting for the next round ({})\n\n",
+            report.waiting.len()
+        ));
+        table(
+            &mut out,
+            &header(&["Pod", "Node", "Zone", "Job", "Next round"]),
+            report.waiting.iter().map(|w| {
+                row(
+                    vec![
+                        format!("`{}`", pod_ref(&w.namespace, &w.name)),
+                        w.node.clone().unwrap_or_default(),
+                        w.zone.clone(),
+                        w.job.clone(),
+                        w.next_round_shown.clone(),
+                    ],
+                    &w.policy,
+                )
             }),
         );
     }
@@ -68,15 +112,18 @@ pub fn render(report: &Report) -> String {
         out.push_str(&format!("## Skipped ({})\n\n", report.skipped.len()));
         table(
             &mut out,
-            &["Pod", "Node", "Strategy", "Gate", "Detail"],
+            &header(&["Pod", "Node", "Strategy", "Gate", "Detail"]),
             report.skipped.iter().map(|s| {
-                vec![
-                    format!("`{}`", pod_ref(&s.namespace, &s.name)),
-                    s.node.clone().unwrap_or_default(),
-                    s.strategy.clone(),
-                    s.gate.clone(),
-                    s.detail.clone(),
-                ]
+                row(
+                    vec![
+                        format!("`{}`", pod_ref(&s.namespace, &s.name)),
+                        s.node.clone().unwrap_or_default(),
+                        s.strategy.clone(),
+                        s.gate.clone(),
+                        s.detail.clone(),
+                    ],
+                    &s.policy,
+                )
             }),
         );
     }

@@ -2,13 +2,27 @@
 //!
 //! The JSON form is a stable interface: fields are only ever added. Documented in README.md.
 
+pub mod clock;
 pub mod dump;
 mod markdown;
 mod table;
+pub mod timeline;
+mod timeline_table;
 
+use std::{
+    collections::{BTreeMap, HashSet},
+    sync::Arc,
+};
+
+use jiff::{Timestamp, tz::TimeZone};
 use serde::Serialize;
 
-use crate::{framework::Candidate, planner::CyclePlan};
+use crate::{
+    cluster::{ObjectKey, PolicyInfo, Snapshot},
+    framework::Candidate,
+    planner::{self, CyclePlan},
+    windows::ZoneState,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -25,6 +39,8 @@ pub struct Report {
     pub zones: Vec<ZoneLine>,
     pub evictions: Vec<EvictionLine>,
     pub skipped: Vec<SkippedLine>,
+    /// Pods TDM would evict now but for `evictPeriod`: they go in the zone's next round.
+    pub waiting: Vec<WaitingLine>,
     pub warnings: Vec<String>,
 }
 
@@ -53,8 +69,37 @@ pub struct ZoneLine {
     /// When the zone's next eviction round may start, if `evictPeriod` has not passed yet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_round: Option<String>,
+    /// When an open zone starts (or started) draining before its next close, with `drainBefore` set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain_start: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// For people: the next change and round in the zone's time zone, relative to now.
+    #[serde(skip)]
+    pub shown: Option<ZoneShown>,
+}
+
+/// A zone's times as the table shows them: `closes Mon 07:00 CET (in 30m)`.
+#[derive(Clone, Debug, Default)]
+pub struct ZoneShown {
+    pub next_change: Option<String>,
+    pub next_round: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitingLine {
+    pub namespace: String,
+    pub name: String,
+    pub node: Option<String>,
+    pub zone: String,
+    pub policy: String,
+    pub job: String,
+    pub reason: String,
+    /// RFC 3339, UTC: when the zone's next round may start.
+    pub next_round: String,
+    #[serde(skip)]
+    pub next_round_shown: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -93,6 +138,7 @@ impl Report {
             zones: Vec::new(),
             evictions: Vec::new(),
             skipped: Vec::new(),
+            waiting: Vec::new(),
             warnings: cycle.warnings.clone(),
         };
         for zone in cycle.zones.values() {
@@ -114,7 +160,9 @@ impl Report {
                 time_zone: zone.time_zone.clone(),
                 nodes: zone.nodes,
                 next_round: zone.next_round.map(|t| t.to_string()),
+                drain_start: None,
                 error,
+                shown: None,
             });
         }
         for plan in &cycle.plans {
@@ -166,6 +214,60 @@ impl Report {
         report
     }
 
+    /// Adds what the plan alone does not say, from the snapshot it was made on: drain starts, times in
+    /// each zone's time zone, and the pods held back by `evictPeriod` (planned again with the round
+    /// due, by the same planner, to know which).
+    pub fn add_schedule(
+        &mut self,
+        snapshot: &Snapshot,
+        policies: &[&PolicyInfo],
+        cycle: &CyclePlan,
+    ) {
+        let now = cycle.now;
+        for line in &mut self.zones {
+            let Some(zone) = snapshot.zones.get(&line.name) else {
+                continue;
+            };
+            let (Ok(schedule), Some(view)) = (&zone.schedule, cycle.zones.get(&line.name)) else {
+                continue;
+            };
+            let Ok(state) = &view.state else {
+                continue;
+            };
+            let tz = schedule.time_zone();
+            let shown =
+                |at: Timestamp| format!("{} ({})", clock::local(tz, at), clock::relative(now, at));
+            let drain = zone.spec.drain_before.to_signed();
+            let drain_start = state
+                .next_change
+                .filter(|_| state.open && drain.is_positive())
+                .and_then(|close| close.checked_sub(drain).ok());
+            line.drain_start = drain_start.map(|t| t.to_string());
+            let next_change = state.next_change.map(|change| {
+                let boundary = clock::shown_change(schedule, change);
+                match (state.open, drain_start) {
+                    (false, _) => format!("opens {}", shown(boundary)),
+                    (true, Some(start)) if start > now => {
+                        let start = clock::close_boundary(tz, change)
+                            .checked_sub(drain)
+                            .unwrap_or(start);
+                        format!(
+                            "drains {}, closes {}",
+                            shown(start),
+                            clock::formatted(tz, boundary, "%H:%M")
+                        )
+                    }
+                    (true, _) => format!("closes {}", shown(boundary)),
+                }
+            });
+            line.shown = Some(ZoneShown {
+                next_change,
+                next_round: view.next_round.map(shown),
+            });
+        }
+        self.waiting = waiting(snapshot, policies, cycle);
+    }
+
     pub fn render(&self, format: Format) -> String {
         match format {
             Format::Json => {
@@ -179,11 +281,30 @@ impl Report {
         }
     }
 
-    /// `3 evictions planned, 2 skipped (budget 1, cooldown 1); zones: 1 of 2 closed`.
+    /// More than one policy was planned: a pod may be decided once by each.
+    pub fn several_policies(&self) -> bool {
+        self.policies.len() > 1
+    }
+
+    /// `3 evictions planned, 2 skipped (budget 1, cooldown 1); zones: 1 of 2 closed`, counting pods:
+    /// a pod planned by two policies is one eviction, and a pod one policy evicts is not also skipped.
     pub fn summary(&self) -> String {
-        let mut by_gate = std::collections::BTreeMap::<&str, usize>::new();
+        let evicted: std::collections::BTreeSet<(&str, &str)> = self
+            .evictions
+            .iter()
+            .map(|e| (e.namespace.as_str(), e.name.as_str()))
+            .collect();
+        // Each skipped pod once, under the first gate that held it back.
+        let mut skipped_pods = BTreeMap::<(&str, &str), &str>::new();
         for skip in &self.skipped {
-            *by_gate.entry(skip.gate.as_str()).or_default() += 1;
+            let pod = (skip.namespace.as_str(), skip.name.as_str());
+            if !evicted.contains(&pod) {
+                skipped_pods.entry(pod).or_insert(skip.gate.as_str());
+            }
+        }
+        let mut by_gate = BTreeMap::<&str, usize>::new();
+        for gate in skipped_pods.values() {
+            *by_gate.entry(gate).or_default() += 1;
         }
         let gates = if by_gate.is_empty() {
             String::new()
@@ -191,19 +312,101 @@ impl Report {
             let parts: Vec<String> = by_gate.iter().map(|(g, n)| format!("{g} {n}")).collect();
             format!(" ({})", parts.join(", "))
         };
+        let waiting = if self.waiting.is_empty() {
+            String::new()
+        } else {
+            format!(", {} waiting for the next round", self.waiting.len())
+        };
         let closed = self.zones.iter().filter(|z| z.open == Some(false)).count();
         let draining = self.zones.iter().filter(|z| z.draining).count();
         let mut zones = format!("{closed} of {} zones closed", self.zones.len());
         if draining > 0 {
             zones.push_str(&format!(", {draining} draining"));
         }
+        let policies = if self.several_policies() {
+            format!(" by {} policies", self.policies.len())
+        } else {
+            String::new()
+        };
         format!(
-            "{} eviction{} planned, {} skipped{gates}; {zones}",
-            self.evictions.len(),
-            if self.evictions.len() == 1 { "" } else { "s" },
-            self.skipped.len(),
+            "{} eviction{} planned, {} skipped{gates}{waiting}{policies}; {zones}",
+            evicted.len(),
+            if evicted.len() == 1 { "" } else { "s" },
+            skipped_pods.len(),
         )
     }
+}
+
+/// Pods in zones that are evicting but whose round `evictPeriod` holds back: what the same policies
+/// would evict now if the round were due, in the zone's next round.
+fn waiting(snapshot: &Snapshot, policies: &[&PolicyInfo], cycle: &CyclePlan) -> Vec<WaitingLine> {
+    let held: BTreeMap<&str, (Timestamp, TimeZone)> = cycle
+        .zones
+        .values()
+        .filter(|view| view.state.as_ref().is_ok_and(ZoneState::evicting))
+        .filter_map(|view| {
+            let tz = snapshot
+                .zones
+                .get(&view.name)
+                .and_then(|zone| zone.schedule.as_ref().ok())
+                .map_or(TimeZone::UTC, |s| s.time_zone().clone());
+            Some((view.name.as_str(), (view.next_round?, tz)))
+        })
+        .collect();
+    if held.is_empty() {
+        return Vec::new();
+    }
+    let mut due = snapshot.clone();
+    for name in held.keys() {
+        if let Some(zone) = due.zones.get(*name) {
+            let mut zone = (**zone).clone();
+            zone.last_eviction_round = None;
+            due.zones.insert((*name).to_owned(), Arc::new(zone));
+        }
+    }
+    let planned: HashSet<&ObjectKey> = cycle
+        .plans
+        .iter()
+        .flat_map(|plan| &plan.evictions)
+        .map(|e| &e.candidate.pod.key)
+        .collect();
+    let what_if = planner::plan_all(&due, policies, cycle.now);
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for plan in &what_if.plans {
+        for eviction in &plan.evictions {
+            let c = &eviction.candidate;
+            let Some((zone, (next_round, tz))) =
+                c.zone.as_deref().and_then(|zone| held.get_key_value(zone))
+            else {
+                continue;
+            };
+            if planned.contains(&c.pod.key) || !seen.insert(c.pod.key.clone()) {
+                continue;
+            }
+            out.push(WaitingLine {
+                namespace: c.pod.key.namespace.clone(),
+                name: c.pod.key.name.clone(),
+                node: c.pod.node_name.clone(),
+                zone: (*zone).to_owned(),
+                policy: plan.policy.clone(),
+                job: c.pod.job.to_string(),
+                reason: c.reason.clone(),
+                next_round: next_round.to_string(),
+                next_round_shown: format!(
+                    "{} ({})",
+                    clock::local(tz, *next_round),
+                    clock::relative(cycle.now, *next_round)
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// How many distinct pods the rows name.
+fn distinct<'a>(pods: impl Iterator<Item = (&'a String, &'a String)>) -> usize {
+    pods.collect::<std::collections::BTreeSet<_>>().len()
 }
 
 /// `ns/name`, the way kubectl users read pods.
@@ -217,5 +420,118 @@ fn zone_state(zone: &ZoneLine) -> &'static str {
         (Some(true), true) => "draining",
         (Some(true), false) => "open",
         (Some(false), _) => "closed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eviction(pod: &str, policy: &str) -> EvictionLine {
+        EvictionLine {
+            namespace: "ns".into(),
+            name: pod.into(),
+            node: Some("n1".into()),
+            strategy: "tdm".into(),
+            reason: "zone z closed".into(),
+            policy: policy.into(),
+            job: format!("Pod ns/{pod}"),
+            zone: Some("z".into()),
+        }
+    }
+
+    fn skip(pod: &str, policy: &str, gate: &str) -> SkippedLine {
+        SkippedLine {
+            namespace: "ns".into(),
+            name: pod.into(),
+            node: Some("n1".into()),
+            strategy: "tdm".into(),
+            gate: gate.into(),
+            detail: "why".into(),
+            policy: policy.into(),
+            reason: "zone z closed".into(),
+        }
+    }
+
+    fn report(
+        policies: &[&str],
+        evictions: Vec<EvictionLine>,
+        skipped: Vec<SkippedLine>,
+    ) -> Report {
+        Report {
+            now: "2026-11-23T09:30:00Z".into(),
+            policies: policies
+                .iter()
+                .map(|name| PolicyLine {
+                    name: (*name).into(),
+                    mode: "DryRun".into(),
+                    evictions: 0,
+                    skipped: 0,
+                    error: None,
+                })
+                .collect(),
+            zones: Vec::new(),
+            evictions,
+            skipped,
+            waiting: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn with_several_policies_the_summary_counts_pods_and_rows_name_their_policy() {
+        // Two dry-run policies decide the same pods: a and b evicted by both, c held by budget in one
+        // and by cooldown in the other, d evicted by one and held by the other.
+        let report = report(
+            &["p", "q"],
+            vec![
+                eviction("a", "p"),
+                eviction("b", "p"),
+                eviction("a", "q"),
+                eviction("b", "q"),
+                eviction("d", "q"),
+            ],
+            vec![
+                skip("c", "p", "budget"),
+                skip("d", "p", "budget"),
+                skip("c", "q", "cooldown"),
+            ],
+        );
+        assert_eq!(
+            report.summary(),
+            "3 evictions planned, 1 skipped (budget 1) by 2 policies; 0 of 0 zones closed"
+        );
+        let table = report.render(Format::Table);
+        assert!(table.contains("EVICTIONS (3 pods, 5 rows)"), "{table}");
+        assert!(table.contains("SKIPPED (2 pods, 3 rows)"), "{table}");
+        let header = table.lines().find(|l| l.starts_with("POD")).unwrap();
+        assert!(header.contains("POLICY"), "{table}");
+        let row = table.lines().find(|l| l.starts_with("ns/d")).unwrap();
+        assert_eq!(
+            row.find(" q ").map(|at| at + 1),
+            header.find("POLICY"),
+            "{table}"
+        );
+        let markdown = report.render(Format::Markdown);
+        assert!(
+            markdown.contains("| Pod | Node | Policy | Strategy |"),
+            "{markdown}"
+        );
+    }
+
+    #[test]
+    fn with_one_policy_rows_and_counts_are_as_before() {
+        let report = report(
+            &["p"],
+            vec![eviction("a", "p"), eviction("b", "p")],
+            vec![skip("c", "p", "budget")],
+        );
+        assert_eq!(
+            report.summary(),
+            "2 evictions planned, 1 skipped (budget 1); 0 of 0 zones closed"
+        );
+        let table = report.render(Format::Table);
+        assert!(table.contains("EVICTIONS (2)\n"), "{table}");
+        assert!(!table.contains("POLICY"), "{table}");
     }
 }

@@ -2,9 +2,9 @@
 
 use comfy_table::{ContentArrangement, Table, presets::NOTHING};
 
-use super::{Report, pod_ref, zone_state};
+use super::{Report, distinct, pod_ref, zone_state};
 
-fn table(header: &[&str]) -> Table {
+pub(super) fn table(header: &[&str]) -> Table {
     let mut table = Table::new();
     table
         .load_style(NOTHING)
@@ -17,7 +17,7 @@ fn table(header: &[&str]) -> Table {
     table
 }
 
-fn section(out: &mut String, title: &str, table: Table) {
+pub(super) fn section(out: &mut String, title: &str, table: Table) {
     out.push_str(title);
     out.push('\n');
     for line in table.to_string().lines() {
@@ -45,55 +45,118 @@ pub fn render(report: &Report) -> String {
             "NEXT ROUND",
         ]);
         for zone in &report.zones {
+            let shown = zone.shown.clone().unwrap_or_default();
             zones.add_row([
                 zone.name.clone(),
                 zone_state(zone).to_owned(),
-                zone.next_change.clone().unwrap_or_else(|| "-".into()),
+                shown
+                    .next_change
+                    .or_else(|| zone.next_change.clone())
+                    .unwrap_or_else(|| "-".into()),
                 zone.windows.clone(),
                 zone.time_zone.clone(),
                 zone.nodes.to_string(),
-                zone.next_round.clone().unwrap_or_else(|| "due".into()),
+                shown
+                    .next_round
+                    .or_else(|| zone.next_round.clone())
+                    .unwrap_or_else(|| "due".into()),
             ]);
         }
         section(&mut out, "ZONES", zones);
     }
 
+    // With several policies a pod can be decided once by each: rows say which policy, and titles
+    // count pods, not rows.
+    let several = report.several_policies();
+    let labelled = |header: &[&'static str]| {
+        let mut header = header.to_vec();
+        if several {
+            header.insert(2, "POLICY");
+        }
+        table(&header)
+    };
+    let row = |mut cells: Vec<String>, policy: &str| {
+        if several {
+            cells.insert(2, policy.to_owned());
+        }
+        cells
+    };
+    let title = |name: &str, rows: usize, pods: usize| {
+        if several {
+            format!(
+                "{name} ({pods} pod{}, {rows} rows)",
+                if pods == 1 { "" } else { "s" }
+            )
+        } else {
+            format!("{name} ({rows})")
+        }
+    };
+
     if report.evictions.is_empty() {
         out.push_str("EVICTIONS\nnothing to evict\n\n");
     } else {
-        let mut evictions = table(&["POD", "NODE", "STRATEGY", "JOB", "REASON"]);
+        let mut evictions = labelled(&["POD", "NODE", "STRATEGY", "JOB", "REASON"]);
         for e in &report.evictions {
-            evictions.add_row([
-                pod_ref(&e.namespace, &e.name),
-                e.node.clone().unwrap_or_default(),
-                e.strategy.clone(),
-                e.job.clone(),
-                e.reason.clone(),
-            ]);
+            evictions.add_row(row(
+                vec![
+                    pod_ref(&e.namespace, &e.name),
+                    e.node.clone().unwrap_or_default(),
+                    e.strategy.clone(),
+                    e.job.clone(),
+                    e.reason.clone(),
+                ],
+                &e.policy,
+            ));
         }
+        let pods = distinct(report.evictions.iter().map(|e| (&e.namespace, &e.name)));
         section(
             &mut out,
-            &format!("EVICTIONS ({})", report.evictions.len()),
+            &title("EVICTIONS", report.evictions.len(), pods),
             evictions,
         );
     }
 
-    if !report.skipped.is_empty() {
-        let mut skipped = table(&["POD", "NODE", "STRATEGY", "GATE", "DETAIL"]);
-        let mut rows: Vec<_> = report.skipped.iter().collect();
-        rows.sort_by(|a, b| a.gate.cmp(&b.gate));
-        for s in rows {
-            skipped.add_row([
-                pod_ref(&s.namespace, &s.name),
-                s.node.clone().unwrap_or_default(),
-                s.strategy.clone(),
-                s.gate.clone(),
-                s.detail.clone(),
-            ]);
+    if !report.waiting.is_empty() {
+        let mut waiting = labelled(&["POD", "NODE", "ZONE", "JOB", "NEXT ROUND"]);
+        for w in &report.waiting {
+            waiting.add_row(row(
+                vec![
+                    pod_ref(&w.namespace, &w.name),
+                    w.node.clone().unwrap_or_default(),
+                    w.zone.clone(),
+                    w.job.clone(),
+                    w.next_round_shown.clone(),
+                ],
+                &w.policy,
+            ));
         }
         section(
             &mut out,
-            &format!("SKIPPED ({})", report.skipped.len()),
+            &format!("WAITING FOR THE NEXT ROUND ({})", report.waiting.len()),
+            waiting,
+        );
+    }
+
+    if !report.skipped.is_empty() {
+        let mut skipped = labelled(&["POD", "NODE", "STRATEGY", "GATE", "DETAIL"]);
+        let mut rows: Vec<_> = report.skipped.iter().collect();
+        rows.sort_by(|a, b| a.gate.cmp(&b.gate));
+        for s in rows {
+            skipped.add_row(row(
+                vec![
+                    pod_ref(&s.namespace, &s.name),
+                    s.node.clone().unwrap_or_default(),
+                    s.strategy.clone(),
+                    s.gate.clone(),
+                    s.detail.clone(),
+                ],
+                &s.policy,
+            ));
+        }
+        let pods = distinct(report.skipped.iter().map(|s| (&s.namespace, &s.name)));
+        section(
+            &mut out,
+            &title("SKIPPED", report.skipped.len(), pods),
             skipped,
         );
     }

@@ -51,9 +51,19 @@ impl Tdm {
         let Ok(state) = &zone.state else {
             return format!("zone {} closed", zone.name);
         };
+        // A close shows the end as the operator wrote it (07:00), not its first closed second
+        // (07:00:01); an opening is exact.
         let when = state
             .next_change
-            .map(|t| t.to_string())
+            .map(|change| {
+                let shown = if state.open {
+                    jiff::tz::TimeZone::get(&zone.time_zone)
+                        .map_or(change, |tz| crate::windows::close_boundary(&tz, change))
+                } else {
+                    change
+                };
+                shown.to_string()
+            })
             .unwrap_or_else(|| "never".to_owned());
         if state.open {
             format!("zone {} closes at {when} (draining)", zone.name)
@@ -529,7 +539,7 @@ mod tests {
         let candidates = propose(&mut world);
         assert_eq!(
             reason_of(&candidates, "ns/victim"),
-            "zone z closes at 2026-11-22T05:00:01Z (draining)"
+            "zone z closes at 2026-11-22T05:00:00Z (draining)"
         );
 
         world.cache.apply_zone(zone(

@@ -145,6 +145,16 @@ impl ZoneSchedule {
         None
     }
 
+    /// The instant to show for a change at `change` (from `next_change`): the boundary as written for
+    /// a close, the change itself for an opening.
+    pub fn shown_change(&self, change: Timestamp) -> Timestamp {
+        if self.is_open(change) {
+            change
+        } else {
+            close_boundary(&self.time_zone, change)
+        }
+    }
+
     /// Evaluates the zone at `t` for eviction decisions: the zone is draining
     /// when it is open but its window ends no later than `t + drain_before`.
     pub fn state_at(&self, t: Timestamp, drain_before: Duration) -> ZoneState {
@@ -212,6 +222,18 @@ impl ZoneSchedule {
             }
             push(at);
         }
+    }
+}
+
+/// The instant a close reads as in the zone's windows. A window `19:00-07:00` includes the second
+/// 07:00:00 and is closed from 07:00:01 (what `next_change` returns), but the operator wrote `07:00`:
+/// messages show that. When the last open second is not on a minute boundary, the close came from a
+/// time-zone transition (a window running into the skipped hour of a spring change), and the
+/// transition is the boundary.
+pub fn close_boundary(time_zone: &TimeZone, closed_at: Timestamp) -> Timestamp {
+    match closed_at.checked_sub(SignedDuration::from_secs(1)) {
+        Ok(last_open) if time_zone.to_datetime(last_open).second() == 0 => last_open,
+        _ => closed_at,
     }
 }
 

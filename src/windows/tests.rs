@@ -370,6 +370,72 @@ fn berlin_fall_back_reopens_at_the_transition() {
     );
 }
 
+/// docs/controller.md, "Windows on DST days": the repeated hour closes and reopens a window in it.
+#[test]
+fn dst_doc_berlin_repeated_hour_closes_and_reopens_the_window() {
+    // 2026-10-25: 03:00 CEST falls back to 02:00 CET at 01:00Z, so 02:00-02:59 happens twice.
+    let s = schedule(&[("01:00-02:30", &[])], "Europe/Berlin");
+    let changes: Vec<Timestamp> =
+        std::iter::successors(Some(utc("2026-10-24T22:00:00Z")), |t| s.next_change(*t))
+            .skip(1)
+            .take(4)
+            .collect();
+    assert_eq!(
+        changes,
+        [
+            zoned("2026-10-25T01:00:00+02:00[Europe/Berlin]"), // opens 01:00 CEST
+            zoned("2026-10-25T02:30:01+02:00[Europe/Berlin]"), // closes after the first 02:30
+            zoned("2026-10-25T02:00:00+01:00[Europe/Berlin]"), // reopens when 02:00 comes again
+            zoned("2026-10-25T02:30:01+01:00[Europe/Berlin]"), // closes after the second 02:30
+        ]
+    );
+    assert!(!s.is_open(utc("2026-10-25T00:45:00Z")), "closed 02:45 CEST");
+    assert!(s.is_open(utc("2026-10-25T01:15:00Z")), "open 02:15 CET");
+}
+
+/// docs/controller.md: on the spring change the local clock jumps from 02:00 EST to 03:00 EDT, and
+/// both ends are inclusive, so `02:00-03:00` is open for the one second 03:00:00 EDT.
+#[test]
+fn dst_doc_new_york_spring_change_opens_a_two_to_three_window_for_one_second() {
+    let s = schedule(&[("02:00-03:00", &[])], "America/New_York");
+    let jump = utc("2026-03-08T07:00:00Z");
+    assert_eq!(jump, zoned("2026-03-08T03:00:00-04:00[America/New_York]"));
+    assert_eq!(s.next_change(utc("2026-03-08T06:00:00Z")), Some(jump));
+    assert!(!s.is_open(jump - jiff::SignedDuration::from_secs(1)));
+    assert!(s.is_open(jump));
+    assert_eq!(
+        s.next_change(jump),
+        Some(jump + jiff::SignedDuration::from_secs(1))
+    );
+    // The next day it is open for its full hour again.
+    let next_day = zoned("2026-03-09T02:00:00[America/New_York]");
+    assert_eq!(s.next_change(jump), Some(utc("2026-03-08T07:00:01Z")));
+    assert_eq!(s.next_change(utc("2026-03-08T07:00:01Z")), Some(next_day));
+    assert_eq!(
+        s.next_change(next_day),
+        Some(zoned("2026-03-09T03:00:01[America/New_York]"))
+    );
+}
+
+/// docs/controller.md: a window that lies wholly inside the skipped hour does not open that day (and no
+/// other instant stands in for it).
+#[test]
+fn dst_doc_a_window_inside_the_skipped_hour_skips_that_day() {
+    let s = schedule(&[("02:15-02:45", &[])], "Europe/Berlin");
+    // 2026-03-29: 02:00 CET jumps to 03:00 CEST at 01:00Z.
+    let before = zoned("2026-03-29T00:00:00[Europe/Berlin]");
+    assert_eq!(
+        s.next_change(before),
+        Some(zoned("2026-03-30T02:15:00[Europe/Berlin]"))
+    );
+    assert!(!s.is_open(utc("2026-03-29T01:00:00Z")), "03:00 CEST");
+    // The day before, it opens as usual.
+    assert_eq!(
+        s.next_change(zoned("2026-03-28T00:00:00[Europe/Berlin]")),
+        Some(zoned("2026-03-28T02:15:00[Europe/Berlin]"))
+    );
+}
+
 #[test]
 fn berlin_spring_forward_window_opens_on_local_clock() {
     // 2026-03-29 02:00 CET jumps to 03:00 CEST; 08:00 local is 06:00Z.

@@ -369,6 +369,32 @@ async fn dry_run_policy_sends_only_dry_runs_and_fills_status_and_report() {
     let sent: Vec<_> = server.evictions().into_iter().skip(before).collect();
     assert_eq!(sent.len(), 2);
     assert!(sent.iter().all(|e| e.dry_run && e.user == "reporter"));
+
+    // `tidal timeline` reads the same live cluster, simulates, and sends nothing either.
+    let before = server.evictions().len();
+    let timeline = run_cli(vec![
+        "tidal".to_owned(),
+        "timeline".into(),
+        "--kubeconfig".into(),
+        kubeconfig.to_str().unwrap().into(),
+        "--span".into(),
+        "10m".into(),
+        "-o".into(),
+        "json".into(),
+    ])
+    .await;
+    assert_eq!(
+        server.evictions().len(),
+        before,
+        "the timeline sends nothing"
+    );
+    let first = timeline["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "round")
+        .unwrap_or_else(|| panic!("no round: {timeline:#}"));
+    assert_eq!(names(&first["evictions"]), vec!["free", "guarded"]);
 }
 
 /// Runs the CLI's live path (what `main` does for commands that talk to a cluster) and parses JSON.

@@ -8,5 +8,7 @@ mod crds;
 mod layers;
 mod policies;
 mod report_e2e;
+mod report_policies_e2e;
 mod snapshot_props;
 mod strategies_report;
+mod timeline_e2e;
