@@ -135,9 +135,10 @@ pub fn check_binding(
     if !state.evicting() {
         return Verdict::allow();
     }
+    // The boundary as the operator wrote it (`06:00`), not the first closed second (`06:00:01`).
     let next = state
         .next_change
-        .map_or_else(|| "never".to_owned(), |t| t.to_string());
+        .map_or_else(|| "never".to_owned(), |t| schedule.shown_change(t).to_string());
     let why = if state.open {
         // Draining: TDM is already evicting this zone's pods, so a pod placed now would be evicted at once.
         format!(
@@ -316,6 +317,11 @@ mod tests {
         };
         assert!(
             message.contains("draining (drainBefore 1h0m0s)"),
+            "{message}"
+        );
+        // The close as written in the window, not the first closed second.
+        assert!(
+            message.contains("closes at 2026-03-04T21:00:00Z"),
             "{message}"
         );
         assert!(
