@@ -558,7 +558,8 @@ fn render_timeline(
     timeline.warnings.extend(notes);
     match args.output {
         Format::Json => timeline.to_json(),
-        Format::Table | Format::Markdown => timeline.to_table(),
+        Format::Yaml => timeline.to_yaml(),
+        Format::Table | Format::Wide | Format::Markdown => timeline.to_table(),
     }
 }
 

@@ -26,8 +26,13 @@ use crate::{
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
+    /// Aligned columns; on a terminal, as wide as the terminal (long cells wrap).
     Table,
+    /// The table with more columns (policy, zone, what a skipped pod was proposed for), never wrapped.
+    Wide,
     Json,
+    /// The JSON document as YAML.
+    Yaml,
     Markdown,
 }
 
@@ -276,7 +281,11 @@ impl Report {
                 json.push('\n');
                 json
             }
-            Format::Table => table::render(self),
+            Format::Yaml => {
+                serde_saphyr::to_string(self).expect("the report is plain data as YAML too")
+            }
+            Format::Table => table::render(self, table::Layout::for_stdout()),
+            Format::Wide => table::render(self, table::Layout::Wide),
             Format::Markdown => markdown::render(self),
         }
     }
@@ -533,5 +542,52 @@ mod tests {
         let table = report.render(Format::Table);
         assert!(table.contains("EVICTIONS (2)\n"), "{table}");
         assert!(!table.contains("POLICY"), "{table}");
+    }
+
+    #[test]
+    fn on_a_terminal_the_table_fits_its_width() {
+        let mut long = skip("c", "p", "budget");
+        long.detail = "ReplicaSet ns/etl: maxUnavailable 40%; 4 pods, 4 running, 0 unavailable, \
+                       2 already planned this round, and a few more words to go past the edge"
+            .into();
+        let report = report(&["p"], vec![eviction("a", "p")], vec![long]);
+        let fitted = table::render(&report, table::Layout::Fit(80));
+        for line in fitted.lines().filter(|l| !l.starts_with("warning")) {
+            assert!(line.chars().count() <= 80, "{} chars: {line}", line.len());
+        }
+        assert!(
+            fitted.contains("planned this"),
+            "wrapped, not cut: {fitted}"
+        );
+        // Piped: natural widths, one line per row.
+        let natural = table::render(&report, table::Layout::Natural);
+        assert!(natural.lines().any(|l| l.chars().count() > 80), "{natural}");
+    }
+
+    #[test]
+    fn wide_adds_policy_zone_and_what_a_skipped_pod_was_proposed_for() {
+        let report = report(
+            &["p"],
+            vec![eviction("a", "p")],
+            vec![skip("c", "p", "budget")],
+        );
+        let wide = report.render(Format::Wide);
+        let headers: Vec<&str> = wide.lines().filter(|l| l.starts_with("POD")).collect();
+        assert!(
+            headers[0].contains("POLICY") && headers[0].ends_with("ZONE"),
+            "{wide}"
+        );
+        assert!(headers[1].ends_with("PROPOSED FOR"), "{wide}");
+        assert!(!report.render(Format::Table).contains("PROPOSED FOR"));
+    }
+
+    #[test]
+    fn yaml_is_the_json_document() {
+        let report = report(&["p"], vec![eviction("a", "p")], Vec::new());
+        let from_yaml: serde_json::Value =
+            serde_saphyr::from_str(&report.render(Format::Yaml)).unwrap();
+        let from_json: serde_json::Value =
+            serde_json::from_str(&report.render(Format::Json)).unwrap();
+        assert_eq!(from_yaml, from_json);
     }
 }

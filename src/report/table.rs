@@ -4,12 +4,50 @@ use comfy_table::{ContentArrangement, Table, presets::NOTHING};
 
 use super::{Report, distinct, pod_ref, zone_state};
 
+/// How wide the table may be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Columns as wide as their content (a pipe, a file: what scripts and the docs see).
+    Natural,
+    /// At most this many characters a line: long cells wrap within their column.
+    Fit(u16),
+    /// `-o wide`: extra columns, never wrapped.
+    Wide,
+}
+
+impl Layout {
+    /// The terminal's width when stdout is one, else natural widths (as kubectl, which never cuts
+    /// what goes to a pipe).
+    pub fn for_stdout() -> Layout {
+        use std::io::IsTerminal;
+        if !std::io::stdout().is_terminal() {
+            return Layout::Natural;
+        }
+        let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
+        match columns.or_else(|| comfy_table::Table::new().width()) {
+            Some(width) if width >= 40 => Layout::Fit(width),
+            _ => Layout::Natural,
+        }
+    }
+}
+
 pub(super) fn table(header: &[&str]) -> Table {
+    sized_table(header, Layout::Natural)
+}
+
+fn sized_table(header: &[&str], layout: Layout) -> Table {
     let mut table = Table::new();
-    table
-        .load_style(NOTHING)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(header.iter().copied());
+    table.load_style(NOTHING).set_header(header.iter().copied());
+    match layout {
+        Layout::Fit(width) => {
+            table
+                .set_content_arrangement(ContentArrangement::Dynamic)
+                .set_width(width);
+        }
+        Layout::Natural | Layout::Wide => {
+            table.set_content_arrangement(ContentArrangement::Disabled);
+        }
+    }
     // kubectl's look: no borders, columns flush left, two spaces apart.
     for column in table.column_iter_mut() {
         column.set_padding((0, 2));
@@ -27,7 +65,8 @@ pub(super) fn section(out: &mut String, title: &str, table: Table) {
     out.push('\n');
 }
 
-pub fn render(report: &Report) -> String {
+pub fn render(report: &Report, layout: Layout) -> String {
+    let wide = layout == Layout::Wide;
     let mut out = format!("tidal report at {}\n", report.now);
     for policy in &report.policies {
         out.push_str(&format!("policy {} ({})\n", policy.name, policy.mode));
@@ -66,18 +105,25 @@ pub fn render(report: &Report) -> String {
     }
 
     // With several policies a pod can be decided once by each: rows say which policy, and titles
-    // count pods, not rows.
+    // count pods, not rows. `-o wide` always names the policy.
     let several = report.several_policies();
-    let labelled = |header: &[&'static str]| {
+    let policy_column = several || wide;
+    let labelled = |header: &[&'static str], wide_only: &[&'static str]| {
         let mut header = header.to_vec();
-        if several {
+        if policy_column {
             header.insert(2, "POLICY");
         }
-        table(&header)
+        if wide {
+            header.extend(wide_only);
+        }
+        sized_table(&header, layout)
     };
-    let row = |mut cells: Vec<String>, policy: &str| {
-        if several {
+    let row = |mut cells: Vec<String>, policy: &str, wide_only: Vec<String>| {
+        if policy_column {
             cells.insert(2, policy.to_owned());
+        }
+        if wide {
+            cells.extend(wide_only);
         }
         cells
     };
@@ -95,7 +141,7 @@ pub fn render(report: &Report) -> String {
     if report.evictions.is_empty() {
         out.push_str("EVICTIONS\nnothing to evict\n\n");
     } else {
-        let mut evictions = labelled(&["POD", "NODE", "STRATEGY", "JOB", "REASON"]);
+        let mut evictions = labelled(&["POD", "NODE", "STRATEGY", "JOB", "REASON"], &["ZONE"]);
         for e in &report.evictions {
             evictions.add_row(row(
                 vec![
@@ -106,6 +152,7 @@ pub fn render(report: &Report) -> String {
                     e.reason.clone(),
                 ],
                 &e.policy,
+                vec![e.zone.clone().unwrap_or_else(|| "-".to_owned())],
             ));
         }
         let pods = distinct(report.evictions.iter().map(|e| (&e.namespace, &e.name)));
@@ -117,7 +164,7 @@ pub fn render(report: &Report) -> String {
     }
 
     if !report.waiting.is_empty() {
-        let mut waiting = labelled(&["POD", "NODE", "ZONE", "JOB", "NEXT ROUND"]);
+        let mut waiting = labelled(&["POD", "NODE", "ZONE", "JOB", "NEXT ROUND"], &[]);
         for w in &report.waiting {
             waiting.add_row(row(
                 vec![
@@ -128,6 +175,7 @@ pub fn render(report: &Report) -> String {
                     w.next_round_shown.clone(),
                 ],
                 &w.policy,
+                Vec::new(),
             ));
         }
         section(
@@ -138,7 +186,10 @@ pub fn render(report: &Report) -> String {
     }
 
     if !report.skipped.is_empty() {
-        let mut skipped = labelled(&["POD", "NODE", "STRATEGY", "GATE", "DETAIL"]);
+        let mut skipped = labelled(
+            &["POD", "NODE", "STRATEGY", "GATE", "DETAIL"],
+            &["PROPOSED FOR"],
+        );
         let mut rows: Vec<_> = report.skipped.iter().collect();
         rows.sort_by(|a, b| a.gate.cmp(&b.gate));
         for s in rows {
@@ -151,6 +202,7 @@ pub fn render(report: &Report) -> String {
                     s.detail.clone(),
                 ],
                 &s.policy,
+                vec![s.reason.clone()],
             ));
         }
         let pods = distinct(report.skipped.iter().map(|s| (&s.namespace, &s.name)));

@@ -372,6 +372,10 @@ impl Timeline {
         json
     }
 
+    pub fn to_yaml(&self) -> String {
+        serde_saphyr::to_string(self).expect("the timeline is plain data as YAML too")
+    }
+
     /// The timeline for a terminal.
     pub fn to_table(&self) -> String {
         super::timeline_table::render(self)

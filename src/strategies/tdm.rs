@@ -68,10 +68,8 @@ impl Tdm {
         if state.open {
             format!("zone {} closes at {when} (draining)", zone.name)
         } else {
-            format!(
-                "zone {} closed ({} {}); opens {when}",
-                zone.name, zone.schedule, zone.time_zone
-            )
+            // The windows are in the zone's own line of the report, not repeated on every pod.
+            format!("zone {} closed; opens {when}", zone.name)
         }
     }
 }

@@ -136,9 +136,10 @@ pub fn check_binding(
         return Verdict::allow();
     }
     // The boundary as the operator wrote it (`06:00`), not the first closed second (`06:00:01`).
-    let next = state
-        .next_change
-        .map_or_else(|| "never".to_owned(), |t| schedule.shown_change(t).to_string());
+    let next = state.next_change.map_or_else(
+        || "never".to_owned(),
+        |t| schedule.shown_change(t).to_string(),
+    );
     let why = if state.open {
         // Draining: TDM is already evicting this zone's pods, so a pod placed now would be evicted at once.
         format!(
