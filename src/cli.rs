@@ -13,7 +13,7 @@ use crate::{
     cluster::{PolicyInfo, Snapshot},
     controller::{self, ControllerConfig, evictor::EvictorConfig, taints::KeeperSettings},
     planner::{self, CyclePlan},
-    report::{Format, Report, dump::Dump},
+    report::{Format, Report, Verification, dump::Dump},
     runtime::{
         ClientArgs, LogFormat, client,
         leader::{self, LeaseConfig},
@@ -134,6 +134,11 @@ pub struct RunArgs {
     /// Evictions not done by then (retries included) are abandoned until the next cycle.
     #[arg(long, value_name = "DURATION", default_value = "2m")]
     pub cycle_timeout: GoDuration,
+    /// Server-side dry-run evictions a cycle sends to verify the plans of DryRun policies (all of
+    /// them together, in plan order), paced at --eviction-qps by a bucket of their own, so they never
+    /// delay real evictions. The rest of a DryRun plan is reported as planned and unverified.
+    #[arg(long, value_name = "N", default_value_t = controller::cycle::DEFAULT_DRY_RUN_VERIFY_PER_CYCLE)]
+    pub dry_run_verify_per_cycle: usize,
     /// A pod tidal evicted counts as leaving until it is gone, or until this long has passed.
     #[arg(long, value_name = "DURATION", default_value = "10m")]
     pub in_flight_ttl: GoDuration,
@@ -205,6 +210,7 @@ impl RunArgs {
         };
         config.cycle.timeout = self.cycle_timeout.as_std();
         config.cycle.in_flight_ttl = self.in_flight_ttl.as_std();
+        config.cycle.dry_run_verify_per_cycle = self.dry_run_verify_per_cycle;
         config.shutdown_grace = self.shutdown_grace.as_std();
         let usage_poll = self.usage_poll_interval.as_std();
         config.usage_poll = (!usage_poll.is_zero()).then_some(usage_poll);
@@ -292,10 +298,14 @@ pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
     let shared = controller::oneshot::live_cache(client, timeout).await?;
     let snapshot = shared.write().snapshot();
     let (mut cycle, notes) = plan_report(&snapshot, args)?;
-    if args.verify {
-        controller::oneshot::verify(evictions, &mut cycle, EvictorConfig::default(), timeout).await;
-    }
-    Ok(render_report(&cycle, notes, args.output))
+    let verification = if args.verify {
+        controller::oneshot::verify(evictions, &mut cycle, EvictorConfig::default(), timeout).await
+    } else {
+        Verification::default()
+    };
+    let mut report = Report::from_cycle(&cycle).with_verification(&verification);
+    report.warnings.extend(notes);
+    Ok(report.render(args.output))
 }
 
 fn render_report(cycle: &CyclePlan, notes: Vec<String>, format: Format) -> String {

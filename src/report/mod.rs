@@ -6,9 +6,25 @@ pub mod dump;
 mod markdown;
 mod table;
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde::Serialize;
 
-use crate::{framework::Candidate, planner::CyclePlan};
+use crate::{cluster::ObjectKey, framework::Candidate, planner::CyclePlan};
+
+/// What `tidal report --verify` learnt beyond the refusals it moved to the skipped list: per policy,
+/// how many planned evictions a dry run accepted, and which it could not check in time (they stay
+/// planned, marked unverified).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verification {
+    pub policies: BTreeMap<String, Verified>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verified {
+    pub accepted: usize,
+    pub unverified: BTreeSet<ObjectKey>,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -35,6 +51,12 @@ pub struct PolicyLine {
     pub mode: String,
     pub evictions: usize,
     pub skipped: usize,
+    /// With `--verify`: planned evictions a server-side dry run accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<usize>,
+    /// With `--verify`: planned evictions not checked in time (still planned).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unverified: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -69,6 +91,9 @@ pub struct EvictionLine {
     pub job: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
+    /// With `--verify`: whether a server-side dry run accepted it (`false`: not checked in time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -124,6 +149,8 @@ impl Report {
                 evictions: plan.evictions.len(),
                 // Every skip counted, listed or not (the report lists all; a capped plan says so).
                 skipped: plan.skip_counts.values().map(|n| *n as usize).sum(),
+                verified: None,
+                unverified: None,
                 error: plan.error.clone(),
             });
             if let Some(error) = &plan.error {
@@ -142,6 +169,7 @@ impl Report {
                     policy: plan.policy.clone(),
                     job: c.pod.job.to_string(),
                     zone: c.zone.clone(),
+                    verified: None,
                 });
             }
             for skip in &plan.skipped {
@@ -164,6 +192,25 @@ impl Report {
             }
         }
         report
+    }
+
+    /// Marks what `--verify` checked: counts on each policy, `verified` on each eviction.
+    pub fn with_verification(mut self, verification: &Verification) -> Report {
+        for policy in &mut self.policies {
+            let Some(v) = verification.policies.get(&policy.name) else {
+                continue;
+            };
+            policy.verified = Some(v.accepted);
+            policy.unverified = Some(v.unverified.len());
+        }
+        for eviction in &mut self.evictions {
+            let Some(v) = verification.policies.get(&eviction.policy) else {
+                continue;
+            };
+            let key = ObjectKey::new(&eviction.namespace, &eviction.name);
+            eviction.verified = Some(!v.unverified.contains(&key));
+        }
+        self
     }
 
     pub fn render(&self, format: Format) -> String {
@@ -197,8 +244,21 @@ impl Report {
         if draining > 0 {
             zones.push_str(&format!(", {draining} draining"));
         }
+        let checked = self.evictions.iter().filter_map(|e| e.verified);
+        let (verified, unverified) =
+            checked.fold(
+                (0, 0),
+                |(yes, no), v| {
+                    if v { (yes + 1, no) } else { (yes, no + 1) }
+                },
+            );
+        let verification = if verified + unverified > 0 {
+            format!(" ({verified} verified by a dry run, {unverified} not checked in time)")
+        } else {
+            String::new()
+        };
         format!(
-            "{} eviction{} planned, {} skipped{gates}; {zones}",
+            "{} eviction{} planned{verification}, {} skipped{gates}; {zones}",
             self.evictions.len(),
             if self.evictions.len() == 1 { "" } else { "s" },
             self.skipped.len(),
