@@ -12,8 +12,8 @@ use crate::{
     },
     cluster::{PolicyInfo, Snapshot},
     controller::{self, ControllerConfig, evictor::EvictorConfig, taints::KeeperSettings},
-    planner::{self, CyclePlan},
-    report::{Format, Report, Verification, dump::Dump},
+    planner::{self, CyclePlan, Verification},
+    report::{Format, Report, dump::Dump},
     runtime::{
         ClientArgs, LogFormat, client,
         leader::{self, LeaseConfig},

@@ -11,8 +11,7 @@ use crate::{
     cluster::{ObjectKind, SharedCache},
     controller::evictor::{Always, EvictionRequest, Evictor, EvictorConfig},
     framework::{SkipReason, Skipped},
-    planner::CyclePlan,
-    report::Verification,
+    planner::{CyclePlan, Verification},
     runtime::watch::{self, LogOnly, WatchPlan},
 };
 

@@ -6,25 +6,13 @@ pub mod dump;
 mod markdown;
 mod table;
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use serde::Serialize;
 
-use crate::{cluster::ObjectKey, framework::Candidate, planner::CyclePlan};
-
-/// What `tidal report --verify` learnt beyond the refusals it moved to the skipped list: per policy,
-/// how many planned evictions a dry run accepted, and which it could not check in time (they stay
-/// planned, marked unverified).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Verification {
-    pub policies: BTreeMap<String, Verified>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Verified {
-    pub accepted: usize,
-    pub unverified: BTreeSet<ObjectKey>,
-}
+use crate::{
+    cluster::ObjectKey,
+    framework::Candidate,
+    planner::{CyclePlan, Verification},
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
