@@ -116,6 +116,7 @@ impl PodByPod for Tdm {
                         node_fit: true,
                         switchable_protections: ctx.declared_preemptable(pod)
                             == Setting::Valid(true),
+                        bare_pod: false,
                     };
                     in_zone.push(candidate.in_zone(&zone.name).exempt(exempt));
                 }
