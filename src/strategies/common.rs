@@ -122,12 +122,14 @@ pub fn seconds_since(since: Option<jiff::Timestamp>, now: jiff::Timestamp) -> Op
 }
 
 /// The scheduler would place `pod` on `state`'s node as things stand: the node allows it (ready,
-/// schedulable, selector, required affinity, hard taints) and its requests fit the node's free room.
-/// A node running a pod whose requests tidal cannot read has unknown free room: it takes nothing.
-pub fn fits_on(pod: &PodInfo, state: &NodeState) -> bool {
+/// schedulable, selector, required affinity, hard taints), tidal's own placement rules do (revocable
+/// zones), and its requests fit the node's free room. A node running a pod whose requests tidal
+/// cannot read has unknown free room: it takes nothing.
+pub fn fits_on(pod: &PodInfo, state: &NodeState, ctx: &PlanContext<'_>) -> bool {
     state.load_known()
         && state.node.as_deref().is_some_and(|node| {
             pod.constraints.allows_node(node)
+                && ctx.may_run_on(pod, node)
                 && crate::cluster::resources::fits(
                     &pod.requests,
                     &node.allocatable,
@@ -142,7 +144,7 @@ pub fn fits_elsewhere<'s>(pod: &PodInfo, ctx: &PlanContext<'s>) -> Option<&'s st
         .nodes
         .iter()
         .find(|(name, state)| {
-            Some(name.as_str()) != pod.node_name.as_deref() && fits_on(pod, state)
+            Some(name.as_str()) != pod.node_name.as_deref() && fits_on(pod, state, ctx)
         })
         .map(|(name, _)| name.as_str())
 }

@@ -248,7 +248,11 @@ impl TopologySpread {
                     && !order
                         .iter()
                         .take_while(|(count, _)| count + 1 < max)
-                        .any(|(_, d)| domains.nodes[*d].iter().any(|state| fits_on(pod, state)))
+                        .any(|(_, d)| {
+                            domains.nodes[*d]
+                                .iter()
+                                .any(|state| fits_on(pod, state, ctx))
+                        })
                 {
                     continue;
                 }
