@@ -331,7 +331,8 @@ mod tests {
             );
             assert_eq!(out.evicted(), ["a/web-2", "a/web-1"], "{stuck}");
             assert!(
-                out.reason("a/web-2").contains("3 pods over 3 feasible nodes"),
+                out.reason("a/web-2")
+                    .contains("3 pods over 3 feasible nodes"),
                 "{}",
                 out.reason("a/web-2")
             );
