@@ -10,7 +10,7 @@
 //! allows some other node.
 
 use std::{
-    collections::{BTreeMap, BTreeSet, HashMap},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
     sync::Arc,
 };
 
@@ -130,17 +130,30 @@ impl Balancing for RemoveDuplicates {
         });
         let mut feasible_by_placement: HashMap<PlacementKey, Arc<BTreeSet<&str>>> = HashMap::new();
         for (total, nodes) in with_duplicates {
-            let mut targets: BTreeSet<&str> = BTreeSet::new();
+            // The group's distinct placements (usually one), each with the nodes it may run on.
+            let mut placements: Vec<Arc<BTreeSet<&str>>> = Vec::new();
+            let mut seen: HashSet<PlacementKey> = HashSet::new();
             for pod in nodes.values().flatten() {
-                let feasible = feasible_by_placement
-                    .entry(placement(pod, ctx))
-                    .or_insert_with(|| Arc::new(feasible_nodes(pod, ctx)));
-                // A placement that fits one node at most spreads nothing (the descheduler's rule).
-                if feasible.len() > 1 {
-                    targets.extend(feasible.iter());
+                let key = placement(pod, ctx);
+                if seen.insert(key) {
+                    let feasible = feasible_by_placement
+                        .entry(key)
+                        .or_insert_with(|| Arc::new(feasible_nodes(pod, ctx)));
+                    // A placement that fits one node at most spreads nothing (the descheduler's rule).
+                    if feasible.len() > 1 {
+                        placements.push(Arc::clone(feasible));
+                    }
                 }
             }
-            let feasible = targets.len();
+            let feasible = match placements.as_slice() {
+                [] => 0,
+                [only] => only.len(),
+                several => several
+                    .iter()
+                    .flat_map(|nodes| nodes.iter())
+                    .collect::<BTreeSet<_>>()
+                    .len(),
+            };
             if feasible < 2 {
                 continue;
             }
