@@ -12,7 +12,7 @@ use crate::{
     },
     cluster::{ClusterCache, PolicyInfo, Snapshot},
     controller::{self, ControllerConfig, evictor::EvictorConfig, taints::KeeperSettings},
-    planner::{self, CyclePlan},
+    planner::{self, CyclePlan, Verification},
     report::{Format, Report, dump::Dump, timeline},
     runtime::{
         ClientArgs, LogFormat, client,
@@ -292,6 +292,11 @@ pub struct RunArgs {
     /// Evictions not done by then (retries included) are abandoned until the next cycle.
     #[arg(long, value_name = "DURATION", default_value = "2m")]
     pub cycle_timeout: GoDuration,
+    /// Server-side dry-run evictions a cycle sends to verify the plans of DryRun policies (all of
+    /// them together, in plan order), paced at --eviction-qps by a bucket of their own, so they never
+    /// delay real evictions. The rest of a DryRun plan is reported as planned and unverified.
+    #[arg(long, value_name = "N", default_value_t = controller::cycle::DEFAULT_DRY_RUN_VERIFY_PER_CYCLE)]
+    pub dry_run_verify_per_cycle: usize,
     /// A pod tidal evicted counts as leaving until it is gone, or until this long has passed.
     #[arg(long, value_name = "DURATION", default_value = "10m")]
     pub in_flight_ttl: GoDuration,
@@ -366,6 +371,7 @@ impl RunArgs {
         };
         config.cycle.timeout = self.cycle_timeout.as_std();
         config.cycle.in_flight_ttl = self.in_flight_ttl.as_std();
+        config.cycle.dry_run_verify_per_cycle = self.dry_run_verify_per_cycle;
         config.shutdown_grace = self.shutdown_grace.as_std();
         let usage_poll = self.usage_poll_interval.as_std();
         config.usage_poll = (!usage_poll.is_zero()).then_some(usage_poll);
@@ -466,7 +472,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
     let (cycle, mut notes) = plan_report(&snapshot, args)?;
     notes.extend(dump.ignored_note());
     notes.append(&mut dump.warnings);
-    render_report(&snapshot, &cycle, notes, args)
+    render_report(&snapshot, &cycle, &Verification::default(), notes, args)
 }
 
 /// `tidal report` against the live cluster: one list of everything, one plan, no eviction; with
@@ -484,10 +490,12 @@ pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
     let shared = controller::oneshot::live_cache(client, timeout).await?;
     let snapshot = shared.write().snapshot();
     let (mut cycle, notes) = plan_report(&snapshot, args)?;
-    if args.verify {
-        controller::oneshot::verify(evictions, &mut cycle, EvictorConfig::default(), timeout).await;
-    }
-    render_report(&snapshot, &cycle, notes, args)
+    let verification = if args.verify {
+        controller::oneshot::verify(evictions, &mut cycle, EvictorConfig::default(), timeout).await
+    } else {
+        Verification::default()
+    };
+    render_report(&snapshot, &cycle, &verification, notes, args)
 }
 
 /// `tidal timeline` on saved clusters.
@@ -566,10 +574,11 @@ fn render_timeline(
 fn render_report(
     snapshot: &Snapshot,
     cycle: &CyclePlan,
+    verification: &Verification,
     notes: Vec<String>,
     args: &ReportArgs,
 ) -> anyhow::Result<String> {
-    let mut report = Report::from_cycle(cycle);
+    let mut report = Report::from_cycle(cycle).with_verification(verification);
     let (policies, _) = select_policies(snapshot, args)?;
     let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
     report.add_schedule(snapshot, &refs, cycle);

@@ -53,6 +53,11 @@ pub struct RemoveFailedPodsArgs {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "set"))]
     pub exclude_owner_kinds: Vec<String>,
+    /// Evict failed pods that have no owner, which protection `barePods` otherwise keeps (as the
+    /// descheduler's `evictFailedBarePods`): nothing recreates them, and their status and logs go
+    /// with them.
+    #[serde(default)]
+    pub evict_failed_bare_pods: bool,
     #[serde(default)]
     pub namespaces: NamespaceFilter,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -635,6 +635,40 @@ mod tests {
     }
 
     #[test]
+    fn evict_failed_bare_pods_goes_to_remove_failed_pods() {
+        let input = descheduler(json!({"name": "p",
+            "pluginConfig": [{"name": "DefaultEvictor", "args": {"evictFailedBarePods": true}}],
+            "plugins": {"deschedule": {"enabled": ["RemoveFailedPods"]}}}));
+        let converted = convert(&input, &ConvertOptions::default()).unwrap();
+        let spec = serde_json::to_value(&converted.policies[0].spec).unwrap();
+        assert_eq!(
+            spec["strategies"]["removeFailedPods"]["evictFailedBarePods"],
+            true
+        );
+        // Without the strategy the switch means nothing: named, not silently dropped.
+        let input = descheduler(json!({"name": "p",
+            "pluginConfig": [{"name": "DefaultEvictor", "args": {"evictFailedBarePods": true}}],
+            "plugins": {"deschedule": {"enabled": ["PodLifeTime"]}}}));
+        let input = {
+            let mut input = input;
+            input["profiles"][0]["pluginConfig"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"name": "PodLifeTime", "args": {"maxPodLifeTimeSeconds": 60}}));
+            input
+        };
+        let converted = convert(&input, &ConvertOptions::default()).unwrap();
+        assert!(
+            converted
+                .notes
+                .join("\n")
+                .contains("evictFailedBarePods has no effect"),
+            "{:?}",
+            converted.notes
+        );
+    }
+
+    #[test]
     fn profile_names_become_object_names() {
         assert_eq!(dns_name("ProfileName"), "profilename");
         assert_eq!(dns_name("my_profile 1"), "my-profile-1");

@@ -202,6 +202,17 @@ pub struct DeschedulingPolicyStatus {
     /// Evictions the API server accepted in the last cycle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evicted: Option<u32>,
+    /// DryRun mode: planned evictions a server-side dry run accepted in the last cycle (at most
+    /// `--dry-run-verify-per-cycle` are checked per cycle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<u32>,
+    /// DryRun mode: planned evictions the dry run refused; the reasons (`pdb`, `gone`, ...) are
+    /// counted in `skipped`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<u32>,
+    /// DryRun mode: planned evictions not checked in the last cycle. They are still planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unverified: Option<u32>,
     /// Candidates the last cycle skipped, by the gate that stopped them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub skipped: BTreeMap<String, u32>,

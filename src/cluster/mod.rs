@@ -10,6 +10,7 @@ pub mod keys;
 pub mod matching;
 pub mod namespace;
 pub mod node;
+pub mod placement;
 pub mod pod;
 pub mod pod_labels;
 pub mod pod_status;

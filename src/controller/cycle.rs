@@ -40,7 +40,13 @@ pub struct CycleSettings {
     pub in_flight_ttl: Duration,
     /// Policy intervals are never shorter than this.
     pub min_interval: Duration,
+    /// Server-side dry runs a cycle sends to verify the plans of DryRun policies (all of them
+    /// together, in plan order); the rest of those plans is reported as planned but unverified.
+    pub dry_run_verify_per_cycle: usize,
 }
+
+/// At the default 5 requests per second this takes about 10 s, well inside a cycle.
+pub const DEFAULT_DRY_RUN_VERIFY_PER_CYCLE: usize = 50;
 
 impl Default for CycleSettings {
     fn default() -> Self {
@@ -48,9 +54,31 @@ impl Default for CycleSettings {
             timeout: Duration::from_secs(120),
             in_flight_ttl: Duration::from_secs(600),
             min_interval: Duration::from_secs(1),
+            dry_run_verify_per_cycle: DEFAULT_DRY_RUN_VERIFY_PER_CYCLE,
         }
     }
 }
+
+/// How many of each plan's evictions the cycle sends: all of an Evict policy's, and of DryRun
+/// policies' only as many dry runs as the cycle's verification budget has left, in plan order.
+pub fn sends(plans: &[Plan], verify_budget: usize) -> Vec<usize> {
+    let mut left = verify_budget;
+    plans
+        .iter()
+        .map(|plan| match plan.mode {
+            PolicyMode::Evict => plan.evictions.len(),
+            PolicyMode::DryRun => {
+                let n = plan.evictions.len().min(left);
+                left -= n;
+                n
+            }
+        })
+        .collect()
+}
+
+/// Why a DryRun policy's planned eviction was not checked this cycle.
+const OVER_VERIFY_BUDGET: &str =
+    "not verified this cycle: the cycle's dry-run budget (--dry-run-verify-per-cycle) was used up";
 
 /// Allows a request only while leading and not shutting down; cuts requests on the wire once
 /// leadership lapses or the shutdown grace period is over.
@@ -91,12 +119,26 @@ pub struct PolicyResult {
 }
 
 impl PolicyResult {
-    /// Pairs the plan with the evictor's outcomes. The evictor answers every request; should one be
-    /// missing all the same, it counts as never sent rather than shifting the others.
+    /// Pairs the plan with the evictor's outcomes, which cover the first evictions of the plan (all
+    /// of them unless [`sends`] held some back). Evictions without an outcome count as never sent
+    /// (Evict) or unverified (DryRun), rather than shifting the others. In a DryRun policy a dry
+    /// run not sent in time is unverified too: the plan stands, only its check is missing.
     pub fn new(plan: Plan, mut outcomes: Vec<Outcome>) -> Self {
         outcomes.truncate(plan.evictions.len());
+        let dry_run = plan.mode == PolicyMode::DryRun;
+        if dry_run {
+            for outcome in &mut outcomes {
+                if let Outcome::Abandoned(why) = outcome {
+                    *outcome = Outcome::Unverified(std::mem::take(why));
+                }
+            }
+        }
         while outcomes.len() < plan.evictions.len() {
-            outcomes.push(Outcome::Abandoned("never sent".to_owned()));
+            outcomes.push(if dry_run {
+                Outcome::Unverified(OVER_VERIFY_BUDGET.to_owned())
+            } else {
+                Outcome::Abandoned("never sent".to_owned())
+            });
         }
         PolicyResult { plan, outcomes }
     }
@@ -312,11 +354,31 @@ impl Runtime {
 
         let deadline = started + self.settings.timeout;
         let rounds_recorded = Mutex::new(BTreeSet::new());
-        let mut policies = Vec::with_capacity(cycle.plans.len());
-        for plan in cycle.plans {
-            let outcomes = self.act(&plan, now, deadline, &rounds_recorded).await;
-            policies.push(PolicyResult::new(plan, outcomes));
-        }
+        let sends = sends(&cycle.plans, self.settings.dry_run_verify_per_cycle);
+        // Real evictions and dry runs go side by side, each paced by its own bucket: verifying a
+        // DryRun plan never holds back an Evict policy's evictions, before or after it.
+        let (this, plans, sends, rounds) = (&*self, &cycle.plans, &sends, &rounds_recorded);
+        let act_on = |mode: PolicyMode| async move {
+            let mut outcomes = Vec::new();
+            for (index, plan) in plans.iter().enumerate() {
+                if plan.mode == mode {
+                    let sent = &plan.evictions[..sends[index]];
+                    outcomes.push((index, this.act(plan, sent, now, deadline, rounds).await));
+                }
+            }
+            outcomes
+        };
+        let (real, dry) = futures::join!(act_on(PolicyMode::Evict), act_on(PolicyMode::DryRun));
+        let mut outcomes: BTreeMap<usize, Vec<Outcome>> = real.into_iter().chain(dry).collect();
+        let policies = cycle
+            .plans
+            .into_iter()
+            .enumerate()
+            .map(|(index, plan)| {
+                let outcomes = outcomes.remove(&index).unwrap_or_default();
+                PolicyResult::new(plan, outcomes)
+            })
+            .collect();
         let result = CycleResult {
             now,
             zones: cycle.zones,
@@ -330,19 +392,19 @@ impl Runtime {
         result
     }
 
-    /// Sends one plan's evictions. Each answer is applied to the cache as it comes (so nothing later
+    /// Sends `sent`, the first of one plan's evictions. Each answer is applied to the cache as it comes (so nothing later
     /// can count an evicted pod as running), and the first eviction in a zone records the round on
     /// the zone at once (`rounds_recorded` holds the zones done this cycle).
     async fn act(
         &self,
         plan: &Plan,
+        sent: &[PlannedEviction],
         now: Timestamp,
         deadline: Instant,
         rounds_recorded: &Mutex<BTreeSet<String>>,
     ) -> Vec<Outcome> {
         let dry_run = plan.mode == PolicyMode::DryRun;
-        let requests: Vec<EvictionRequest> = plan
-            .evictions
+        let requests: Vec<EvictionRequest> = sent
             .iter()
             .map(|e| EvictionRequest {
                 pod: e.candidate.pod.key.clone(),
@@ -350,8 +412,7 @@ impl Runtime {
                 dry_run,
             })
             .collect();
-        let zones: HashMap<ObjectKey, String> = plan
-            .evictions
+        let zones: HashMap<ObjectKey, String> = sent
             .iter()
             .filter_map(|e| Some((e.candidate.pod.key.clone(), e.candidate.zone.clone()?)))
             .collect();
@@ -550,6 +611,90 @@ mod tests {
             }),
             error: None,
         }
+    }
+
+    fn dry_run(plan: Plan) -> Plan {
+        Plan {
+            mode: PolicyMode::DryRun,
+            ..plan
+        }
+    }
+
+    #[test]
+    fn dry_runs_are_sent_within_the_cycle_budget_and_real_evictions_in_full() {
+        let many: Vec<String> = (0..3_000).map(|i| format!("p{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let plans = [
+            dry_run(plan("first", &many[..30], &[])),
+            plan("evict", &many[..500], &[]),
+            dry_run(plan("second", &many, &[])),
+            dry_run(plan("third", &many[..5], &[])),
+        ];
+        assert_eq!(sends(&plans, 50), [30, 500, 20, 0]);
+        assert_eq!(sends(&plans, 0), [0, 500, 0, 0]);
+        assert_eq!(sends(&plans, 10_000), [30, 500, 3_000, 5]);
+    }
+
+    #[test]
+    fn a_large_dry_run_plan_is_planned_verified_up_to_the_budget_and_never_abandoned() {
+        let many: Vec<String> = (0..4_225).map(|i| format!("p{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let budget = 50;
+        let dry = dry_run(plan("dry", &many, &[]));
+        let evict = plan("evict", &["e1", "e2"], &[]);
+        let sent = sends(&[dry.clone(), evict.clone()], budget);
+        // What the evictor answers: 48 accepted, a PDB refusal, one not sent before the deadline.
+        let mut answers = vec![Outcome::WouldEvict; sent[0] - 2];
+        answers.push(Outcome::Refused {
+            reason: SkipReason::Pdb,
+            detail: "budget".into(),
+        });
+        answers.push(Outcome::Abandoned("cycle deadline reached".into()));
+        let policies = [
+            PolicyResult::new(dry, answers),
+            PolicyResult::new(evict, vec![Outcome::Evicted, Outcome::Evicted]),
+        ];
+        let t = tallies(&policies);
+        let labels = |policy: &str, result: &str| EvictionLabels {
+            policy: policy.into(),
+            strategy: "tdm".into(),
+            result: result.into(),
+            zone: "rz".into(),
+        };
+        let planned = PolicyStrategy {
+            policy: "dry".into(),
+            strategy: "tdm".into(),
+        };
+        assert_eq!(t.planned[&planned], 4_225);
+        assert_eq!(
+            t.evictions,
+            BTreeMap::from([
+                (labels("dry", "dry_run"), 48),
+                (labels("dry", "refused"), 1),
+                (labels("dry", "unverified"), 4_225 - 49),
+                (labels("evict", "evicted"), 2),
+            ])
+        );
+        let pdb = SkipLabels {
+            policy: "dry".into(),
+            gate: "pdb".into(),
+        };
+        assert_eq!(t.skips, BTreeMap::from([(pdb, 1)]));
+
+        let counts = PolicyCounts::of(&policies[0].plan, policies[0].outcomes());
+        assert_eq!(
+            (
+                counts.planned,
+                counts.accepted,
+                counts.refused,
+                counts.unverified
+            ),
+            (4_225, 48, 1, 4_176)
+        );
+        assert!(!counts.skipped.contains_key("abandoned"), "{counts:?}");
+        // An Evict policy's unsent evictions are still abandoned: they were meant to happen.
+        let short = PolicyResult::new(plan("evict", &["a", "b"], &[]), vec![Outcome::Evicted]);
+        assert!(matches!(short.outcomes()[1], Outcome::Abandoned(_)));
     }
 
     fn names<'a>(list: impl IntoIterator<Item = &'a Candidate>) -> Vec<String> {

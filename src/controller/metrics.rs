@@ -56,7 +56,8 @@ pub struct PolicyStrategy {
 pub struct EvictionLabels {
     pub policy: String,
     pub strategy: String,
-    /// `evicted`, `evicted_unconfirmed`, `dry_run`, `refused`, `gone`, `replaced`, `failed`, `abandoned`.
+    /// `evicted`, `evicted_unconfirmed`, `dry_run`, `unverified`, `refused`, `gone`, `replaced`,
+    /// `failed`, `abandoned`.
     pub result: String,
     /// The revocable zone the eviction was about, or empty.
     pub zone: String,
@@ -160,7 +161,7 @@ impl Metrics {
         let evictions = Family::<EvictionLabels, Counter>::default();
         registry.register(
             "evictions",
-            "Planned evictions by final result (evicted, evicted_unconfirmed, dry_run, refused, gone, replaced, failed, or abandoned: never sent or cut off), policy, strategy and zone",
+            "Planned evictions by final result (evicted, evicted_unconfirmed, dry_run: verified by a dry run, unverified: a DryRun policy's eviction not checked this cycle, refused, gone, replaced, failed, or abandoned: an Evict policy's eviction never sent or cut off), policy, strategy and zone",
             evictions.clone(),
         );
         let skips = Family::<SkipLabels, Counter>::default();

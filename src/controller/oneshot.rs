@@ -10,8 +10,8 @@ use tokio::{task::JoinSet, time::Instant};
 use crate::{
     cluster::{ObjectKind, SharedCache},
     controller::evictor::{Always, EvictionRequest, Evictor, EvictorConfig},
-    framework::Skipped,
-    planner::CyclePlan,
+    framework::{SkipReason, Skipped},
+    planner::{CyclePlan, Verification},
     runtime::watch::{self, LogOnly, WatchPlan},
 };
 
@@ -43,14 +43,16 @@ pub async fn live_cache(client: Client, timeout: Duration) -> anyhow::Result<Sha
 
 /// Sends a dry-run eviction for every planned eviction; those the API server refuses (a PDB's 429,
 /// a pod already gone, ...) move to the skipped list under the gate that names why (`pdb`, `gone`, ...).
-/// Each check is independent: two pods under one budget that allows one disruption both pass here,
-/// while a real cycle would get a 429 for the second.
+/// Those not sent within `timeout` stay planned and are returned as unverified: not being checked
+/// is not a refusal. Each check is independent: two pods under one budget that allows one
+/// disruption both pass here, while a real cycle would get a 429 for the second.
 pub async fn verify(
     client: Client,
     cycle: &mut CyclePlan,
     config: EvictorConfig,
     timeout: Duration,
-) {
+) -> Verification {
+    let mut verification = Verification::default();
     let evictor = Evictor::new(client, config);
     let deadline = Instant::now() + timeout;
     for plan in &mut cycle.plans {
@@ -67,12 +69,25 @@ pub async fn verify(
             .evict_all(&requests, deadline, &Always, &|_, _| {})
             .await;
         let mut kept = Vec::with_capacity(plan.evictions.len());
+        let verified = verification
+            .policies
+            .entry(plan.policy.clone())
+            .or_default();
         for (eviction, outcome) in std::mem::take(&mut plan.evictions)
             .into_iter()
             .zip(outcomes)
         {
             match outcome.refusal() {
-                None => kept.push(eviction),
+                None => {
+                    verified.accepted += 1;
+                    kept.push(eviction);
+                }
+                Some(refusal) if refusal.reason == SkipReason::Abandoned => {
+                    verified
+                        .unverified
+                        .insert(eviction.candidate.pod.key.clone());
+                    kept.push(eviction);
+                }
                 Some(refusal) => plan.add_skip(Skipped {
                     candidate: eviction.candidate,
                     reason: refusal.reason,
@@ -82,4 +97,5 @@ pub async fn verify(
         }
         plan.evictions = kept;
     }
+    verification
 }

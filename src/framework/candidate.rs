@@ -30,6 +30,9 @@ pub struct Exemptions {
     /// The pod's owner agreed to this eviction (e.g. `volcano.sh/preemptable: "true"` on a closing
     /// revocable zone), so only the protections that can never be lifted apply (static, terminating).
     pub switchable_protections: bool,
+    /// The pod has no owner and has failed, and the policy asked for such pods to go
+    /// (`removeFailedPods.evictFailedBarePods`), so protection `barePods` does not apply.
+    pub bare_pod: bool,
 }
 
 impl Candidate {

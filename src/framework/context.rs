@@ -8,7 +8,10 @@ use jiff::Timestamp;
 use super::{admission::Admission, zones::ZoneView};
 use crate::{
     api::GoDuration,
-    cluster::{InvalidValue, JobBudget, JobKey, ObjectKey, PodInfo, PolicyInfo, Setting, Snapshot},
+    cluster::{
+        InvalidValue, JobBudget, JobKey, NodeInfo, ObjectKey, PodInfo, PolicyInfo, Setting,
+        Snapshot, placement,
+    },
 };
 
 pub struct PlanContext<'a> {
@@ -34,6 +37,34 @@ impl PlanContext<'_> {
                 .podgroup_of(pod)
                 .map_or(Setting::Unset, |g| g.preemptable.clone())
         })
+    }
+
+    /// Whether tidal's own placement rules (those the webhook applies, [`placement`]) let `pod`, or
+    /// its replacement, run on `node` now: a non-preemptable pod on no revocable node, a preemptable
+    /// one on no node of a closed or draining zone (nor of a zone whose windows cannot be read).
+    /// Every destination a strategy or gate counts on must pass this, or tidal would plan a move the
+    /// webhook then refuses.
+    pub fn may_run_on(&self, pod: &PodInfo, node: &NodeInfo) -> bool {
+        if node.revocable_zone.is_none() {
+            return true;
+        }
+        let preemptable = placement::preemptable(pod, self.snapshot.podgroup_of(pod));
+        match placement::revocable_rule(pod, &preemptable, node) {
+            Err(_) => false,
+            Ok(None) => true,
+            // A zone without a RevocableZone is not tidal's to manage (the webhook lets pods in).
+            Ok(Some(zone)) => self
+                .zones
+                .get(zone)
+                .is_none_or(|view| view.state.as_ref().is_ok_and(|state| !state.evicting())),
+        }
+    }
+
+    /// Pods with the same constraint signature and placement key may run on the same nodes
+    /// ([`Self::may_run_on`] reads nothing else of the pod), so searches can share results by both.
+    pub fn placement_key(&self, pod: &PodInfo) -> u64 {
+        let preemptable = placement::preemptable(pod, self.snapshot.podgroup_of(pod));
+        placement::placement_key(pod, &preemptable)
     }
 
     /// The pod's `volcano.sh/cooldown-time`, else the policy default; `Unset` means no cooldown.

@@ -39,19 +39,20 @@ struct Progress {
     exhausted: bool,
     hole: Option<String>,
     /// Rejections of the nodes known not to take the shape, by reason.
-    rejected: [usize; 5],
+    rejected: [usize; 6],
 }
 
 impl NodeFit {
-    fn shape(pod: &PodInfo) -> u64 {
+    fn shape(pod: &PodInfo, ctx: &PlanContext<'_>) -> u64 {
         let mut hasher = DefaultHasher::new();
         pod.constraints.signature.hash(&mut hasher);
+        ctx.placement_key(pod).hash(&mut hasher);
         pod.requests.hash(&mut hasher);
         hasher.finish()
     }
 
     /// Whether `state` could take `pod`, given what this plan reserved there.
-    fn takes(&self, pod: &PodInfo, state: &NodeState) -> Result<(), Reject> {
+    fn takes(&self, pod: &PodInfo, state: &NodeState, ctx: &PlanContext<'_>) -> Result<(), Reject> {
         let Some(node) = state.node.as_deref() else {
             return Err(Reject::Unusable);
         };
@@ -66,6 +67,9 @@ impl NodeFit {
             .tolerates_node(node, crate::cluster::matching::HARD_EFFECTS)
         {
             return Err(Reject::Taints);
+        }
+        if !ctx.may_run_on(pod, node) {
+            return Err(Reject::Placement);
         }
         if !state.load_known() {
             return Err(Reject::UnknownLoad);
@@ -84,11 +88,11 @@ impl NodeFit {
     /// The first other node (by name, resuming where this shape's last search stopped) that could take
     /// `pod`, or a summary of why none can.
     pub fn destination(&mut self, pod: &PodInfo, ctx: &PlanContext<'_>) -> Result<String, String> {
-        let shape = Self::shape(pod);
+        let shape = Self::shape(pod, ctx);
         let mut progress = self.progress.remove(&shape).unwrap_or_default();
         let found = self.search(pod, ctx, &mut progress);
         let result = found.ok_or_else(|| {
-            let [unusable, affinity, taints, unknown, resources] = progress.rejected;
+            let [unusable, affinity, taints, placement, unknown, resources] = progress.rejected;
             let unknown = if unknown > 0 {
                 format!(", {unknown} running pods whose requests tidal cannot read")
             } else {
@@ -96,8 +100,8 @@ impl NodeFit {
             };
             format!(
                 "fits no other node: {unusable} not ready or unschedulable, {affinity} excluded by \
-                 node selector/affinity, {taints} with untolerated taints{unknown}, {resources} \
-                 without room for {}",
+                 node selector/affinity, {taints} with untolerated taints, {placement} in revocable \
+                 zones closed to it{unknown}, {resources} without room for {}",
                 resources::describe(&pod.requests)
             )
         });
@@ -118,7 +122,7 @@ impl NodeFit {
             // The hole lies before `from`: once forgotten it is never tried again, so it is forgotten
             // only when it refuses the shape, not when it takes one pod and may take more.
             if let Some(state) = ctx.snapshot.node(&hole) {
-                match self.takes(pod, state) {
+                match self.takes(pod, state, ctx) {
                     Ok(()) => return Some(hole),
                     Err(reject) => progress.rejected[reject as usize] += 1,
                 }
@@ -147,7 +151,7 @@ impl NodeFit {
                 }
                 continue;
             }
-            match self.takes(pod, state) {
+            match self.takes(pod, state, ctx) {
                 Ok(()) => {
                     if advancing {
                         progress.from = Some(name.clone());
@@ -170,8 +174,9 @@ enum Reject {
     Unusable = 0,
     Affinity = 1,
     Taints = 2,
-    UnknownLoad = 3,
-    Resources = 4,
+    Placement = 3,
+    UnknownLoad = 4,
+    Resources = 5,
 }
 
 impl Gate for NodeFit {
@@ -270,5 +275,36 @@ mod tests {
             .pod(pod("x/old", "n1", "1", "1Gi").created("2026-01-01T00:00:00Z"))
             .pod(pod("x/other", "n2", "100m", "1Gi"));
         assert_eq!(cluster.plan(PLAN).evicted(), ["x/old"]);
+    }
+
+    #[test]
+    fn destinations_follow_tidals_revocable_zone_rules() {
+        // The old pods must fit elsewhere; the only other nodes are revocable: one of an open zone,
+        // one of a closed zone (NOW is 12:00 UTC), both empty.
+        let zone = "volcano.sh/revocable-zone";
+        let old = |name: &str| pod(name, "n1", "1", "1Gi").created("2026-01-01T00:00:00Z");
+        let mut cluster = Cluster::new()
+            .zone("open", "00:00-00:00")
+            .zone("closed", "20:00-06:00")
+            .node(node("n1", "4", "8Gi", 110))
+            .node(node("rev-closed", "4", "8Gi", 110).label(zone, "closed"))
+            .node(node("rev-open", "4", "8Gi", 110).label(zone, "open"))
+            // Same shape (constraints, requests) for all three: only the placement rules differ.
+            .pod(old("x/a-not-preemptable"))
+            .pod(old("x/b-preemptable").annotation("volcano.sh/preemptable", "true"))
+            .pod(
+                old("x/c-wants-closed")
+                    .annotation("volcano.sh/preemptable", "true")
+                    .annotation(zone, "closed"),
+            );
+        let out = cluster.plan(PLAN);
+        assert_eq!(out.evicted(), ["x/b-preemptable"], "{:?}", out.skipped());
+        for refused in ["x/a-not-preemptable", "x/c-wants-closed"] {
+            let detail = out.detail(refused);
+            assert!(
+                detail.contains("2 in revocable zones closed to it"),
+                "{refused}: {detail}"
+            );
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use crate::{
     api::protections::Protections,
-    cluster::{JobKey, PdbInfo, PodInfo, PodPhase, matching},
+    cluster::{JobKey, PdbInfo, PodInfo, matching},
     framework::{Candidate, Gate, GateId, PlanContext},
 };
 
@@ -78,8 +78,14 @@ impl ProtectionGate {
         })
     }
 
-    /// The protection that applies to `pod`, if any.
-    pub fn protection(&mut self, pod: &PodInfo, ctx: &PlanContext<'_>) -> Option<String> {
+    /// The protection that applies to `pod`, if any. `bare_allowed`: the proposing strategy was told
+    /// that this pod may go although nothing would recreate it.
+    pub fn protection(
+        &mut self,
+        pod: &PodInfo,
+        ctx: &PlanContext<'_>,
+        bare_allowed: bool,
+    ) -> Option<String> {
         if pod.is_static() {
             return Some("static pod: the API server cannot evict it".to_owned());
         }
@@ -113,7 +119,9 @@ impl ProtectionGate {
         if spec.local_storage_pods && pod.volumes.local_storage {
             return Some("local storage (emptyDir or hostPath volume)".to_owned());
         }
-        if spec.bare_pods && pod.owner_kinds.is_empty() && pod.phase != PodPhase::Failed {
+        // Failed bare pods too, as the descheduler's default: a failed pod's status and logs may be
+        // all that is left of it (removeFailedPods.evictFailedBarePods lifts this).
+        if spec.bare_pods && pod.owner_kinds.is_empty() && !bare_allowed {
             return Some("bare pod: no owner would recreate it".to_owned());
         }
         if spec.pvc_pods && pod.volumes.pvc {
@@ -185,7 +193,7 @@ impl Gate for ProtectionGate {
                 _ => Ok(()),
             };
         }
-        match self.protection(&candidate.pod, ctx) {
+        match self.protection(&candidate.pod, ctx, candidate.exempt.bare_pod) {
             Some(why) => Err(why),
             None => Ok(()),
         }

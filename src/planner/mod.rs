@@ -21,6 +21,20 @@ use crate::{
     },
 };
 
+/// What `tidal report --verify` learnt beyond the refusals it moved to the skipped list: per policy,
+/// how many planned evictions a dry run accepted, and which it could not check in time (they stay
+/// planned, marked unverified).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verification {
+    pub policies: BTreeMap<String, Verified>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verified {
+    pub accepted: usize,
+    pub unverified: BTreeSet<ObjectKey>,
+}
+
 /// One policy's decisions for one cycle.
 #[derive(Clone, Debug)]
 pub struct Plan {

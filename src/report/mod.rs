@@ -20,7 +20,7 @@ use serde::Serialize;
 use crate::{
     cluster::{ObjectKey, PolicyInfo, Snapshot},
     framework::Candidate,
-    planner::{self, CyclePlan},
+    planner::{self, CyclePlan, Verification},
     windows::ZoneState,
 };
 
@@ -56,6 +56,12 @@ pub struct PolicyLine {
     pub mode: String,
     pub evictions: usize,
     pub skipped: usize,
+    /// With `--verify`: planned evictions a server-side dry run accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<usize>,
+    /// With `--verify`: planned evictions not checked in time (still planned).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unverified: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -119,6 +125,9 @@ pub struct EvictionLine {
     pub job: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
+    /// With `--verify`: whether a server-side dry run accepted it (`false`: not checked in time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -177,6 +186,8 @@ impl Report {
                 evictions: plan.evictions.len(),
                 // Every skip counted, listed or not (the report lists all; a capped plan says so).
                 skipped: plan.skip_counts.values().map(|n| *n as usize).sum(),
+                verified: None,
+                unverified: None,
                 error: plan.error.clone(),
             });
             if let Some(error) = &plan.error {
@@ -195,6 +206,7 @@ impl Report {
                     policy: plan.policy.clone(),
                     job: c.pod.job.to_string(),
                     zone: c.zone.clone(),
+                    verified: None,
                 });
             }
             for skip in &plan.skipped {
@@ -273,6 +285,25 @@ impl Report {
         self.waiting = waiting(snapshot, policies, cycle);
     }
 
+    /// Marks what `--verify` checked: counts on each policy, `verified` on each eviction.
+    pub fn with_verification(mut self, verification: &Verification) -> Report {
+        for policy in &mut self.policies {
+            let Some(v) = verification.policies.get(&policy.name) else {
+                continue;
+            };
+            policy.verified = Some(v.accepted);
+            policy.unverified = Some(v.unverified.len());
+        }
+        for eviction in &mut self.evictions {
+            let Some(v) = verification.policies.get(&eviction.policy) else {
+                continue;
+            };
+            let key = ObjectKey::new(&eviction.namespace, &eviction.name);
+            eviction.verified = Some(!v.unverified.contains(&key));
+        }
+        self
+    }
+
     pub fn render(&self, format: Format) -> String {
         match format {
             Format::Json => {
@@ -337,8 +368,21 @@ impl Report {
         } else {
             String::new()
         };
+        let checked = self.evictions.iter().filter_map(|e| e.verified);
+        let (verified, unverified) =
+            checked.fold(
+                (0, 0),
+                |(yes, no), v| {
+                    if v { (yes + 1, no) } else { (yes, no + 1) }
+                },
+            );
+        let verification = if verified + unverified > 0 {
+            format!(" ({verified} verified by a dry run, {unverified} not checked in time)")
+        } else {
+            String::new()
+        };
         format!(
-            "{} eviction{} planned, {} skipped{gates}{waiting}{policies}; {zones}",
+            "{} eviction{} planned{verification}, {} skipped{gates}{waiting}{policies}; {zones}",
             evicted.len(),
             if evicted.len() == 1 { "" } else { "s" },
             skipped_pods.len(),
@@ -446,6 +490,7 @@ mod tests {
             policy: policy.into(),
             job: format!("Pod ns/{pod}"),
             zone: Some("z".into()),
+            verified: None,
         }
     }
 
@@ -476,6 +521,8 @@ mod tests {
                     mode: "DryRun".into(),
                     evictions: 0,
                     skipped: 0,
+                    verified: None,
+                    unverified: None,
                     error: None,
                 })
                 .collect(),

@@ -69,7 +69,13 @@ pub fn render(report: &Report, layout: Layout) -> String {
     let wide = layout == Layout::Wide;
     let mut out = format!("tidal report at {}\n", report.now);
     for policy in &report.policies {
-        out.push_str(&format!("policy {} ({})\n", policy.name, policy.mode));
+        out.push_str(&format!("policy {} ({})", policy.name, policy.mode));
+        if let (Some(verified), Some(unverified)) = (policy.verified, policy.unverified) {
+            out.push_str(&format!(
+                ": dry runs verified {verified}, unverified {unverified}"
+            ));
+        }
+        out.push('\n');
     }
     out.push('\n');
 

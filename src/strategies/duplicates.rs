@@ -2,9 +2,15 @@
 //! node, as happens after a node outage. Pods are duplicates when they share the owner and the same
 //! container images. With `total` such pods and `n` nodes they could run on, a node keeps at most
 //! `ceil(total / n)` of them; the newest extra ones are evicted.
+//!
+//! The pods of one owner need not share a placement (a patched selector, a rollout in progress), so
+//! feasibility is decided per placement (constraints and what tidal's placement rules read), never
+//! from one sample pod: the nodes the group could run on are those of every placement that could run
+//! on two or more (as the descheduler counts them), and a pod is only evicted if its own placement
+//! allows some other node.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
     sync::Arc,
 };
 
@@ -26,6 +32,26 @@ type GroupKey<'s> = (&'s str, u64);
 
 /// One owner's duplicates by node.
 type ByNode<'s> = BTreeMap<&'s str, Vec<&'s Arc<PodInfo>>>;
+
+/// A pod's placement: its constraint signature and its placement-rule key. Pods with equal ones may
+/// run on the same nodes.
+type PlacementKey = (u64, u64);
+
+fn placement(pod: &PodInfo, ctx: &PlanContext<'_>) -> PlacementKey {
+    (pod.constraints.signature, ctx.placement_key(pod))
+}
+
+/// The nodes a pod of `pod`'s placement may run on: ready, schedulable, allowed by its selector,
+/// affinity and taints, and by tidal's placement rules.
+fn feasible_nodes<'s>(pod: &PodInfo, ctx: &PlanContext<'s>) -> BTreeSet<&'s str> {
+    ctx.snapshot
+        .nodes
+        .values()
+        .filter_map(|s| s.node.as_deref())
+        .filter(|n| pod.constraints.allows_node(n) && ctx.may_run_on(pod, n))
+        .map(|n| n.name.as_str())
+        .collect()
+}
 
 impl RemoveDuplicates {
     pub fn new(args: RemoveDuplicatesArgs) -> Self {
@@ -102,21 +128,32 @@ impl Balancing for RemoveDuplicates {
                 .cloned()
                 .unwrap_or_default()
         });
-        let mut feasible_by_shape: HashMap<u64, usize> = HashMap::new();
+        let mut feasible_by_placement: HashMap<PlacementKey, Arc<BTreeSet<&str>>> = HashMap::new();
         for (total, nodes) in with_duplicates {
-            let Some(sample) = nodes.values().flatten().next() else {
-                continue;
+            // The group's distinct placements (usually one), each with the nodes it may run on.
+            let mut placements: Vec<Arc<BTreeSet<&str>>> = Vec::new();
+            let mut seen: HashSet<PlacementKey> = HashSet::new();
+            for pod in nodes.values().flatten() {
+                let key = placement(pod, ctx);
+                if seen.insert(key) {
+                    let feasible = feasible_by_placement
+                        .entry(key)
+                        .or_insert_with(|| Arc::new(feasible_nodes(pod, ctx)));
+                    // A placement that fits one node at most spreads nothing (the descheduler's rule).
+                    if feasible.len() > 1 {
+                        placements.push(Arc::clone(feasible));
+                    }
+                }
+            }
+            let feasible = match placements.as_slice() {
+                [] => 0,
+                [only] => only.len(),
+                several => several
+                    .iter()
+                    .flat_map(|nodes| nodes.iter())
+                    .collect::<BTreeSet<_>>()
+                    .len(),
             };
-            let feasible = *feasible_by_shape
-                .entry(sample.constraints.signature)
-                .or_insert_with(|| {
-                    ctx.snapshot
-                        .nodes
-                        .values()
-                        .filter_map(|s| s.node.as_deref())
-                        .filter(|n| sample.constraints.allows_node(n))
-                        .count()
-                });
             if feasible < 2 {
                 continue;
             }
@@ -133,6 +170,14 @@ impl Balancing for RemoveDuplicates {
                         break;
                     }
                     if admission.protected(pod) {
+                        continue;
+                    }
+                    // Its own placement must allow another node, or it would only come back
+                    // pending (or here).
+                    let elsewhere = feasible_by_placement
+                        .get(&placement(pod, ctx))
+                        .is_some_and(|nodes| nodes.iter().any(|n| *n != node));
+                    if !elsewhere {
                         continue;
                     }
                     let reason = format!(
@@ -273,5 +318,59 @@ mod tests {
             "mode: Evict\nstrategies:\n  podLifeTime: {maxPodLifeTimeSeconds: 864000}\n  removeDuplicates: {}\ndefaults: {jobBudget: {maxUnavailable: 100%}}\n",
         );
         assert_eq!(out.evicted(), ["a/web-1", "a/web-2"]);
+    }
+
+    #[test]
+    fn feasibility_is_per_placement_and_a_pod_that_fits_nowhere_else_stays() {
+        // Three replicas on n1; the newest carries a node selector no node matches (patched after it
+        // was scheduled). The group could spread over three nodes, so n1 keeps one: the two others
+        // go, the stuck one stays, whatever the pods are called. The plan used to follow one sample
+        // pod: named first, the stuck pod made the whole group look unplaceable (nothing evicted);
+        // named last, it was evicted itself although it fits no node.
+        for stuck in ["a/web-0-stuck", "a/web-9-stuck"] {
+            let mut cluster = Cluster::new()
+                .node(node("n1", "4", "8Gi", 110))
+                .node(node("n2", "4", "8Gi", 110))
+                .node(node("n3", "4", "8Gi", 110))
+                .pod(replica("a/web-1", "n1").created("2026-03-01T10:00:00Z"))
+                .pod(replica("a/web-2", "n1").created("2026-03-01T11:00:00Z"))
+                .pod(
+                    replica(stuck, "n1")
+                        .created("2026-03-01T12:00:00Z")
+                        .spec("nodeSelector", serde_json::json!({"disk": "none"})),
+                );
+            let out = cluster.plan(
+                "mode: Evict\nstrategies:\n  removeDuplicates: {}\ndefaults: {jobBudget: {maxUnavailable: 100%}}\n",
+            );
+            assert_eq!(out.evicted(), ["a/web-2", "a/web-1"], "{stuck}");
+            assert!(
+                out.reason("a/web-2")
+                    .contains("3 pods over 3 feasible nodes"),
+                "{}",
+                out.reason("a/web-2")
+            );
+        }
+    }
+
+    #[test]
+    fn duplicates_spread_only_over_nodes_tidals_placement_rules_allow() {
+        // Two non-preemptable replicas on n1; the only other node is revocable: nowhere to spread.
+        let mut cluster = Cluster::new()
+            .zone("rz", "00:00-00:00")
+            .node(node("n1", "4", "8Gi", 110))
+            .node(node("rev", "4", "8Gi", 110).label("volcano.sh/revocable-zone", "rz"))
+            .pod(replica("a/web-1", "n1"))
+            .pod(replica("a/web-2", "n1"));
+        let plan = "mode: Evict\nstrategies:\n  removeDuplicates: {}\n";
+        assert!(cluster.plan(plan).evicted().is_empty());
+        // Preemptable ones may use the open zone's node.
+        let mut cluster = cluster
+            .pod(replica("a/web-1", "n1").annotation("volcano.sh/preemptable", "true"))
+            .pod(
+                replica("a/web-2", "n1")
+                    .annotation("volcano.sh/preemptable", "true")
+                    .created("2026-03-02T00:00:00Z"),
+            );
+        assert_eq!(cluster.plan(plan).evicted(), ["a/web-2"]);
     }
 }

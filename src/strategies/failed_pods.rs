@@ -8,7 +8,7 @@ use super::{
 use crate::api::args::RemoveFailedPodsArgs;
 use crate::{
     cluster::{ContainerScope, PodInfo, PodPhase},
-    framework::{Candidate, PlanContext, Plugin, PodByPod, StrategyId},
+    framework::{Candidate, Exemptions, PlanContext, Plugin, PodByPod, StrategyId},
 };
 
 const ID: StrategyId = StrategyId::RemoveFailedPods;
@@ -98,8 +98,19 @@ impl PodByPod for RemoveFailedPods {
             .filter_map(|pod| self.reason_for(pod, ctx).map(|why| (pod, why)))
             .collect();
         pods.sort_by(|a, b| oldest_first(a.0).cmp(&oldest_first(b.0)));
+        let bare_allowed = self.args.evict_failed_bare_pods;
         pods.into_iter()
-            .map(|(pod, why)| Candidate::new(pod, ID, why))
+            .map(|(pod, why)| {
+                let candidate = Candidate::new(pod, ID, why);
+                if bare_allowed && pod.owner_kinds.is_empty() {
+                    candidate.exempt(Exemptions {
+                        bare_pod: true,
+                        ..Exemptions::default()
+                    })
+                } else {
+                    candidate
+                }
+            })
             .collect()
     }
 }
@@ -139,9 +150,21 @@ mod tests {
     }
 
     #[test]
-    fn evicts_failed_pods_and_bare_failed_pods_are_not_protected() {
+    fn evicts_failed_pods_and_bare_ones_only_when_asked() {
         let out = cluster().plan("mode: Evict\nstrategies:\n  removeFailedPods: {}\n");
+        assert_eq!(out.evicted(), ["a/affinity", "a/oom", "a/job"]);
+        assert!(out.detail("a/bare").contains("bare pod"));
+        let out = cluster()
+            .plan("mode: Evict\nstrategies:\n  removeFailedPods: {evictFailedBarePods: true}\n");
         assert_eq!(out.evicted(), ["a/affinity", "a/bare", "a/oom", "a/job"]);
+        // Only failed bare pods, and only for this strategy: protection barePods holds elsewhere.
+        let out = cluster()
+            .pod(pod("a/bare-old", "n1", "100m", "1Gi").bare())
+            .plan(
+                "mode: Evict\nstrategies:\n  removeFailedPods: {evictFailedBarePods: true}\n  \
+                 podLifeTime: {maxPodLifeTimeSeconds: 1}\n",
+            );
+        assert!(out.detail("a/bare-old").contains("bare pod"));
     }
 
     #[test]
@@ -158,13 +181,10 @@ mod tests {
             ["a/affinity", "a/oom"]
         );
         assert_eq!(run("{exitCodes: [1]}"), ["a/job"]);
-        assert_eq!(
-            run("{excludeOwnerKinds: [Job]}"),
-            ["a/affinity", "a/bare", "a/oom"]
-        );
+        assert_eq!(run("{excludeOwnerKinds: [Job]}"), ["a/affinity", "a/oom"]);
         assert_eq!(
             run("{minPodLifetimeSeconds: 3600}"),
-            ["a/affinity", "a/bare", "a/oom"]
+            ["a/affinity", "a/oom"]
         );
     }
 }

@@ -94,7 +94,7 @@ impl Balancing for HighNodeUtilization {
                 let Some(pod_usage) = pod_usage(pod, ctx, &args.usage) else {
                     continue;
                 };
-                let Some(destination) = room.find(pod, &pod_usage) else {
+                let Some(destination) = room.find(pod, &pod_usage, ctx) else {
                     continue;
                 };
                 let reason = format!(

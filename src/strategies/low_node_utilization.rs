@@ -154,7 +154,7 @@ impl Balancing for LowNodeUtilization {
                 {
                     continue;
                 }
-                let Some(destination) = room.find(pod, &pod_usage) else {
+                let Some(destination) = room.find(pod, &pod_usage, ctx) else {
                     continue;
                 };
                 let reason = format!(

@@ -87,7 +87,7 @@ impl PodByPod for NodeAffinity {
                             .node
                             .as_deref()
                             .map(|n| placement.preferred_score(n))?;
-                        (name != &node.name && score > current && fits_on(pod, other))
+                        (name != &node.name && score > current && fits_on(pod, other, ctx))
                             .then_some((name, score))
                     });
                     if let Some((name, score)) = better {

@@ -238,6 +238,19 @@ impl Cluster {
         self
     }
 
+    /// A RevocableZone open in `window` (`"HH:MM-HH:MM"`, UTC); nodes join it with label
+    /// `volcano.sh/revocable-zone`.
+    pub fn zone(mut self, name: &str, window: &str) -> Self {
+        let zone: crate::api::RevocableZone = serde_json::from_value(json!({
+            "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
+            "metadata": {"name": name}, "spec": {"windows": [{"time": window}]},
+        }))
+        .unwrap();
+        self.cache
+            .apply_zone(crate::cluster::ZoneInfo::from_zone(&zone).unwrap());
+        self
+    }
+
     /// A PodDisruptionBudget in `namespace` selecting pods with `app=<app>`.
     pub fn pdb(mut self, namespace: &str, app: &str) -> Self {
         let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget = serde_json::from_value(json!({

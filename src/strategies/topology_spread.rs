@@ -17,10 +17,10 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement},
 };
 
-use super::common::{Selection, fits_on, victim_order};
+use super::common::{Selection, fits_on_after, victim_order};
 use crate::api::args::{TopologySpreadArgs, Unsatisfiable};
 use crate::{
-    cluster::{NodeInfo, NodeState, PodInfo, matching},
+    cluster::{NodeInfo, NodeState, PodInfo, Resources, matching},
     framework::{Admission, Balancing, Candidate, PlanContext, Plugin, StrategyId},
 };
 
@@ -196,6 +196,7 @@ impl TopologySpread {
         domains: &DomainMap<'s>,
         pods: &NamespacePods<'s>,
         admission: &mut dyn Admission,
+        reserved: &mut HashMap<&'s str, Resources>,
     ) {
         let constraint = &group.constraint;
         let names = &domains.names;
@@ -244,20 +245,35 @@ impl TopologySpread {
                 if admission.protected(pod) || admission.decided(&pod.key) {
                     continue;
                 }
-                if self.args.topology_balance_node_fit
-                    && !order
+                // With node fit, the move needs a node with room in a smaller domain (the smallest
+                // first), net of the moves planned before it, and is charged to that node.
+                let destination = if self.args.topology_balance_node_fit {
+                    let found = order
                         .iter()
                         .take_while(|(count, _)| count + 1 < max)
-                        .any(|(_, d)| domains.nodes[*d].iter().any(|state| fits_on(pod, state)))
-                {
-                    continue;
-                }
+                        .find_map(|(_, d)| {
+                            domains.nodes[*d].iter().find_map(|state| {
+                                let node = state.node.as_deref()?;
+                                let taken = reserved.get(node.name.as_str());
+                                fits_on_after(pod, state, ctx, taken).then_some(node.name.as_str())
+                            })
+                        });
+                    match found {
+                        Some(node) => Some(node),
+                        None => continue,
+                    }
+                } else {
+                    None
+                };
                 let reason = format!(
                     "topology spread on {} (maxSkew {max_skew}): domain {} has {max} matching pods, \
                      domain {} has {min}",
                     constraint.topology_key, names[largest], names[smallest]
                 );
                 if admission.offer(Candidate::new(pod, ID, reason)) {
+                    if let Some(node) = destination {
+                        reserved.entry(node).or_default().add(&pod.requests);
+                    }
                     moved = true;
                     break;
                 }
@@ -351,11 +367,13 @@ impl Balancing for TopologySpread {
             }
         }
         let mut domain_cache = HashMap::new();
+        // Requests of the moves planned so far, by the node each was found to fit (all groups).
+        let mut reserved = HashMap::new();
         for (namespace, groups) in &groups {
             let pods = NamespacePods::new(by_namespace.remove(namespace).unwrap_or_default());
             for group in groups {
                 let domains = self.domains(ctx, group, &mut domain_cache);
-                self.balance(ctx, group, &domains, &pods, admission);
+                self.balance(ctx, group, &domains, &pods, admission, &mut reserved);
             }
         }
     }
@@ -628,5 +646,40 @@ mod tests {
         evicted.sort();
         assert_eq!(evicted.len(), 3, "{evicted:?}");
         assert_eq!(evicted.iter().filter(|p| p.starts_with("a/v1-")).count(), 2);
+    }
+
+    #[test]
+    fn node_fit_charges_each_planned_move_against_its_destination() {
+        // 20 pods in zone a; zone b's only node has 3 free pod slots. Balancing wants 10 moves; with
+        // topologyBalanceNodeFit only 3 have somewhere to go (each move used to be checked against
+        // the same empty node).
+        let mut cluster = Cluster::new()
+            .node(node("a1", "40", "80Gi", 110).label("zone", "a"))
+            .node(node("b1", "40", "80Gi", 3).label("zone", "b"));
+        for i in 0..20 {
+            cluster = cluster.pod(web(&format!("a/w{i:02}"), "a1", "DoNotSchedule"));
+        }
+        let budget = "defaults: {jobBudget: {maxUnavailable: 100%}}\n";
+        let out = cluster.plan(&format!("{SPREAD}{budget}"));
+        assert_eq!(out.evicted().len(), 3, "{:?}", out.evicted());
+        assert_eq!(
+            cluster
+                .plan(&format!("{SPREAD_NO_FIT}{budget}"))
+                .evicted()
+                .len(),
+            10
+        );
+        // Requests count too: 250m pods toward 1 free core.
+        let mut cluster = Cluster::new()
+            .node(node("a1", "40", "80Gi", 110).label("zone", "a"))
+            .node(node("b1", "1", "80Gi", 110).label("zone", "b"));
+        for i in 0..20 {
+            cluster = cluster
+                .pod(web(&format!("a/w{i:02}"), "a1", "DoNotSchedule").request("cpu", "250m"));
+        }
+        assert_eq!(
+            cluster.plan(&format!("{SPREAD}{budget}")).evicted().len(),
+            4
+        );
     }
 }

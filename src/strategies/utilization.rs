@@ -320,9 +320,20 @@ impl<'s> Room<'s> {
     }
 
     /// A destination that would take `pod` (ready, schedulable, selector, required affinity, hard
-    /// taints) and has room for a move using `usage` here and requesting the pod's requests there.
-    pub fn find(&mut self, pod: &PodInfo, usage: &Resources) -> Option<usize> {
-        let signature = pod.constraints.signature;
+    /// taints, tidal's revocable-zone rules) and has room for a move using `usage` here and
+    /// requesting the pod's requests there.
+    pub fn find(
+        &mut self,
+        pod: &PodInfo,
+        usage: &Resources,
+        ctx: &PlanContext<'_>,
+    ) -> Option<usize> {
+        // Which destinations allow a pod: its constraints and what the placement rules read of it.
+        let signature = {
+            let mut hasher = DefaultHasher::new();
+            (pod.constraints.signature, ctx.placement_key(pod)).hash(&mut hasher);
+            hasher.finish()
+        };
         let requests = &pod.requests;
         let dominates = |(u, q): &(Resources, Resources)| {
             self.resources.iter().all(|r| usage.get(r) >= u.get(r))
@@ -338,7 +349,10 @@ impl<'s> Room<'s> {
         let destinations = &self.destinations;
         let allowed = self.allowed.entry(signature).or_insert_with(|| {
             (0..destinations.len())
-                .filter(|&i| pod.constraints.allows_node(destinations[i].node))
+                .filter(|&i| {
+                    pod.constraints.allows_node(destinations[i].node)
+                        && ctx.may_run_on(pod, destinations[i].node)
+                })
                 .collect()
         });
         let allowed = std::mem::take(allowed);

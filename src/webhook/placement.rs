@@ -9,34 +9,14 @@
 
 use jiff::Timestamp;
 
+pub use crate::cluster::placement::{Preemptable, is_exempt, preemptable};
 use crate::{
     api::labels,
-    cluster::{InvalidValue, NodeInfo, PodGroupInfo, PodInfo, Setting, ZoneInfo},
+    cluster::{
+        NodeInfo, PodGroupInfo, PodInfo, ZoneInfo,
+        placement::{Refused, revocable_rule},
+    },
 };
-
-/// Whether a pod may be preempted, from the pod's own label/annotation, else its PodGroup's.
-///
-/// Unlike planning, admission has no policy at hand, so an unset value means "not preemptable": the
-/// policy default is off, and keeping a pod off revocable nodes never disrupts anything.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Preemptable {
-    Yes,
-    No,
-    /// The value does not parse: admission cannot tell, and never guesses in the pod's favour.
-    Unreadable(InvalidValue),
-}
-
-pub fn preemptable(pod: &PodInfo, group: Option<&PodGroupInfo>) -> Preemptable {
-    let setting = pod
-        .preemptable
-        .clone()
-        .or_else(|| group.map_or(Setting::Unset, |g| g.preemptable.clone()));
-    match setting {
-        Setting::Valid(true) => Preemptable::Yes,
-        Setting::Valid(false) | Setting::Unset => Preemptable::No,
-        Setting::Invalid(invalid) => Preemptable::Unreadable(*invalid),
-    }
-}
 
 /// The pod's own `volcano.sh/preemptable` says nothing, so its PodGroup (if it names one) decides.
 pub fn needs_podgroup(pod: &PodInfo) -> bool {
@@ -68,12 +48,6 @@ impl Verdict {
     }
 }
 
-/// Exempt from the rules: DaemonSet and static (mirror) pods belong to their node. Applying the rules
-/// to them would keep node agents (CNI, log shippers) off revocable nodes, and TDM never evicts them.
-pub fn is_exempt(pod: &PodInfo) -> bool {
-    pod.is_node_bound()
-}
-
 /// May `pod` be bound to `node` at `now`? `zone` is the RevocableZone named by the node's label, if
 /// one exists; `group` the pod's PodGroup, if it names one that exists.
 pub fn check_binding(
@@ -83,39 +57,32 @@ pub fn check_binding(
     zone: Option<&ZoneInfo>,
     now: Timestamp,
 ) -> Verdict {
-    let Some(zone_name) = node.revocable_zone.as_deref() else {
-        return Verdict::allow();
-    };
-    if is_exempt(pod) {
-        return Verdict::allow();
-    }
     let pod_key = &pod.key;
     let node_name = &node.name;
-    match preemptable(pod, group) {
-        Preemptable::Yes => {}
-        Preemptable::No => {
+    let zone_name = node.revocable_zone.as_deref().unwrap_or_default();
+    let zone_name = match revocable_rule(pod, &preemptable(pod, group), node) {
+        Ok(None) => return Verdict::allow(),
+        Ok(Some(zone)) => zone,
+        Err(Refused::NotPreemptable) => {
             return Verdict::Deny(format!(
                 "tidal: pod {pod_key} is not preemptable and may not run on node {node_name} of revocable zone \
                  {zone_name}; label or annotate it (or its PodGroup) {}: \"true\" to allow it there",
                 labels::PREEMPTABLE
             ));
         }
-        Preemptable::Unreadable(invalid) => {
+        Err(Refused::Unreadable(invalid)) => {
             return Verdict::Deny(format!(
                 "tidal: {invalid}; tidal cannot tell whether pod {pod_key} is preemptable, so it may not run \
                  on node {node_name} of revocable zone {zone_name}"
             ));
         }
-    }
-    if let Some(opted) = pod.zone_opt_in.as_deref()
-        && opted != "*"
-        && opted != zone_name
-    {
-        return Verdict::Deny(format!(
-            "tidal: pod {pod_key} is annotated {}={opted} but node {node_name} is in revocable zone {zone_name}",
-            labels::REVOCABLE_ZONE
-        ));
-    }
+        Err(Refused::OtherZone(opted)) => {
+            return Verdict::Deny(format!(
+                "tidal: pod {pod_key} is annotated {}={opted} but node {node_name} is in revocable zone {zone_name}",
+                labels::REVOCABLE_ZONE
+            ));
+        }
+    };
     let Some(zone) = zone else {
         return Verdict::allow_with(format!(
             "tidal: node {node_name} is labelled {}={zone_name} but there is no RevocableZone {zone_name}, \
@@ -163,6 +130,7 @@ mod tests {
 
     use super::*;
     use crate::api::RevocableZone;
+    use crate::cluster::Setting;
 
     fn pod(labels: serde_json::Value, annotations: serde_json::Value) -> PodInfo {
         let pod: Pod = serde_json::from_value(json!({

@@ -313,7 +313,11 @@ async fn dry_run_policy_sends_only_dry_runs_and_fills_status_and_report() {
     assert_eq!(status["evicted"], json!(0), "{status}");
     assert_eq!(status["skipped"]["pdb"], json!(1), "{status}");
     let message = status["conditions"][0]["message"].as_str().unwrap();
-    assert!(message.contains("would evict (dry run) 1"), "{message}");
+    assert!(
+        message.contains("dry run: planned 2, verified 1, refused 1, unverified 0"),
+        "{message}"
+    );
+    assert_eq!(status["verified"], json!(1), "{status}");
     controller.wait_cycles(2.0).await;
     controller.stop().await;
 
@@ -363,6 +367,10 @@ async fn dry_run_policy_sends_only_dry_runs_and_fills_status_and_report() {
     // ...and with --verify, a server-side dry run per eviction moves the PDB refusal to skipped.
     let verified = run_cli(report(true)).await;
     assert_eq!(names(&verified["evictions"]), vec!["free"]);
+    assert_eq!(verified["evictions"][0]["verified"], json!(true));
+    assert_eq!(verified["policies"][0]["verified"], json!(1));
+    assert_eq!(verified["policies"][0]["unverified"], json!(0));
+    assert!(plain["policies"][0].get("verified").is_none(), "{plain}");
     let skipped = verified["skipped"].as_array().unwrap();
     let guarded = skipped.iter().find(|s| s["name"] == "guarded").unwrap();
     assert_eq!(guarded["gate"], "pdb", "{guarded}");
@@ -395,6 +403,104 @@ async fn dry_run_policy_sends_only_dry_runs_and_fills_status_and_report() {
         .find(|e| e["event"] == "round")
         .unwrap_or_else(|| panic!("no round: {timeline:#}"));
     assert_eq!(names(&first["evictions"]), vec!["free", "guarded"]);
+}
+
+/// A DryRun plan of thousands is the plan: a bounded number is verified per cycle, the rest is
+/// unverified (not abandoned), and an Evict policy planned alongside sends at once, its tokens
+/// untouched by the dry runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_dry_run_plan_is_verified_within_its_budget_and_leaves_real_evictions_their_pace() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeApiServer::start().await;
+    server.apply(node("rev-1", Some("rz")));
+    server.apply(zone("rz", &closed_window(), "1m"));
+    // Named to be planned first: before the fix, its dry runs took the tokens and the cycle's time.
+    let mut dry = policy("a-dry", "DryRun", "1h");
+    dry["spec"]["namespaces"] = json!({"include": [NS]});
+    server.apply(dry);
+    let mut evict = policy("b-evict", "Evict", "1h");
+    evict["spec"]["namespaces"] = json!({"include": ["shop"]});
+    server.apply(evict);
+    const PLANNED: u64 = 2_000;
+    const BUDGET: u64 = 15;
+    for i in 0..PLANNED {
+        server.apply(preemptable(pod(NS, &format!("w-{i:04}"), "rev-1")));
+    }
+    for i in 0..3 {
+        server.apply(preemptable(pod("shop", &format!("s-{i}"), "rev-1")));
+    }
+    let budget = BUDGET.to_string();
+    let controller = Controller::start_configured(
+        &server,
+        dir.path(),
+        "a",
+        &[
+            "--leader-elect",
+            "false",
+            "--dry-run-verify-per-cycle",
+            &budget,
+        ],
+        |config| {
+            config.eviction.qps = 5.0;
+            config.eviction.burst = 1;
+        },
+    );
+    let status = eventually("the dry-run status", || {
+        let status = policy_status(&server, "a-dry");
+        status["planned"].is_number().then_some(status)
+    })
+    .await;
+    assert_eq!(status["planned"], json!(PLANNED), "{status}");
+    assert_eq!(status["evicted"], json!(0), "{status}");
+    assert_eq!(status["verified"], json!(BUDGET), "{status}");
+    assert_eq!(status["refused"], json!(0), "{status}");
+    assert_eq!(status["unverified"], json!(PLANNED - BUDGET), "{status}");
+    assert!(status["skipped"].get("abandoned").is_none(), "{status}");
+    let message = status["conditions"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!(
+            "verified {BUDGET}, refused 0, unverified {}",
+            PLANNED - BUDGET
+        )),
+        "{message}"
+    );
+    let real = eventually("the Evict policy's status", || {
+        let status = policy_status(&server, "b-evict");
+        status["evicted"].is_number().then_some(status)
+    })
+    .await;
+    assert_eq!(real["evicted"], json!(3), "{real}");
+
+    let metrics = eventually_async("metrics", || async {
+        let (_, body) = http_get(controller.metrics_addr, "/metrics").await?;
+        body.contains("a-dry").then_some(body)
+    })
+    .await;
+    let series = |result: &str| {
+        metric_sum(
+            &metrics,
+            &format!(
+                r#"tidal_evictions_total{{policy="a-dry",strategy="tdm",result="{result}",zone="rz"}}"#
+            ),
+        )
+    };
+    assert_eq!(series("dry_run"), BUDGET as f64, "{metrics}");
+    assert_eq!(series("unverified"), (PLANNED - BUDGET) as f64);
+    assert_eq!(series("abandoned"), 0.0);
+    controller.stop().await;
+
+    // One cycle: exactly the budget went out as dry runs, and the real evictions did not queue
+    // behind them (at 5 per second, the last dry run leaves about 3 s after the first).
+    let evictions = server.evictions();
+    let dry_runs: Vec<_> = evictions.iter().filter(|e| e.dry_run).collect();
+    assert_eq!(dry_runs.len() as u64, BUDGET, "{evictions:#?}");
+    let last_dry = dry_runs.iter().map(|e| e.request_index).max().unwrap();
+    let real: Vec<_> = evictions.iter().filter(|e| !e.dry_run).collect();
+    assert_eq!(real.len(), 3, "{evictions:#?}");
+    assert!(
+        real.iter().all(|e| e.request_index < last_dry),
+        "real evictions waited for the dry runs: {evictions:#?}"
+    );
 }
 
 /// Runs the CLI's live path (what `main` does for commands that talk to a cluster) and parses JSON.

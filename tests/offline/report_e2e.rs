@@ -1561,3 +1561,27 @@ fn demo_cluster_shows_evictions_budget_and_cooldown() {
         "{table}"
     );
 }
+
+/// Destinations obey tidal's own placement rules: highNodeUtilization on the demo cluster used to
+/// move the non-preemptable shop/invoice-export replica because "it fits node yarn-a-1", a node of a
+/// closed revocable zone where neither it nor its replacement may run.
+#[test]
+fn demo_high_node_utilization_moves_nothing_onto_revocable_nodes_it_may_not_use() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let demo = root.join("examples/demo-cluster.yaml");
+    let policy = root.join("policies/highNodeUtilization.yaml");
+    let report = plan_with(
+        &[&demo, &policy],
+        "2026-11-23T09:30:00Z",
+        &["--policy", "high-node-utilization"],
+    );
+    let planned = evicted(&report);
+    assert!(
+        !planned.contains("shop/invoice-export-6b8d4f7c9-2kdxn"),
+        "{report:#}"
+    );
+    for eviction in report["evictions"].as_array().unwrap() {
+        let reason = eviction["reason"].as_str().unwrap();
+        assert!(!reason.contains("fits node yarn-"), "{reason}");
+    }
+}

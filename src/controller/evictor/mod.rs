@@ -61,21 +61,39 @@ impl Guard for Always {
     }
 }
 
-/// Sends evictions. Cheap to clone; clones share the rate limit.
+/// Sends evictions. Cheap to clone; clones share the rate limits.
 #[derive(Clone)]
 pub struct Evictor {
     client: Client,
     config: EvictorConfig,
     limiter: Arc<Mutex<TokenBucket>>,
+    /// Dry runs (verifying DryRun policies) have a bucket of their own at the same rate, so that
+    /// checking a plan never delays or starves the real evictions of another policy.
+    dry_run_limiter: Arc<Mutex<TokenBucket>>,
 }
 
 impl Evictor {
     pub fn new(client: Client, config: EvictorConfig) -> Self {
-        let limiter = TokenBucket::new(config.qps, config.burst, Instant::now());
+        let bucket = || {
+            Arc::new(Mutex::new(TokenBucket::new(
+                config.qps,
+                config.burst,
+                Instant::now(),
+            )))
+        };
         Evictor {
             client,
+            limiter: bucket(),
+            dry_run_limiter: bucket(),
             config,
-            limiter: Arc::new(Mutex::new(limiter)),
+        }
+    }
+
+    fn limiter(&self, dry_run: bool) -> &Mutex<TokenBucket> {
+        if dry_run {
+            &self.dry_run_limiter
+        } else {
+            &self.limiter
         }
     }
 
@@ -124,7 +142,7 @@ impl Evictor {
         loop {
             attempt += 1;
             let reserved = self
-                .limiter
+                .limiter(request.dry_run)
                 .lock()
                 .await
                 .reserve_before(Instant::now(), deadline);
@@ -133,7 +151,10 @@ impl Evictor {
             };
             tokio::time::sleep(wait).await;
             if let Err(why) = guard.may_act(request.dry_run) {
-                self.limiter.lock().await.cancel(Instant::now());
+                self.limiter(request.dry_run)
+                    .lock()
+                    .await
+                    .cancel(Instant::now());
                 return Outcome::Abandoned(why);
             }
             let failure = match self.attempt(request, deadline, guard).await {

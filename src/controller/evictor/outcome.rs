@@ -76,6 +76,9 @@ pub enum Outcome {
     Failed(String),
     /// Never sent, or abandoned: no longer leader, shutting down, or out of time.
     Abandoned(String),
+    /// A DryRun policy's planned eviction that no dry run checked this cycle (past the cycle's
+    /// verification budget, or not sent in time). It stays planned: a DryRun plan is the plan.
+    Unverified(String),
 }
 
 impl Outcome {
@@ -90,6 +93,7 @@ impl Outcome {
             Outcome::Replaced => "replaced",
             Outcome::Failed(_) => "failed",
             Outcome::Abandoned(_) => "abandoned",
+            Outcome::Unverified(_) => "unverified",
         }
     }
 
@@ -101,7 +105,10 @@ impl Outcome {
     /// Status and report treat every outcome but a (would-be) eviction as a skip, for this reason.
     pub fn refusal(&self) -> Option<Refusal> {
         match self {
-            Outcome::Evicted | Outcome::EvictedUnconfirmed | Outcome::WouldEvict => None,
+            Outcome::Evicted
+            | Outcome::EvictedUnconfirmed
+            | Outcome::WouldEvict
+            | Outcome::Unverified(_) => None,
             Outcome::Refused { reason, detail } => Some(Refusal::new(*reason, detail.clone())),
             Outcome::Gone => Some(Refusal::new(SkipReason::Gone, "the pod no longer exists")),
             Outcome::Replaced => Some(Refusal::new(
@@ -168,6 +175,7 @@ mod tests {
     fn only_evictions_are_not_skips() {
         assert_eq!(Outcome::Evicted.refusal(), None);
         assert_eq!(Outcome::WouldEvict.refusal(), None);
+        assert_eq!(Outcome::Unverified("budget".into()).refusal(), None);
         let refused = Outcome::Refused {
             reason: SkipReason::Pdb,
             detail: "x".into(),

@@ -19,8 +19,13 @@ pub const READY: &str = "Ready";
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PolicyCounts {
     pub planned: u32,
-    /// Accepted real evictions (Evict mode) or accepted dry runs (DryRun mode).
+    /// Accepted real evictions (Evict mode) or accepted dry runs, i.e. verified (DryRun mode).
     pub accepted: u32,
+    /// Planned evictions the API server refused when they were sent (their reasons are in
+    /// `skipped`, with the gates' refusals).
+    pub refused: u32,
+    /// DryRun mode: planned evictions no dry run checked this cycle.
+    pub unverified: u32,
     pub skipped: BTreeMap<String, u32>,
 }
 
@@ -32,16 +37,22 @@ impl PolicyCounts {
             .into_iter()
             .map(|(reason, n)| (reason.to_owned(), n))
             .collect();
-        let mut accepted = 0;
+        let (mut accepted, mut refused, mut unverified) = (0, 0, 0);
         for outcome in outcomes {
             match outcome.refusal() {
+                None if matches!(outcome, Outcome::Unverified(_)) => unverified += 1,
                 None => accepted += 1,
-                Some(refusal) => *skipped.entry(refusal.reason.to_string()).or_default() += 1,
+                Some(refusal) => {
+                    refused += 1;
+                    *skipped.entry(refusal.reason.to_string()).or_default() += 1;
+                }
             }
         }
         PolicyCounts {
             planned: u32::try_from(plan.evictions.len()).unwrap_or(u32::MAX),
             accepted,
+            refused,
+            unverified,
             skipped,
         }
     }
@@ -50,18 +61,17 @@ impl PolicyCounts {
         self.skipped.values().sum()
     }
 
-    /// `planned 3, evicted 2, skipped 4 (budget 3, pdb 1)`.
+    /// `planned 3, evicted 2, skipped 4 (budget 3, pdb 1)`; in DryRun mode
+    /// `dry run: planned 900, verified 48, refused 2, unverified 850, skipped 5 (budget 3, pdb 2)`.
     pub fn summary(&self, mode: PolicyMode) -> String {
-        let verb = match mode {
-            PolicyMode::Evict => "evicted",
-            PolicyMode::DryRun => "would evict (dry run)",
+        let mut text = match mode {
+            PolicyMode::Evict => format!("planned {}, evicted {}", self.planned, self.accepted),
+            PolicyMode::DryRun => format!(
+                "dry run: planned {}, verified {}, refused {}, unverified {}",
+                self.planned, self.accepted, self.refused, self.unverified
+            ),
         };
-        let mut text = format!(
-            "planned {}, {verb} {}, skipped {}",
-            self.planned,
-            self.accepted,
-            self.skipped_total()
-        );
+        text.push_str(&format!(", skipped {}", self.skipped_total()));
         if !self.skipped.is_empty() {
             let parts: Vec<String> = self
                 .skipped
@@ -87,15 +97,20 @@ pub fn policy_status(
         Some(error) => (false, "InvalidPolicy", error.clone()),
         None => (true, "CycleCompleted", counts.summary(plan.mode)),
     };
+    let dry_run = plan.mode == PolicyMode::DryRun;
     DeschedulingPolicyStatus {
         last_cycle_time: Some(Time(now)),
         observed_generation: generation,
         planned: Some(counts.planned),
-        // In DryRun mode nothing is evicted; what would be is in the Ready message.
+        // In DryRun mode nothing is evicted; what a dry run checked is in verified, refused and
+        // unverified.
         evicted: Some(match plan.mode {
             PolicyMode::Evict => counts.accepted,
             PolicyMode::DryRun => 0,
         }),
+        verified: dry_run.then_some(counts.accepted),
+        refused: dry_run.then_some(counts.refused),
+        unverified: dry_run.then_some(counts.unverified),
         skipped: counts.skipped.clone(),
         conditions: vec![condition(ok, reason, message, generation, now, previous)],
     }
@@ -202,6 +217,7 @@ mod tests {
         ];
         let counts = PolicyCounts::of(&plan(PolicyMode::Evict, None), &outcomes);
         assert_eq!(counts.accepted, 2);
+        assert_eq!(counts.refused, 2);
         assert_eq!(counts.skipped.get("pdb"), Some(&1));
         assert_eq!(counts.skipped.get("gone"), Some(&1));
         assert_eq!(
@@ -213,22 +229,29 @@ mod tests {
     #[test]
     fn dry_run_status_evicts_nothing_and_says_what_it_would() {
         let counts = PolicyCounts {
-            planned: 3,
+            planned: 5,
             accepted: 2,
+            refused: 1,
+            unverified: 2,
             skipped: BTreeMap::from([("pdb".to_owned(), 1)]),
         };
         let now = Timestamp::UNIX_EPOCH;
         let status = policy_status(&plan(PolicyMode::DryRun, None), &counts, Some(4), now, None);
-        assert_eq!(status.planned, Some(3));
+        assert_eq!(status.planned, Some(5));
         assert_eq!(status.evicted, Some(0));
+        assert_eq!(
+            (status.verified, status.refused, status.unverified),
+            (Some(2), Some(1), Some(2))
+        );
         assert_eq!(status.observed_generation, Some(4));
         let ready = &status.conditions[0];
         assert_eq!(ready.status, "True");
-        assert!(
-            ready.message.contains("would evict (dry run) 2"),
-            "{}",
-            ready.message
+        assert_eq!(
+            ready.message,
+            "dry run: planned 5, verified 2, refused 1, unverified 2, skipped 1 (pdb 1)"
         );
+        let evict = policy_status(&plan(PolicyMode::Evict, None), &counts, Some(4), now, None);
+        assert_eq!((evict.verified, evict.unverified), (None, None));
     }
 
     #[test]
