@@ -346,6 +346,18 @@ impl Runtime {
         self.metrics
             .plan_duration
             .observe(started.elapsed().as_secs_f64());
+        for plan in &cycle.plans {
+            for (strategy, took) in &plan.strategy_durations {
+                let labels = PolicyStrategy {
+                    policy: plan.policy.clone(),
+                    strategy: strategy.to_string(),
+                };
+                self.metrics
+                    .strategy_duration
+                    .get_or_create(&labels)
+                    .observe(took.as_secs_f64());
+            }
+        }
         // Logged when they appear, not every cycle: the report and the status keep showing them.
         for warning in fresh_warnings(&self.warned, &cycle.warnings) {
             warn!("{warning}");
@@ -610,6 +622,7 @@ mod tests {
                 counts
             }),
             error: None,
+            strategy_durations: Vec::new(),
         }
     }
 

@@ -90,6 +90,7 @@ pub struct Metrics {
     pub cycles: Family<TriggerLabel, Counter>,
     pub cycle_duration: Histogram,
     pub plan_duration: Histogram,
+    pub strategy_duration: Family<PolicyStrategy, Histogram, fn() -> Histogram>,
     pub last_cycle: Gauge<f64, AtomicU64>,
     pub planned: Family<PolicyStrategy, Counter>,
     pub evictions: Family<EvictionLabels, Counter>,
@@ -145,6 +146,16 @@ impl Metrics {
             "plan_duration_seconds",
             "Duration of a cycle's snapshot update and planning (no API calls)",
             plan_duration.clone(),
+        );
+        // Which strategy of which policy the planning time goes to.
+        let strategy_duration =
+            Family::<PolicyStrategy, Histogram, fn() -> Histogram>::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.0005, 2.0, 14))
+            });
+        registry.register(
+            "strategy_duration_seconds",
+            "Duration of one strategy's proposals and their gates within a policy's plan",
+            strategy_duration.clone(),
         );
         let last_cycle = Gauge::<f64, AtomicU64>::default();
         registry.register(
@@ -259,6 +270,7 @@ impl Metrics {
             cycles,
             cycle_duration,
             plan_duration,
+            strategy_duration,
             last_cycle,
             planned,
             evictions,

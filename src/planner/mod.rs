@@ -17,7 +17,8 @@ use crate::{
     api::PolicyMode,
     cluster::{ObjectKey, PolicyInfo, Snapshot},
     framework::{
-        PlanContext, PlannedEviction, SkipReason, Skipped, Strategy, ZoneView, zone_views,
+        PlanContext, PlannedEviction, SkipReason, Skipped, Strategy, StrategyId, ZoneView,
+        zone_views,
     },
 };
 
@@ -48,6 +49,9 @@ pub struct Plan {
     pub skip_counts: BTreeMap<SkipReason, u32>,
     /// Why the policy did not run at all (e.g. an invalid default budget), if it did not.
     pub error: Option<String>,
+    /// How long each strategy took, its gates included, in the order they ran. Measured only: no
+    /// decision reads a clock.
+    pub strategy_durations: Vec<(StrategyId, std::time::Duration)>,
 }
 
 /// How many skipped candidates a plan lists in detail. Counting is always exact; a cycle that refuses
@@ -122,6 +126,7 @@ pub fn plan_policy_with(
         skipped: Vec::new(),
         skip_counts: BTreeMap::new(),
         error: None,
+        strategy_durations: Vec::new(),
     };
     let strategies = match runnable_strategies(policy) {
         Ok(strategies) => strategies,
@@ -140,7 +145,10 @@ pub fn plan_policy_with(
     // A pod is decided once per plan, by the first strategy that proposes it.
     let mut admitter = Admitter::new(&ctx, chain::chain(policy), rows);
     for strategy in &strategies {
+        let started = std::time::Instant::now();
         admitter.run(strategy);
+        plan.strategy_durations
+            .push((strategy.id(), started.elapsed()));
     }
     plan.evictions = admitter.evictions;
     plan.skipped = admitter.skipped;

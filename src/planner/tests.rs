@@ -262,6 +262,19 @@ fn replicas(namespace: &str, owner: &str, count: usize, patch: &Value) -> Vec<Po
 }
 
 #[test]
+fn each_strategy_that_ran_has_its_duration_in_the_order_it_ran() {
+    let mut world = World::new().with(replicas("a", "big", 3, &json!({})));
+    let policy = policy(json!({"strategies": {"tdm": {}, "removeFailedPods": {}}}));
+    let plan = plan(&mut world, &policy);
+    let ran: Vec<String> = plan
+        .strategy_durations
+        .iter()
+        .map(|(id, _)| id.to_string())
+        .collect();
+    assert_eq!(ran, ["tdm", "removeFailedPods"]);
+}
+
+#[test]
 fn every_pod_is_decided_once() {
     let mut world = World::new().with(replicas("a", "big", 5, &json!({})).into_iter().chain([
         // Owned: a bare violation would be stopped by the protections before the limit.

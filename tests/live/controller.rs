@@ -192,6 +192,14 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
         plans >= 1.0 && plans >= cycles && plans <= cycles + 1.0,
         "{metrics}"
     );
+    // Per strategy of each policy, so that a slow strategy can be told from a slow cycle.
+    assert!(
+        metric_sum(
+            &metrics,
+            r#"tidal_strategy_duration_seconds_count{policy="tdm",strategy="tdm"}"#
+        ) >= 1.0,
+        "{metrics}"
+    );
     // Per-zone state for a dashboard: rz is closed; the unreadable zone has no gauges.
     assert!(
         metrics.contains(r#"tidal_zone_open{zone="rz"} 0"#),

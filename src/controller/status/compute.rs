@@ -201,6 +201,7 @@ mod tests {
             skipped: Vec::new(),
             skip_counts: BTreeMap::new(),
             error: error.map(str::to_owned),
+            strategy_durations: Vec::new(),
         }
     }
 
