@@ -60,6 +60,7 @@ pub struct Metrics {
     cert_reloads: Counter,
     cache_synced: Gauge,
     watch_errors: Family<KindLabels, Counter>,
+    unreadable_objects: Family<KindLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -112,6 +113,12 @@ impl Metrics {
             "Watch errors by kind (the watcher retries with backoff)",
             watch_errors.clone(),
         );
+        let unreadable_objects = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "watch_unreadable_objects",
+            "Objects left out because they cannot be read (the rest of their kind is)",
+            unreadable_objects.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -120,6 +127,7 @@ impl Metrics {
             cert_reloads,
             cache_synced,
             watch_errors,
+            unreadable_objects,
         }
     }
 
@@ -179,6 +187,14 @@ impl WatchObserver for Metrics {
             })
             .inc();
     }
+
+    fn unreadable(&self, kind: ObjectKind) {
+        self.unreadable_objects
+            .get_or_create(&KindLabels {
+                kind: kind.as_str(),
+            })
+            .inc();
+    }
 }
 
 #[cfg(test)]
@@ -191,6 +207,7 @@ mod tests {
         metrics.observe(Endpoint::ValidateBindings, Outcome::Denied, 0.0002);
         metrics.observe(Endpoint::MutatePods, Outcome::NotReady, 0.0001);
         metrics.watch_error(ObjectKind::Pod);
+        metrics.unreadable(ObjectKind::RevocableZone);
         assert_eq!(
             metrics.count(Endpoint::ValidateBindings, Outcome::Denied),
             1
@@ -201,6 +218,7 @@ mod tests {
             r#"tidal_webhook_requests_total{endpoint="mutate-pods",outcome="not_ready"} 1"#,
             r#"tidal_webhook_request_duration_seconds_count{endpoint="validate-bindings"} 1"#,
             r#"tidal_webhook_watch_errors_total{kind="Pod"} 1"#,
+            r#"tidal_webhook_watch_unreadable_objects_total{kind="RevocableZone"} 1"#,
         ] {
             assert!(text.contains(line), "{line} missing from\n{text}");
         }

@@ -481,7 +481,9 @@ async fn a_large_dry_run_plan_is_verified_within_its_budget_and_leaves_real_evic
 
     let metrics = eventually_async("metrics", || async {
         let (_, body) = http_get(controller.metrics_addr, "/metrics").await?;
-        body.contains("a-dry").then_some(body)
+        // The eviction counts, not only the planning time (which is exported before they are).
+        body.contains(r#"tidal_evictions_total{policy="a-dry""#)
+            .then_some(body)
     })
     .await;
     let series = |result: &str| {
