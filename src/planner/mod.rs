@@ -194,6 +194,7 @@ pub fn plan_all_with(
     let (zones, mut warnings) = zone_views(snapshot, now);
     warnings.extend(missing_podgroups(snapshot));
     warnings.extend(unreadable_pods(snapshot));
+    warnings.extend(implausible_capacity(snapshot));
     let mut planned: HashSet<ObjectKey> = HashSet::new();
     let mut plans = Vec::new();
     for policy in policies {
@@ -258,6 +259,49 @@ pub fn unreadable_pods(snapshot: &Snapshot) -> Option<String> {
         format!(
             "{count} pod(s) have values tidal cannot read; they are never evicted and their nodes' load \
              counts as unknown: {}{more}",
+            named.join("; ")
+        )
+    })
+}
+
+/// Ready nodes whose pods request more of a resource than the node has (allocatable missing, `0`, or
+/// `1m` of cpu; GPUs gone after a device-plugin restart): the capacity data is wrong, so the utilization
+/// strategies leave these nodes alone rather than drain them on its word. Said once per cycle, naming
+/// the first few, so that a node left out is never silent.
+pub fn implausible_capacity(snapshot: &Snapshot) -> Option<String> {
+    const NAMED: usize = 5;
+    let mut count = 0;
+    let mut named = Vec::new();
+    for (name, state) in &snapshot.nodes {
+        let Some(node) = state.node.as_deref().filter(|n| n.ready) else {
+            continue;
+        };
+        let over = state
+            .requested
+            .names()
+            .find(|r| state.requested.get(r) > node.allocatable.get(r));
+        let Some(resource) = over else {
+            continue;
+        };
+        count += 1;
+        if named.len() < NAMED {
+            named.push(format!(
+                "{name} ({resource}: pods request {}, allocatable {})",
+                crate::cluster::resources::format_amount(resource, state.requested.get(resource)),
+                crate::cluster::resources::format_amount(resource, node.allocatable.get(resource)),
+            ));
+        }
+    }
+    (count > 0).then(|| {
+        let more = if count > NAMED {
+            format!("; and {} more", count - NAMED)
+        } else {
+            String::new()
+        };
+        format!(
+            "{count} node(s) hold more than their allocatable says they have, so their capacity data is \
+             wrong: lowNodeUtilization and highNodeUtilization leave them alone (no source, no \
+             destination) for that resource: {}{more}",
             named.join("; ")
         )
     })

@@ -374,6 +374,45 @@ fn pods_with_unreadable_requests_are_named_not_invisible() {
 }
 
 #[test]
+fn nodes_holding_more_than_their_allocatable_are_named() {
+    let broken: Node = serde_json::from_value(json!({
+        "metadata": {"name": "gpu-1"},
+        "status": {"allocatable": {"cpu": "0", "memory": "32Gi", "pods": "110"},
+                   "conditions": [{"type": "Ready", "status": "True"}]},
+    }))
+    .unwrap();
+    let mut world = World::new().with([
+        pod(
+            "ns",
+            "busy",
+            "gpu-1",
+            json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}}),
+        ),
+        pod("ns", "fine", "normal-1", json!({})),
+    ]);
+    world
+        .cache
+        .apply_node(NodeInfo::from_node(&broken).unwrap());
+    let warning = super::implausible_capacity(&world.snapshot()).expect("a warning");
+    assert!(warning.starts_with("1 node(s)"), "{warning}");
+    assert!(
+        warning.contains("gpu-1 (cpu: pods request 500m, allocatable 0"),
+        "{warning}"
+    );
+    assert!(
+        plan_all(
+            &world.snapshot(),
+            &[&policy(json!({}))],
+            NOW.parse().unwrap()
+        )
+        .warnings
+        .contains(&warning)
+    );
+    let mut clean = World::new().with([pod("ns", "fine", "normal-1", json!({}))]);
+    assert_eq!(super::implausible_capacity(&clean.snapshot()), None);
+}
+
+#[test]
 fn pods_naming_a_podgroup_that_does_not_exist_are_warned_about() {
     let group = annotations(&[("scheduling.k8s.io/group-name", "ghost")]);
     let mut world = World::new().with([
