@@ -1,0 +1,282 @@
+//! `tidal report` and `tidal timeline`: what would be evicted now, and over the next hours, from a
+//! saved cluster or the live one.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use anyhow::Context;
+use clap::Args;
+use jiff::{SignedDuration, Timestamp};
+
+use crate::{
+    api::{
+        self, DeschedulingPolicySpec, GoDuration, PolicyMode, args::TdmArgs, policy::Strategies,
+    },
+    cluster::{ClusterCache, PolicyInfo, Snapshot},
+    controller::{self, evictor::EvictorConfig},
+    planner::{self, CyclePlan, Verification},
+    report::{Format, Report, dump::Dump, timeline},
+    runtime::{ClientArgs, client},
+};
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A saved cluster: `kubectl get nodes,pods,poddisruptionbudgets,podgroups,revocablezones,deschedulingpolicies -A -o yaml`
+    /// output, multi-document YAML, or JSON. Repeat to combine files; a folder reads its .yaml, .yml
+    /// and .json files, `-` reads stdin (as kubectl's `-f`). Namespaces and metrics.k8s.io
+    /// NodeMetrics/PodMetrics lists (`kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes`) are read
+    /// too. Without it, tidal reads the live cluster (in-cluster credentials, else the kubeconfig).
+    #[arg(
+        short = 'f',
+        long = "cluster",
+        visible_alias = "filename",
+        value_name = "FILE",
+        conflicts_with_all = ["kubeconfig", "context"]
+    )]
+    pub clusters: Vec<PathBuf>,
+    /// The most read from one --cluster file (a quantity: 4Gi, 500Mi); a larger file, or an endless
+    /// stream such as /dev/zero, is refused rather than read without bound.
+    #[arg(long, value_name = "BYTES", default_value = "4Gi", value_parser = parse_byte_size)]
+    pub max_input_size: u64,
+    /// Live cluster only: how to reach it.
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Live cluster only: check each planned eviction with a server-side dry run (`dryRun=All`) and
+    /// list refusals (a PodDisruptionBudget's 429, ...) as skipped, with gate `pdb` and the like.
+    #[arg(long, conflicts_with = "clusters")]
+    pub verify: bool,
+    /// Live cluster only: give up if listing the cluster takes longer.
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub timeout: GoDuration,
+    /// The instant to plan for (RFC 3339, e.g. 2026-11-22T23:30:00Z). Default: now.
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<Timestamp>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+    /// Only plan these policies (by name). Default: every DeschedulingPolicy in the input.
+    #[arg(long = "policy", value_name = "NAME")]
+    pub policies: Vec<String>,
+    /// Log progress (listing, watches) on stderr; by default only warnings and errors, so that the
+    /// report is all a reader sees.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TimelineArgs {
+    #[command(flatten)]
+    pub input: ReportArgs,
+    /// How far ahead to simulate (e.g. 24h, 90m, 168h); at most 7 days.
+    #[arg(long, value_name = "DURATION", default_value = "24h")]
+    pub span: GoDuration,
+}
+
+pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
+    let mut dump = Dump::load_capped(&args.clusters, args.max_input_size)?;
+    let snapshot = dump.cache.snapshot();
+    let (cycle, mut notes) = plan_report(&snapshot, args)?;
+    notes.extend(dump.ignored_note());
+    notes.append(&mut dump.warnings);
+    render_report(&snapshot, &cycle, &Verification::default(), notes, args)
+}
+
+/// `tidal report` against the live cluster: one list of everything, one plan, no eviction; with
+/// `--verify`, a server-side dry-run eviction per planned eviction.
+/// How long `tidal report` waits for the API server's first answer before saying it cannot reach it.
+const REACHABLE_WITHIN: Duration = Duration::from_secs(10);
+
+pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
+    let config = args.client.config().await?;
+    let url = config.cluster_url.to_string();
+    let evictions = client::without_retries(&config)?;
+    let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
+    let timeout = args.timeout.as_std().max(Duration::from_secs(1));
+    client::check_reachable(&client, &url, timeout.min(REACHABLE_WITHIN)).await?;
+    let shared = controller::oneshot::live_cache(client, timeout).await?;
+    let snapshot = shared.write().snapshot();
+    let (mut cycle, notes) = plan_report(&snapshot, args)?;
+    let verification = if args.verify {
+        controller::oneshot::verify(evictions, &mut cycle, EvictorConfig::default(), timeout).await
+    } else {
+        Verification::default()
+    };
+    render_report(&snapshot, &cycle, &verification, notes, args)
+}
+
+/// `tidal timeline` on saved clusters.
+pub fn timeline(args: &TimelineArgs) -> anyhow::Result<String> {
+    let span = timeline_span(args)?;
+    let mut dump = Dump::load_capped(&args.input.clusters, args.input.max_input_size)?;
+    let snapshot = dump.cache.snapshot();
+    let (policies, mut notes) = select_policies(&snapshot, &args.input)?;
+    notes.extend(dump.ignored_note());
+    notes.append(&mut dump.warnings);
+    Ok(render_timeline(
+        &mut dump.cache,
+        &policies,
+        notes,
+        span,
+        &args.input,
+    ))
+}
+
+/// `tidal timeline` against the live cluster: one list of everything, then the same simulation.
+pub async fn timeline_live(args: &TimelineArgs) -> anyhow::Result<String> {
+    let span = timeline_span(args)?;
+    let config = args.input.client.config().await?;
+    let url = config.cluster_url.to_string();
+    let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
+    let timeout = args.input.timeout.as_std().max(Duration::from_secs(1));
+    client::check_reachable(&client, &url, timeout.min(REACHABLE_WITHIN)).await?;
+    let shared = controller::oneshot::live_cache(client, timeout).await?;
+    let snapshot = shared.write().snapshot();
+    let (policies, notes) = select_policies(&snapshot, &args.input)?;
+    let mut cache = shared.write();
+    Ok(render_timeline(
+        &mut cache,
+        &policies,
+        notes,
+        span,
+        &args.input,
+    ))
+}
+
+/// The span, checked along with the flags `report` has that the timeline cannot honour.
+fn timeline_span(args: &TimelineArgs) -> anyhow::Result<SignedDuration> {
+    if args.input.verify {
+        anyhow::bail!(
+            "--verify checks one plan against the API server; the timeline has no use for it"
+        );
+    }
+    if args.input.output == Format::Markdown {
+        anyhow::bail!("the timeline prints -o table or -o json");
+    }
+    let span = SignedDuration::try_from(args.span.as_std()).unwrap_or(SignedDuration::MAX);
+    if span.is_zero() || span > timeline::MAX_SPAN {
+        anyhow::bail!("--span must be more than zero and at most 7 days (168h)");
+    }
+    Ok(span)
+}
+
+fn render_timeline(
+    cache: &mut ClusterCache,
+    policies: &[Arc<PolicyInfo>],
+    notes: Vec<String>,
+    span: SignedDuration,
+    args: &ReportArgs,
+) -> String {
+    let now = args.now.unwrap_or_else(Timestamp::now);
+    let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
+    let mut timeline = timeline::simulate(cache, &refs, now, span);
+    timeline.warnings.extend(notes);
+    match args.output {
+        Format::Json => timeline.to_json(),
+        Format::Yaml => timeline.to_yaml(),
+        Format::Table | Format::Wide | Format::Markdown => timeline.to_table(),
+    }
+}
+
+fn render_report(
+    snapshot: &Snapshot,
+    cycle: &CyclePlan,
+    verification: &Verification,
+    notes: Vec<String>,
+    args: &ReportArgs,
+) -> anyhow::Result<String> {
+    let mut report = Report::from_cycle(cycle).with_verification(verification);
+    let (policies, _) = select_policies(snapshot, args)?;
+    let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
+    report.add_schedule(snapshot, &refs, cycle);
+    report.warnings.extend(notes);
+    Ok(report.render(args.output))
+}
+
+/// Plans the policies `args` selects (or the built-in one) on `snapshot`; returns notes for the report.
+pub(super) fn plan_report(
+    snapshot: &Snapshot,
+    args: &ReportArgs,
+) -> anyhow::Result<(CyclePlan, Vec<String>)> {
+    let now = args.now.unwrap_or_else(Timestamp::now);
+    let (policies, notes) = select_policies(snapshot, args)?;
+    let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
+    let cycle = planner::plan_all(snapshot, &refs, now);
+    Ok((cycle, notes))
+}
+
+/// The policies `args` selects from the snapshot, or the built-in one; with notes for the output.
+fn select_policies(
+    snapshot: &Snapshot,
+    args: &ReportArgs,
+) -> anyhow::Result<(Vec<Arc<PolicyInfo>>, Vec<String>)> {
+    let builtin = builtin_policy();
+    let mut notes = Vec::new();
+    let policies: Vec<Arc<PolicyInfo>> = if snapshot.policies.is_empty() {
+        if let Some(wanted) = args.policies.first() {
+            anyhow::bail!(
+                "no DeschedulingPolicy named {wanted:?} in the input (it has no DeschedulingPolicy at all)"
+            );
+        }
+        notes.push(format!(
+            "no DeschedulingPolicy in the input: using the built-in policy {:?} (DryRun, tdm only)",
+            builtin.name
+        ));
+        vec![Arc::new(builtin)]
+    } else {
+        for wanted in &args.policies {
+            if !snapshot.policies.contains_key(wanted) {
+                anyhow::bail!(
+                    "{}",
+                    unknown_policy(wanted, snapshot.policies.keys().map(String::as_str))
+                );
+            }
+        }
+        snapshot
+            .policies
+            .values()
+            .filter(|p| args.policies.is_empty() || args.policies.contains(&p.name))
+            .cloned()
+            .collect()
+    };
+    Ok((policies, notes))
+}
+
+/// `4Gi`, `500Mi`, `1000000`: a positive Kubernetes quantity of bytes.
+fn parse_byte_size(text: &str) -> Result<u64, String> {
+    let quantity = k8s_openapi::apimachinery::pkg::api::resource::Quantity(text.to_owned());
+    match crate::cluster::quantity::value(&quantity) {
+        Ok(bytes) if bytes > 0 => Ok(bytes.unsigned_abs()),
+        Ok(_) => Err("must be more than 0 bytes".to_owned()),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+/// Names the policies that exist, and the likely one if the name looks mistyped.
+pub(super) fn unknown_policy<'a>(wanted: &str, existing: impl Iterator<Item = &'a str>) -> String {
+    let existing: Vec<&str> = existing.collect();
+    let hint = api::validation::did_you_mean(wanted, existing.iter().copied())
+        .map_or(String::new(), |name| format!("; did you mean {name:?}?"));
+    format!(
+        "no DeschedulingPolicy named {wanted:?} in the input (it has: {}){hint}",
+        existing.join(", ")
+    )
+}
+
+/// What `tidal report` plans with when the input holds no policy: TDM only, in dry-run mode.
+pub fn builtin_policy() -> PolicyInfo {
+    PolicyInfo::new(
+        "builtin-tdm".to_owned(),
+        None,
+        DeschedulingPolicySpec {
+            interval: api::GoDuration::from_secs(300),
+            mode: PolicyMode::DryRun,
+            strategies: Strategies {
+                tdm: Some(TdmArgs::default()),
+                ..Default::default()
+            },
+            defaults: Default::default(),
+            limits: Default::default(),
+            protections: Default::default(),
+            namespaces: Default::default(),
+        },
+    )
+}
