@@ -51,6 +51,16 @@ pub struct ClusterCache {
     namespaces: Versioned<String, NamespaceInfo>,
     node_usage: Versioned<String, UsageSeries>,
     pod_usage: Versioned<ObjectKey, UsageSeries>,
+    /// Objects the watches serve but tidal cannot read, left out of the cache: why, and their uid when
+    /// known, so that the controller can put a Warning Event on each.
+    unreadable: BTreeMap<(ObjectKind, ObjectKey), Unreadable>,
+}
+
+/// An object left out of the cache because it cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unreadable {
+    pub uid: Option<String>,
+    pub error: String,
 }
 
 #[derive(Clone, Debug)]
@@ -70,6 +80,21 @@ pub struct SnapshotUpdate {
 impl ClusterCache {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Records that `key` of `kind` is served but cannot be read (see `runtime::watch::Lenient`).
+    pub fn note_unreadable(&mut self, kind: ObjectKind, key: ObjectKey, unreadable: Unreadable) {
+        self.unreadable.insert((kind, key), unreadable);
+    }
+
+    /// `key` of `kind` was read, or deleted: no longer unreadable.
+    pub fn forget_unreadable(&mut self, kind: ObjectKind, key: &ObjectKey) {
+        self.unreadable.remove(&(kind, key.clone()));
+    }
+
+    /// The objects left out because they cannot be read, by kind and key.
+    pub fn unreadable(&self) -> &BTreeMap<(ObjectKind, ObjectKey), Unreadable> {
+        &self.unreadable
     }
 
     pub fn pod_count(&self) -> usize {

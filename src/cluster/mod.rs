@@ -23,7 +23,7 @@ pub mod usage;
 pub mod versioned;
 pub mod workload;
 
-pub use cache::ClusterCache;
+pub use cache::{ClusterCache, Unreadable};
 pub use config::{PolicyInfo, ZoneInfo};
 pub use constraints::Constraints;
 pub use ingest::{Ingest, ObjectKind};

@@ -514,6 +514,8 @@ impl Runtime {
         self.status
             .warn_invalid_pods(&invalid_pods(&cycle.policies))
             .await;
+        let unreadable = self.shared.read().unreadable().clone();
+        self.status.warn_unreadable(&unreadable).await;
 
         for result in &cycle.policies {
             let plan = &result.plan;

@@ -34,5 +34,44 @@ async fn an_unreadable_object_is_skipped_and_counted_not_fatal_for_its_kind() {
         let line = format!(r#"tidal_watch_unreadable_objects_total{{kind="{kind}"}}"#);
         assert!(metric_sum(&metrics, &line) >= 1.0, "{kind}: {metrics}");
     }
+    // A Warning Event on each, with its uid (`kubectl describe` filters by it), once.
+    let events = eventually("warnings on the unreadable objects", || {
+        let events = server.list("apis/events.k8s.io/v1", "events");
+        let warned = |name: &str| {
+            events
+                .iter()
+                .filter(|e| {
+                    e["regarding"]["name"] == json!(name) && e["reason"] == json!("Unreadable")
+                })
+                .count()
+        };
+        (warned("bad") >= 2).then_some(events)
+    })
+    .await;
+    let zone_uid = server.get("revocablezones", "", "bad").unwrap()["metadata"]["uid"].clone();
+    let on_zone: Vec<_> = events
+        .iter()
+        .filter(|e| {
+            e["regarding"]["kind"] == json!("RevocableZone") && e["reason"] == json!("Unreadable")
+        })
+        .collect();
+    assert_eq!(on_zone.len(), 1, "{on_zone:#?}");
+    assert_eq!(on_zone[0]["regarding"]["uid"], zone_uid);
+    assert_eq!(on_zone[0]["type"], json!("Warning"));
+    let on_pod = events
+        .iter()
+        .find(|e| e["regarding"]["kind"] == json!("Pod") && e["reason"] == json!("Unreadable"))
+        .expect("a warning on the pod");
+    assert_eq!(on_pod["regarding"]["namespace"], json!("batch"));
+    // Later cycles do not repeat them.
+    controller
+        .wait_cycles(controller.cycles().await + 3.0)
+        .await;
+    let again = server
+        .list("apis/events.k8s.io/v1", "events")
+        .iter()
+        .filter(|e| e["reason"] == json!("Unreadable"))
+        .count();
+    assert_eq!(again, 2);
     controller.stop().await;
 }

@@ -5,7 +5,10 @@
 pub mod compute;
 pub mod events;
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
 
 use futures::{StreamExt, future::BoxFuture};
 
@@ -29,7 +32,7 @@ use crate::{
         DeschedulingPolicy, RevocableZone, policy::DeschedulingPolicyStatus,
         zone::RevocableZoneStatus,
     },
-    cluster::PodInfo,
+    cluster::{ObjectKey, ObjectKind, PodInfo, Unreadable},
     controller::metrics::{KindLabel, Metrics},
     framework::Candidate,
     runtime::leader::LeaderHandle,
@@ -323,6 +326,79 @@ impl StatusWriter {
             .collect::<Vec<()>>()
             .await;
         sent
+    }
+}
+
+impl StatusWriter {
+    /// A Warning Event on each object the watches serve but tidal cannot read (left out of the cache,
+    /// so never evicted and never planned from): once per object and message while it stays
+    /// unreadable, again if it turns unreadable anew. Returns how many were sent.
+    pub async fn warn_unreadable(
+        &mut self,
+        unreadable: &BTreeMap<(ObjectKind, ObjectKey), Unreadable>,
+    ) -> usize {
+        const TAG: &str = "Unreadable";
+        let name = |kind: &ObjectKind, key: &ObjectKey| format!("{}/{key}", kind.as_str());
+        let current: std::collections::HashSet<String> = unreadable
+            .keys()
+            .map(|(kind, key)| name(kind, key))
+            .collect();
+        self.warned
+            .retain(|(tag, object), _| *tag != TAG || current.contains(object));
+        let mut fresh = Vec::new();
+        for ((kind, key), object) in unreadable {
+            let warned = (TAG, name(kind, key));
+            if self.warned.get(&warned) == Some(&object.error) || !self.may_write(TAG, &warned.1) {
+                continue;
+            }
+            self.warned.insert(warned, object.error.clone());
+            fresh.push((*kind, key, object));
+        }
+        let sent = fresh.len();
+        let this = &*self;
+        let events: Vec<BoxFuture<'_, ()>> = fresh
+            .into_iter()
+            .map(|(kind, key, object)| -> BoxFuture<'_, ()> {
+                let event = Event {
+                    type_: EventType::Warning,
+                    reason: "Unreadable".to_owned(),
+                    note: Some(truncate(format!(
+                        "tidal cannot read this {}, so it leaves it out (never evicted, never \
+                         planned from): {}",
+                        kind.as_str(),
+                        object.error
+                    ))),
+                    action: "Read".to_owned(),
+                    secondary: None,
+                };
+                let reference = object_reference(kind, key, object.uid.as_deref());
+                Box::pin(this.publish(event, reference, kind.as_str()))
+            })
+            .collect();
+        futures::stream::iter(events)
+            .buffer_unordered(8)
+            .collect::<Vec<()>>()
+            .await;
+        sent
+    }
+}
+
+/// Any object tidal watches, by kind. The uid matters: `kubectl describe` lists only events whose uid
+/// matches.
+fn object_reference(kind: ObjectKind, key: &ObjectKey, uid: Option<&str>) -> ObjectReference {
+    let api_version = match kind.api_resource().0 {
+        "" => "v1".to_owned(),
+        "policy" => "policy/v1".to_owned(),
+        "scheduling.volcano.sh" => "scheduling.volcano.sh/v1beta1".to_owned(),
+        group => format!("{group}/v1alpha1"),
+    };
+    ObjectReference {
+        api_version: Some(api_version),
+        kind: Some(kind.as_str().to_owned()),
+        name: Some(key.name.clone()),
+        namespace: (!key.namespace.is_empty()).then(|| key.namespace.clone()),
+        uid: uid.map(str::to_owned),
+        ..ObjectReference::default()
     }
 }
 

@@ -263,7 +263,10 @@ pub fn apply_lenient_event<K: Ingest>(
         Lenient::Read { object, clamped } => {
             let key = object.key();
             if clamped.is_empty() {
-                logged.remove(&key);
+                if logged.remove(&key) {
+                    // Readable again (or only clamped before): nothing to warn about any more.
+                    shared.write().forget_unreadable(K::KIND, &key);
+                }
             } else if logged.insert(key.clone()) {
                 warn!(kind = K::KIND.as_str(), %key, fields = ?clamped,
                     "times past the latest instant tidal reads: read as that instant");
@@ -279,6 +282,14 @@ pub fn apply_lenient_event<K: Ingest>(
             if let Some(seen) = relist.as_mut() {
                 seen.insert(key.clone());
             }
+            shared.write().note_unreadable(
+                K::KIND,
+                key.clone(),
+                crate::cluster::Unreadable {
+                    uid: meta.uid.clone(),
+                    error: error.clone(),
+                },
+            );
             if logged.insert(key.clone()) {
                 warn!(kind = K::KIND.as_str(), %key, %error,
                     "cannot read this object: left out, the rest of its kind is read");
@@ -304,9 +315,9 @@ pub fn apply_lenient_event<K: Ingest>(
                 meta.name.unwrap_or_default(),
             );
             logged.remove(&key);
-            shared
-                .write()
-                .delete_object(K::KIND, &key, Timestamp::now());
+            let mut cache = shared.write();
+            cache.forget_unreadable(K::KIND, &key);
+            cache.delete_object(K::KIND, &key, Timestamp::now());
             if matches!(
                 K::KIND,
                 ObjectKind::RevocableZone | ObjectKind::DeschedulingPolicy
