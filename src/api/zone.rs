@@ -106,6 +106,25 @@ pub struct RevocableZoneStatus {
     pub conditions: Vec<Condition>,
 }
 
+impl RevocableZoneSpec {
+    /// The windows as one line (`20:00-06:00; 00:00-00:00 Sat,Sun`), as `kubectl get` and the report
+    /// show them.
+    pub fn windows_line(&self) -> String {
+        self.windows
+            .iter()
+            .map(|w| {
+                let days: Vec<String> = w.days.iter().map(|d| format!("{d:?}")).collect();
+                if days.is_empty() {
+                    w.time.clone()
+                } else {
+                    format!("{} {}", w.time, days.join(","))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
 fn default_time_zone() -> String {
     "UTC".to_owned()
 }

@@ -68,20 +68,7 @@ pub fn zone_views(
             .as_ref()
             .map(|s| s.state_at(now, zone.spec.drain_before.as_std()))
             .map_err(Clone::clone);
-        let schedule = zone
-            .spec
-            .windows
-            .iter()
-            .map(|w| {
-                let days: Vec<String> = w.days.iter().map(|d| format!("{d:?}")).collect();
-                if days.is_empty() {
-                    w.time.clone()
-                } else {
-                    format!("{} {}", w.time, days.join(","))
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
+        let schedule = zone.spec.windows_line();
         views.insert(
             zone.name.clone(),
             ZoneView {

@@ -241,25 +241,11 @@ pub fn missing_podgroups(snapshot: &Snapshot) -> Vec<String> {
 /// node's load counts as unknown, so no strategy proposes them and they would otherwise go unseen.
 /// One line for all, naming the first few.
 pub fn unreadable_pods(snapshot: &Snapshot) -> Option<String> {
-    const NAMED: usize = 5;
-    let mut count = 0;
-    let mut named = Vec::new();
-    for pod in snapshot.pods().filter(|p| !p.problems.is_empty()) {
-        count += 1;
-        if named.len() < NAMED {
-            named.push(pod.problems[0].to_string());
-        }
-    }
-    (count > 0).then(|| {
-        let more = if count > NAMED {
-            format!("; and {} more", count - NAMED)
-        } else {
-            String::new()
-        };
+    let pods = snapshot.pods().filter(|p| !p.problems.is_empty());
+    first_few(pods, |pod| pod.problems[0].to_string()).map(|(count, named)| {
         format!(
             "{count} pod(s) have values tidal cannot read; they are never evicted and their nodes' load \
-             counts as unknown: {}{more}",
-            named.join("; ")
+             counts as unknown: {named}"
         )
     })
 }
@@ -269,27 +255,45 @@ pub fn unreadable_pods(snapshot: &Snapshot) -> Option<String> {
 /// strategies leave these nodes alone rather than drain them on its word. Said once per cycle, naming
 /// the first few, so that a node left out is never silent.
 pub fn implausible_capacity(snapshot: &Snapshot) -> Option<String> {
+    use crate::cluster::resources::format_amount;
+    let over = snapshot.nodes.iter().filter_map(|(name, state)| {
+        let node = state.node.as_deref().filter(|n| n.ready)?;
+        let resource = state
+            .requested
+            .names()
+            .find(|r| state.requested.get(r) > node.allocatable.get(r))?;
+        Some((name, state, node, resource))
+    });
+    let named = first_few(over, |(name, state, node, resource)| {
+        format!(
+            "{name} ({resource}: pods request {}, allocatable {})",
+            format_amount(resource, state.requested.get(resource)),
+            format_amount(resource, node.allocatable.get(resource)),
+        )
+    });
+    named.map(|(count, named)| {
+        format!(
+            "{count} node(s) hold more than their allocatable says they have, so their capacity data is \
+             wrong: lowNodeUtilization and highNodeUtilization leave them alone (no source, no \
+             destination) for that resource: {named}"
+        )
+    })
+}
+
+/// How many `items` there are and the first few of them named (`a; b; c; and 7 more`), or `None` when
+/// there are none: one warning line, however many objects it is about. Only the named ones are
+/// formatted.
+fn first_few<T>(
+    items: impl Iterator<Item = T>,
+    name: impl Fn(T) -> String,
+) -> Option<(usize, String)> {
     const NAMED: usize = 5;
     let mut count = 0;
     let mut named = Vec::new();
-    for (name, state) in &snapshot.nodes {
-        let Some(node) = state.node.as_deref().filter(|n| n.ready) else {
-            continue;
-        };
-        let over = state
-            .requested
-            .names()
-            .find(|r| state.requested.get(r) > node.allocatable.get(r));
-        let Some(resource) = over else {
-            continue;
-        };
+    for item in items {
         count += 1;
         if named.len() < NAMED {
-            named.push(format!(
-                "{name} ({resource}: pods request {}, allocatable {})",
-                crate::cluster::resources::format_amount(resource, state.requested.get(resource)),
-                crate::cluster::resources::format_amount(resource, node.allocatable.get(resource)),
-            ));
+            named.push(name(item));
         }
     }
     (count > 0).then(|| {
@@ -298,12 +302,7 @@ pub fn implausible_capacity(snapshot: &Snapshot) -> Option<String> {
         } else {
             String::new()
         };
-        format!(
-            "{count} node(s) hold more than their allocatable says they have, so their capacity data is \
-             wrong: lowNodeUtilization and highNodeUtilization leave them alone (no source, no \
-             destination) for that resource: {}{more}",
-            named.join("; ")
-        )
+        (count, format!("{}{more}", named.join("; ")))
     })
 }
 

@@ -451,20 +451,7 @@ impl Move {
 
 /// The zone's changes in `(now, until]` and its phases from `now`.
 fn zone_track(zone: &ZoneInfo, now: Timestamp, until: Timestamp) -> (ZoneTrack, Vec<Event>) {
-    let windows = zone
-        .spec
-        .windows
-        .iter()
-        .map(|w| {
-            let days: Vec<String> = w.days.iter().map(|d| format!("{d:?}")).collect();
-            if days.is_empty() {
-                w.time.clone()
-            } else {
-                format!("{} {}", w.time, days.join(","))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
+    let windows = zone.spec.windows_line();
     let mut track = ZoneTrack {
         name: zone.name.clone(),
         time_zone: zone.spec.time_zone.clone(),

@@ -307,29 +307,35 @@ impl StatusWriter {
             fresh.push((*candidate, *detail));
         }
         let sent = fresh.len();
-        let this = &*self;
-        let events: Vec<BoxFuture<'_, ()>> = fresh
+        let events = fresh.into_iter().map(|(candidate, detail)| {
+            let event = Event {
+                type_: EventType::Warning,
+                reason: "InvalidAnnotation".to_owned(),
+                note: Some(truncate(format!("tidal will not evict this pod: {detail}"))),
+                action: "Validate".to_owned(),
+                secondary: None,
+            };
+            (event, pod_reference(&candidate.pod), "Pod")
+        });
+        self.publish_all(events.collect()).await;
+        sent
+    }
+
+    /// Publishes `events`, a few at a time.
+    async fn publish_all(&self, events: Vec<(Event, ObjectReference, &'static str)>) {
+        // Boxed with an explicit lifetime: see `Evictor::evict_all`.
+        let sends: Vec<BoxFuture<'_, ()>> = events
             .into_iter()
-            .map(|(candidate, detail)| -> BoxFuture<'_, ()> {
-                let event = Event {
-                    type_: EventType::Warning,
-                    reason: "InvalidAnnotation".to_owned(),
-                    note: Some(truncate(format!("tidal will not evict this pod: {detail}"))),
-                    action: "Validate".to_owned(),
-                    secondary: None,
-                };
-                Box::pin(this.publish(event, pod_reference(&candidate.pod), "Pod"))
+            .map(|(event, reference, kind)| -> BoxFuture<'_, ()> {
+                Box::pin(self.publish(event, reference, kind))
             })
             .collect();
-        futures::stream::iter(events)
+        futures::stream::iter(sends)
             .buffer_unordered(8)
             .collect::<Vec<()>>()
             .await;
-        sent
     }
-}
 
-impl StatusWriter {
     /// A Warning Event on each object the watches serve but tidal cannot read (left out of the cache,
     /// so never evicted and never planned from): once per object and message while it stays
     /// unreadable, again if it turns unreadable anew. Returns how many were sent.
@@ -355,30 +361,23 @@ impl StatusWriter {
             fresh.push((*kind, key, object));
         }
         let sent = fresh.len();
-        let this = &*self;
-        let events: Vec<BoxFuture<'_, ()>> = fresh
-            .into_iter()
-            .map(|(kind, key, object)| -> BoxFuture<'_, ()> {
-                let event = Event {
-                    type_: EventType::Warning,
-                    reason: "Unreadable".to_owned(),
-                    note: Some(truncate(format!(
-                        "tidal cannot read this {}, so it leaves it out (never evicted, never \
-                         planned from): {}",
-                        kind.as_str(),
-                        object.error
-                    ))),
-                    action: "Read".to_owned(),
-                    secondary: None,
-                };
-                let reference = object_reference(kind, key, object.uid.as_deref());
-                Box::pin(this.publish(event, reference, kind.as_str()))
-            })
-            .collect();
-        futures::stream::iter(events)
-            .buffer_unordered(8)
-            .collect::<Vec<()>>()
-            .await;
+        let events = fresh.into_iter().map(|(kind, key, object)| {
+            let event = Event {
+                type_: EventType::Warning,
+                reason: "Unreadable".to_owned(),
+                note: Some(truncate(format!(
+                    "tidal cannot read this {}, so it leaves it out (never evicted, never \
+                     planned from): {}",
+                    kind.as_str(),
+                    object.error
+                ))),
+                action: "Read".to_owned(),
+                secondary: None,
+            };
+            let reference = object_reference(kind, key, object.uid.as_deref());
+            (event, reference, kind.as_str())
+        });
+        self.publish_all(events.collect()).await;
         sent
     }
 }
