@@ -19,8 +19,7 @@ fn base(server: &FakeApiServer, evict_period: &str, mode: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     // The accepted evictions stay invisible (as if the watch lagged): only tidal's in-flight marks
     // keep later cycles from evicting the same pods again.
     server.set_eviction_effect(EvictionEffect::Keep);
@@ -51,7 +50,7 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
     // A zone whose window cannot be read: reported, never acted on.
     server.apply(zone("broken", "25:00-26:00", "1m"));
 
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
 
     let status = eventually("the policy status after the first cycle", || {
         let status = policy_status(&server, "tdm");
@@ -231,8 +230,7 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_watches_and_410_lose_no_pod_and_evict_nothing_twice() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     // Accepted evictions stay invisible, so a relist that forgot tidal's in-flight marks would show.
     server.set_eviction_effect(EvictionEffect::Keep);
     // A new round every second: only the in-flight marks stand between the pods and a second eviction.
@@ -240,7 +238,7 @@ async fn dropped_watches_and_410_lose_no_pod_and_evict_nothing_twice() {
     server.apply(pod(NS, "v1", "rev-1"));
     server.apply(pod(NS, "v2", "rev-1"));
     server.apply(pod(NS, "bystander", "std-1"));
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
     eventually("v1 and v2 evicted", || {
         let e = server.evictions();
         (!accepted(&e, "v1").is_empty() && !accepted(&e, "v2").is_empty()).then_some(())
@@ -300,8 +298,7 @@ async fn dropped_watches_and_410_lose_no_pod_and_evict_nothing_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dry_run_policy_sends_only_dry_runs_and_fills_status_and_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     base(&server, "1m", "DryRun");
     server.apply(preemptable(pod(NS, "free", "rev-1")));
     server.apply(labelled(
@@ -310,7 +307,7 @@ async fn dry_run_policy_sends_only_dry_runs_and_fills_status_and_report() {
         "db",
     ));
     server.apply(pdb(NS, "db", "db", 1));
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
 
     let status = eventually("the dry-run status", || {
         let status = policy_status(&server, "tdm");
@@ -346,7 +343,7 @@ async fn dry_run_policy_sends_only_dry_runs_and_fills_status_and_report() {
     assert!(zone["status"]["lastEvictionRound"].is_null(), "{zone}");
 
     // `tidal report` against the same live cluster: one cycle, no eviction sent...
-    let kubeconfig = server.kubeconfig(dir.path(), "reporter");
+    let kubeconfig = server.kubeconfig("reporter");
     let report = |verify: bool| {
         let mut argv = vec![
             "tidal".to_owned(),
@@ -418,8 +415,7 @@ async fn dry_run_policy_sends_only_dry_runs_and_fills_status_and_report() {
 /// untouched by the dry runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_dry_run_plan_is_verified_within_its_budget_and_leaves_real_evictions_their_pace() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     server.apply(node("rev-1", Some("rz")));
     server.apply(zone("rz", &closed_window(), "1m"));
     // Named to be planned first: before the fix, its dry runs took the tokens and the cycle's time.
@@ -438,9 +434,7 @@ async fn a_large_dry_run_plan_is_verified_within_its_budget_and_leaves_real_evic
         server.apply(preemptable(pod("shop", &format!("s-{i}"), "rev-1")));
     }
     let budget = BUDGET.to_string();
-    let controller = Controller::start_configured(
-        &server,
-        dir.path(),
+    let controller = server.controller_configured(
         "a",
         &[
             "--leader-elect",
@@ -526,8 +520,7 @@ async fn run_cli(argv: Vec<String>) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn policy_edit_takes_effect_without_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     base(&server, "1h", "Evict");
     server.update("deschedulingpolicies", "", "tdm", |p| {
         p["spec"]["namespaces"] = json!({"include": ["other"]});
@@ -535,7 +528,7 @@ async fn policy_edit_takes_effect_without_restart() {
         p["spec"]["interval"] = json!("1h");
     });
     server.apply(pod(NS, "misplaced", "rev-1"));
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
     eventually("a first cycle", || {
         policy_status(&server, "tdm")["planned"]
             .is_number()
@@ -569,13 +562,12 @@ async fn policy_edit_takes_effect_without_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transient_errors_are_retried_within_the_cycle() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     server.set_eviction_effect(EvictionEffect::Terminate);
     base(&server, "1h", "Evict");
     server.apply(pod(NS, "misplaced", "rev-1"));
     server.fail_evictions(&[500, 503]);
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
     eventually("the eviction to go through", || {
         (!accepted(&server.evictions(), "misplaced").is_empty()).then_some(())
     })
@@ -603,15 +595,14 @@ async fn transient_errors_are_retried_within_the_cycle() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_with_an_unreadable_budget_is_not_evicted_and_warned_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     base(&server, "1s", "Evict");
     server.apply(annotated(
         preemptable(pod(NS, "bad-budget", "rev-1")),
         "volcano.sh/jdb-max-unavailable",
         "lots",
     ));
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
     controller.wait_cycles(4.0).await;
 
     assert_eq!(real_attempts(&server.evictions(), "bad-budget"), 0);
@@ -669,8 +660,7 @@ fn skipped(status: &serde_json::Value, gate: &str) -> u64 {
 /// Volcano installed: PodGroups are watched, and a PodGroup's budget limits its job.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_podgroup_budget_applies_when_the_crd_is_served() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     server.serve_podgroups(true);
     base(&server, "1h", "Evict");
     server.apply(podgroup(
@@ -684,7 +674,7 @@ async fn a_podgroup_budget_applies_when_the_crd_is_served() {
             "pg",
         ));
     }
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
     let status = eventually("the first round", || {
         let status = policy_status(&server, "tdm");
         (status["evicted"] == json!(1)).then_some(status)
@@ -704,8 +694,7 @@ async fn a_podgroup_budget_applies_when_the_crd_is_served() {
 /// preemptable setting apply); uninstalled: they are forgotten.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_podgroup_crd_installed_later_is_watched_and_one_removed_is_forgotten() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     base(&server, "1h", "Evict");
     // Nothing to evict yet: the policy looks at another namespace.
     server.update("deschedulingpolicies", "", "tdm", |p| {
@@ -715,7 +704,7 @@ async fn a_podgroup_crd_installed_later_is_watched_and_one_removed_is_forgotten(
     for i in 0..2 {
         server.apply(in_group(pod(NS, &format!("m-{i}"), "rev-1"), "pg"));
     }
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
     eventually("a first cycle", || {
         policy_status(&server, "tdm")["planned"]
             .is_number()
@@ -762,10 +751,10 @@ async fn a_podgroup_crd_installed_later_is_watched_and_one_removed_is_forgotten(
 
 /// Starts a controller on the base cluster plus one pod to evict, and waits for the eviction: the
 /// sign that every kind listed (nothing plans before) and a cycle ran.
-async fn evict_one_misplaced_pod(server: &FakeApiServer, dir: &std::path::Path) -> Controller {
+async fn evict_one_misplaced_pod(server: &Scenario) -> Controller {
     base(server, "1h", "Evict");
     server.apply(pod(NS, "misplaced", "rev-1"));
-    let controller = Controller::start(server, dir, "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
     eventually("the eviction, once every kind is synced", || {
         (!accepted(&server.evictions(), "misplaced").is_empty()).then_some(())
     })
@@ -778,10 +767,9 @@ async fn evict_one_misplaced_pod(server: &FakeApiServer, dir: &std::path::Path) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn protobuf_when_the_server_speaks_it_json_when_it_does_not() {
     for protobuf in [true, false] {
-        let dir = tempfile::tempdir().unwrap();
-        let server = FakeApiServer::start().await;
+        let server = Scenario::start().await;
         server.speak_protobuf(protobuf);
-        let controller = evict_one_misplaced_pod(&server, dir.path()).await;
+        let controller = evict_one_misplaced_pod(&server).await;
         assert_eq!(
             server.protobuf_answers() > 0,
             protobuf,
@@ -797,10 +785,9 @@ async fn protobuf_when_the_server_speaks_it_json_when_it_does_not() {
 /// retries those by itself.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unclear_podgroup_check_is_retried_rather_than_taken_for_a_crd() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     server.fail_requests("GET", "/podgroups", &[500, 403]);
-    let controller = evict_one_misplaced_pod(&server, dir.path()).await;
+    let controller = evict_one_misplaced_pod(&server).await;
     let probes: Vec<u16> = server
         .requests()
         .iter()
@@ -814,10 +801,9 @@ async fn an_unclear_podgroup_check_is_retried_rather_than_taken_for_a_crd() {
 /// A failed list is retried by the watcher; planning waits for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_initial_list_is_retried_before_any_cycle() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     server.fail_requests("GET", "/api/v1/pods", &[500, 500]);
-    let controller = evict_one_misplaced_pod(&server, dir.path()).await;
+    let controller = evict_one_misplaced_pod(&server).await;
     let metrics = controller.metrics().await;
     assert!(
         metric_sum(&metrics, r#"tidal_watch_errors_total{kind="Pod"}"#) >= 2.0,
@@ -830,11 +816,10 @@ async fn a_failed_initial_list_is_retried_before_any_cycle() {
 /// reason alone would keep the first cycle's numbers), on the policy's uid.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_distinct_cycle_summary_is_its_own_event() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     base(&server, "1s", "Evict");
     server.apply(pod(NS, "m-0", "rev-1"));
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
     let has_note = |text: &str| {
         events_about(&server, "tdm", "Cycle")
             .iter()
@@ -862,14 +847,13 @@ async fn every_distinct_cycle_summary_is_its_own_event() {
 /// pods count as leaving until the watch catches up, so later rounds do not propose them again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gone_and_replaced_answers_are_not_evictions_and_not_proposed_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     base(&server, "1s", "Evict");
     // The server says so, but its watch does not (yet): the pods stay listed.
     server.fail_evictions(&[404, 409]);
     server.apply(pod(NS, "p1", "rev-1"));
     server.apply(pod(NS, "p2", "rev-1"));
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
     let skipped_gone =
         |metrics: &str| metric_sum(metrics, r#"tidal_skips_total{policy="tdm",gate="gone"}"#);
     // Both counted (the cycle counts once its write-back is done).
@@ -904,19 +888,14 @@ async fn gone_and_replaced_answers_are_not_evictions_and_not_proposed_again() {
 /// retry gets 404. That is this eviction, counted once: status, event, round.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eviction_whose_answer_was_lost_counts_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     base(&server, "1h", "Evict");
     one_cycle_only(&server);
     server.eviction_faults(&[EvictionFault::LateAnswer(std::time::Duration::from_secs(3))]);
     server.apply(pod(NS, "misplaced", "rev-1"));
-    let controller = Controller::start_configured(
-        &server,
-        dir.path(),
-        "a",
-        &["--leader-elect", "false"],
-        |config| config.eviction.request_timeout = std::time::Duration::from_millis(500),
-    );
+    let controller = server.controller_configured("a", &["--leader-elect", "false"], |config| {
+        config.eviction.request_timeout = std::time::Duration::from_millis(500)
+    });
     let status = eventually("the status", || {
         let status = policy_status(&server, "tdm");
         status["planned"].is_number().then_some(status)
@@ -950,14 +929,13 @@ async fn an_eviction_whose_answer_was_lost_counts_once() {
 /// A pod under two PodDisruptionBudgets gets a 500 that no retry fixes: sent once, skipped as error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_under_two_budgets_is_not_retried() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     base(&server, "1h", "Evict");
     one_cycle_only(&server);
     server.apply(labelled(pod(NS, "doubly", "rev-1"), "app", "db"));
     server.apply(pdb(NS, "one", "db", 0));
     server.apply(pdb(NS, "two", "db", 0));
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
     let status = eventually("the status", || {
         let status = policy_status(&server, "tdm");
         status["planned"].is_number().then_some(status)
@@ -992,12 +970,11 @@ async fn an_attempt_ends_at_the_deadline_or_when_leadership_lapses() {
     use tidal::controller::evictor::{Always, EvictionRequest, Evictor, EvictorConfig, Outcome};
     use tokio::time::Instant;
 
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     server.apply(pod(NS, "stuck", "rev-1"));
     // Far longer than the test is allowed to take.
     server.set_eviction_delay(Duration::from_secs(3600));
-    let kubeconfig = server.kubeconfig(dir.path(), "t");
+    let kubeconfig = server.kubeconfig("t");
     let config = tidal::runtime::ClientArgs {
         kubeconfig: Some(kubeconfig),
         context: None,

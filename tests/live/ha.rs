@@ -54,19 +54,18 @@ fn evicted_by(server: &FakeApiServer, pod: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_lease_holder_evicts_and_standbys_take_over() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     // Evicted pods terminate as on a real cluster, so a new leader sees them leaving.
     server.set_eviction_effect(EvictionEffect::Terminate);
     one_closed_zone(&server, "1s");
     server.apply(pod(NS, "v1", "rev-1"));
 
-    let a = Controller::start(&server, dir.path(), "a", &[]);
+    let a = server.controller_with("a", &[]);
     eventually("a to hold the lease", || {
         (holder(&server).as_deref() == Some("a")).then_some(())
     })
     .await;
-    let b = Controller::start(&server, dir.path(), "b", &[]);
+    let b = server.controller_with("b", &[]);
     eventually("v1 evicted", || {
         (!evicted_by(&server, "v1").is_empty()).then_some(())
     })
@@ -89,7 +88,7 @@ async fn only_the_lease_holder_evicts_and_standbys_take_over() {
     .await;
 
     // Crash: b dies without releasing; c waits out the lease on its own clock, then leads.
-    let c = Controller::start(&server, dir.path(), "c", &[]);
+    let c = server.controller_with("c", &[]);
     eventually("c to poll the lease as a standby", || {
         server
             .requests()
@@ -127,11 +126,10 @@ async fn only_the_lease_holder_evicts_and_standbys_take_over() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_whose_lease_is_taken_stops_at_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     server.set_eviction_effect(EvictionEffect::Terminate);
     one_closed_zone(&server, "1h");
-    let a = Controller::start(&server, dir.path(), "a", &[]);
+    let a = server.controller_with("a", &[]);
     eventually("a to lead", || {
         (holder(&server).as_deref() == Some("a")).then_some(())
     })
@@ -183,15 +181,14 @@ const STUCK: Duration = Duration::from_secs(3600);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_abandons_slow_requests_after_the_grace_period_and_releases_the_lease() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     // An eviction that hangs.
     server.set_eviction_delay(STUCK);
     one_closed_zone(&server, "1h");
     for name in ["v1", "v2", "v3"] {
         server.apply(pod(NS, name, "rev-1"));
     }
-    let a = start_patient(&server, dir.path(), "200ms");
+    let a = start_patient(&server, "200ms");
     eventually("the first eviction in flight", || {
         (sent(&server) == 1).then_some(())
     })
@@ -205,10 +202,8 @@ async fn sigterm_abandons_slow_requests_after_the_grace_period_and_releases_the_
 
 /// A leader that sends one eviction at a time and would wait for a stuck one as long as it takes
 /// (request timeout, cycle deadline): only the shutdown grace period can end it.
-fn start_patient(server: &FakeApiServer, dir: &std::path::Path, grace: &str) -> Controller {
-    Controller::start_configured(
-        server,
-        dir,
+fn start_patient(server: &Scenario, grace: &str) -> Controller {
+    server.controller_configured(
         "a",
         &[
             "--eviction-concurrency",
@@ -234,15 +229,14 @@ fn sent(server: &FakeApiServer) -> usize {
 /// pod's event) before the lease goes, so a standby does not start a new round at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_mid_round_records_the_round_and_events_before_releasing() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     server.set_eviction_effect(EvictionEffect::Terminate);
     one_closed_zone(&server, "1h");
     server.apply(pod(NS, "v1", "rev-1"));
     server.apply(pod(NS, "v2", "rev-1"));
     // The first eviction goes through, the second hangs.
     server.eviction_faults(&[EvictionFault::None, EvictionFault::Delay(STUCK)]);
-    let a = start_patient(&server, dir.path(), "300ms");
+    let a = start_patient(&server, "300ms");
     eventually("one eviction done, the next in flight", || {
         (sent(&server) == 2).then_some(())
     })
@@ -294,11 +288,10 @@ async fn sigterm_mid_round_records_the_round_and_events_before_releasing() {
 /// to learn who holds the lease, and acts again once it renews.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_that_cannot_renew_stops_acting_until_it_can() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     server.set_eviction_effect(EvictionEffect::Terminate);
     one_closed_zone(&server, "1s");
-    let a = Controller::start(&server, dir.path(), "a", &[]);
+    let a = server.controller_with("a", &[]);
     eventually("a to lead", || {
         (holder(&server).as_deref() == Some("a")).then_some(())
     })
@@ -326,11 +319,10 @@ async fn a_leader_that_cannot_renew_stops_acting_until_it_can() {
 /// The binary itself: SIGTERM stops it cleanly (exit 0) and hands the lease back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_releases_its_lease_on_sigterm() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     one_closed_zone(&server, "1h");
     server.apply(pod(NS, "v1", "rev-1"));
-    let kubeconfig = server.kubeconfig(dir.path(), "bin");
+    let kubeconfig = server.kubeconfig("bin");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_tidal"))
         .args(["run", "--kubeconfig"])
         .arg(&kubeconfig)

@@ -79,6 +79,60 @@ pub fn metric_sum(exposition: &str, prefix: &str) -> f64 {
         .sum()
 }
 
+/// The opening most end-to-end tests share: a fake API server and a scratch folder for kubeconfigs,
+/// dropped together at the end of the test. Derefs to the server, so objects are applied to it
+/// directly.
+pub struct Scenario {
+    server: FakeApiServer,
+    dir: tempfile::TempDir,
+}
+
+impl Scenario {
+    pub async fn start() -> Scenario {
+        Scenario {
+            server: FakeApiServer::start().await,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A kubeconfig for the server whose bearer token is `identity`.
+    pub fn kubeconfig(&self, identity: &str) -> std::path::PathBuf {
+        self.server.kubeconfig(self.dir.path(), identity)
+    }
+
+    /// The one controller of a test that is not about leader election: identity `a`, no lease.
+    pub fn controller(&self) -> Controller {
+        self.controller_with("a", &["--leader-elect", "false"])
+    }
+
+    /// `tidal run` with identity `identity` and the given extra flags.
+    pub fn controller_with(&self, identity: &str, flags: &[&str]) -> Controller {
+        Controller::start(&self.server, self.dir.path(), identity, flags)
+    }
+
+    /// As [`Scenario::controller_with`], with knobs that have no flag changed by `tweak`.
+    pub fn controller_configured(
+        &self,
+        identity: &str,
+        flags: &[&str],
+        tweak: impl FnOnce(&mut controller::ControllerConfig),
+    ) -> Controller {
+        Controller::start_configured(&self.server, self.dir.path(), identity, flags, tweak)
+    }
+}
+
+impl std::ops::Deref for Scenario {
+    type Target = FakeApiServer;
+
+    fn deref(&self) -> &FakeApiServer {
+        &self.server
+    }
+}
+
 /// A running controller.
 pub struct Controller {
     pub identity: String,

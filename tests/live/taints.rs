@@ -45,8 +45,7 @@ fn taints_of(server: &FakeApiServer, node: &str) -> Value {
 
 #[tokio::test]
 async fn taints_follow_the_zone_and_keep_everyone_elses() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     let gpu = json!({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"});
     server.apply(with_taints(node("rev-1", Some("rz")), json!([gpu])));
     server.apply(with_taints(
@@ -56,7 +55,7 @@ async fn taints_follow_the_zone_and_keep_everyone_elses() {
     server.apply(node("std-1", None));
     server.apply(zone("rz", &closed_window(), "1m"));
     let client = ClientArgs {
-        kubeconfig: Some(server.kubeconfig(dir.path(), "t")),
+        kubeconfig: Some(server.kubeconfig("t")),
         context: None,
     }
     .client()
@@ -115,13 +114,12 @@ async fn taints_follow_the_zone_and_keep_everyone_elses() {
 /// and the taint goes once the zone is edited open, without a restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_controller_keeps_the_taint_in_line_with_the_zone() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     server.apply(node("rev-1", Some("rz")));
     server.apply(node("std-1", None));
     server.apply(zone("rz", &closed_window(), "1m"));
     server.apply(policy("tdm", "Evict", "200ms"));
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
     let ours = json!([{"key": "tidal.dev/zone-closed", "value": "rz", "effect": "NoSchedule"}]);
 
     eventually("the closed zone's node is tainted", || {
@@ -144,17 +142,12 @@ async fn the_controller_keeps_the_taint_in_line_with_the_zone() {
 /// `--zone-taints=false` (chart value `zoneTaints.enabled: false`): nodes are never patched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zone_taints_off_leaves_nodes_alone() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     server.apply(node("rev-1", Some("rz")));
     server.apply(zone("rz", &closed_window(), "1m"));
     server.apply(policy("tdm", "Evict", "200ms"));
-    let controller = Controller::start(
-        &server,
-        dir.path(),
-        "a",
-        &["--leader-elect", "false", "--zone-taints", "false"],
-    );
+    let controller =
+        server.controller_with("a", &["--leader-elect", "false", "--zone-taints", "false"]);
     controller.wait_cycles(3.0).await;
     assert_eq!(taints_of(&server, "rev-1"), Value::Null);
     let node_writes = server
@@ -171,13 +164,12 @@ async fn zone_taints_off_leaves_nodes_alone() {
 /// rather than at the zone's next transition.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn taints_follow_node_changes_and_failed_patches_are_retried_without_policies() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     server.apply(node("rev-1", Some("rz")));
     server.apply(node("std-1", None));
     server.apply(zone("rz", &closed_window(), "1m"));
     server.fail_requests("PATCH", "/nodes/rev-1", &[500, 500, 500]);
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
     let ours = json!([{"key": "tidal.dev/zone-closed", "value": "rz", "effect": "NoSchedule"}]);
 
     eventually("the node tainted despite failed patches", || {

@@ -7,8 +7,7 @@ use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_object_is_skipped_and_counted_not_fatal_for_its_kind() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     server.apply(node("rev-1", Some("rz")));
     server.apply(zone("rz", &closed_window(), "1s"));
     server.apply(policy("tdm", "Evict", "200ms"));
@@ -21,7 +20,7 @@ async fn an_unreadable_object_is_skipped_and_counted_not_fatal_for_its_kind() {
     bad_pod["spec"]["containers"] = json!("not a list");
     server.apply(bad_pod);
 
-    let controller = Controller::start(&server, dir.path(), "a", &["--leader-elect", "false"]);
+    let controller = server.controller();
     eventually("the readable pod evicted", || {
         (!accepted(&server.evictions(), "good").is_empty()).then_some(())
     })

@@ -80,12 +80,9 @@ fn evicted_from_busy(server: &FakeApiServer) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn measured_usage_drives_low_node_utilization() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     hot_node_cluster(&server);
-    let controller = Controller::start(
-        &server,
-        dir.path(),
+    let controller = server.controller_with(
         "a",
         &["--leader-elect", "false", "--usage-poll-interval", "100ms"],
     );
@@ -107,12 +104,9 @@ async fn measured_usage_drives_low_node_utilization() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_polling_no_usage_is_invented() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = FakeApiServer::start().await;
+    let server = Scenario::start().await;
     hot_node_cluster(&server);
-    let controller = Controller::start(
-        &server,
-        dir.path(),
+    let controller = server.controller_with(
         "a",
         &["--leader-elect", "false", "--usage-poll-interval", "0s"],
     );
