@@ -102,7 +102,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "2m")]
     pub cycle_timeout: GoDuration,
     /// Server-side dry-run evictions a cycle sends to verify the plans of DryRun policies (all of
-    /// them together, in plan order), paced at --eviction-qps by a bucket of their own, so they never
+    /// them together, the longest unchecked first, so a plan larger than N is checked in turn over
+    /// the cycles), paced at --eviction-qps by a bucket of their own, so they never
     /// delay real evictions. The rest of a DryRun plan is reported as planned and unverified.
     #[arg(long, value_name = "N", default_value_t = controller::cycle::DEFAULT_DRY_RUN_VERIFY_PER_CYCLE)]
     pub dry_run_verify_per_cycle: usize,

@@ -2,7 +2,7 @@
 //! then record rounds, write status and events, count metrics.
 
 use std::{
-    collections::{BTreeMap, BTreeSet, HashMap},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -41,7 +41,8 @@ pub struct CycleSettings {
     /// Policy intervals are never shorter than this.
     pub min_interval: Duration,
     /// Server-side dry runs a cycle sends to verify the plans of DryRun policies (all of them
-    /// together, in plan order); the rest of those plans is reported as planned but unverified.
+    /// together, the longest unchecked first); the rest of those plans is reported as planned but
+    /// unverified.
     pub dry_run_verify_per_cycle: usize,
 }
 
@@ -60,7 +61,8 @@ impl Default for CycleSettings {
 }
 
 /// How many of each plan's evictions the cycle sends: all of an Evict policy's, and of DryRun
-/// policies' only as many dry runs as the cycle's verification budget has left, in plan order.
+/// policies' only as many dry runs as the cycle's verification budget has left, the longest unchecked first (see
+/// [`order_for_verification`]).
 pub fn sends(plans: &[Plan], verify_budget: usize) -> Vec<usize> {
     let mut left = verify_budget;
     plans
@@ -74,6 +76,47 @@ pub fn sends(plans: &[Plan], verify_budget: usize) -> Vec<usize> {
             }
         })
         .collect()
+}
+
+/// When each pod's planned eviction was last checked by a dry run (accepted or refused by the API
+/// server). A stable DryRun plan larger than the cycle's verification budget would otherwise have
+/// the same first evictions checked every cycle and the rest never.
+pub type LastVerified = HashMap<ObjectKey, Timestamp>;
+
+/// Puts each DryRun plan's evictions in the order they are to be verified: never checked first,
+/// then the longest unchecked, plan order among equals. Evict plans keep plan order: that is the
+/// order the gates admitted them in. The planned set is unchanged, only the order is.
+pub fn order_for_verification(plans: &mut [Plan], last_verified: &LastVerified) {
+    for plan in plans.iter_mut().filter(|p| p.mode == PolicyMode::DryRun) {
+        // `None` sorts before any instant: never checked comes first. The sort is stable.
+        plan.evictions
+            .sort_by_key(|e| last_verified.get(&e.candidate.pod.key).copied());
+    }
+}
+
+/// Records the dry runs the API server answered, and forgets pods no DryRun plan holds any more
+/// (so the record stays as large as the plans, not as large as every pod ever planned).
+pub fn record_verified(
+    last_verified: &mut LastVerified,
+    policies: &[PolicyResult],
+    now: Timestamp,
+) {
+    let planned: HashSet<&ObjectKey> = policies
+        .iter()
+        .filter(|p| p.plan.mode == PolicyMode::DryRun)
+        .flat_map(|p| p.plan.evictions.iter().map(|e| &e.candidate.pod.key))
+        .collect();
+    last_verified.retain(|key, _| planned.contains(key));
+    for policy in policies
+        .iter()
+        .filter(|p| p.plan.mode == PolicyMode::DryRun)
+    {
+        for (eviction, outcome) in policy.results() {
+            if matches!(outcome, Outcome::WouldEvict | Outcome::Refused { .. }) {
+                last_verified.insert(eviction.candidate.pod.key.clone(), now);
+            }
+        }
+    }
 }
 
 /// Why a DryRun policy's planned eviction was not checked this cycle.
@@ -274,6 +317,7 @@ pub struct Runtime {
     pub settings: CycleSettings,
     /// The plan's warnings as last logged.
     pub warned: BTreeSet<String>,
+    pub last_verified: LastVerified,
 }
 
 impl Runtime {
@@ -342,7 +386,7 @@ impl Runtime {
             .filter_map(|name| self.snapshot.policies.get(name).cloned())
             .collect();
         let refs: Vec<&PolicyInfo> = selected.iter().map(AsRef::as_ref).collect();
-        let cycle = planner::plan_all_with(&self.snapshot, &refs, now, SKIP_ROWS);
+        let mut cycle = planner::plan_all_with(&self.snapshot, &refs, now, SKIP_ROWS);
         self.metrics
             .plan_duration
             .observe(started.elapsed().as_secs_f64());
@@ -366,6 +410,7 @@ impl Runtime {
 
         let deadline = started + self.settings.timeout;
         let rounds_recorded = Mutex::new(BTreeSet::new());
+        order_for_verification(&mut cycle.plans, &self.last_verified);
         let sends = sends(&cycle.plans, self.settings.dry_run_verify_per_cycle);
         // Real evictions and dry runs go side by side, each paced by its own bucket: verifying a
         // DryRun plan never holds back an Evict policy's evictions, before or after it.
@@ -382,7 +427,7 @@ impl Runtime {
         };
         let (real, dry) = futures::join!(act_on(PolicyMode::Evict), act_on(PolicyMode::DryRun));
         let mut outcomes: BTreeMap<usize, Vec<Outcome>> = real.into_iter().chain(dry).collect();
-        let policies = cycle
+        let policies: Vec<PolicyResult> = cycle
             .plans
             .into_iter()
             .enumerate()
@@ -391,6 +436,7 @@ impl Runtime {
                 PolicyResult::new(plan, outcomes)
             })
             .collect();
+        record_verified(&mut self.last_verified, &policies, now);
         let result = CycleResult {
             now,
             zones: cycle.zones,
@@ -861,5 +907,99 @@ mod tests {
             t.skips,
             BTreeMap::from([(skip("budget"), 1), (skip("pdb"), 1)])
         );
+    }
+
+    fn keys(plan: &Plan) -> Vec<String> {
+        plan.evictions
+            .iter()
+            .map(|e| e.candidate.pod.key.to_string())
+            .collect()
+    }
+
+    /// One cycle of a stable plan: order, send within the budget, every dry run sent is answered.
+    fn verify_once(
+        plans: &[Plan],
+        budget: usize,
+        last: &mut LastVerified,
+        at: &str,
+    ) -> Vec<String> {
+        let mut plans = plans.to_vec();
+        order_for_verification(&mut plans, last);
+        let sent = sends(&plans, budget);
+        let results: Vec<PolicyResult> = plans
+            .into_iter()
+            .zip(sent)
+            .map(|(plan, n)| PolicyResult::new(plan, vec![Outcome::WouldEvict; n]))
+            .collect();
+        let verified = results
+            .iter()
+            .flat_map(|r| r.results())
+            .filter(|(_, outcome)| **outcome == Outcome::WouldEvict)
+            .map(|(e, _)| e.candidate.pod.key.to_string())
+            .collect();
+        record_verified(last, &results, at.parse().unwrap());
+        verified
+    }
+
+    #[test]
+    fn a_stable_dry_run_plan_larger_than_the_budget_is_verified_in_turn() {
+        let names: Vec<String> = (0..10).map(|i| format!("p{i}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let plans = [dry_run(plan("dry", &names, &[]))];
+        let mut last = LastVerified::new();
+        let cycles: Vec<Vec<String>> = [
+            "2026-11-22T04:00:00Z",
+            "2026-11-22T04:01:00Z",
+            "2026-11-22T04:02:00Z",
+            "2026-11-22T04:03:00Z",
+        ]
+        .iter()
+        .map(|at| verify_once(&plans, 4, &mut last, at))
+        .collect();
+        let ns = |names: &[&str]| names.iter().map(|n| format!("ns/{n}")).collect::<Vec<_>>();
+        assert_eq!(cycles[0], ns(&["p0", "p1", "p2", "p3"]));
+        assert_eq!(cycles[1], ns(&["p4", "p5", "p6", "p7"]));
+        // The two never checked, then the two checked longest ago, in plan order.
+        assert_eq!(cycles[2], ns(&["p8", "p9", "p0", "p1"]));
+        assert_eq!(cycles[3], ns(&["p2", "p3", "p4", "p5"]));
+    }
+
+    #[test]
+    fn verification_order_leaves_evict_plans_and_the_planned_set_alone() {
+        let mut plans = vec![
+            plan("evict", &["e1", "e2", "e3"], &[]),
+            dry_run(plan("dry", &["d1", "d2", "d3"], &[])),
+        ];
+        let at: Timestamp = "2026-11-22T04:00:00Z".parse().unwrap();
+        let last: LastVerified = [
+            (ObjectKey::new("ns", "e1"), at),
+            (ObjectKey::new("ns", "d1"), at),
+        ]
+        .into();
+        order_for_verification(&mut plans, &last);
+        assert_eq!(keys(&plans[0]), ["ns/e1", "ns/e2", "ns/e3"]);
+        assert_eq!(keys(&plans[1]), ["ns/d2", "ns/d3", "ns/d1"]);
+    }
+
+    #[test]
+    fn only_answered_dry_runs_count_as_verified_and_pods_that_left_the_plan_are_forgotten() {
+        let at: Timestamp = "2026-11-22T04:00:00Z".parse().unwrap();
+        let mut last: LastVerified = [(ObjectKey::new("ns", "gone-from-plan"), at)].into();
+        let results = vec![PolicyResult::new(
+            dry_run(plan("dry", &["ok", "pdb", "late", "failed"], &[])),
+            vec![
+                Outcome::WouldEvict,
+                Outcome::Refused {
+                    reason: SkipReason::Pdb,
+                    detail: "budget".into(),
+                },
+                Outcome::Abandoned("out of time".into()),
+                Outcome::Failed("403".into()),
+            ],
+        )];
+        record_verified(&mut last, &results, at);
+        let mut verified: Vec<String> = last.keys().map(ToString::to_string).collect();
+        verified.sort();
+        assert_eq!(verified, ["ns/ok", "ns/pdb"]);
     }
 }

@@ -192,6 +192,7 @@ pub async fn run_with_clients(
         metrics,
         settings: config.cycle.clone(),
         warned: Default::default(),
+        last_verified: Default::default(),
     };
     control_loop(&mut runtime, &config, leader, &shutdown).await;
 
