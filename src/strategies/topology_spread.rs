@@ -4,7 +4,9 @@
 //!
 //! Domains are the values of the constraint's `topologyKey` on the nodes eligible for it
 //! (`nodeAffinityPolicy: Honor`, the default, keeps only nodes the pod's node selector and required
-//! affinity allow; `nodeTaintsPolicy: Honor` also drops nodes with untolerated taints). Only pods that
+//! affinity allow; `nodeTaintsPolicy: Honor` also drops nodes with untolerated taints), and that
+//! tidal's own placement rules let the pods run on (a non-preemptable pod's domains never include
+//! revocable nodes): a domain the pods may not enter is no imbalance to correct. Only pods that
 //! declare the same constraint are evicted; the strategy's `labelSelector` only limits which of them.
 
 use std::{
@@ -110,6 +112,7 @@ impl TopologySpread {
                     &constraint.node_affinity_policy,
                     &constraint.node_taints_policy,
                     (honor_affinity || honor_taints).then_some(pod.constraints.signature),
+                    ctx.placement_key(pod),
                 ))
                 .unwrap_or_default();
                 let namespace = pod.key.namespace.as_str();
@@ -131,10 +134,11 @@ impl TopologySpread {
         out
     }
 
-    fn eligible(&self, group: &Group<'_>, node: &NodeInfo) -> bool {
+    fn eligible(&self, ctx: &PlanContext<'_>, group: &Group<'_>, node: &NodeInfo) -> bool {
         let constraint = &group.constraint;
-        (constraint.node_affinity_policy.as_deref() == Some("Ignore")
-            || group.sample.constraints.matches_node(node))
+        ctx.may_run_on(group.sample, node)
+            && (constraint.node_affinity_policy.as_deref() == Some("Ignore")
+                || group.sample.constraints.matches_node(node))
             && (constraint.node_taints_policy.as_deref() != Some("Honor")
                 || group
                     .sample
@@ -154,8 +158,9 @@ impl TopologySpread {
         let honor_affinity = constraint.node_affinity_policy.as_deref() != Some("Ignore");
         let honor_taints = constraint.node_taints_policy.as_deref() == Some("Honor");
         let key = format!(
-            "{}|{}|{}",
+            "{}|{}|{}|{}",
             constraint.topology_key,
+            ctx.placement_key(group.sample),
             if honor_affinity {
                 placement.signature
             } else {
@@ -173,7 +178,7 @@ impl TopologySpread {
                 let Some(value) = node.labels.get(&constraint.topology_key) else {
                     continue;
                 };
-                if !self.eligible(group, node) {
+                if !self.eligible(ctx, group, node) {
                     continue;
                 }
                 let index = *index_of.entry(value.as_str()).or_insert_with(|| {
@@ -681,5 +686,36 @@ mod tests {
             cluster.plan(&format!("{SPREAD}{budget}")).evicted().len(),
             4
         );
+    }
+
+    /// A domain whose only nodes are revocable is no domain for pods tidal's placement rules keep off
+    /// revocable nodes: nobody can balance into it, so it must not count as empty. For preemptable
+    /// pods (the zone is open) it is a domain like any other.
+    #[test]
+    fn a_domain_the_pods_may_not_enter_does_not_count() {
+        let cluster = |preemptable: &str| {
+            let web = |name: &str, node: &str| {
+                web(name, node, "DoNotSchedule").annotation("volcano.sh/preemptable", preemptable)
+            };
+            Cluster::new()
+                .node(node("a1", "4", "8Gi", 110).label("zone", "a"))
+                .node(node("b1", "4", "8Gi", 110).label("zone", "b"))
+                .node(
+                    node("c1", "4", "8Gi", 110)
+                        .label("zone", "c")
+                        .label("volcano.sh/revocable-zone", "rz"),
+                )
+                .zone("rz", "00:00-00:00")
+                .pod(web("a/w1", "a1"))
+                .pod(web("a/w2", "a1"))
+                .pod(web("a/w3", "b1"))
+        };
+        let lax = format!(
+            "mode: Evict\nstrategies:\n  removePodsViolatingTopologySpreadConstraint: {{topologyBalanceNodeFit: false}}\n{BUDGET}"
+        );
+        // a=2, b=1: within maxSkew 1 once c does not count.
+        assert_eq!(cluster("false").plan(&lax).evicted(), Vec::<String>::new());
+        // a=2, b=1, c=0: one of a's must go.
+        assert_eq!(cluster("true").plan(&lax).evicted().len(), 1);
     }
 }
