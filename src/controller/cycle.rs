@@ -17,7 +17,7 @@ use super::schedule::{PolicyClock, Trigger, ZoneClock, zone_clock};
 use crate::{
     api::PolicyMode,
     cluster::{ObjectKey, ObjectKind, PolicyInfo, SharedCache, Snapshot},
-    controller::evictor::{EvictionRequest, Evictor, Guard, Outcome},
+    controller::evictor::{EvictionRequest, Evictor, Guard, Halt, Outcome},
     controller::metrics::{
         EvictionLabels, Metrics, PolicyStrategy, SkipLabels, TriggerLabel, ZoneGauges,
     },
@@ -133,22 +133,22 @@ pub struct ActGuard {
 }
 
 impl Guard for ActGuard {
-    fn may_act(&self, _dry_run: bool) -> Result<(), String> {
+    fn may_act(&self, _dry_run: bool) -> Result<(), Halt> {
         if self.shutdown.is_cancelled() {
-            Err("shutting down".to_owned())
+            Err(Halt::ShuttingDown)
         } else if !self.leader.is_leader() {
-            Err("no longer the leader".to_owned())
+            Err(Halt::NotLeader)
         } else {
             Ok(())
         }
     }
 
-    fn lapsed(&self) -> BoxFuture<'_, String> {
+    fn lapsed(&self) -> BoxFuture<'_, Halt> {
         let mut leader = self.leader.clone();
         Box::pin(async move {
             tokio::select! {
-                () = leader.lost() => "leadership lapsed".to_owned(),
-                () = self.abandon.cancelled() => "shutdown grace period over".to_owned(),
+                () = leader.lost() => Halt::LeadershipLapsed,
+                () = self.abandon.cancelled() => Halt::ShutdownGraceOver,
             }
         })
     }

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use futures::future::BoxFuture;
+use tidal::controller::evictor::Halt;
 
 use crate::support::*;
 use serde_json::json;
@@ -950,14 +951,14 @@ async fn a_pod_under_two_budgets_is_not_retried() {
 struct Lapsing(std::time::Duration);
 
 impl tidal::controller::evictor::Guard for Lapsing {
-    fn may_act(&self, _dry_run: bool) -> Result<(), String> {
+    fn may_act(&self, _dry_run: bool) -> Result<(), Halt> {
         Ok(())
     }
 
-    fn lapsed(&self) -> BoxFuture<'_, String> {
+    fn lapsed(&self) -> BoxFuture<'_, Halt> {
         Box::pin(async move {
             tokio::time::sleep(self.0).await;
-            "leadership lapsed".to_owned()
+            Halt::LeadershipLapsed
         })
     }
 }

@@ -41,14 +41,36 @@ impl Default for EvictorConfig {
     }
 }
 
+/// Why the evictor may not send a request, or must give up one on the wire. `Display` is the
+/// reason status, events and logs show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Halt {
+    ShuttingDown,
+    NotLeader,
+    /// Leadership was lost while a request was on the wire.
+    LeadershipLapsed,
+    ShutdownGraceOver,
+}
+
+impl std::fmt::Display for Halt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Halt::ShuttingDown => "shutting down",
+            Halt::NotLeader => "no longer the leader",
+            Halt::LeadershipLapsed => "leadership lapsed",
+            Halt::ShutdownGraceOver => "shutdown grace period over",
+        })
+    }
+}
+
 /// Asked right before each request is sent: `Err(why)` abandons it.
 pub trait Guard: Send + Sync {
-    fn may_act(&self, dry_run: bool) -> Result<(), String>;
+    fn may_act(&self, dry_run: bool) -> Result<(), Halt>;
 
     /// Resolves (with the reason) once requests already on the wire must be given up: the right to
     /// act has lapsed (leadership lost, shutdown grace over). A request cut off this way may still be
     /// applied by the server, which is why leadership keeps a margin before a standby may take over.
-    fn lapsed(&self) -> BoxFuture<'_, String> {
+    fn lapsed(&self) -> BoxFuture<'_, Halt> {
         Box::pin(std::future::pending())
     }
 }
@@ -56,7 +78,7 @@ pub trait Guard: Send + Sync {
 /// A guard that always allows: one-shot commands (`tidal report --verify`) that only dry-run.
 pub struct Always;
 impl Guard for Always {
-    fn may_act(&self, _dry_run: bool) -> Result<(), String> {
+    fn may_act(&self, _dry_run: bool) -> Result<(), Halt> {
         Ok(())
     }
 }
@@ -155,7 +177,7 @@ impl Evictor {
                     .lock()
                     .await
                     .cancel(Instant::now());
-                return Outcome::Abandoned(why);
+                return Outcome::Abandoned(why.to_string());
             }
             let failure = match self.attempt(request, deadline, guard).await {
                 Attempt::Done(outcome) => {
@@ -165,7 +187,7 @@ impl Evictor {
                 }
                 Attempt::Cut(why) => {
                     warn!(pod = %request.pod, %why, "eviction request cut off; the server may still apply it");
-                    return Outcome::Abandoned(why);
+                    return Outcome::Abandoned(why.to_string());
                 }
                 Attempt::Transient { why, unanswered } => {
                     maybe_applied |= unanswered;
@@ -269,7 +291,7 @@ enum Attempt {
         unanswered: bool,
     },
     /// Given up by the guard while on the wire.
-    Cut(String),
+    Cut(Halt),
 }
 
 /// The final outcome given that an earlier attempt may have been applied: then the pod being gone
