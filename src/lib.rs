@@ -27,5 +27,7 @@ pub mod planner;
 pub mod report;
 pub mod runtime;
 pub mod strategies;
+#[cfg(test)]
+mod testkit;
 pub mod webhook;
 pub mod windows;

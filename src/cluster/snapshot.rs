@@ -188,15 +188,15 @@ impl Snapshot {
 
 #[cfg(test)]
 mod tests {
-    use crate::{cluster::ObjectKey, strategies::testkit::*};
+    use crate::{cluster::ObjectKey, testkit::*};
 
     #[test]
     fn a_pod_with_unreadable_requests_takes_its_slot_and_hides_the_node_s_load() {
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110))
-            .pod(pod("a/fine", "n1", "1", "1Gi"))
-            .pod(pod("a/bad", "n1", "9 cores", "1Gi"))
-            .pod(pod("a/huge", "n1", "1", "5Pi"));
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .pod(pod("a/fine", "n1").requests("1", "1Gi"))
+            .pod(pod("a/bad", "n1").requests("9 cores", "1Gi"))
+            .pod(pod("a/huge", "n1").requests("1", "5Pi"));
         let snapshot = cluster.cache.snapshot();
         let n1 = snapshot.node("n1").unwrap();
         assert_eq!(n1.requested.pods, 3, "every pod takes its slot");
@@ -207,7 +207,11 @@ mod tests {
         assert_eq!(n1.unreadable_requests, 2);
         assert!(!n1.load_known());
         // Finishing and deleting undo exactly what adding did.
-        let mut cluster = cluster.pod(pod("a/bad", "n1", "9 cores", "1Gi").phase("Succeeded"));
+        let mut cluster = cluster.pod(
+            pod("a/bad", "n1")
+                .requests("9 cores", "1Gi")
+                .phase("Succeeded"),
+        );
         cluster
             .cache
             .delete_pod(&ObjectKey::new("a", "huge"), jiff::Timestamp::UNIX_EPOCH);

@@ -635,11 +635,15 @@ mod tests {
     use super::*;
     use crate::{
         framework::{Skipped, StrategyId},
-        strategies::testkit::pod,
+        testkit::pod,
     };
 
     fn candidate(name: &str, zone: Option<&str>) -> Candidate {
-        let pod = Arc::new(pod(&format!("ns/{name}"), "n1", "100m", "64Mi").build());
+        let pod = Arc::new(
+            pod(&format!("ns/{name}"), "n1")
+                .requests("100m", "64Mi")
+                .build(),
+        );
         let candidate = Candidate::new(&pod, StrategyId::Tdm, "zone closed");
         match zone {
             Some(zone) => candidate.in_zone(zone),
@@ -766,16 +770,12 @@ mod tests {
     fn zone_gauges_follow_the_zone_views_and_leave_out_unreadable_zones() {
         let snapshot = {
             let mut cache = crate::cluster::ClusterCache::new();
-            cache.apply_zone(crate::planner::tests::closed_zone("closed"));
-            cache.apply_zone(crate::planner::tests::open_zone("open"));
-            cache.apply_zone(crate::planner::tests::zone(
-                "broken",
-                serde_json::json!({"windows": [{"time": "25:00-26:00"}]}),
-                None,
-            ));
+            cache.apply_zone(crate::testkit::closed_zone("closed").build());
+            cache.apply_zone(crate::testkit::open_zone("open").build());
+            cache.apply_zone(crate::testkit::zone("broken").window("25:00-26:00").build());
             cache.snapshot()
         };
-        let now = crate::planner::tests::ts(crate::planner::tests::NOW);
+        let now = crate::testkit::ts(crate::testkit::NOW);
         let (views, _) = crate::framework::zone_views(&snapshot, now);
         let gauges = zone_gauges(&views, |zone| if zone == "closed" { 3 } else { 0 });
         let by_zone: BTreeMap<&str, &ZoneGauges> =

@@ -165,26 +165,49 @@ impl Gate for Limits {
 
 #[cfg(test)]
 mod tests {
-    use crate::strategies::testkit::*;
+    use crate::testkit::*;
 
     /// Six pods that violate a taint, spread over namespaces, jobs, zones and nodes.
     fn cluster() -> Cluster {
-        let tainted =
-            |name: &str| node(name, "8", "16Gi", 110).taint("maintenance", "yes", "NoSchedule");
+        let tainted = |name: &str| {
+            node(name)
+                .allocatable("8", "16Gi", 110)
+                .taint("maintenance", "yes", "NoSchedule")
+        };
         Cluster::new()
-            .node(
-                tainted("n1")
-                    .label(super::TOPOLOGY_ZONE, "z1")
-                    .label("volcano.sh/revocable-zone", "rz1"),
-            )
+            .node(tainted("n1").label(super::TOPOLOGY_ZONE, "z1").zone("rz1"))
             .node(tainted("n2").label(super::TOPOLOGY_ZONE, "z1"))
             .node(tainted("n3").label(super::TOPOLOGY_ZONE, "z2"))
-            .pod(pod("a/web-1", "n1", "100m", "1Gi").owner("ReplicaSet", "web"))
-            .pod(pod("a/web-2", "n1", "100m", "1Gi").owner("ReplicaSet", "web"))
-            .pod(pod("a/web-3", "n2", "100m", "1Gi").owner("ReplicaSet", "web"))
-            .pod(pod("a/api-1", "n2", "100m", "1Gi").owner("ReplicaSet", "api"))
-            .pod(pod("b/db-1", "n3", "100m", "1Gi").owner("StatefulSet", "db"))
-            .pod(pod("b/db-2", "n3", "100m", "1Gi").owner("StatefulSet", "db"))
+            .pod(
+                pod("a/web-1", "n1")
+                    .requests("100m", "1Gi")
+                    .owned_by("ReplicaSet", "web"),
+            )
+            .pod(
+                pod("a/web-2", "n1")
+                    .requests("100m", "1Gi")
+                    .owned_by("ReplicaSet", "web"),
+            )
+            .pod(
+                pod("a/web-3", "n2")
+                    .requests("100m", "1Gi")
+                    .owned_by("ReplicaSet", "web"),
+            )
+            .pod(
+                pod("a/api-1", "n2")
+                    .requests("100m", "1Gi")
+                    .owned_by("ReplicaSet", "api"),
+            )
+            .pod(
+                pod("b/db-1", "n3")
+                    .requests("100m", "1Gi")
+                    .owned_by("StatefulSet", "db"),
+            )
+            .pod(
+                pod("b/db-2", "n3")
+                    .requests("100m", "1Gi")
+                    .owned_by("StatefulSet", "db"),
+            )
     }
 
     fn plan(limits: &str) -> Outcome {

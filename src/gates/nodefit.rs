@@ -215,16 +215,20 @@ impl Gate for NodeFit {
 
 #[cfg(test)]
 mod tests {
-    use crate::strategies::testkit::*;
+    use crate::testkit::*;
 
     const PLAN: &str = "mode: Evict\nstrategies:\n  podLifeTime: {maxPodLifeTimeSeconds: 86400}\nprotections: {nodeFit: true}\ndefaults: {jobBudget: {maxUnavailable: 100%}}\n";
 
     /// An old 1-core pod (to evict) and a fresh filler of `filler` cores on a 4-core node.
     fn node_with(cluster: Cluster, name: &str, old: &str, filler: &str) -> Cluster {
         cluster
-            .node(node(name, "4", "8Gi", 110))
-            .pod(pod(old, name, "1", "1Gi").created("2026-01-01T00:00:00Z"))
-            .pod(pod(&format!("x/fill-{name}"), name, filler, "1Gi"))
+            .node(node(name).allocatable("4", "8Gi", 110))
+            .pod(
+                pod(old, name)
+                    .requests("1", "1Gi")
+                    .created("2026-09-22T16:00:00Z"),
+            )
+            .pod(pod(&format!("x/fill-{name}"), name).requests(filler, "1Gi"))
     }
 
     #[test]
@@ -234,8 +238,8 @@ mod tests {
         // must find a's second free core. The search used to forget a once it took p2.
         let cluster = node_with(Cluster::new(), "a", "x/p1", "1");
         let cluster = cluster
-            .node(node("b", "4", "8Gi", 110))
-            .pod(pod("x/fill-b", "b", "3", "1Gi"));
+            .node(node("b").allocatable("4", "8Gi", 110))
+            .pod(pod("x/fill-b", "b").requests("3", "1Gi"));
         let cluster = node_with(cluster, "c", "x/p2", "3");
         let mut cluster = node_with(cluster, "d", "x/p3", "3");
         let out = cluster.plan(PLAN);
@@ -246,7 +250,11 @@ mod tests {
             out.skipped()
         );
         // Room is still counted once: a fourth pod of the shape has nowhere left to go.
-        let mut cluster = cluster.pod(pod("x/p4", "d", "1", "1Gi").created("2026-01-04T00:00:00Z"));
+        let mut cluster = cluster.pod(
+            pod("x/p4", "d")
+                .requests("1", "1Gi")
+                .created("2026-09-25T16:00:00Z"),
+        );
         let out = cluster.plan(PLAN);
         assert_eq!(out.evicted(), ["x/p1", "x/p2", "x/p3"]);
         assert_eq!(out.skipped(), ["x/p4 nodefit"]);
@@ -256,10 +264,14 @@ mod tests {
     fn a_node_running_a_pod_with_unreadable_requests_takes_nothing() {
         // n2 looks empty, but one of its pods requests more than tidal can count: it may be full.
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110))
-            .node(node("n2", "4", "8Gi", 110))
-            .pod(pod("x/old", "n1", "1", "1Gi").created("2026-01-01T00:00:00Z"))
-            .pod(pod("x/huge", "n2", "1", "5Pi"));
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .node(node("n2").allocatable("4", "8Gi", 110))
+            .pod(
+                pod("x/old", "n1")
+                    .requests("1", "1Gi")
+                    .created("2026-09-22T16:00:00Z"),
+            )
+            .pod(pod("x/huge", "n2").requests("1", "5Pi"));
         let out = cluster.plan(PLAN);
         assert!(out.evicted().is_empty());
         assert!(
@@ -270,32 +282,43 @@ mod tests {
         );
         // A readable neighbour in the same place leaves room.
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110))
-            .node(node("n2", "4", "8Gi", 2))
-            .pod(pod("x/old", "n1", "1", "1Gi").created("2026-01-01T00:00:00Z"))
-            .pod(pod("x/other", "n2", "100m", "1Gi"));
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .node(node("n2").allocatable("4", "8Gi", 2))
+            .pod(
+                pod("x/old", "n1")
+                    .requests("1", "1Gi")
+                    .created("2026-09-22T16:00:00Z"),
+            )
+            .pod(pod("x/other", "n2").requests("100m", "1Gi"));
         assert_eq!(cluster.plan(PLAN).evicted(), ["x/old"]);
     }
 
     #[test]
     fn destinations_follow_tidals_revocable_zone_rules() {
         // The old pods must fit elsewhere; the only other nodes are revocable: one of an open zone,
-        // one of a closed zone (NOW is 12:00 UTC), both empty.
-        let zone = "volcano.sh/revocable-zone";
-        let old = |name: &str| pod(name, "n1", "1", "1Gi").created("2026-01-01T00:00:00Z");
+        // one of a closed zone (NOW is 04:00 UTC), both empty.
+        let old = |name: &str| {
+            pod(name, "n1")
+                .requests("1", "1Gi")
+                .created("2026-09-22T16:00:00Z")
+        };
         let mut cluster = Cluster::new()
-            .zone("open", "00:00-00:00")
-            .zone("closed", "20:00-06:00")
-            .node(node("n1", "4", "8Gi", 110))
-            .node(node("rev-closed", "4", "8Gi", 110).label(zone, "closed"))
-            .node(node("rev-open", "4", "8Gi", 110).label(zone, "open"))
+            .zone(zone("open").window("00:00-00:00"))
+            .zone(zone("closed").window("08:00-20:00"))
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .node(
+                node("rev-closed")
+                    .allocatable("4", "8Gi", 110)
+                    .zone("closed"),
+            )
+            .node(node("rev-open").allocatable("4", "8Gi", 110).zone("open"))
             // Same shape (constraints, requests) for all three: only the placement rules differ.
             .pod(old("x/a-not-preemptable"))
             .pod(old("x/b-preemptable").annotation("volcano.sh/preemptable", "true"))
             .pod(
                 old("x/c-wants-closed")
                     .annotation("volcano.sh/preemptable", "true")
-                    .annotation(zone, "closed"),
+                    .annotation("volcano.sh/revocable-zone", "closed"),
             );
         let out = cluster.plan(PLAN);
         assert_eq!(out.evicted(), ["x/b-preemptable"], "{:?}", out.skipped());

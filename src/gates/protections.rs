@@ -202,14 +202,18 @@ impl Gate for ProtectionGate {
 
 #[cfg(test)]
 mod tests {
-    use crate::strategies::testkit::*;
+    use crate::testkit::*;
     use serde_json::json;
 
     /// Every pod on the tainted node violates the taint: the protections decide which go.
     fn tainted() -> Cluster {
         Cluster::new()
-            .node(node("n1", "8", "16Gi", 110).taint("maintenance", "yes", "NoSchedule"))
-            .node(node("n2", "8", "16Gi", 110))
+            .node(node("n1").allocatable("8", "16Gi", 110).taint(
+                "maintenance",
+                "yes",
+                "NoSchedule",
+            ))
+            .node(node("n2").allocatable("8", "16Gi", 110))
     }
 
     fn plan(cluster: &mut Cluster, protections: &str) -> Outcome {
@@ -222,13 +226,14 @@ mod tests {
     fn static_and_terminating_pods_are_never_evicted_even_when_annotated() {
         let mut cluster = tainted()
             .pod(
-                pod("kube-system/etcd", "n1", "100m", "1Gi")
-                    .owner("Node", "n1")
+                pod("kube-system/etcd", "n1")
+                    .requests("100m", "1Gi")
+                    .owned_by("Node", "n1")
                     .annotation("kubernetes.io/config.mirror", "abc")
                     .annotation("descheduler.alpha.kubernetes.io/evict", "true"),
             )
-            .pod(pod("a/leaving", "n1", "100m", "1Gi").terminating())
-            .pod(pod("a/plain", "n1", "100m", "1Gi"));
+            .pod(pod("a/leaving", "n1").requests("100m", "1Gi").terminating())
+            .pod(pod("a/plain", "n1").requests("100m", "1Gi"));
         let out = plan(&mut cluster, "{}");
         assert_eq!(out.evicted(), ["a/plain"]);
         assert!(
@@ -236,8 +241,9 @@ mod tests {
             "static pods are not even proposed"
         );
         let mut cluster = tainted().pod(
-            pod("a/static", "n1", "100m", "1Gi")
-                .owner("Node", "n1")
+            pod("a/static", "n1")
+                .requests("100m", "1Gi")
+                .owned_by("Node", "n1")
                 .annotation("descheduler.alpha.kubernetes.io/evict", "true"),
         );
         let out = plan(&mut cluster, "{daemonSetPods: false, barePods: false}");
@@ -248,18 +254,28 @@ mod tests {
     fn default_protections_and_their_switches() {
         let cluster = || {
             tainted()
-                .pod(pod("kube-system/dns", "n1", "100m", "1Gi").priority(2_000_000_000))
                 .pod(
-                    pod("kube-system/proxy", "n1", "100m", "1Gi")
+                    pod("kube-system/dns", "n1")
+                        .requests("100m", "1Gi")
+                        .priority(2_000_000_000),
+                )
+                .pod(
+                    pod("kube-system/proxy", "n1")
+                        .requests("100m", "1Gi")
                         .spec("priorityClassName", json!("system-node-critical")),
                 )
-                .pod(pod("a/ds", "n1", "100m", "1Gi").owner("DaemonSet", "agent"))
                 .pod(
-                    pod("a/scratch", "n1", "100m", "1Gi")
+                    pod("a/ds", "n1")
+                        .requests("100m", "1Gi")
+                        .owned_by("DaemonSet", "agent"),
+                )
+                .pod(
+                    pod("a/scratch", "n1")
+                        .requests("100m", "1Gi")
                         .spec("volumes", json!([{"name": "tmp", "emptyDir": {}}])),
                 )
-                .pod(pod("a/bare", "n1", "100m", "1Gi").bare())
-                .pod(pod("a/pvc", "n1", "100m", "1Gi").spec(
+                .pod(pod("a/bare", "n1").requests("100m", "1Gi").bare())
+                .pod(pod("a/pvc", "n1").requests("100m", "1Gi").spec(
                     "volumes",
                     json!([{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]),
                 ))
@@ -297,8 +313,9 @@ mod tests {
     #[test]
     fn the_evict_annotation_lifts_switchable_protections() {
         let mut cluster = tainted().pod(
-            pod("a/ds", "n1", "100m", "1Gi")
-                .owner("DaemonSet", "agent")
+            pod("a/ds", "n1")
+                .requests("100m", "1Gi")
+                .owned_by("DaemonSet", "agent")
                 .priority(2_000_000_001)
                 .annotation("descheduler.alpha.kubernetes.io/evict", "true"),
         );
@@ -312,16 +329,22 @@ mod tests {
             .namespace("b", &[("tier", "prod")])
             .pdb("a", "covered")
             .pod(
-                pod("a/covered", "n1", "100m", "1Gi")
+                pod("a/covered", "n1")
+                    .requests("100m", "1Gi")
                     .label("app", "covered")
                     .priority(10),
             )
-            .pod(pod("a/uncovered", "n1", "100m", "1Gi").priority(5000))
-            .pod(pod("b/prod", "n1", "100m", "1Gi"))
-            .pod(pod("c/unknown-ns", "n1", "100m", "1Gi"))
             .pod(
-                pod("a/young", "n1", "100m", "1Gi")
-                    .created("2026-03-02T11:30:00Z")
+                pod("a/uncovered", "n1")
+                    .requests("100m", "1Gi")
+                    .priority(5000),
+            )
+            .pod(pod("b/prod", "n1").requests("100m", "1Gi"))
+            .pod(pod("c/unknown-ns", "n1").requests("100m", "1Gi"))
+            .pod(
+                pod("a/young", "n1")
+                    .requests("100m", "1Gi")
+                    .created("2026-11-22T03:30:00Z")
                     .label("app", "covered"),
             );
         let out = plan(&mut cluster, "{podsWithoutPdb: true}");
@@ -358,9 +381,21 @@ mod tests {
     #[test]
     fn min_replicas_counts_the_workload() {
         let mut cluster = tainted()
-            .pod(pod("a/solo", "n1", "100m", "1Gi").owner("ReplicaSet", "solo"))
-            .pod(pod("a/pair-1", "n1", "100m", "1Gi").owner("ReplicaSet", "pair"))
-            .pod(pod("a/pair-2", "n2", "100m", "1Gi").owner("ReplicaSet", "pair"));
+            .pod(
+                pod("a/solo", "n1")
+                    .requests("100m", "1Gi")
+                    .owned_by("ReplicaSet", "solo"),
+            )
+            .pod(
+                pod("a/pair-1", "n1")
+                    .requests("100m", "1Gi")
+                    .owned_by("ReplicaSet", "pair"),
+            )
+            .pod(
+                pod("a/pair-2", "n2")
+                    .requests("100m", "1Gi")
+                    .owned_by("ReplicaSet", "pair"),
+            );
         let out = plan(&mut cluster, "{minReplicas: 2}");
         assert_eq!(out.evicted(), ["a/pair-1"]);
         assert!(out.detail("a/solo").contains("fewer than minReplicas 2"));
@@ -369,16 +404,21 @@ mod tests {
     #[test]
     fn node_fit() {
         let mut cluster = tainted()
-            .node(node("n2", "700m", "16Gi", 110))
+            .node(node("n2").allocatable("700m", "16Gi", 110))
             .node(
-                node("n3", "8", "16Gi", 110)
+                node("n3")
+                    .allocatable("8", "16Gi", 110)
                     .label("disk", "ssd")
                     .unschedulable(),
             )
-            .pod(pod("a/small", "n1", "500m", "1Gi"))
-            .pod(pod("a/second", "n1", "500m", "1Gi"))
-            .pod(pod("a/large", "n1", "2", "1Gi"))
-            .pod(pod("a/ssd", "n1", "100m", "1Gi").spec("nodeSelector", json!({"disk": "ssd"})));
+            .pod(pod("a/small", "n1").requests("500m", "1Gi"))
+            .pod(pod("a/second", "n1").requests("500m", "1Gi"))
+            .pod(pod("a/large", "n1").requests("2", "1Gi"))
+            .pod(
+                pod("a/ssd", "n1")
+                    .requests("100m", "1Gi")
+                    .spec("nodeSelector", json!({"disk": "ssd"})),
+            );
         let out = plan(&mut cluster, "{nodeFit: true}");
         // n2 has room for one 500m pod: the second must not count on the same room.
         assert_eq!(out.evicted(), ["a/second"]);

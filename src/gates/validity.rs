@@ -47,20 +47,17 @@ impl Gate for Validity {
 mod tests {
     use std::collections::HashSet;
 
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     use super::*;
     use crate::{
         api::labels,
-        cluster::{PodInfo, PolicyInfo},
-        planner::tests::{
-            NOW, World, all, annotations, labels, owned_by, pod, podgroup, policy, preemptable,
-            with_context,
-        },
+        cluster::PolicyInfo,
+        testkit::{Cluster, NOW, PodBuilder, pod, podgroup, policy, with_context},
     };
 
     /// What the gate says about `ns/name` (a TDM-style candidate) in `world` under `policy`.
-    fn verdict(world: &mut World, policy: &PolicyInfo, name: &str) -> Result<(), String> {
+    fn verdict(world: &mut Cluster, policy: &PolicyInfo, name: &str) -> Result<(), String> {
         let snapshot = world.snapshot();
         let pod = snapshot
             .pods()
@@ -73,8 +70,12 @@ mod tests {
         })
     }
 
-    fn check(pods: Vec<PodInfo>, name: &str) -> Result<(), String> {
-        verdict(&mut World::new().with(pods), &policy(json!({})), name)
+    fn check(pods: Vec<PodBuilder>, name: &str) -> Result<(), String> {
+        verdict(
+            &mut Cluster::revocable().pods(pods),
+            &policy(json!({})),
+            name,
+        )
     }
 
     fn assert_refused(result: Result<(), String>, expected: &[&str]) {
@@ -84,39 +85,29 @@ mod tests {
         }
     }
 
-    fn job_pod(name: &str, patch: Value) -> PodInfo {
-        pod(
-            "ns",
-            name,
-            "rev-1",
-            all([owned_by("ReplicaSet", "j"), preemptable(), patch]),
-        )
+    fn job_pod(name: &str) -> PodBuilder {
+        pod(&format!("ns/{name}"), "rev-1")
+            .owned_by("ReplicaSet", "j")
+            .preemptable()
     }
 
     #[test]
     fn valid_settings_pass() {
-        let pods = vec![job_pod(
-            "fine",
-            annotations(&[
-                (labels::COOLDOWN_TIME, "5m"),
-                (labels::MAX_UNAVAILABLE[0], "50%"),
-            ]),
-        )];
+        let pods = vec![
+            job_pod("fine")
+                .annotation(labels::COOLDOWN_TIME, "5m")
+                .annotation(labels::MAX_UNAVAILABLE[0], "50%"),
+        ];
         assert_eq!(check(pods, "ns/fine"), Ok(()));
         assert_eq!(
-            check(vec![pod("ns", "bare", "rev-1", json!({}))], "ns/bare"),
+            check(vec![pod("ns/bare", "rev-1").bare()], "ns/bare"),
             Ok(())
         );
     }
 
     #[test]
     fn unreadable_pod_fields() {
-        let pods = vec![pod(
-            "ns",
-            "bad-request",
-            "rev-1",
-            json!({"spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "lots"}}}]}}),
-        )];
+        let pods = vec![pod("ns/bad-request", "rev-1").bare().patch(json!({"spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "lots"}}}]}}))];
         assert_refused(
             check(pods, "ns/bad-request"),
             &["Pod ns/bad-request", "resources.requests.cpu", "lots"],
@@ -127,28 +118,24 @@ mod tests {
     fn invalid_preemptable_on_the_pod_or_its_podgroup() {
         assert_refused(
             check(
-                vec![pod(
-                    "ns",
-                    "p",
-                    "rev-1",
-                    labels(&[(labels::PREEMPTABLE, "yes")]),
-                )],
+                vec![
+                    pod("ns/p", "rev-1")
+                        .bare()
+                        .label(labels::PREEMPTABLE, "yes"),
+                ],
                 "ns/p",
             ),
             &["Pod ns/p", labels::PREEMPTABLE, "\"yes\""],
         );
-        let mut world = World::new();
-        world.cache.apply_podgroup(podgroup(
-            "ns",
-            "g",
-            annotations(&[(labels::PREEMPTABLE, "si")]),
-        ));
-        let mut world = world.with([pod(
-            "ns",
-            "member",
-            "rev-1",
-            annotations(&[(labels::GROUP_NAME, "g")]),
-        )]);
+        let mut world = Cluster::revocable();
+        world.cache.apply_podgroup(
+            podgroup("ns/g")
+                .annotation(labels::PREEMPTABLE, "si")
+                .build(),
+        );
+        let mut world = world.pods([pod("ns/member", "rev-1")
+            .bare()
+            .annotation(labels::GROUP_NAME, "g")]);
         assert_refused(
             verdict(&mut world, &policy(json!({})), "ns/member"),
             &["PodGroup ns/g", labels::PREEMPTABLE, "\"si\""],
@@ -159,21 +146,17 @@ mod tests {
     fn invalid_cooldown_label_first_then_annotation() {
         assert_refused(
             check(
-                vec![job_pod(
-                    "c",
-                    annotations(&[(labels::COOLDOWN_TIME, "10 min")]),
-                )],
+                vec![job_pod("c").annotation(labels::COOLDOWN_TIME, "10 min")],
                 "ns/c",
             ),
             &[labels::COOLDOWN_TIME, "\"10 min\""],
         );
         // A malformed label is not hidden by a good annotation.
-        let both = all([
-            labels(&[(labels::COOLDOWN_TIME, "1d")]),
-            annotations(&[(labels::COOLDOWN_TIME, "1h")]),
-        ]);
+        let both = job_pod("c")
+            .label(labels::COOLDOWN_TIME, "1d")
+            .annotation(labels::COOLDOWN_TIME, "1h");
         assert_refused(
-            check(vec![job_pod("c", both)], "ns/c"),
+            check(vec![both], "ns/c"),
             &[labels::COOLDOWN_TIME, "\"1d\""],
         );
     }
@@ -181,10 +164,10 @@ mod tests {
     #[test]
     fn invalid_budget_on_a_pod_refuses_every_pod_of_its_job() {
         let pods = vec![
-            job_pod("good", annotations(&[(labels::MAX_UNAVAILABLE[1], "1")])),
-            job_pod("bad", annotations(&[(labels::MAX_UNAVAILABLE[1], "one")])),
+            job_pod("good").annotation(labels::MAX_UNAVAILABLE[1], "1"),
+            job_pod("bad").annotation(labels::MAX_UNAVAILABLE[1], "one"),
         ];
-        let mut world = World::new().with(pods);
+        let mut world = Cluster::revocable().pods(pods);
         for name in ["ns/good", "ns/bad"] {
             assert_refused(
                 verdict(&mut world, &policy(json!({})), name),
@@ -195,23 +178,18 @@ mod tests {
 
     #[test]
     fn invalid_budget_on_the_podgroup() {
-        let mut world = World::new();
-        world.cache.apply_podgroup(podgroup(
-            "ns",
-            "g",
-            annotations(&[(labels::MIN_AVAILABLE[0], "101%")]),
-        ));
+        let mut world = Cluster::revocable();
+        world.cache.apply_podgroup(
+            podgroup("ns/g")
+                .annotation(labels::MIN_AVAILABLE[0], "101%")
+                .build(),
+        );
         // The pod's own valid budget does not count: the PodGroup's is read first.
-        let mut world = world.with([pod(
-            "ns",
-            "member",
-            "rev-1",
-            annotations(&[
-                (labels::GROUP_NAME, "g"),
-                (labels::PREEMPTABLE, "true"),
-                (labels::MIN_AVAILABLE[0], "1"),
-            ]),
-        )]);
+        let mut world = world.pods([pod("ns/member", "rev-1")
+            .bare()
+            .annotation(labels::GROUP_NAME, "g")
+            .annotation(labels::PREEMPTABLE, "true")
+            .annotation(labels::MIN_AVAILABLE[0], "1")]);
         assert_refused(
             verdict(&mut world, &policy(json!({})), "ns/member"),
             &["PodGroup ns/g", labels::MIN_AVAILABLE[0], "\"101%\""],
@@ -221,11 +199,11 @@ mod tests {
     #[test]
     fn pods_of_a_job_with_different_budgets() {
         let pods = vec![
-            job_pod("a", annotations(&[(labels::MAX_UNAVAILABLE[0], "1")])),
-            job_pod("b", annotations(&[(labels::MAX_UNAVAILABLE[0], "2")])),
-            job_pod("c", json!({})),
+            job_pod("a").annotation(labels::MAX_UNAVAILABLE[0], "1"),
+            job_pod("b").annotation(labels::MAX_UNAVAILABLE[0], "2"),
+            job_pod("c"),
         ];
-        let mut world = World::new().with(pods);
+        let mut world = Cluster::revocable().pods(pods);
         for name in ["ns/a", "ns/b", "ns/c"] {
             assert_refused(
                 verdict(&mut world, &policy(json!({})), name),
@@ -239,31 +217,20 @@ mod tests {
         // Planning never gets here (the policy does not run), but the gate must refuse on its own too.
         let broken = policy(json!({"defaults": {"jobBudget": {"minAvailable": -1}}}));
         assert!(broken.default_budget.is_err());
-        let mut world = World::new().with([job_pod("x", json!({}))]);
+        let mut world = Cluster::revocable().pods([job_pod("x")]);
         assert_refused(
             verdict(&mut world, &broken, "ns/x"),
             &["DeschedulingPolicy p", "spec.defaults.jobBudget"],
         );
         // A job with its own budget does not need the default.
-        let mut world = World::new().with([job_pod(
-            "y",
-            annotations(&[(labels::MAX_UNAVAILABLE[0], "1")]),
-        )]);
+        let mut world =
+            Cluster::revocable().pods([job_pod("y").annotation(labels::MAX_UNAVAILABLE[0], "1")]);
         assert_eq!(verdict(&mut world, &broken, "ns/y"), Ok(()));
     }
 
     #[test]
     fn the_first_problem_is_reported() {
-        let pods = vec![job_pod(
-            "many",
-            all([
-                json!({"spec": {"containers": [{"name": "m", "resources": {"requests": {"memory": "1Qi"}}}]}}),
-                annotations(&[
-                    (labels::PREEMPTABLE, "perhaps"),
-                    (labels::COOLDOWN_TIME, "soon"),
-                ]),
-            ]),
-        )];
+        let pods = vec![job_pod("many").patch(json!({"spec": {"containers": [{"name": "m", "resources": {"requests": {"memory": "1Qi"}}}]}})).annotation(labels::PREEMPTABLE, "perhaps").annotation(labels::COOLDOWN_TIME, "soon")];
         let detail = check(pods, "ns/many").expect_err("refused");
         assert!(detail.contains("resources.requests.memory"), "{detail}");
     }

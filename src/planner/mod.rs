@@ -5,7 +5,7 @@ mod admitter;
 mod chain;
 mod registry;
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 

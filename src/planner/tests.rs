@@ -1,222 +1,20 @@
-//! Planner tests, and the builders the strategy and gate tests share. Every object is written as the JSON
-//! the API server would send and converted by the same code the cache uses (`PodInfo::from_pod`, ...), so
-//! fields added to the slim types later do not break these tests.
+//! Planner tests, on the crate's test kit (`crate::testkit`).
 
 use std::collections::{BTreeMap, HashSet};
 
-use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Node, Pod};
-use serde_json::{Value, json};
+use k8s_openapi::api::core::v1::Node;
+use serde_json::json;
 
 use super::{Plan, plan_all, plan_policy};
-use crate::framework::{Candidate, PlanContext, ZoneView, zone_views};
 use crate::{
-    api::{DeschedulingPolicy, PodGroup, RevocableZone},
-    cluster::{
-        ClusterCache, NodeInfo, ObjectKey, PodGroupInfo, PodInfo, PolicyInfo, Snapshot, ZoneInfo,
+    cluster::{NodeInfo, ObjectKey, PolicyInfo, Snapshot},
+    framework::{ZoneView, zone_views},
+    testkit::{
+        Cluster, NOW, PodBuilder, closed_zone, key_of, node, pod, podgroup, policy, ts, zone,
     },
 };
 
-/// The planning instant of these tests. Zone `z` ([`closed_zone`]) is closed then.
-pub(crate) const NOW: &str = "2026-11-22T04:00:00Z";
-/// When pods are scheduled unless they say otherwise: an hour before [`NOW`].
-pub(crate) const SCHEDULED: &str = "2026-11-22T03:00:00Z";
-
-pub(crate) fn ts(text: &str) -> Timestamp {
-    text.parse().expect("test timestamp")
-}
-
-/// Merges `patch` into `base`: objects key by key, anything else replaced.
-pub(crate) fn merge(base: &mut Value, patch: Value) {
-    match (base, patch) {
-        (Value::Object(base), Value::Object(patch)) => {
-            for (key, value) in patch {
-                merge(base.entry(key).or_insert(Value::Null), value);
-            }
-        }
-        (base, patch) => *base = patch,
-    }
-}
-
-/// A running pod on `node`, scheduled at [`SCHEDULED`], with `patch` merged into its JSON.
-pub(crate) fn pod(namespace: &str, name: &str, node: &str, patch: Value) -> PodInfo {
-    let mut json = json!({
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": format!("uid-{namespace}-{name}"),
-            "creationTimestamp": "2026-11-22T02:59:59Z",
-        },
-        "spec": {
-            "nodeName": node,
-            "containers": [{"name": "main", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}],
-        },
-        "status": {
-            "phase": "Running",
-            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": SCHEDULED}],
-        },
-    });
-    merge(&mut json, patch);
-    let pod: Pod = serde_json::from_value(json).expect("test pod JSON");
-    PodInfo::from_pod(&pod).expect("test pod has a name")
-}
-
-/// Patch: annotations.
-pub(crate) fn annotations(pairs: &[(&str, &str)]) -> Value {
-    json!({"metadata": {"annotations": string_map(pairs)}})
-}
-
-/// Patch: labels.
-pub(crate) fn labels(pairs: &[(&str, &str)]) -> Value {
-    json!({"metadata": {"labels": string_map(pairs)}})
-}
-
-fn string_map(pairs: &[(&str, &str)]) -> Value {
-    Value::Object(
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), json!(v)))
-            .collect(),
-    )
-}
-
-/// Patch: a controller owner.
-pub(crate) fn owned_by(kind: &str, name: &str) -> Value {
-    json!({"metadata": {"ownerReferences": [{
-        "apiVersion": "apps/v1", "kind": kind, "name": name, "uid": format!("uid-{name}"), "controller": true,
-    }]}})
-}
-
-/// Patch: scheduled at `at` (the `PodScheduled` condition).
-pub(crate) fn scheduled_at(at: &str) -> Value {
-    json!({"status": {"conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": at}]}})
-}
-
-/// Patch: `volcano.sh/preemptable: "true"` as an annotation.
-pub(crate) fn preemptable() -> Value {
-    annotations(&[("volcano.sh/preemptable", "true")])
-}
-
-/// Several patches as one.
-pub(crate) fn all(patches: impl IntoIterator<Item = Value>) -> Value {
-    let mut out = json!({});
-    for patch in patches {
-        merge(&mut out, patch);
-    }
-    out
-}
-
-pub(crate) fn node(name: &str, zone: Option<&str>) -> NodeInfo {
-    let mut labels = json!({"kubernetes.io/hostname": name});
-    if let Some(zone) = zone {
-        labels["volcano.sh/revocable-zone"] = json!(zone);
-    }
-    let node: Node = serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": labels},
-        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-                   "conditions": [{"type": "Ready", "status": "True"}]},
-    }))
-    .expect("test node JSON");
-    NodeInfo::from_node(&node).expect("test node has a name")
-}
-
-/// A zone from its spec (and optional status), as JSON.
-pub(crate) fn zone(name: &str, spec: Value, status: Option<Value>) -> ZoneInfo {
-    let mut json = json!({
-        "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
-        "metadata": {"name": name}, "spec": spec,
-    });
-    if let Some(status) = status {
-        json["status"] = status;
-    }
-    let zone: RevocableZone = serde_json::from_value(json).expect("test zone JSON");
-    ZoneInfo::from_zone(&zone).expect("test zone has a name")
-}
-
-/// Zone `name` open 08:00-20:00 UTC: closed at [`NOW`].
-pub(crate) fn closed_zone(name: &str) -> ZoneInfo {
-    zone(name, json!({"windows": [{"time": "08:00-20:00"}]}), None)
-}
-
-/// Zone `name` open all day.
-pub(crate) fn open_zone(name: &str) -> ZoneInfo {
-    zone(name, json!({"windows": [{"time": "00:00-00:00"}]}), None)
-}
-
-/// A DryRun policy running TDM with default arguments, with `patch` merged into its spec.
-pub(crate) fn policy(patch: Value) -> PolicyInfo {
-    let mut json = json!({
-        "apiVersion": "tidal.dev/v1alpha1", "kind": "DeschedulingPolicy",
-        "metadata": {"name": "p"},
-        "spec": {"mode": "DryRun", "strategies": {"tdm": {}}},
-    });
-    merge(&mut json, json!({"spec": patch}));
-    let policy: DeschedulingPolicy = serde_json::from_value(json).expect("test policy JSON");
-    PolicyInfo::from_policy(&policy).expect("test policy has a name")
-}
-
-pub(crate) fn podgroup(namespace: &str, name: &str, patch: Value) -> PodGroupInfo {
-    let mut json = json!({
-        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace}, "spec": {"minMember": 1},
-    });
-    merge(&mut json, patch);
-    let group: PodGroup = serde_json::from_value(json).expect("test PodGroup JSON");
-    PodGroupInfo::from_podgroup(&group).expect("test PodGroup has a name")
-}
-
-/// A cluster under construction: one revocable node `rev-1` in the closed zone `z` and a normal node
-/// `normal-1`, unless the test adds more.
-pub(crate) struct World {
-    pub cache: ClusterCache,
-}
-
-impl World {
-    pub(crate) fn new() -> World {
-        let mut cache = ClusterCache::new();
-        cache.apply_node(node("rev-1", Some("z")));
-        cache.apply_node(node("normal-1", None));
-        cache.apply_zone(closed_zone("z"));
-        World { cache }
-    }
-
-    pub(crate) fn with(mut self, pods: impl IntoIterator<Item = PodInfo>) -> World {
-        for pod in pods {
-            self.cache.apply_pod(pod, jiff::Timestamp::UNIX_EPOCH);
-        }
-        self
-    }
-
-    pub(crate) fn snapshot(&mut self) -> Snapshot {
-        self.cache.snapshot()
-    }
-}
-
-/// Runs `f` with the context a policy's planning would see at `now`.
-pub(crate) fn with_context<R>(
-    snapshot: &Snapshot,
-    policy: &PolicyInfo,
-    now: &str,
-    planned_elsewhere: &HashSet<ObjectKey>,
-    f: impl FnOnce(&PlanContext<'_>) -> R,
-) -> R {
-    let (zones, _) = zone_views(snapshot, ts(now));
-    let ctx = PlanContext {
-        snapshot,
-        policy,
-        now: ts(now),
-        zones: &zones,
-        planned_elsewhere,
-    };
-    f(&ctx)
-}
-
-/// `ns/name` of a candidate, an eviction or a skip.
-pub(crate) fn key_of(candidate: &Candidate) -> String {
-    candidate.pod.key.to_string()
-}
-
-fn plan(world: &mut World, policy: &PolicyInfo) -> Plan {
+fn plan(world: &mut Cluster, policy: &PolicyInfo) -> Plan {
     let snapshot = world.snapshot();
     plan_with(&snapshot, policy, &HashSet::new())
 }
@@ -248,14 +46,20 @@ fn skip_detail<'p>(plan: &'p Plan, pod: &str) -> &'p str {
         .unwrap_or_else(|| panic!("{pod} not skipped: {plan:#?}"))
 }
 
-fn replicas(namespace: &str, owner: &str, count: usize, patch: &Value) -> Vec<PodInfo> {
+/// `count` preemptable replicas `namespace/owner-i` of ReplicaSet `owner` on rev-1, each passed through
+/// `extra`.
+fn replicas(
+    namespace: &str,
+    owner: &str,
+    count: usize,
+    extra: impl Fn(PodBuilder) -> PodBuilder,
+) -> Vec<PodBuilder> {
     (0..count)
         .map(|i| {
-            pod(
-                namespace,
-                &format!("{owner}-{i}"),
-                "rev-1",
-                all([owned_by("ReplicaSet", owner), preemptable(), patch.clone()]),
+            extra(
+                pod(&format!("{namespace}/{owner}-{i}"), "rev-1")
+                    .owned_by("ReplicaSet", owner)
+                    .preemptable(),
             )
         })
         .collect()
@@ -263,7 +67,7 @@ fn replicas(namespace: &str, owner: &str, count: usize, patch: &Value) -> Vec<Po
 
 #[test]
 fn each_strategy_that_ran_has_its_duration_in_the_order_it_ran() {
-    let mut world = World::new().with(replicas("a", "big", 3, &json!({})));
+    let mut world = Cluster::revocable().pods(replicas("a", "big", 3, |pod| pod));
     let policy = policy(json!({"strategies": {"tdm": {}, "removeFailedPods": {}}}));
     let plan = plan(&mut world, &policy);
     let ran: Vec<String> = plan
@@ -276,26 +80,22 @@ fn each_strategy_that_ran_has_its_duration_in_the_order_it_ran() {
 
 #[test]
 fn every_pod_is_decided_once() {
-    let mut world = World::new().with(replicas("a", "big", 5, &json!({})).into_iter().chain([
-        // Owned: a bare violation would be stopped by the protections before the limit.
-        pod("a", "violation", "rev-1", owned_by("ReplicaSet", "v")),
-        pod(
-            "b",
-            "cool",
-            "rev-1",
-            all([
-                preemptable(),
-                annotations(&[("volcano.sh/cooldown-time", "2h")]),
-            ]),
-        ),
-        pod(
-            "b",
-            "bad",
-            "rev-1",
-            annotations(&[("volcano.sh/preemptable", "maybe")]),
-        ),
-        pod("c", "elsewhere", "normal-1", preemptable()),
-    ]));
+    let mut world = Cluster::revocable().pods(
+        replicas("a", "big", 5, |pod| pod).into_iter().chain([
+            // Owned: a bare violation would be stopped by the protections before the limit.
+            pod("a/violation", "rev-1").owned_by("ReplicaSet", "v"),
+            // Scheduled an hour before NOW: still in its 2h cooldown.
+            pod("b/cool", "rev-1")
+                .bare()
+                .preemptable()
+                .annotation("volcano.sh/cooldown-time", "2h")
+                .scheduled_at("2026-11-22T03:00:00Z"),
+            pod("b/bad", "rev-1")
+                .bare()
+                .annotation("volcano.sh/preemptable", "maybe"),
+            pod("c/elsewhere", "normal-1").bare().preemptable(),
+        ]),
+    );
     let plan = plan(&mut world, &policy(json!({"limits": {"total": 1}})));
     let mut seen: Vec<String> = evicted(&plan);
     seen.extend(skipped(&plan).into_keys());
@@ -314,17 +114,13 @@ fn every_pod_is_decided_once() {
 
 #[test]
 fn a_capped_plan_lists_the_first_skips_counts_them_all_and_always_lists_invalid_ones() {
-    let mut world =
-        World::new().with(
-            replicas("a", "big", 6, &preemptable())
-                .into_iter()
-                .chain([pod(
-                    "b",
-                    "bad",
-                    "rev-1",
-                    annotations(&[("volcano.sh/preemptable", "maybe")]),
-                )]),
-        );
+    let mut world = Cluster::revocable().pods(
+        replicas("a", "big", 6, PodBuilder::preemptable)
+            .into_iter()
+            .chain([pod("b/bad", "rev-1")
+                .bare()
+                .annotation("volcano.sh/preemptable", "maybe")]),
+    );
     let snapshot = world.snapshot();
     let policy = policy(json!({"limits": {"total": 0}}));
     let (zones, _) = zone_views(&snapshot, ts(NOW));
@@ -353,14 +149,9 @@ fn a_capped_plan_lists_the_first_skips_counts_them_all_and_always_lists_invalid_
 
 #[test]
 fn pods_with_unreadable_requests_are_named_not_invisible() {
-    let mut world = World::new().with([
-        pod(
-            "ns",
-            "bad",
-            "normal-1",
-            json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "abc"}}}]}}),
-        ),
-        pod("ns", "fine", "normal-1", json!({})),
+    let mut world = Cluster::revocable().pods([
+        pod("ns/bad", "normal-1").bare().patch(json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "abc"}}}]}})),
+        pod("ns/fine", "normal-1").bare(),
     ]);
     let snapshot = world.snapshot();
     let warning = super::unreadable_pods(&snapshot).expect("a warning");
@@ -369,7 +160,7 @@ fn pods_with_unreadable_requests_are_named_not_invisible() {
         warning.contains("ns/bad") && warning.contains("abc"),
         "{warning}"
     );
-    let mut clean = World::new().with([pod("ns", "fine", "normal-1", json!({}))]);
+    let mut clean = Cluster::revocable().pods([pod("ns/fine", "normal-1").bare()]);
     assert_eq!(super::unreadable_pods(&clean.snapshot()), None);
 }
 
@@ -381,14 +172,9 @@ fn nodes_holding_more_than_their_allocatable_are_named() {
                    "conditions": [{"type": "Ready", "status": "True"}]},
     }))
     .unwrap();
-    let mut world = World::new().with([
-        pod(
-            "ns",
-            "busy",
-            "gpu-1",
-            json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}}),
-        ),
-        pod("ns", "fine", "normal-1", json!({})),
+    let mut world = Cluster::revocable().pods([
+        pod("ns/busy", "gpu-1").bare().patch(json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}})),
+        pod("ns/fine", "normal-1").bare(),
     ]);
     world
         .cache
@@ -408,20 +194,24 @@ fn nodes_holding_more_than_their_allocatable_are_named() {
         .warnings
         .contains(&warning)
     );
-    let mut clean = World::new().with([pod("ns", "fine", "normal-1", json!({}))]);
+    let mut clean = Cluster::revocable().pods([pod("ns/fine", "normal-1").bare()]);
     assert_eq!(super::implausible_capacity(&clean.snapshot()), None);
 }
 
 #[test]
 fn pods_naming_a_podgroup_that_does_not_exist_are_warned_about() {
-    let group = annotations(&[("scheduling.k8s.io/group-name", "ghost")]);
-    let mut world = World::new().with([
-        pod("ns", "a", "rev-1", all([preemptable(), group.clone()])),
-        pod("ns", "b", "rev-1", all([preemptable(), group])),
-    ]);
-    world
-        .cache
-        .apply_podgroup(podgroup("ns", "real", json!({})));
+    let mut world = Cluster::revocable()
+        .pods([
+            pod("ns/a", "rev-1")
+                .bare()
+                .preemptable()
+                .annotation("scheduling.k8s.io/group-name", "ghost"),
+            pod("ns/b", "rev-1")
+                .bare()
+                .preemptable()
+                .annotation("scheduling.k8s.io/group-name", "ghost"),
+        ])
+        .podgroup(podgroup("ns/real"));
     let snapshot = world.snapshot();
     let warnings = super::missing_podgroups(&snapshot);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
@@ -434,9 +224,9 @@ fn pods_naming_a_podgroup_that_does_not_exist_are_warned_about() {
 #[test]
 fn held_candidates_are_skipped_by_gate_policy_and_use_no_allowance() {
     // The violation sorts first (namespace "a"); held, it must not take the only slot of `total: 1`.
-    let mut world = World::new().with([
-        pod("a", "violation", "rev-1", json!({})),
-        pod("b", "batch", "rev-1", preemptable()),
+    let mut world = Cluster::revocable().pods([
+        pod("a/violation", "rev-1").bare(),
+        pod("b/batch", "rev-1").bare().preemptable(),
     ]);
     let policy = policy(json!({
         "strategies": {"tdm": {"evictPlacementViolations": false}},
@@ -460,23 +250,18 @@ fn a_refusal_by_a_later_gate_does_not_use_up_an_earlier_gates_allowance() {
     // Job `j` may lose one pod (maxUnavailable 1). Its first victim j-0 is on rev-1, where `q` already
     // took the perNode slot: the limit refuses j-0 after the budget let it through. j-1 on rev-2 must
     // still get the job's one eviction.
-    let mut world = World::new();
-    world.cache.apply_node(node("rev-2", Some("z")));
-    let budget = annotations(&[("volcano.sh/jdb-max-unavailable", "1")]);
-    let mut world = world.with([
-        pod("a", "q", "rev-1", preemptable()),
-        pod(
-            "b",
-            "j-0",
-            "rev-1",
-            all([owned_by("ReplicaSet", "j"), preemptable(), budget.clone()]),
-        ),
-        pod(
-            "b",
-            "j-1",
-            "rev-2",
-            all([owned_by("ReplicaSet", "j"), preemptable(), budget]),
-        ),
+    let mut world = Cluster::revocable();
+    world.cache.apply_node(node("rev-2").zone("z").build());
+    let mut world = world.pods([
+        pod("a/q", "rev-1").bare().preemptable(),
+        pod("b/j-0", "rev-1")
+            .owned_by("ReplicaSet", "j")
+            .preemptable()
+            .annotation("volcano.sh/jdb-max-unavailable", "1"),
+        pod("b/j-1", "rev-2")
+            .owned_by("ReplicaSet", "j")
+            .preemptable()
+            .annotation("volcano.sh/jdb-max-unavailable", "1"),
     ]);
     let plan = plan(&mut world, &policy(json!({"limits": {"perNode": 1}})));
     assert_eq!(evicted(&plan), ["a/q", "b/j-1"]);
@@ -486,25 +271,16 @@ fn a_refusal_by_a_later_gate_does_not_use_up_an_earlier_gates_allowance() {
 #[test]
 fn a_cooldown_refusal_leaves_the_budget_to_the_next_victim() {
     // j-young is the first victim (youngest) but in cooldown; the job's single eviction goes to j-old.
-    let budget = annotations(&[("volcano.sh/jdb-max-unavailable", "1")]);
-    let mut world = World::new().with([
-        pod(
-            "b",
-            "j-young",
-            "rev-1",
-            all([
-                owned_by("ReplicaSet", "j"),
-                preemptable(),
-                budget.clone(),
-                scheduled_at("2026-11-22T03:55:00Z"),
-            ]),
-        ),
-        pod(
-            "b",
-            "j-old",
-            "rev-1",
-            all([owned_by("ReplicaSet", "j"), preemptable(), budget]),
-        ),
+    let mut world = Cluster::revocable().pods([
+        pod("b/j-young", "rev-1")
+            .owned_by("ReplicaSet", "j")
+            .preemptable()
+            .annotation("volcano.sh/jdb-max-unavailable", "1")
+            .scheduled_at("2026-11-22T03:55:00Z"),
+        pod("b/j-old", "rev-1")
+            .owned_by("ReplicaSet", "j")
+            .preemptable()
+            .annotation("volcano.sh/jdb-max-unavailable", "1"),
     ]);
     let plan = plan(
         &mut world,
@@ -519,12 +295,9 @@ fn a_cooldown_refusal_leaves_the_budget_to_the_next_victim() {
 
 #[test]
 fn pods_planned_elsewhere_count_as_leaving_in_budgets() {
-    let mut world = World::new().with(replicas(
-        "batch",
-        "j",
-        4,
-        &annotations(&[("volcano.sh/jdb-max-unavailable", "2")]),
-    ));
+    let mut world = Cluster::revocable().pods(replicas("batch", "j", 4, |pod| {
+        pod.annotation("volcano.sh/jdb-max-unavailable", "2")
+    }));
     let snapshot = world.snapshot();
     let planned = HashSet::from([ObjectKey::new("batch", "j-0")]);
     let plan = plan_with(&snapshot, &policy(json!({})), &planned);
@@ -545,12 +318,9 @@ fn pods_planned_elsewhere_count_as_leaving_in_budgets() {
 
 #[test]
 fn pods_being_evicted_count_as_unavailable() {
-    let mut world = World::new().with(replicas(
-        "batch",
-        "j",
-        4,
-        &annotations(&[("volcano.sh/jdb-max-unavailable", "2")]),
-    ));
+    let mut world = Cluster::revocable().pods(replicas("batch", "j", 4, |pod| {
+        pod.annotation("volcano.sh/jdb-max-unavailable", "2")
+    }));
     assert!(
         world
             .cache
@@ -566,9 +336,9 @@ fn pods_being_evicted_count_as_unavailable() {
 
 #[test]
 fn namespaces_filter_drops_pods_silently() {
-    let mut world = World::new().with([
-        pod("keep", "a", "rev-1", preemptable()),
-        pod("drop", "b", "rev-1", preemptable()),
+    let mut world = Cluster::revocable().pods([
+        pod("keep/a", "rev-1").bare().preemptable(),
+        pod("drop/b", "rev-1").bare().preemptable(),
     ]);
     let plan = plan(
         &mut world,
@@ -582,7 +352,7 @@ fn namespaces_filter_drops_pods_silently() {
 fn an_invalid_default_budget_stops_the_policy() {
     // Passes the CRD's CEL rule (a percentage) but not tidal's parser: the policy must not run at all.
     let policy = policy(json!({"defaults": {"jobBudget": {"maxUnavailable": "150%"}}}));
-    let mut world = World::new().with([pod("a", "x", "rev-1", preemptable())]);
+    let mut world = Cluster::revocable().pods([pod("a/x", "rev-1").bare().preemptable()]);
     let plan = plan(&mut world, &policy);
     assert!(plan.evictions.is_empty() && plan.skipped.is_empty());
     let error = plan.error.expect("policy error");
@@ -594,13 +364,13 @@ fn an_invalid_default_budget_stops_the_policy() {
 
 #[test]
 fn zones_with_evictions_and_counts() {
-    let mut world = World::new();
-    world.cache.apply_node(node("rev-y", Some("y")));
-    world.cache.apply_zone(closed_zone("y"));
-    world.cache.apply_zone(closed_zone("quiet"));
-    let mut world = world.with([
-        pod("a", "in-z", "rev-1", preemptable()),
-        pod("a", "in-y", "rev-y", preemptable()),
+    let mut world = Cluster::revocable();
+    world.cache.apply_node(node("rev-y").zone("y").build());
+    world.cache.apply_zone(closed_zone("y").build());
+    world.cache.apply_zone(closed_zone("quiet").build());
+    let mut world = world.pods([
+        pod("a/in-z", "rev-1").bare().preemptable(),
+        pod("a/in-y", "rev-y").bare().preemptable(),
     ]);
     let plan = plan(&mut world, &policy(json!({})));
     assert_eq!(
@@ -610,13 +380,10 @@ fn zones_with_evictions_and_counts() {
 }
 
 /// Job `batch/j`: three replicas on rev-1 that may lose two.
-fn job_of_three_with_budget_two() -> World {
-    World::new().with(replicas(
-        "batch",
-        "j",
-        3,
-        &annotations(&[("volcano.sh/jdb-max-unavailable", "2")]),
-    ))
+fn job_of_three_with_budget_two() -> Cluster {
+    Cluster::revocable().pods(replicas("batch", "j", 3, |pod| {
+        pod.annotation("volcano.sh/jdb-max-unavailable", "2")
+    }))
 }
 
 #[test]
@@ -667,13 +434,17 @@ fn a_dry_run_policy_holds_nothing_back_from_later_policies() {
 
 #[test]
 fn zone_views_report_rounds_and_unknown_zones() {
-    let mut world = World::new();
-    world.cache.apply_node(node("orphan-1", Some("nobody")));
-    world.cache.apply_zone(zone(
-        "recent",
-        json!({"windows": [{"time": "08:00-20:00"}], "evictPeriod": "5m"}),
-        Some(json!({"lastEvictionRound": "2026-11-22T03:58:00Z"})),
-    ));
+    let mut world = Cluster::revocable();
+    world
+        .cache
+        .apply_node(node("orphan-1").zone("nobody").build());
+    world.cache.apply_zone(
+        zone("recent")
+            .window("08:00-20:00")
+            .spec(json!({"evictPeriod": "5m"}))
+            .status(json!({"lastEvictionRound": "2026-11-22T03:58:00Z"}))
+            .build(),
+    );
     let snapshot = world.snapshot();
     let (views, warnings): (BTreeMap<String, ZoneView>, Vec<String>) =
         zone_views(&snapshot, ts(NOW));

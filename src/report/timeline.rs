@@ -612,22 +612,21 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::planner::tests::{
-        all, annotations, node, owned_by, pod, policy, preemptable, scheduled_at, ts, zone,
-    };
+    use crate::testkit::{node, pod, policy, ts, zone};
 
     /// Zone `z` (node `rev-1`) open 19:00-07:00 in Berlin, drained 20 minutes before it closes, one
     /// round every 5 minutes; a job of five preemptable pods that may lose 2 at a time.
     /// Pods numbered in `cooling` were scheduled at 17:00 UTC with a 2h cooldown.
     fn cluster(status: Option<serde_json::Value>, cooling: &[usize]) -> ClusterCache {
         let mut cache = ClusterCache::new();
-        cache.apply_node(node("rev-1", Some("z")));
-        cache.apply_zone(zone(
-            "z",
-            json!({"windows": [{"time": "19:00-07:00"}], "timeZone": "Europe/Berlin",
-                   "evictPeriod": "5m", "drainBefore": "20m"}),
-            status,
-        ));
+        cache.apply_node(node("rev-1").zone("z").build());
+        let mut zone = zone("z")
+            .window("19:00-07:00")
+            .spec(json!({"timeZone": "Europe/Berlin", "evictPeriod": "5m", "drainBefore": "20m"}));
+        if let Some(status) = status {
+            zone = zone.status(status);
+        }
+        cache.apply_zone(zone.build());
         for i in 0..5 {
             let cools = cooling.contains(&i);
             let cooldown = if cools { "2h" } else { "0s" };
@@ -637,20 +636,13 @@ mod tests {
                 "2026-11-22T03:00:00Z"
             };
             cache.apply_pod(
-                pod(
-                    "batch",
-                    &format!("j-{i}"),
-                    "rev-1",
-                    all([
-                        owned_by("ReplicaSet", "j"),
-                        preemptable(),
-                        annotations(&[
-                            ("volcano.sh/jdb-max-unavailable", "2"),
-                            ("volcano.sh/cooldown-time", cooldown),
-                        ]),
-                        scheduled_at(scheduled),
-                    ]),
-                ),
+                pod(&format!("batch/j-{i}"), "rev-1")
+                    .owned_by("ReplicaSet", "j")
+                    .preemptable()
+                    .annotation("volcano.sh/jdb-max-unavailable", "2")
+                    .annotation("volcano.sh/cooldown-time", cooldown)
+                    .scheduled_at(scheduled)
+                    .build(),
                 Timestamp::UNIX_EPOCH,
             );
         }
@@ -781,37 +773,29 @@ mod tests {
         // 1h) takes j-2 and j-3, the budget's 2. Policy `quick` (no cooldown) must see those as
         // leaving, as it would if both evicted; as plain DryRun plans it would take j-0 and j-1 too.
         let mut cache = ClusterCache::new();
-        cache.apply_node(node("rev-1", Some("z")));
-        cache.apply_zone(zone(
-            "z",
-            json!({"windows": [{"time": "08:00-20:00"}], "evictPeriod": "5m"}),
-            None,
-        ));
+        cache.apply_node(node("rev-1").zone("z").build());
+        cache.apply_zone(
+            zone("z")
+                .window("08:00-20:00")
+                .spec(json!({"evictPeriod": "5m"}))
+                .build(),
+        );
         for i in 0..5 {
             let young = i < 2;
-            let mut notes = vec![("volcano.sh/jdb-max-unavailable", "2")];
-            if !young {
-                notes.push(("volcano.sh/cooldown-time", "0s"));
-            }
             let scheduled = if young {
                 "2026-11-23T03:30:00Z"
             } else {
                 "2026-11-22T03:00:00Z"
             };
-            cache.apply_pod(
-                pod(
-                    "batch",
-                    &format!("j-{i}"),
-                    "rev-1",
-                    all([
-                        owned_by("ReplicaSet", "j"),
-                        preemptable(),
-                        annotations(&notes),
-                        scheduled_at(scheduled),
-                    ]),
-                ),
-                Timestamp::UNIX_EPOCH,
-            );
+            let mut pod = pod(&format!("batch/j-{i}"), "rev-1")
+                .owned_by("ReplicaSet", "j")
+                .preemptable()
+                .annotation("volcano.sh/jdb-max-unavailable", "2")
+                .scheduled_at(scheduled);
+            if !young {
+                pod = pod.annotation("volcano.sh/cooldown-time", "0s");
+            }
+            cache.apply_pod(pod.build(), Timestamp::UNIX_EPOCH);
         }
         let mut careful = policy(json!({"defaults": {"cooldown": "1h"}}));
         careful.name = "careful".into();
@@ -838,7 +822,7 @@ mod tests {
         // would recreate it). TDM proposes it at every cycle, open or closed.
         let mut cache = cluster(None, &[0, 1, 2, 3, 4]);
         cache.apply_pod(
-            pod("batch", "bare", "rev-1", json!({})),
+            pod("batch/bare", "rev-1").bare().build(),
             Timestamp::UNIX_EPOCH,
         );
         // 16:00 UTC is 17:00 CET: closed until 18:00 UTC; the job's pods are all in cooldown.
@@ -875,7 +859,7 @@ mod tests {
     #[test]
     fn an_unreadable_zone_has_no_phases_and_evicts_nothing() {
         let mut cache = cluster(None, &[]);
-        let mut bad = zone("z", json!({"windows": [{"time": "19:00-07:00"}]}), None);
+        let mut bad = zone("z").window("19:00-07:00").build();
         bad.schedule = Err("window \"25:00\" is invalid".into());
         cache.apply_zone(bad);
         let timeline = run(&mut cache, "2026-11-23T05:30:00Z", 2);

@@ -175,7 +175,7 @@ impl Balancing for AntiAffinity {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::*;
+    use crate::testkit::*;
     use serde_json::json;
 
     fn repels(app: &str, key: &str) -> serde_json::Value {
@@ -186,7 +186,8 @@ mod tests {
 
     /// A pod labelled `app=<app>` that repels its own app on its host.
     fn repelling(name: &str, node: &str, cpu: &str, app: &str) -> PodBuilder {
-        pod(name, node, cpu, "1Gi")
+        pod(name, node)
+            .requests(cpu, "1Gi")
             .label("app", app)
             .spec("affinity", repels(app, "kubernetes.io/hostname"))
     }
@@ -194,13 +195,13 @@ mod tests {
     #[test]
     fn of_two_pods_that_repel_each_other_only_the_lower_priority_one_goes() {
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110).label("zone", "a"))
-            .node(node("n2", "4", "8Gi", 110).label("zone", "a"))
+            .node(node("n1").allocatable("4", "8Gi", 110).label("zone", "a"))
+            .node(node("n2").allocatable("4", "8Gi", 110).label("zone", "a"))
             .pod(repelling("a/db-1", "n1", "100m", "db").priority(100))
             .pod(repelling("a/db-2", "n1", "100m", "db").priority(50))
             .pod(repelling("a/db-3", "n2", "100m", "db"))
             // In another namespace: the default term scope is the pod's own namespace.
-            .pod(pod("b/db", "n2", "100m", "1Gi").label("app", "db"));
+            .pod(pod("b/db", "n2").requests("100m", "1Gi").label("app", "db"));
         let out = cluster
             .plan("mode: Evict\nstrategies:\n  removePodsViolatingInterPodAntiAffinity: {}\n");
         assert_eq!(out.evicted(), ["a/db-2"]);
@@ -216,12 +217,24 @@ mod tests {
         let mut cluster = Cluster::new()
             .namespace("a", &[("team", "red")])
             .namespace("b", &[("team", "blue")])
-            .node(node("n1", "4", "8Gi", 110).label("zone", "z1"))
-            .node(node("n2", "4", "8Gi", 110).label("zone", "z1"))
-            .node(node("n3", "4", "8Gi", 110).label("zone", "z2"))
-            .pod(pod("a/web", "n1", "100m", "1Gi").spec("affinity", term.clone()))
-            .pod(pod("a/web-far", "n3", "100m", "1Gi").spec("affinity", term))
-            .pod(pod("b/cache", "n2", "100m", "1Gi").label("app", "cache"));
+            .node(node("n1").allocatable("4", "8Gi", 110).label("zone", "z1"))
+            .node(node("n2").allocatable("4", "8Gi", 110).label("zone", "z1"))
+            .node(node("n3").allocatable("4", "8Gi", 110).label("zone", "z2"))
+            .pod(
+                pod("a/web", "n1")
+                    .requests("100m", "1Gi")
+                    .spec("affinity", term.clone()),
+            )
+            .pod(
+                pod("a/web-far", "n3")
+                    .requests("100m", "1Gi")
+                    .spec("affinity", term),
+            )
+            .pod(
+                pod("b/cache", "n2")
+                    .requests("100m", "1Gi")
+                    .label("app", "cache"),
+            );
         let out = cluster
             .plan("mode: Evict\nstrategies:\n  removePodsViolatingInterPodAntiAffinity: {}\n");
         assert_eq!(out.evicted(), ["a/web"]);
@@ -232,10 +245,10 @@ mod tests {
         // podLifeTime runs first and evicts the old pod of the pair: the young one then repels
         // nothing and stays (both used to go).
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110))
-            .node(node("n2", "4", "8Gi", 110))
-            .pod(repelling("a/a-old", "n1", "100m", "x").created("2026-01-01T00:00:00Z"))
-            .pod(repelling("a/b-young", "n1", "100m", "x").created("2026-03-02T11:00:00Z"));
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .node(node("n2").allocatable("4", "8Gi", 110))
+            .pod(repelling("a/a-old", "n1", "100m", "x").created("2026-09-22T16:00:00Z"))
+            .pod(repelling("a/b-young", "n1", "100m", "x").created("2026-11-22T03:00:00Z"));
         let out = cluster.plan(
             "mode: Evict\nstrategies:\n  podLifeTime: {maxPodLifeTimeSeconds: 86400}\n  removePodsViolatingInterPodAntiAffinity: {}\n",
         );
@@ -251,8 +264,8 @@ mod tests {
         // db-2 (lower priority) violates, but no other node has room for it; nodeFit refuses it, and
         // it still counts against db-1, which fits n2 and goes instead.
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110))
-            .node(node("n2", "1", "8Gi", 110))
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .node(node("n2").allocatable("1", "8Gi", 110))
             .pod(repelling("a/db-1", "n1", "500m", "db").priority(100))
             .pod(repelling("a/db-2", "n1", "2", "db").priority(50));
         let out = cluster.plan(

@@ -196,24 +196,30 @@ impl Balancing for RemoveDuplicates {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::*;
+    use crate::testkit::*;
 
     fn replica(name: &str, node: &str) -> PodBuilder {
-        pod(name, node, "100m", "128Mi").owner("ReplicaSet", "web")
+        pod(name, node)
+            .requests("100m", "128Mi")
+            .owned_by("ReplicaSet", "web")
     }
 
     #[test]
     fn keeps_a_fair_share_per_node_and_evicts_the_newest() {
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110))
-            .node(node("n2", "4", "8Gi", 110))
-            .node(node("n3", "4", "8Gi", 110))
-            .pod(replica("a/web-1", "n1").created("2026-03-01T10:00:00Z"))
-            .pod(replica("a/web-2", "n1").created("2026-03-01T11:00:00Z"))
-            .pod(replica("a/web-3", "n1").created("2026-03-01T12:00:00Z"))
-            .pod(replica("a/web-4", "n1").created("2026-03-01T13:00:00Z"))
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .node(node("n2").allocatable("4", "8Gi", 110))
+            .node(node("n3").allocatable("4", "8Gi", 110))
+            .pod(replica("a/web-1", "n1").created("2026-11-21T02:00:00Z"))
+            .pod(replica("a/web-2", "n1").created("2026-11-21T03:00:00Z"))
+            .pod(replica("a/web-3", "n1").created("2026-11-21T04:00:00Z"))
+            .pod(replica("a/web-4", "n1").created("2026-11-21T05:00:00Z"))
             .pod(replica("a/web-5", "n2"))
-            .pod(pod("a/other", "n1", "100m", "128Mi").owner("ReplicaSet", "api"));
+            .pod(
+                pod("a/other", "n1")
+                    .requests("100m", "128Mi")
+                    .owned_by("ReplicaSet", "api"),
+            );
         // 5 pods over 3 nodes: at most 2 per node; n1 has 4, so its 2 newest go. The budget of a job
         // without one is 1 per round: the other replicas, tried in turn, are refused.
         let out = cluster.plan("mode: Evict\nstrategies:\n  removeDuplicates: {}\n");
@@ -231,8 +237,8 @@ mod tests {
     #[test]
     fn different_images_are_not_duplicates_and_excluded_kinds_stay() {
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110))
-            .node(node("n2", "4", "8Gi", 110))
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .node(node("n2").allocatable("4", "8Gi", 110))
             .pod(replica("a/web-1", "n1"))
             .pod(replica("a/web-2", "n1").image("example.com/app:2"));
         assert!(
@@ -242,10 +248,10 @@ mod tests {
                 .is_empty()
         );
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110))
-            .node(node("n2", "4", "8Gi", 110))
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .node(node("n2").allocatable("4", "8Gi", 110))
             .pod(replica("a/web-1", "n1"))
-            .pod(replica("a/web-2", "n1").created("2026-03-02T00:00:00Z"));
+            .pod(replica("a/web-2", "n1").created("2026-11-21T16:00:00Z"));
         assert_eq!(
             cluster
                 .plan("mode: Evict\nstrategies:\n  removeDuplicates: {}\n")
@@ -263,9 +269,13 @@ mod tests {
     #[test]
     fn no_eviction_without_another_feasible_node() {
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110))
-            .node(node("n2", "4", "8Gi", 110).taint("dedicated", "x", "NoSchedule"))
-            .node(node("n3", "4", "8Gi", 110).unschedulable())
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .node(
+                node("n2")
+                    .allocatable("4", "8Gi", 110)
+                    .taint("dedicated", "x", "NoSchedule"),
+            )
+            .node(node("n3").allocatable("4", "8Gi", 110).unschedulable())
             .pod(replica("a/web-1", "n1"))
             .pod(replica("a/web-2", "n1"));
         assert!(
@@ -282,17 +292,17 @@ mod tests {
     fn under_node_fit_only_duplicates_with_somewhere_to_go_are_evicted() {
         // Four replicas on n1 over two feasible nodes: two should go, but n2 has room for one.
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110))
-            .node(node("n2", "1", "8Gi", 110))
-            .pod(replica("a/web-1", "n1").created("2026-03-01T10:00:00Z"))
-            .pod(replica("a/web-2", "n1").created("2026-03-01T11:00:00Z"))
-            .pod(replica("a/web-3", "n1").created("2026-03-01T12:00:00Z"))
-            .pod(replica("a/web-4", "n1").created("2026-03-01T13:00:00Z"))
-            .pod(pod("a/filler", "n2", "800m", "1Gi"));
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .node(node("n2").allocatable("1", "8Gi", 110))
+            .pod(replica("a/web-1", "n1").created("2026-11-21T02:00:00Z"))
+            .pod(replica("a/web-2", "n1").created("2026-11-21T03:00:00Z"))
+            .pod(replica("a/web-3", "n1").created("2026-11-21T04:00:00Z"))
+            .pod(replica("a/web-4", "n1").created("2026-11-21T05:00:00Z"))
+            .pod(pod("a/filler", "n2").requests("800m", "1Gi"));
         let out = cluster.plan(WITH_NODE_FIT);
         // n2 has 200m free: room for both replicas that should go.
         assert_eq!(out.evicted(), ["a/web-4", "a/web-3"]);
-        let mut cluster = cluster.pod(pod("a/filler", "n2", "850m", "1Gi"));
+        let mut cluster = cluster.pod(pod("a/filler", "n2").requests("850m", "1Gi"));
         let out = cluster.plan(WITH_NODE_FIT);
         // 150m free on n2: one replica fits; the next is refused, and the others are tried in turn.
         assert_eq!(out.evicted(), ["a/web-4"]);
@@ -308,10 +318,10 @@ mod tests {
         // share (4 over 2 nodes: 2 per node), so removeDuplicates has nothing to do. It used to evict
         // the other two as well, emptying n1.
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110))
-            .node(node("n2", "4", "8Gi", 110))
-            .pod(replica("a/web-1", "n1").created("2026-01-01T00:00:00Z"))
-            .pod(replica("a/web-2", "n1").created("2026-01-02T00:00:00Z"))
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .node(node("n2").allocatable("4", "8Gi", 110))
+            .pod(replica("a/web-1", "n1").created("2026-09-22T16:00:00Z"))
+            .pod(replica("a/web-2", "n1").created("2026-09-23T16:00:00Z"))
             .pod(replica("a/web-3", "n1"))
             .pod(replica("a/web-4", "n1"));
         let out = cluster.plan(
@@ -329,14 +339,14 @@ mod tests {
         // named last, it was evicted itself although it fits no node.
         for stuck in ["a/web-0-stuck", "a/web-9-stuck"] {
             let mut cluster = Cluster::new()
-                .node(node("n1", "4", "8Gi", 110))
-                .node(node("n2", "4", "8Gi", 110))
-                .node(node("n3", "4", "8Gi", 110))
-                .pod(replica("a/web-1", "n1").created("2026-03-01T10:00:00Z"))
-                .pod(replica("a/web-2", "n1").created("2026-03-01T11:00:00Z"))
+                .node(node("n1").allocatable("4", "8Gi", 110))
+                .node(node("n2").allocatable("4", "8Gi", 110))
+                .node(node("n3").allocatable("4", "8Gi", 110))
+                .pod(replica("a/web-1", "n1").created("2026-11-21T02:00:00Z"))
+                .pod(replica("a/web-2", "n1").created("2026-11-21T03:00:00Z"))
                 .pod(
                     replica(stuck, "n1")
-                        .created("2026-03-01T12:00:00Z")
+                        .created("2026-11-21T04:00:00Z")
                         .spec("nodeSelector", serde_json::json!({"disk": "none"})),
                 );
             let out = cluster.plan(
@@ -356,9 +366,9 @@ mod tests {
     fn duplicates_spread_only_over_nodes_tidals_placement_rules_allow() {
         // Two non-preemptable replicas on n1; the only other node is revocable: nowhere to spread.
         let mut cluster = Cluster::new()
-            .zone("rz", "00:00-00:00")
-            .node(node("n1", "4", "8Gi", 110))
-            .node(node("rev", "4", "8Gi", 110).label("volcano.sh/revocable-zone", "rz"))
+            .zone(zone("rz").window("00:00-00:00"))
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .node(node("rev").allocatable("4", "8Gi", 110).zone("rz"))
             .pod(replica("a/web-1", "n1"))
             .pod(replica("a/web-2", "n1"));
         let plan = "mode: Evict\nstrategies:\n  removeDuplicates: {}\n";
@@ -369,7 +379,7 @@ mod tests {
             .pod(
                 replica("a/web-2", "n1")
                     .annotation("volcano.sh/preemptable", "true")
-                    .created("2026-03-02T00:00:00Z"),
+                    .created("2026-11-21T16:00:00Z"),
             );
         assert_eq!(cluster.plan(plan).evicted(), ["a/web-2"]);
     }

@@ -117,7 +117,7 @@ impl PodByPod for RemoveFailedPods {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::*;
+    use crate::testkit::*;
     use serde_json::json;
 
     fn terminated(reason: &str, code: i32) -> serde_json::Value {
@@ -127,26 +127,34 @@ mod tests {
 
     fn cluster() -> Cluster {
         Cluster::new()
-            .node(node("n1", "4", "8Gi", 110))
-            .pod(pod("a/running", "n1", "100m", "1Gi"))
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .pod(pod("a/running", "n1").requests("100m", "1Gi"))
             .pod(
-                pod("a/affinity", "n1", "100m", "1Gi")
+                pod("a/affinity", "n1")
+                    .requests("100m", "1Gi")
                     .phase("Failed")
                     .status("reason", json!("NodeAffinity")),
             )
             .pod(
-                pod("a/oom", "n1", "100m", "1Gi")
+                pod("a/oom", "n1")
+                    .requests("100m", "1Gi")
                     .phase("Failed")
                     .status("containerStatuses", terminated("OOMKilled", 137)),
             )
             .pod(
-                pod("a/job", "n1", "100m", "1Gi")
+                pod("a/job", "n1")
+                    .requests("100m", "1Gi")
                     .phase("Failed")
-                    .owner("Job", "nightly")
-                    .created("2026-03-02T11:30:00Z")
+                    .owned_by("Job", "nightly")
+                    .created("2026-11-22T03:30:00Z")
                     .status("containerStatuses", terminated("Error", 1)),
             )
-            .pod(pod("a/bare", "n1", "100m", "1Gi").phase("Failed").bare())
+            .pod(
+                pod("a/bare", "n1")
+                    .requests("100m", "1Gi")
+                    .phase("Failed")
+                    .bare(),
+            )
     }
 
     #[test]
@@ -159,7 +167,7 @@ mod tests {
         assert_eq!(out.evicted(), ["a/affinity", "a/bare", "a/oom", "a/job"]);
         // Only failed bare pods, and only for this strategy: protection barePods holds elsewhere.
         let out = cluster()
-            .pod(pod("a/bare-old", "n1", "100m", "1Gi").bare())
+            .pod(pod("a/bare-old", "n1").requests("100m", "1Gi").bare())
             .plan(
                 "mode: Evict\nstrategies:\n  removeFailedPods: {evictFailedBarePods: true}\n  \
                  podLifeTime: {maxPodLifeTimeSeconds: 1}\n",

@@ -183,7 +183,7 @@ pub fn describe_thresholds(thresholds: &Thresholds) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::*;
+    use crate::testkit::*;
 
     const BUDGET: &str = "defaults: {jobBudget: {maxUnavailable: 100}}\n";
 
@@ -197,7 +197,7 @@ mod tests {
     fn busy() -> Cluster {
         let mut cluster = Cluster::new().standard_nodes(&["n1", "n2", "n3"]);
         for i in 0..9 {
-            cluster = cluster.pod(pod(&format!("a/p{i}"), "n1", "1", "1Gi"));
+            cluster = cluster.pod(pod(&format!("a/p{i}"), "n1").requests("1", "1Gi"));
         }
         cluster
     }
@@ -208,15 +208,17 @@ mod tests {
         // Read at their word they are far above target; their capacity is what is wrong.
         let mut cluster = Cluster::new().standard_nodes(&["n2", "n3"]);
         let broken = [
-            node("none", "1", "1Gi", 110).allocatable("cpu", "0"),
-            node("zero", "0", "0", 0),
-            node("milli", "1m", "100Gi", 110),
+            node("none")
+                .allocatable("1", "1Gi", 110)
+                .resource("cpu", "0"),
+            node("zero").allocatable("0", "0", 0),
+            node("milli").allocatable("1m", "100Gi", 110),
         ];
         for (i, n) in broken.into_iter().enumerate() {
             let name = ["none", "zero", "milli"][i];
             cluster = cluster.node(n);
             for j in 0..3 {
-                cluster = cluster.pod(pod(&format!("a/{name}-{j}"), name, "1", "1Gi"));
+                cluster = cluster.pod(pod(&format!("a/{name}-{j}"), name).requests("1", "1Gi"));
             }
         }
         let out = cluster.plan(&spec(""));
@@ -224,10 +226,13 @@ mod tests {
         // A GPU threshold: GPU pods on a node whose GPU allocatable is gone are not victims either.
         let mut gpu = Cluster::new()
             .standard_nodes(&["n2", "n3"])
-            .node(node("g", "10", "100Gi", 110));
+            .node(node("g").allocatable("10", "100Gi", 110));
         for j in 0..4 {
-            gpu = gpu
-                .pod(pod(&format!("a/g-{j}"), "g", "100m", "1Gi").request("nvidia.com/gpu", "1"));
+            gpu = gpu.pod(
+                pod(&format!("a/g-{j}"), "g")
+                    .requests("100m", "1Gi")
+                    .request("nvidia.com/gpu", "1"),
+            );
         }
         let out = gpu.plan(
             "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {nvidia.com/gpu: 20}\n    targetThresholds: {nvidia.com/gpu: 50}\ndefaults: {jobBudget: {maxUnavailable: 100%}}\n",
@@ -253,11 +258,11 @@ mod tests {
         // moves; the second would overfill it.
         let mut cluster = Cluster::new()
             .standard_nodes(&["n1", "n2"])
-            .pod(pod("a/big", "n2", "3500m", "1Gi"));
+            .pod(pod("a/big", "n2").requests("3500m", "1Gi"));
         // n2 is at 35% cpu: not underutilized (20%). Add a third, small node.
-        cluster = cluster.node(node("n3", "3", "100Gi", 110));
+        cluster = cluster.node(node("n3").allocatable("3", "100Gi", 110));
         for i in 0..9 {
-            cluster = cluster.pod(pod(&format!("a/p{i}"), "n1", "1", "1Gi"));
+            cluster = cluster.pod(pod(&format!("a/p{i}"), "n1").requests("1", "1Gi"));
         }
         let out = cluster.plan(&spec(""));
         assert_eq!(
@@ -271,19 +276,21 @@ mod tests {
     fn priority_then_qos_order() {
         let mut cluster = Cluster::new()
             .standard_nodes(&["n1", "n2", "n3", "n4"])
-            .pod(pod("a/high", "n1", "2", "1Gi").priority(1000))
+            .pod(pod("a/high", "n1").requests("2", "1Gi").priority(1000))
             .pod(
-                pod("a/low-guaranteed", "n1", "2", "1Gi")
+                pod("a/low-guaranteed", "n1")
+                    .requests("2", "1Gi")
                     .priority(10)
                     .qos("Guaranteed"),
             )
             .pod(
-                pod("a/low-besteffort", "n1", "2", "1Gi")
+                pod("a/low-besteffort", "n1")
+                    .requests("2", "1Gi")
                     .priority(10)
                     .qos("BestEffort"),
             )
-            .pod(pod("a/unset", "n1", "2", "1Gi"))
-            .pod(pod("a/zero", "n1", "1", "1Gi").priority(0));
+            .pod(pod("a/unset", "n1").requests("2", "1Gi"))
+            .pod(pod("a/zero", "n1").requests("1", "1Gi").priority(0));
         let out = cluster.plan(&format!(
             "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{cpu: 20}}\n    targetThresholds: {{cpu: 10}}\n    useDeviationThresholds: false\n{BUDGET}"
         ));
@@ -304,7 +311,7 @@ mod tests {
 
     #[test]
     fn unschedulable_nodes_are_not_destinations_and_number_of_nodes_gates() {
-        let mut cluster = busy().node(node("n2", "10", "100Gi", 110).unschedulable());
+        let mut cluster = busy().node(node("n2").allocatable("10", "100Gi", 110).unschedulable());
         let out = cluster.plan(&spec(""));
         assert_eq!(out.evicted().len(), 4, "n3 alone still has room");
         let out = cluster.plan(&spec("    numberOfNodes: 1\n"));
@@ -313,8 +320,12 @@ mod tests {
             "only one underutilized node, not more than 1"
         );
         let mut cluster = busy()
-            .node(node("n2", "10", "100Gi", 110).unschedulable())
-            .node(node("n3", "10", "100Gi", 110).taint("dedicated", "x", "NoSchedule"));
+            .node(node("n2").allocatable("10", "100Gi", 110).unschedulable())
+            .node(
+                node("n3")
+                    .allocatable("10", "100Gi", 110)
+                    .taint("dedicated", "x", "NoSchedule"),
+            );
         assert!(
             cluster.plan(&spec("")).evicted().is_empty(),
             "no destination tolerated"
@@ -333,12 +344,23 @@ mod tests {
     #[test]
     fn extended_resources() {
         let mut cluster = Cluster::new()
-            .node(node("g1", "100", "100Gi", 110).allocatable("nvidia.com/gpu", "8"))
-            .node(node("g2", "100", "100Gi", 110).allocatable("nvidia.com/gpu", "8"))
-            .node(node("c1", "100", "100Gi", 110));
+            .node(
+                node("g1")
+                    .allocatable("100", "100Gi", 110)
+                    .resource("nvidia.com/gpu", "8"),
+            )
+            .node(
+                node("g2")
+                    .allocatable("100", "100Gi", 110)
+                    .resource("nvidia.com/gpu", "8"),
+            )
+            .node(node("c1").allocatable("100", "100Gi", 110));
         for i in 0..6 {
-            cluster = cluster
-                .pod(pod(&format!("a/train{i}"), "g1", "1", "1Gi").request("nvidia.com/gpu", "1"));
+            cluster = cluster.pod(
+                pod(&format!("a/train{i}"), "g1")
+                    .requests("1", "1Gi")
+                    .request("nvidia.com/gpu", "1"),
+            );
         }
         let out = cluster.plan(&format!(
             "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{nvidia.com/gpu: 20}}\n    targetThresholds: {{nvidia.com/gpu: 50}}\n{BUDGET}"
@@ -352,8 +374,8 @@ mod tests {
     fn deviation_thresholds() {
         // Usage 90%, 10%, 20%: mean 40%; ±15 → under < 25%, over > 55%.
         let mut cluster = busy()
-            .pod(pod("a/n2", "n2", "1", "1Gi"))
-            .pod(pod("a/n3", "n3", "2", "1Gi"));
+            .pod(pod("a/n2", "n2").requests("1", "1Gi"))
+            .pod(pod("a/n3", "n3").requests("2", "1Gi"));
         let out = cluster.plan(&format!(
             "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{cpu: 15}}\n    targetThresholds: {{cpu: 15}}\n    useDeviationThresholds: true\n{BUDGET}"
         ));
@@ -364,9 +386,9 @@ mod tests {
     fn measured_usage() {
         // By requests n1 is at 90%; measured it is at 30%, so nothing moves. n4 is busy by measure.
         let mut cluster = busy()
-            .node(node("n4", "10", "100Gi", 110))
-            .pod(pod("a/hot", "n4", "100m", "1Gi"))
-            .pod(pod("a/hot2", "n4", "100m", "1Gi"))
+            .node(node("n4").allocatable("10", "100Gi", 110))
+            .pod(pod("a/hot", "n4").requests("100m", "1Gi"))
+            .pod(pod("a/hot2", "n4").requests("100m", "1Gi"))
             .node_usage("n1", 3000, 10 << 30, 60)
             .node_usage("n2", 100, 1 << 30, 60)
             .node_usage("n3", 100, 1 << 30, 60)
@@ -385,8 +407,11 @@ mod tests {
         // target, so lowNodeUtilization must not drain it further (it used to empty n1).
         let mut cluster = Cluster::new().standard_nodes(&["n1", "n2", "n3"]);
         for i in 0..9 {
-            cluster = cluster
-                .pod(pod(&format!("a/web-{i}"), "n1", "1", "1Gi").owner("ReplicaSet", "web"));
+            cluster = cluster.pod(
+                pod(&format!("a/web-{i}"), "n1")
+                    .requests("1", "1Gi")
+                    .owned_by("ReplicaSet", "web"),
+            );
         }
         let out = cluster.plan(&format!(
             "mode: Evict\nstrategies:\n  removeDuplicates: {{}}\n  lowNodeUtilization:\n    thresholds: {{cpu: 20}}\n    targetThresholds: {{cpu: 50}}\n{BUDGET}"
@@ -408,8 +433,12 @@ mod tests {
         // target, and lowNodeUtilization leaves the young one alone.
         let mut cluster = Cluster::new()
             .standard_nodes(&["n1", "n2", "n3"])
-            .pod(pod("a/old", "n1", "1", "1Gi").created("2026-01-01T00:00:00Z"))
-            .pod(pod("a/young", "n1", "1", "1Gi"))
+            .pod(
+                pod("a/old", "n1")
+                    .requests("1", "1Gi")
+                    .created("2026-09-22T16:00:00Z"),
+            )
+            .pod(pod("a/young", "n1").requests("1", "1Gi"))
             .node_usage("n1", 9000, 4 << 30, 60)
             .node_usage("n2", 100, 1 << 30, 60)
             .node_usage("n3", 100, 1 << 30, 60)
@@ -426,14 +455,14 @@ mod tests {
         // n2 and n3 each run a pod whose request tidal cannot read (the first beyond its 2^52 cap,
         // the second malformed): they may be full, so nothing is sent their way.
         let mut cluster = busy()
-            .pod(pod("a/huge", "n2", "1", "5Pi"))
-            .pod(pod("a/bad", "n3", "9 cores", "1Gi"));
+            .pod(pod("a/huge", "n2").requests("1", "5Pi"))
+            .pod(pod("a/bad", "n3").requests("9 cores", "1Gi"));
         assert!(cluster.plan(&spec("")).evicted().is_empty());
         // An overutilized node with such a pod is not drained either: its usage is unknown.
-        let mut cluster = busy().pod(pod("a/bad", "n1", "9 cores", "1Gi"));
+        let mut cluster = busy().pod(pod("a/bad", "n1").requests("9 cores", "1Gi"));
         assert!(cluster.plan(&spec("")).evicted().is_empty());
         // Readable again, the same cluster balances.
-        let mut cluster = busy().pod(pod("a/fine", "n3", "1", "1Gi"));
+        let mut cluster = busy().pod(pod("a/fine", "n3").requests("1", "1Gi"));
         assert_eq!(cluster.plan(&spec("")).evicted().len(), 4);
     }
 
@@ -442,13 +471,18 @@ mod tests {
         // Nine GPU-pinned pods on n1; the only node they may run on ("gpu") has 3.1 cores of room up
         // to its 50% target, the cpu-only node 5. Pooled room (8.1 cores) would let 4 go.
         let mut cluster = Cluster::new()
-            .node(node("n1", "10", "100Gi", 110))
-            .node(node("gpu", "10", "100Gi", 110).label("gpu", "yes"))
-            .node(node("cpu", "10", "100Gi", 110))
-            .pod(pod("a/filler", "gpu", "1900m", "1Gi"));
+            .node(node("n1").allocatable("10", "100Gi", 110))
+            .node(
+                node("gpu")
+                    .allocatable("10", "100Gi", 110)
+                    .label("gpu", "yes"),
+            )
+            .node(node("cpu").allocatable("10", "100Gi", 110))
+            .pod(pod("a/filler", "gpu").requests("1900m", "1Gi"));
         for i in 0..9 {
             cluster = cluster.pod(
-                pod(&format!("a/g{i}"), "n1", "1", "1Gi")
+                pod(&format!("a/g{i}"), "n1")
+                    .requests("1", "1Gi")
                     .spec("nodeSelector", serde_json::json!({"gpu": "yes"})),
             );
         }
@@ -463,12 +497,19 @@ mod tests {
     fn unlisted_extended_resources_must_fit_a_destination() {
         // The GPU node is over on cpu; the underutilized nodes have no GPUs at all.
         let mut cluster = Cluster::new()
-            .node(node("g1", "10", "100Gi", 110).allocatable("nvidia.com/gpu", "8"))
+            .node(
+                node("g1")
+                    .allocatable("10", "100Gi", 110)
+                    .resource("nvidia.com/gpu", "8"),
+            )
             .standard_nodes(&["c1", "c2"])
-            .pod(pod("a/plain", "g1", "1", "1Gi"));
+            .pod(pod("a/plain", "g1").requests("1", "1Gi"));
         for i in 0..7 {
-            cluster = cluster
-                .pod(pod(&format!("a/train{i}"), "g1", "1", "1Gi").request("nvidia.com/gpu", "1"));
+            cluster = cluster.pod(
+                pod(&format!("a/train{i}"), "g1")
+                    .requests("1", "1Gi")
+                    .request("nvidia.com/gpu", "1"),
+            );
         }
         let out = cluster.plan(&format!(
             "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{cpu: 20}}\n    targetThresholds: {{cpu: 50}}\n{BUDGET}"
@@ -483,12 +524,16 @@ mod tests {
         // priority) does not fit, the 1-core pod after it does.
         let mut cluster = Cluster::new()
             .standard_nodes(&["n1", "n2"])
-            .node(node("n3", "3", "100Gi", 110))
-            .pod(pod("a/n2", "n2", "3500m", "1Gi"))
-            .pod(pod("a/big", "n1", "2", "1Gi").priority(1))
-            .pod(pod("a/small", "n1", "1", "1Gi").priority(2));
+            .node(node("n3").allocatable("3", "100Gi", 110))
+            .pod(pod("a/n2", "n2").requests("3500m", "1Gi"))
+            .pod(pod("a/big", "n1").requests("2", "1Gi").priority(1))
+            .pod(pod("a/small", "n1").requests("1", "1Gi").priority(2));
         for i in 0..6 {
-            cluster = cluster.pod(pod(&format!("a/p{i}"), "n1", "1", "1Gi").priority(3));
+            cluster = cluster.pod(
+                pod(&format!("a/p{i}"), "n1")
+                    .requests("1", "1Gi")
+                    .priority(3),
+            );
         }
         let out = cluster.plan(&spec(""));
         assert_eq!(out.evicted(), ["a/small"]);
@@ -500,7 +545,11 @@ mod tests {
         // would not bring it closer to its target and would use up the per-node limit.
         let mut cluster = busy();
         for i in 0..5 {
-            cluster = cluster.pod(pod(&format!("a/be{i}"), "n1", "0", "0").qos("BestEffort"));
+            cluster = cluster.pod(
+                pod(&format!("a/be{i}"), "n1")
+                    .requests("0", "0")
+                    .qos("BestEffort"),
+            );
         }
         let out = cluster.plan(&spec("    evictionLimits: {node: 2}\n"));
         assert_eq!(out.evicted(), ["a/p0", "a/p1"]);
@@ -514,10 +563,10 @@ mod tests {
         // by requests, so a pod requesting 4 cores has nowhere to go.
         let mut cluster = Cluster::new()
             .standard_nodes(&["n1", "n2", "n3"])
-            .pod(pod("a/hot0", "n1", "4", "1Gi"))
-            .pod(pod("a/hot1", "n1", "4", "1Gi"))
-            .pod(pod("a/idle2", "n2", "9500m", "1Gi"))
-            .pod(pod("a/idle3", "n3", "9500m", "1Gi"))
+            .pod(pod("a/hot0", "n1").requests("4", "1Gi"))
+            .pod(pod("a/hot1", "n1").requests("4", "1Gi"))
+            .pod(pod("a/idle2", "n2").requests("9500m", "1Gi"))
+            .pod(pod("a/idle3", "n3").requests("9500m", "1Gi"))
             .node_usage("n1", 9000, 2 << 30, 60)
             .node_usage("n2", 100, 1 << 30, 60)
             .node_usage("n3", 100, 1 << 30, 60)
@@ -526,7 +575,7 @@ mod tests {
         let metrics = spec("    usage: {source: Metrics}\n");
         assert!(cluster.plan(&metrics).evicted().is_empty());
         // With request room on n3, one moves.
-        let mut cluster = cluster.pod(pod("a/idle3", "n3", "1", "1Gi"));
+        let mut cluster = cluster.pod(pod("a/idle3", "n3").requests("1", "1Gi"));
         assert_eq!(cluster.plan(&metrics).evicted(), ["a/hot0"]);
     }
 
@@ -535,11 +584,11 @@ mod tests {
         // Memory would make n1 overutilized (90% against a mean of 30%), but its deviation is 0: as
         // in the descheduler, memory is then ignored, and by cpu (no node uses any) nothing is over.
         let mut cluster = Cluster::new()
-            .node(node("n1", "10", "10Gi", 110))
-            .node(node("n2", "10", "10Gi", 110))
-            .node(node("n3", "10", "10Gi", 110));
+            .node(node("n1").allocatable("10", "10Gi", 110))
+            .node(node("n2").allocatable("10", "10Gi", 110))
+            .node(node("n3").allocatable("10", "10Gi", 110));
         for i in 0..9 {
-            cluster = cluster.pod(pod(&format!("a/m{i}"), "n1", "0", "1Gi"));
+            cluster = cluster.pod(pod(&format!("a/m{i}"), "n1").requests("0", "1Gi"));
         }
         let deviation = |memory: u32| {
             format!(

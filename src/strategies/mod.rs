@@ -16,6 +16,3 @@ pub mod tdm;
 pub mod too_many_restarts;
 pub mod topology_spread;
 pub mod utilization;
-
-#[cfg(test)]
-pub(crate) mod testkit;

@@ -109,7 +109,7 @@ impl PodByPod for NodeAffinity {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::*;
+    use crate::testkit::*;
     use serde_json::json;
 
     fn required_zone(zone: &str) -> serde_json::Value {
@@ -128,14 +128,30 @@ mod tests {
     #[test]
     fn required_affinity_evicts_only_when_another_node_fits() {
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110).label("zone", "a"))
-            .node(node("n2", "4", "8Gi", 110).label("zone", "b"))
-            .node(node("n3", "1", "8Gi", 110).label("zone", "c"))
-            .pod(pod("a/wants-b", "n1", "1", "1Gi").spec("affinity", required_zone("b")))
-            .pod(pod("a/wants-a", "n1", "1", "1Gi").spec("affinity", required_zone("a")))
+            .node(node("n1").allocatable("4", "8Gi", 110).label("zone", "a"))
+            .node(node("n2").allocatable("4", "8Gi", 110).label("zone", "b"))
+            .node(node("n3").allocatable("1", "8Gi", 110).label("zone", "c"))
+            .pod(
+                pod("a/wants-b", "n1")
+                    .requests("1", "1Gi")
+                    .spec("affinity", required_zone("b")),
+            )
+            .pod(
+                pod("a/wants-a", "n1")
+                    .requests("1", "1Gi")
+                    .spec("affinity", required_zone("a")),
+            )
             // Would fit zone c by selector, but n3 has no room for 2 cores: stays.
-            .pod(pod("a/wants-c", "n1", "2", "1Gi").spec("affinity", required_zone("c")))
-            .pod(pod("a/selector-b", "n1", "1", "1Gi").spec("nodeSelector", json!({"zone": "b"})));
+            .pod(
+                pod("a/wants-c", "n1")
+                    .requests("2", "1Gi")
+                    .spec("affinity", required_zone("c")),
+            )
+            .pod(
+                pod("a/selector-b", "n1")
+                    .requests("1", "1Gi")
+                    .spec("nodeSelector", json!({"zone": "b"})),
+            );
         let out = cluster.plan("mode: Evict\nstrategies:\n  removePodsViolatingNodeAffinity: {}\n");
         assert_eq!(out.evicted(), ["a/selector-b", "a/wants-b"]);
         assert!(out.reason("a/wants-b").contains("node n2 would"));
@@ -144,22 +160,33 @@ mod tests {
     #[test]
     fn unschedulable_tainted_and_unreadable_nodes_are_no_destination() {
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110).label("zone", "a"))
+            .node(node("n1").allocatable("4", "8Gi", 110).label("zone", "a"))
             .node(
-                node("n2", "4", "8Gi", 110)
+                node("n2")
+                    .allocatable("4", "8Gi", 110)
                     .label("zone", "b")
                     .unschedulable(),
             )
             .node(
-                node("n3", "4", "8Gi", 110)
+                node("n3")
+                    .allocatable("4", "8Gi", 110)
                     .label("zone", "b")
                     .taint("k", "v", "NoSchedule"),
             )
-            .node(node("n4", "4", "8Gi", 110).label("zone", "b").not_ready())
+            .node(
+                node("n4")
+                    .allocatable("4", "8Gi", 110)
+                    .label("zone", "b")
+                    .not_ready(),
+            )
             // Ready and empty-looking, but running a pod whose request tidal cannot read.
-            .node(node("n5", "4", "8Gi", 110).label("zone", "b"))
-            .pod(pod("a/huge", "n5", "1", "5Pi"))
-            .pod(pod("a/wants-b", "n1", "1", "1Gi").spec("affinity", required_zone("b")));
+            .node(node("n5").allocatable("4", "8Gi", 110).label("zone", "b"))
+            .pod(pod("a/huge", "n5").requests("1", "5Pi"))
+            .pod(
+                pod("a/wants-b", "n1")
+                    .requests("1", "1Gi")
+                    .spec("affinity", required_zone("b")),
+            );
         let out = cluster.plan("mode: Evict\nstrategies:\n  removePodsViolatingNodeAffinity: {}\n");
         assert!(out.evicted().is_empty());
     }
@@ -167,11 +194,23 @@ mod tests {
     #[test]
     fn preferred_affinity_moves_to_a_strictly_better_node() {
         let mut cluster = Cluster::new()
-            .node(node("n1", "4", "8Gi", 110).label("zone", "a"))
-            .node(node("n2", "4", "8Gi", 110).label("zone", "b"))
-            .pod(pod("a/prefers-b", "n1", "1", "1Gi").spec("affinity", preferred_zone("b", 10)))
-            .pod(pod("a/prefers-a", "n1", "1", "1Gi").spec("affinity", preferred_zone("a", 10)))
-            .pod(pod("a/prefers-c", "n1", "1", "1Gi").spec("affinity", preferred_zone("c", 10)));
+            .node(node("n1").allocatable("4", "8Gi", 110).label("zone", "a"))
+            .node(node("n2").allocatable("4", "8Gi", 110).label("zone", "b"))
+            .pod(
+                pod("a/prefers-b", "n1")
+                    .requests("1", "1Gi")
+                    .spec("affinity", preferred_zone("b", 10)),
+            )
+            .pod(
+                pod("a/prefers-a", "n1")
+                    .requests("1", "1Gi")
+                    .spec("affinity", preferred_zone("a", 10)),
+            )
+            .pod(
+                pod("a/prefers-c", "n1")
+                    .requests("1", "1Gi")
+                    .spec("affinity", preferred_zone("c", 10)),
+            );
         let spec = "mode: Evict\nstrategies:\n  removePodsViolatingNodeAffinity:\n    nodeAffinityType: [preferredDuringSchedulingIgnoredDuringExecution]\n";
         let out = cluster.plan(spec);
         assert_eq!(out.evicted(), ["a/prefers-b"]);

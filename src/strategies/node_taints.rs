@@ -110,24 +110,24 @@ impl PodByPod for NodeTaints {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::*;
+    use crate::testkit::*;
     use serde_json::json;
 
     fn cluster() -> Cluster {
         Cluster::new()
-            .node(node("n1", "4", "8Gi", 110).taint("dedicated", "gpu", "NoSchedule"))
-            .node(node("n2", "4", "8Gi", 110).taint("soft", "x", "PreferNoSchedule"))
-            .node(node("n3", "4", "8Gi", 110).taint("gone", "x", "NoExecute"))
-            .pod(pod("a/plain", "n1", "100m", "1Gi"))
-            .pod(pod("a/tolerant", "n1", "100m", "1Gi").spec(
+            .node(node("n1").allocatable("4", "8Gi", 110).taint("dedicated", "gpu", "NoSchedule"))
+            .node(node("n2").allocatable("4", "8Gi", 110).taint("soft", "x", "PreferNoSchedule"))
+            .node(node("n3").allocatable("4", "8Gi", 110).taint("gone", "x", "NoExecute"))
+            .pod(pod("a/plain", "n1").requests("100m", "1Gi"))
+            .pod(pod("a/tolerant", "n1").requests("100m", "1Gi").spec(
                 "tolerations",
                 json!([{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]),
             ))
-            .pod(pod("a/wildcard", "n1", "100m", "1Gi").spec("tolerations", json!([{"operator": "Exists"}])))
-            .pod(pod("a/soft", "n2", "100m", "1Gi"))
-            .pod(pod("a/noexec", "n3", "100m", "1Gi"))
-            .pod(pod("a/ds", "n1", "100m", "1Gi").owner("DaemonSet", "agent"))
-            .pod(pod("a/done", "n1", "100m", "1Gi").phase("Succeeded"))
+            .pod(pod("a/wildcard", "n1").requests("100m", "1Gi").spec("tolerations", json!([{"operator": "Exists"}])))
+            .pod(pod("a/soft", "n2").requests("100m", "1Gi"))
+            .pod(pod("a/noexec", "n3").requests("100m", "1Gi"))
+            .pod(pod("a/ds", "n1").requests("100m", "1Gi").owned_by("DaemonSet", "agent"))
+            .pod(pod("a/done", "n1").requests("100m", "1Gi").phase("Succeeded"))
     }
 
     #[test]

@@ -200,18 +200,18 @@ impl PodByPod for PodLifeTime {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::*;
+    use crate::testkit::*;
     use serde_json::json;
 
     fn cluster() -> Cluster {
         Cluster::new()
-            .node(node("n1", "4", "8Gi", 110))
-            .pod(pod("a/week", "n1", "100m", "1Gi").created("2026-02-23T12:00:00Z"))
-            .pod(pod("a/day", "n1", "100m", "1Gi"))
-            .pod(pod("a/hour", "n1", "100m", "1Gi").created("2026-03-02T11:00:00Z"))
+            .node(node("n1").allocatable("4", "8Gi", 110))
+            .pod(pod("a/week", "n1").requests("100m", "1Gi").created("2026-11-15T04:00:00Z"))
+            .pod(pod("a/day", "n1").requests("100m", "1Gi"))
+            .pod(pod("a/hour", "n1").requests("100m", "1Gi").created("2026-11-22T03:00:00Z"))
             .pod(
-                pod("a/oom", "n1", "100m", "1Gi")
-                    .created("2026-02-25T12:00:00Z")
+                pod("a/oom", "n1").requests("100m", "1Gi")
+                    .created("2026-11-17T04:00:00Z")
                     .status(
                         "containerStatuses",
                         json!([{"name": "c", "image": "i", "imageID": "", "ready": false, "restartCount": 1,
@@ -219,13 +219,13 @@ mod tests {
                     ),
             )
             .pod(
-                pod("a/done", "n1", "100m", "1Gi")
+                pod("a/done", "n1").requests("100m", "1Gi")
                     .phase("Succeeded")
-                    .owner("Job", "batch")
+                    .owned_by("Job", "batch")
                     .status(
                         "conditions",
                         json!([{"type": "Ready", "status": "False", "reason": "PodCompleted",
-                                "lastTransitionTime": "2026-03-02T06:00:00Z"}]),
+                                "lastTransitionTime": "2026-11-21T22:00:00Z"}]),
                     ),
             )
     }

@@ -156,17 +156,15 @@ mod tests {
     use super::*;
     use crate::{
         cluster::{ObjectKey, PolicyInfo},
-        planner::{
-            plan_all,
-            tests::{
-                NOW, World, all, annotations, closed_zone, key_of, labels, node, open_zone,
-                owned_by, pod, podgroup, policy, preemptable, scheduled_at, ts, with_context, zone,
-            },
+        planner::plan_all,
+        testkit::{
+            Cluster, NOW, closed_zone, key_of, node, open_zone, pod, podgroup, policy, ts,
+            with_context, zone,
         },
     };
 
     fn propose_with(
-        world: &mut World,
+        world: &mut Cluster,
         policy: &PolicyInfo,
         planned: &HashSet<ObjectKey>,
     ) -> Vec<Candidate> {
@@ -177,7 +175,7 @@ mod tests {
         })
     }
 
-    fn propose(world: &mut World) -> Vec<Candidate> {
+    fn propose(world: &mut Cluster) -> Vec<Candidate> {
         propose_with(world, &policy(json!({})), &HashSet::new())
     }
 
@@ -195,22 +193,16 @@ mod tests {
 
     #[test]
     fn victims_job_by_job_lowest_priority_then_youngest_then_name() {
-        let mut world = World::new();
-        world.cache.apply_node(node("rev-2", Some("z")));
+        let mut world = Cluster::revocable();
+        world.cache.apply_node(node("rev-2").zone("z").build());
         let member = |job: &str, name: &str, node: &str, priority: i32, at: &str| {
-            pod(
-                "ns",
-                name,
-                node,
-                all([
-                    owned_by("ReplicaSet", job),
-                    preemptable(),
-                    json!({"spec": {"priority": priority}}),
-                    scheduled_at(at),
-                ]),
-            )
+            pod(&format!("ns/{name}"), node)
+                .owned_by("ReplicaSet", job)
+                .preemptable()
+                .priority(priority)
+                .scheduled_at(at)
         };
-        let mut world = world.with([
+        let mut world = world.pods([
             // Job "b" sorts after job "a" whatever its pods look like.
             member("b", "b-first", "rev-1", 0, "2026-11-22T03:59:00Z"),
             member("a", "a-old-high", "rev-1", 10, "2026-11-22T01:00:00Z"),
@@ -235,29 +227,17 @@ mod tests {
     #[test]
     fn without_a_scheduling_time_the_creation_time_orders() {
         let unscheduled_condition = json!({"status": {"conditions": []}});
-        let mut world = World::new().with([
-            pod(
-                "ns",
-                "created-early",
-                "rev-1",
-                all([
-                    owned_by("ReplicaSet", "j"),
-                    preemptable(),
-                    unscheduled_condition.clone(),
-                    json!({"metadata": {"creationTimestamp": "2026-11-21T00:00:00Z"}}),
-                ]),
-            ),
-            pod(
-                "ns",
-                "created-late",
-                "rev-1",
-                all([
-                    owned_by("ReplicaSet", "j"),
-                    preemptable(),
-                    unscheduled_condition,
-                    json!({"metadata": {"creationTimestamp": "2026-11-22T00:00:00Z"}}),
-                ]),
-            ),
+        let mut world = Cluster::revocable().pods([
+            pod("ns/created-early", "rev-1")
+                .owned_by("ReplicaSet", "j")
+                .preemptable()
+                .patch(unscheduled_condition.clone())
+                .created("2026-11-21T00:00:00Z"),
+            pod("ns/created-late", "rev-1")
+                .owned_by("ReplicaSet", "j")
+                .preemptable()
+                .patch(unscheduled_condition)
+                .created("2026-11-22T00:00:00Z"),
         ]);
         assert_eq!(
             names(&propose(&mut world)),
@@ -267,54 +247,40 @@ mod tests {
 
     #[test]
     fn preemptable_from_label_annotation_podgroup_or_policy_default() {
-        let mut world = World::new();
-        world.cache.apply_podgroup(podgroup(
-            "ns",
-            "pg-label",
-            labels(&[(labels::PREEMPTABLE, "true")]),
-        ));
-        world.cache.apply_podgroup(podgroup(
-            "ns",
-            "pg-annotation",
-            annotations(&[(labels::PREEMPTABLE, "true")]),
-        ));
+        let mut world = Cluster::revocable();
+        world.cache.apply_podgroup(
+            podgroup("ns/pg-label")
+                .label(labels::PREEMPTABLE, "true")
+                .build(),
+        );
+        world.cache.apply_podgroup(
+            podgroup("ns/pg-annotation")
+                .annotation(labels::PREEMPTABLE, "true")
+                .build(),
+        );
         let in_group = |name: &str, group: &str| {
-            pod(
-                "ns",
-                name,
-                "rev-1",
-                annotations(&[(labels::GROUP_NAME, group)]),
-            )
+            pod(&format!("ns/{name}"), "rev-1")
+                .bare()
+                .annotation(labels::GROUP_NAME, group)
         };
-        let mut world = world.with([
-            pod(
-                "ns",
-                "by-label",
-                "rev-1",
-                labels(&[(labels::PREEMPTABLE, "true")]),
-            ),
-            pod("ns", "by-annotation", "rev-1", preemptable()),
-            pod(
-                "ns",
-                "go-style-true",
-                "rev-1",
-                annotations(&[(labels::PREEMPTABLE, "T")]),
-            ),
+        let mut world = world.pods([
+            pod("ns/by-label", "rev-1")
+                .bare()
+                .label(labels::PREEMPTABLE, "true"),
+            pod("ns/by-annotation", "rev-1").bare().preemptable(),
+            pod("ns/go-style-true", "rev-1")
+                .bare()
+                .annotation(labels::PREEMPTABLE, "T"),
             in_group("by-group-label", "pg-label"),
             in_group("by-group-annotation", "pg-annotation"),
             // The pod's own word beats its PodGroup's.
-            pod(
-                "ns",
-                "pod-says-no",
-                "rev-1",
-                all([annotations(&[
-                    (labels::GROUP_NAME, "pg-label"),
-                    (labels::PREEMPTABLE, "false"),
-                ])]),
-            ),
+            pod("ns/pod-says-no", "rev-1")
+                .bare()
+                .annotation(labels::GROUP_NAME, "pg-label")
+                .annotation(labels::PREEMPTABLE, "false"),
             // A group name whose PodGroup does not exist says nothing.
             in_group("missing-group", "pg-missing"),
-            pod("ns", "silent", "rev-1", json!({})),
+            pod("ns/silent", "rev-1").bare(),
         ]);
         let candidates = propose(&mut world);
         for allowed in [
@@ -348,28 +314,19 @@ mod tests {
 
     #[test]
     fn zone_opt_in_annotation() {
-        let mut world = World::new().with([
-            pod(
-                "ns",
-                "any-zone",
-                "rev-1",
-                all([preemptable(), annotations(&[(labels::REVOCABLE_ZONE, "*")])]),
-            ),
-            pod(
-                "ns",
-                "this-zone",
-                "rev-1",
-                all([preemptable(), annotations(&[(labels::REVOCABLE_ZONE, "z")])]),
-            ),
-            pod(
-                "ns",
-                "other-zone",
-                "rev-1",
-                all([
-                    preemptable(),
-                    annotations(&[(labels::REVOCABLE_ZONE, "elsewhere")]),
-                ]),
-            ),
+        let mut world = Cluster::revocable().pods([
+            pod("ns/any-zone", "rev-1")
+                .bare()
+                .preemptable()
+                .annotation(labels::REVOCABLE_ZONE, "*"),
+            pod("ns/this-zone", "rev-1")
+                .bare()
+                .preemptable()
+                .annotation(labels::REVOCABLE_ZONE, "z"),
+            pod("ns/other-zone", "rev-1")
+                .bare()
+                .preemptable()
+                .annotation(labels::REVOCABLE_ZONE, "elsewhere"),
         ]);
         let candidates = propose(&mut world);
         assert!(reason_of(&candidates, "ns/any-zone").starts_with("zone z closed"));
@@ -382,30 +339,26 @@ mod tests {
 
     #[test]
     fn empty_zone_opt_in_is_no_opt_in() {
-        let mut world = World::new();
-        world.cache.apply_zone(open_zone("z"));
-        let mut world = world.with([pod(
-            "ns",
-            "empty-opt-in",
-            "rev-1",
-            all([preemptable(), annotations(&[(labels::REVOCABLE_ZONE, "")])]),
-        )]);
+        let mut world = Cluster::revocable();
+        world.cache.apply_zone(open_zone("z").build());
+        let mut world = world.pods([pod("ns/empty-opt-in", "rev-1")
+            .bare()
+            .preemptable()
+            .annotation(labels::REVOCABLE_ZONE, "")]);
         assert_eq!(names(&propose(&mut world)), Vec::<String>::new());
     }
 
     #[test]
     fn open_zone_proposes_only_violations() {
-        let mut world = World::new();
-        world.cache.apply_zone(open_zone("z"));
-        let mut world = world.with([
-            pod("ns", "preemptable", "rev-1", preemptable()),
-            pod("ns", "misplaced", "rev-1", json!({})),
-            pod(
-                "ns",
-                "other-zone",
-                "rev-1",
-                all([preemptable(), annotations(&[(labels::REVOCABLE_ZONE, "y")])]),
-            ),
+        let mut world = Cluster::revocable();
+        world.cache.apply_zone(open_zone("z").build());
+        let mut world = world.pods([
+            pod("ns/preemptable", "rev-1").bare().preemptable(),
+            pod("ns/misplaced", "rev-1").bare(),
+            pod("ns/other-zone", "rev-1")
+                .bare()
+                .preemptable()
+                .annotation(labels::REVOCABLE_ZONE, "y"),
         ]);
         let candidates = propose(&mut world);
         assert_eq!(names(&candidates), ["ns/misplaced", "ns/other-zone"]);
@@ -426,12 +379,9 @@ mod tests {
 
     #[test]
     fn invalid_preemptable_is_proposed_for_the_invalid_gate() {
-        let mut world = World::new().with([pod(
-            "ns",
-            "unsure",
-            "rev-1",
-            annotations(&[(labels::PREEMPTABLE, "maybe")]),
-        )]);
+        let mut world = Cluster::revocable().pods([pod("ns/unsure", "rev-1")
+            .bare()
+            .annotation(labels::PREEMPTABLE, "maybe")]);
         let candidates = propose(&mut world);
         assert_eq!(
             reason_of(&candidates, "ns/unsure"),
@@ -453,65 +403,43 @@ mod tests {
 
     #[test]
     fn node_bound_finished_and_pending_pods_are_not_proposed() {
-        let mut world = World::new().with([
-            pod(
-                "ns",
-                "daemon",
-                "rev-1",
-                all([owned_by("DaemonSet", "agent"), preemptable()]),
-            ),
-            pod(
-                "ns",
-                "static",
-                "rev-1",
-                all([owned_by("Node", "rev-1"), preemptable()]),
-            ),
-            pod(
-                "ns",
-                "mirror",
-                "rev-1",
-                all([preemptable(), annotations(&[(labels::MIRROR_POD, "abc")])]),
-            ),
-            pod(
-                "ns",
-                "done",
-                "rev-1",
-                all([preemptable(), json!({"status": {"phase": "Succeeded"}})]),
-            ),
-            pod(
-                "ns",
-                "failed-violation",
-                "rev-1",
-                json!({"status": {"phase": "Failed"}}),
-            ),
-            pod(
-                "ns",
-                "starting",
-                "rev-1",
-                all([preemptable(), json!({"status": {"phase": "Pending"}})]),
-            ),
-            pod("ns", "normal", "normal-1", json!({})),
-            pod("ns", "victim", "rev-1", preemptable()),
+        let mut world = Cluster::revocable().pods([
+            pod("ns/daemon", "rev-1")
+                .owned_by("DaemonSet", "agent")
+                .preemptable(),
+            pod("ns/static", "rev-1")
+                .owned_by("Node", "rev-1")
+                .preemptable(),
+            pod("ns/mirror", "rev-1")
+                .bare()
+                .preemptable()
+                .annotation(labels::MIRROR_POD, "abc"),
+            pod("ns/done", "rev-1")
+                .bare()
+                .preemptable()
+                .phase("Succeeded"),
+            pod("ns/failed-violation", "rev-1").bare().phase("Failed"),
+            pod("ns/starting", "rev-1")
+                .bare()
+                .preemptable()
+                .phase("Pending"),
+            pod("ns/normal", "normal-1").bare(),
+            pod("ns/victim", "rev-1").bare().preemptable(),
         ]);
         assert_eq!(names(&propose(&mut world)), ["ns/victim"]);
     }
 
     #[test]
     fn leaving_pods_are_not_proposed() {
-        let mut world = World::new().with([
-            pod(
-                "ns",
-                "terminating",
-                "rev-1",
-                all([
-                    preemptable(),
-                    json!({"metadata": {"deletionTimestamp": "2026-11-22T03:59:00Z"}}),
-                ]),
-            ),
-            pod("ns", "evicting", "rev-1", preemptable()),
-            pod("ns", "planned", "rev-1", preemptable()),
-            pod("ns", "misplaced-planned", "rev-1", json!({})),
-            pod("ns", "victim", "rev-1", preemptable()),
+        let mut world = Cluster::revocable().pods([
+            pod("ns/terminating", "rev-1")
+                .bare()
+                .preemptable()
+                .patch(json!({"metadata": {"deletionTimestamp": "2026-11-22T03:59:00Z"}})),
+            pod("ns/evicting", "rev-1").bare().preemptable(),
+            pod("ns/planned", "rev-1").bare().preemptable(),
+            pod("ns/misplaced-planned", "rev-1").bare(),
+            pod("ns/victim", "rev-1").bare().preemptable(),
         ]);
         assert!(world.cache.mark_evicting(
             &ObjectKey::new("ns", "evicting"),
@@ -527,32 +455,34 @@ mod tests {
 
     #[test]
     fn draining_zone_proposes_with_a_draining_reason() {
-        let mut world = World::new();
+        let mut world = Cluster::revocable();
         // Open until 05:00; at 04:00 within its 90 minutes of drainBefore.
-        world.cache.apply_zone(zone(
-            "z",
-            json!({"windows": [{"time": "00:00-05:00"}], "drainBefore": "90m"}),
-            None,
-        ));
-        let mut world = world.with([pod("ns", "victim", "rev-1", preemptable())]);
+        world.cache.apply_zone(
+            zone("z")
+                .window("00:00-05:00")
+                .spec(json!({"drainBefore": "90m"}))
+                .build(),
+        );
+        let mut world = world.pods([pod("ns/victim", "rev-1").bare().preemptable()]);
         let candidates = propose(&mut world);
         assert_eq!(
             reason_of(&candidates, "ns/victim"),
             "zone z closes at 2026-11-22T05:00:00Z (draining)"
         );
 
-        world.cache.apply_zone(zone(
-            "z",
-            json!({"windows": [{"time": "00:00-05:00"}], "drainBefore": "30m"}),
-            None,
-        ));
+        world.cache.apply_zone(
+            zone("z")
+                .window("00:00-05:00")
+                .spec(json!({"drainBefore": "30m"}))
+                .build(),
+        );
         assert!(propose(&mut world).is_empty(), "not yet draining at 04:00");
     }
 
     #[test]
     fn closed_reason_names_the_reopening_not_the_windows() {
         // The windows are on the zone's own line of the report; every pod's row would repeat them.
-        let mut world = World::new().with([pod("ns", "victim", "rev-1", preemptable())]);
+        let mut world = Cluster::revocable().pods([pod("ns/victim", "rev-1").bare().preemptable()]);
         assert_eq!(
             reason_of(&propose(&mut world), "ns/victim"),
             "zone z closed; opens 2026-11-22T08:00:00Z"
@@ -561,50 +491,51 @@ mod tests {
 
     #[test]
     fn zone_with_invalid_schedule_proposes_nothing() {
-        let mut world = World::new();
-        let broken = zone("z", json!({"windows": [{"time": "25:00-06:00"}]}), None);
+        let mut world = Cluster::revocable();
+        let broken = zone("z").window("25:00-06:00").build();
         assert!(broken.schedule.is_err());
         world.cache.apply_zone(broken);
-        let unknown_tz = zone(
-            "y",
-            json!({"windows": [{"time": "08:00-20:00"}], "timeZone": "Mars/Olympus_Mons"}),
-            None,
-        );
+        let unknown_tz = zone("y")
+            .window("08:00-20:00")
+            .spec(json!({"timeZone": "Mars/Olympus_Mons"}))
+            .build();
         assert!(unknown_tz.schedule.is_err());
         world.cache.apply_zone(unknown_tz);
-        world.cache.apply_node(node("rev-y", Some("y")));
-        let mut world = world.with([
-            pod("ns", "preemptable", "rev-1", preemptable()),
-            pod("ns", "misplaced", "rev-1", json!({})),
-            pod("ns", "in-y", "rev-y", preemptable()),
+        world.cache.apply_node(node("rev-y").zone("y").build());
+        let mut world = world.pods([
+            pod("ns/preemptable", "rev-1").bare().preemptable(),
+            pod("ns/misplaced", "rev-1").bare(),
+            pod("ns/in-y", "rev-y").bare().preemptable(),
         ]);
         assert!(propose(&mut world).is_empty());
     }
 
     #[test]
     fn nodes_of_a_zone_without_revocable_zone_object_are_left_alone() {
-        let mut world = World::new();
-        world.cache.apply_node(node("rev-x", Some("x")));
-        let mut world = world.with([
-            pod("ns", "preemptable", "rev-x", preemptable()),
-            pod("ns", "misplaced", "rev-x", json!({})),
+        let mut world = Cluster::revocable();
+        world.cache.apply_node(node("rev-x").zone("x").build());
+        let mut world = world.pods([
+            pod("ns/preemptable", "rev-x").bare().preemptable(),
+            pod("ns/misplaced", "rev-x").bare(),
         ]);
         assert!(propose(&mut world).is_empty());
     }
 
     #[test]
     fn round_not_due_proposes_no_preemptable_pods() {
-        let mut world = World::new();
-        world.cache.apply_zone(zone(
-            "z",
-            json!({"windows": [{"time": "08:00-20:00"}], "evictPeriod": "5m"}),
-            Some(json!({"lastEvictionRound": "2026-11-22T03:57:00Z"})),
-        ));
-        world.cache.apply_node(node("rev-y", Some("y")));
-        world.cache.apply_zone(closed_zone("y"));
-        let mut world = world.with([
-            pod("ns", "waits", "rev-1", preemptable()),
-            pod("ns", "goes", "rev-y", preemptable()),
+        let mut world = Cluster::revocable();
+        world.cache.apply_zone(
+            zone("z")
+                .window("08:00-20:00")
+                .spec(json!({"evictPeriod": "5m"}))
+                .status(json!({"lastEvictionRound": "2026-11-22T03:57:00Z"}))
+                .build(),
+        );
+        world.cache.apply_node(node("rev-y").zone("y").build());
+        world.cache.apply_zone(closed_zone("y").build());
+        let mut world = world.pods([
+            pod("ns/waits", "rev-1").bare().preemptable(),
+            pod("ns/goes", "rev-y").bare().preemptable(),
         ]);
         assert_eq!(names(&propose(&mut world)), ["ns/goes"]);
     }
@@ -613,20 +544,22 @@ mod tests {
     fn a_round_in_the_future_pauses_the_zone_one_evict_period_at_most() {
         // lastEvictionRound a day ahead (clock skew, a hand edit): counted as now, with a warning,
         // so the zone's next round is one evictPeriod away rather than tomorrow.
-        let mut world = World::new();
-        world.cache.apply_zone(zone(
-            "z",
-            json!({"windows": [{"time": "08:00-20:00"}], "evictPeriod": "5m"}),
-            Some(json!({"lastEvictionRound": "2026-11-23T04:00:00Z"})),
-        ));
+        let mut world = Cluster::revocable();
+        world.cache.apply_zone(
+            zone("z")
+                .window("08:00-20:00")
+                .spec(json!({"evictPeriod": "5m"}))
+                .status(json!({"lastEvictionRound": "2026-11-23T04:00:00Z"}))
+                .build(),
+        );
         let snapshot = world.cache.snapshot();
-        let now = crate::planner::tests::ts("2026-11-22T04:00:00Z");
+        let now = crate::testkit::ts("2026-11-22T04:00:00Z");
         let (views, warnings) = crate::framework::zone_views(&snapshot, now);
         let view = &views["z"];
         assert!(!view.round_due);
         assert_eq!(
             view.next_round,
-            Some(crate::planner::tests::ts("2026-11-22T04:05:00Z"))
+            Some(crate::testkit::ts("2026-11-22T04:05:00Z"))
         );
         assert!(
             warnings.iter().any(|w| w.contains("in the future")),

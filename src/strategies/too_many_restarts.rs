@@ -85,7 +85,7 @@ impl PodByPod for TooManyRestarts {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::*;
+    use crate::testkit::*;
     use serde_json::json;
 
     fn statuses(restarts: &[i32], waiting: Option<&str>) -> serde_json::Value {
@@ -103,16 +103,20 @@ mod tests {
 
     fn cluster() -> Cluster {
         Cluster::new()
-            .node(node("n1", "4", "8Gi", 110))
+            .node(node("n1").allocatable("4", "8Gi", 110))
             .pod(
-                pod("a/many", "n1", "100m", "1Gi")
+                pod("a/many", "n1")
+                    .requests("100m", "1Gi")
                     .status("containerStatuses", statuses(&[3, 2], None)),
             )
             .pod(
-                pod("a/few", "n1", "100m", "1Gi").status("containerStatuses", statuses(&[4], None)),
+                pod("a/few", "n1")
+                    .requests("100m", "1Gi")
+                    .status("containerStatuses", statuses(&[4], None)),
             )
             .pod(
-                pod("a/crashing", "n1", "100m", "1Gi")
+                pod("a/crashing", "n1")
+                    .requests("100m", "1Gi")
                     .phase("Running")
                     .status(
                         "containerStatuses",
@@ -120,7 +124,8 @@ mod tests {
                     ),
             )
             .pod(
-                pod("a/init", "n1", "100m", "1Gi")
+                pod("a/init", "n1")
+                    .requests("100m", "1Gi")
                     .status("containerStatuses", statuses(&[1], None))
                     .status("initContainerStatuses", statuses(&[8], None)),
             )

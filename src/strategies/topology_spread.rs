@@ -386,7 +386,7 @@ impl Balancing for TopologySpread {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::*;
+    use crate::testkit::*;
     use serde_json::json;
 
     fn spread(max_skew: i32, when: &str) -> serde_json::Value {
@@ -395,18 +395,19 @@ mod tests {
     }
 
     fn web(name: &str, node: &str, when: &str) -> PodBuilder {
-        pod(name, node, "100m", "128Mi")
-            .owner("ReplicaSet", "web")
+        pod(name, node)
+            .requests("100m", "128Mi")
+            .owned_by("ReplicaSet", "web")
             .label("app", "web")
             .spec("topologySpreadConstraints", spread(1, when))
     }
 
     fn zones() -> Cluster {
         Cluster::new()
-            .node(node("a1", "4", "8Gi", 110).label("zone", "a"))
-            .node(node("b1", "4", "8Gi", 110).label("zone", "b"))
-            .node(node("c1", "4", "8Gi", 110).label("zone", "c"))
-            .node(node("x1", "4", "8Gi", 110))
+            .node(node("a1").allocatable("4", "8Gi", 110).label("zone", "a"))
+            .node(node("b1").allocatable("4", "8Gi", 110).label("zone", "b"))
+            .node(node("c1").allocatable("4", "8Gi", 110).label("zone", "c"))
+            .node(node("x1").allocatable("4", "8Gi", 110))
     }
 
     const BUDGET: &str = "defaults: {jobBudget: {maxUnavailable: 10}}\n";
@@ -420,7 +421,11 @@ mod tests {
             .pod(web("a/w4", "a1", "DoNotSchedule"))
             .pod(web("a/w5", "b1", "DoNotSchedule"))
             // Matches the selector and counts, but does not declare the constraint: never evicted.
-            .pod(pod("a/plain", "a1", "100m", "128Mi").label("app", "web"))
+            .pod(
+                pod("a/plain", "a1")
+                    .requests("100m", "128Mi")
+                    .label("app", "web"),
+            )
             // Nodes without the topology key are no domain.
             .pod(web("a/w6", "x1", "DoNotSchedule"));
         // a=5, b=1, c=0 → move 2 from a to c (a=3,b=1,c=2)... then a-b=2 → one more (a=2,b=2,c=2).
@@ -456,8 +461,8 @@ mod tests {
     fn node_fit_and_gates_limit_the_moves() {
         // The other zones have no room: nothing can move, nothing is evicted.
         let mut cluster = Cluster::new()
-            .node(node("a1", "4", "8Gi", 110).label("zone", "a"))
-            .node(node("b1", "50m", "8Gi", 110).label("zone", "b"))
+            .node(node("a1").allocatable("4", "8Gi", 110).label("zone", "a"))
+            .node(node("b1").allocatable("50m", "8Gi", 110).label("zone", "b"))
             .pod(web("a/w1", "a1", "DoNotSchedule"))
             .pod(web("a/w2", "a1", "DoNotSchedule"))
             .pod(web("a/w3", "a1", "DoNotSchedule"));
@@ -487,8 +492,9 @@ mod tests {
         if let (Some(c), Some(e)) = (constraint.as_object_mut(), extra.as_object()) {
             c.extend(e.clone());
         }
-        pod(name, node, "100m", "128Mi")
-            .owner("ReplicaSet", "web")
+        pod(name, node)
+            .requests("100m", "128Mi")
+            .owned_by("ReplicaSet", "web")
             .label("app", "web")
             .spec("topologySpreadConstraints", json!([constraint]))
     }
@@ -496,13 +502,14 @@ mod tests {
     /// Zones a, b and c of one node each; c's node is tainted `dedicated=x:NoSchedule`.
     fn tainted_zone_c() -> Cluster {
         Cluster::new()
-            .node(node("a1", "4", "8Gi", 110).label("zone", "a"))
-            .node(node("b1", "4", "8Gi", 110).label("zone", "b"))
-            .node(node("c1", "4", "8Gi", 110).label("zone", "c").taint(
-                "dedicated",
-                "x",
-                "NoSchedule",
-            ))
+            .node(node("a1").allocatable("4", "8Gi", 110).label("zone", "a"))
+            .node(node("b1").allocatable("4", "8Gi", 110).label("zone", "b"))
+            .node(
+                node("c1")
+                    .allocatable("4", "8Gi", 110)
+                    .label("zone", "c")
+                    .taint("dedicated", "x", "NoSchedule"),
+            )
     }
 
     const SPREAD: &str =
@@ -514,8 +521,8 @@ mod tests {
         // podLifeTime evicts the two old pods of zone a: a=3, b=1, c=0 is then one move from
         // balanced. Counting them still in zone a would move two more.
         let mut cluster = zones()
-            .pod(web("a/w1", "a1", "DoNotSchedule").created("2026-01-01T00:00:00Z"))
-            .pod(web("a/w2", "a1", "DoNotSchedule").created("2026-01-02T00:00:00Z"))
+            .pod(web("a/w1", "a1", "DoNotSchedule").created("2026-09-22T16:00:00Z"))
+            .pod(web("a/w2", "a1", "DoNotSchedule").created("2026-09-23T16:00:00Z"))
             .pod(web("a/w3", "a1", "DoNotSchedule"))
             .pod(web("a/w4", "a1", "DoNotSchedule"))
             .pod(web("a/w5", "a1", "DoNotSchedule"))
@@ -554,16 +561,18 @@ mod tests {
         let cluster = |extra: serde_json::Value| {
             Cluster::new()
                 .node(
-                    node("a1", "4", "8Gi", 110)
+                    node("a1")
+                        .allocatable("4", "8Gi", 110)
                         .label("zone", "a")
                         .label("pool", "x"),
                 )
                 .node(
-                    node("b1", "4", "8Gi", 110)
+                    node("b1")
+                        .allocatable("4", "8Gi", 110)
                         .label("zone", "b")
                         .label("pool", "x"),
                 )
-                .node(node("c1", "4", "8Gi", 110).label("zone", "c"))
+                .node(node("c1").allocatable("4", "8Gi", 110).label("zone", "c"))
                 .pod(pinned("a/w1", "a1", extra.clone()))
                 .pod(pinned("a/w2", "a1", extra.clone()))
                 .pod(pinned("a/w3", "b1", extra))
@@ -659,8 +668,8 @@ mod tests {
         // topologyBalanceNodeFit only 3 have somewhere to go (each move used to be checked against
         // the same empty node).
         let mut cluster = Cluster::new()
-            .node(node("a1", "40", "80Gi", 110).label("zone", "a"))
-            .node(node("b1", "40", "80Gi", 3).label("zone", "b"));
+            .node(node("a1").allocatable("40", "80Gi", 110).label("zone", "a"))
+            .node(node("b1").allocatable("40", "80Gi", 3).label("zone", "b"));
         for i in 0..20 {
             cluster = cluster.pod(web(&format!("a/w{i:02}"), "a1", "DoNotSchedule"));
         }
@@ -676,8 +685,8 @@ mod tests {
         );
         // Requests count too: 250m pods toward 1 free core.
         let mut cluster = Cluster::new()
-            .node(node("a1", "40", "80Gi", 110).label("zone", "a"))
-            .node(node("b1", "1", "80Gi", 110).label("zone", "b"));
+            .node(node("a1").allocatable("40", "80Gi", 110).label("zone", "a"))
+            .node(node("b1").allocatable("1", "80Gi", 110).label("zone", "b"));
         for i in 0..20 {
             cluster = cluster
                 .pod(web(&format!("a/w{i:02}"), "a1", "DoNotSchedule").request("cpu", "250m"));
