@@ -707,14 +707,15 @@ mod tests {
                 web(name, node, "DoNotSchedule").annotation("volcano.sh/preemptable", preemptable)
             };
             Cluster::new()
-                .node(node("a1", "4", "8Gi", 110).label("zone", "a"))
-                .node(node("b1", "4", "8Gi", 110).label("zone", "b"))
+                .node(node("a1").allocatable("4", "8Gi", 110).label("zone", "a"))
+                .node(node("b1").allocatable("4", "8Gi", 110).label("zone", "b"))
                 .node(
-                    node("c1", "4", "8Gi", 110)
+                    node("c1")
+                        .allocatable("4", "8Gi", 110)
                         .label("zone", "c")
-                        .label("volcano.sh/revocable-zone", "rz"),
+                        .zone("rz"),
                 )
-                .zone("rz", "00:00-00:00")
+                .zone(open_zone("rz"))
                 .pod(web("a/w1", "a1"))
                 .pod(web("a/w2", "a1"))
                 .pod(web("a/w3", "b1"))
