@@ -120,6 +120,12 @@ impl NodeBuilder {
     }
 
     /// The API object, for code that reads nodes as the API server sends them.
+    /// Merges raw JSON into the node, for the rare field no method sets.
+    pub(crate) fn patch(mut self, patch: Value) -> Self {
+        merge(&mut self.0, patch);
+        self
+    }
+
     pub(crate) fn object(self) -> Node {
         serde_json::from_value(self.0).expect("test node JSON")
     }
@@ -318,9 +324,13 @@ impl ZoneBuilder {
         self
     }
 
+    /// The API object, for code that reads zones as the API server sends them.
+    pub(crate) fn object(self) -> RevocableZone {
+        serde_json::from_value(self.0).expect("test zone JSON")
+    }
+
     pub(crate) fn build(self) -> ZoneInfo {
-        let zone: RevocableZone = serde_json::from_value(self.0).expect("test zone JSON");
-        ZoneInfo::from_zone(&zone).expect("test zone has a name")
+        ZoneInfo::from_zone(&self.object()).expect("test zone has a name")
     }
 }
 

@@ -353,30 +353,25 @@ mod tests {
         api::RevocableZone,
         cluster::{ClusterCache, Ingest},
         framework::zone_views,
+        testkit as kit,
     };
 
     fn node(name: &str, zone: Option<&str>, taints: serde_json::Value) -> Node {
-        let labels = match zone {
-            Some(z) => json!({"volcano.sh/revocable-zone": z}),
-            None => json!({}),
-        };
-        serde_json::from_value(json!({
-            "metadata": {"name": name, "labels": labels},
-            "spec": {"taints": taints}
-        }))
-        .unwrap()
+        let node = kit::node(name).patch(json!({"spec": {"taints": taints}}));
+        match zone {
+            Some(zone) => node.zone(zone),
+            None => node,
+        }
+        .object()
     }
 
     fn zone(name: &str, window: &str, taint: Option<bool>) -> RevocableZone {
-        let mut spec = json!({"windows": [{"time": window}]});
-        if let Some(taint) = taint {
-            spec["taintWhenClosed"] = json!(taint);
+        let zone = kit::zone(name).window(window);
+        match taint {
+            Some(taint) => zone.spec(json!({"taintWhenClosed": taint})),
+            None => zone,
         }
-        serde_json::from_value(json!({
-            "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
-            "metadata": {"name": name}, "spec": spec
-        }))
-        .unwrap()
+        .object()
     }
 
     fn changes(nodes: &[Node], zones: &[RevocableZone], now: &str) -> Vec<TaintChange> {

@@ -255,18 +255,15 @@ fn affinity_patch(original: Option<&Affinity>, updated: &Affinity) -> json_patch
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit as kit;
 
+    /// A bare, unscheduled pod `ns/p` with `extra_spec` merged into its spec, as the webhook sees it
+    /// on CREATE: the API object and what tidal reads of it.
     fn pod(extra_spec: Value, annotations: Value) -> (Pod, PodInfo) {
-        let mut spec = json!({"containers": [{"name": "c", "image": "busybox"}]});
-        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra_spec.as_object()) {
-            spec.extend(extra.clone());
-        }
-        let pod: Pod = serde_json::from_value(json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "p", "namespace": "ns", "annotations": annotations},
-            "spec": spec
-        }))
-        .unwrap();
+        let pod = kit::pod("ns/p", "")
+            .bare()
+            .patch(json!({"metadata": {"annotations": annotations}, "spec": extra_spec}))
+            .object();
         let info = PodInfo::from_pod(&pod).unwrap();
         (pod, info)
     }

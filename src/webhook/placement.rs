@@ -123,43 +123,34 @@ pub fn check_binding(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use k8s_openapi::api::core::v1::{Node, Pod};
     use serde_json::json;
 
     use super::*;
-    use crate::api::RevocableZone;
-    use crate::cluster::Setting;
+    use crate::{cluster::Setting, testkit as kit};
 
+    /// A bare, unscheduled pod `ns/p`: placement reads only its labels and annotations.
     fn pod(labels: serde_json::Value, annotations: serde_json::Value) -> PodInfo {
-        let pod: Pod = serde_json::from_value(json!({
-            "metadata": {"name": "p", "namespace": "ns", "labels": labels, "annotations": annotations},
-            "spec": {"containers": [{"name": "c"}]}
-        }))
-        .unwrap();
-        PodInfo::from_pod(&pod).unwrap()
+        kit::pod("ns/p", "")
+            .bare()
+            .patch(json!({"metadata": {"labels": labels, "annotations": annotations}}))
+            .build()
     }
 
     fn node(zone: Option<&str>) -> NodeInfo {
-        let labels: BTreeMap<String, String> = zone
-            .map(|z| (labels::REVOCABLE_ZONE.to_owned(), z.to_owned()))
-            .into_iter()
-            .collect();
-        let node: Node =
-            serde_json::from_value(json!({"metadata": {"name": "n1", "labels": labels}})).unwrap();
-        NodeInfo::from_node(&node).unwrap()
+        let node = kit::node("n1");
+        match zone {
+            Some(zone) => node.zone(zone),
+            None => node,
+        }
+        .build()
     }
 
     fn zone(windows: &[&str], drain: &str) -> ZoneInfo {
-        let windows: Vec<_> = windows.iter().map(|w| json!({"time": w})).collect();
-        let zone: RevocableZone = serde_json::from_value(json!({
-            "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
-            "metadata": {"name": "z1"},
-            "spec": {"windows": windows, "drainBefore": drain}
-        }))
-        .unwrap();
-        ZoneInfo::from_zone(&zone).unwrap()
+        windows
+            .iter()
+            .fold(kit::zone("z1"), |zone, window| zone.window(window))
+            .spec(json!({"drainBefore": drain}))
+            .build()
     }
 
     fn at(hhmm: &str) -> Timestamp {
@@ -370,14 +361,9 @@ mod tests {
 
     #[test]
     fn daemonset_pods_are_exempt() {
-        let ds: Pod = serde_json::from_value(json!({
-            "metadata": {"name": "agent", "namespace": "ns", "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "u", "controller": true}
-            ]},
-            "spec": {"containers": [{"name": "c"}]}
-        }))
-        .unwrap();
-        let ds = PodInfo::from_pod(&ds).unwrap();
+        let ds = kit::pod("ns/agent", "")
+            .owned_by("DaemonSet", "agent")
+            .build();
         let z = zone(&["08:00-21:00"], "0s");
         assert!(check_binding(&ds, None, &node(Some("z1")), Some(&z), at("23:00")).is_allowed());
     }
