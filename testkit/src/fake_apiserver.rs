@@ -328,7 +328,8 @@ impl FakeApiServer {
     }
 
     /// Creates or replaces an object given as JSON (kind from its apiVersion/kind).
-    pub fn apply(&self, object: Value) {
+    pub fn apply(&self, object: impl Into<Value>) {
+        let object: Value = object.into();
         let kind = kind_by_type(
             object["apiVersion"].as_str().unwrap(),
             object["kind"].as_str().unwrap(),

@@ -27,27 +27,29 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
     base(&server, "1h", "Evict");
     // A job of three with maxUnavailable 1: one goes this round.
     for i in 0..3 {
-        server.apply(annotated(
-            owned_by(preemptable(pod(NS, &format!("job-{i}"), "rev-1")), "job"),
-            "volcano.sh/jdb-max-unavailable",
-            "1",
-        ));
+        server.apply(
+            pod(NS, &format!("job-{i}"), "rev-1")
+                .preemptable()
+                .owned_by("job")
+                .annotated("volcano.sh/jdb-max-unavailable", "1"),
+        );
     }
-    server.apply(preemptable(pod(NS, "solo", "rev-1")));
-    server.apply(annotated(
-        just_scheduled(preemptable(pod(NS, "cooling", "rev-1"))),
-        "volcano.sh/cooldown-time",
-        "1h",
-    ));
-    server.apply(labelled(
-        preemptable(pod(NS, "guarded", "rev-1")),
-        "app",
-        "db",
-    ));
+    server.apply(pod(NS, "solo", "rev-1").preemptable());
+    server.apply(
+        pod(NS, "cooling", "rev-1")
+            .preemptable()
+            .just_scheduled()
+            .annotated("volcano.sh/cooldown-time", "1h"),
+    );
+    server.apply(
+        pod(NS, "guarded", "rev-1")
+            .preemptable()
+            .labelled("app", "db"),
+    );
     server.apply(pdb(NS, "db", "db", 1));
     // Not preemptable at all, on a revocable node: a placement violation, proposed every cycle.
     server.apply(pod(NS, "misplaced", "rev-1"));
-    server.apply(preemptable(pod(NS, "elsewhere", "std-1")));
+    server.apply(pod(NS, "elsewhere", "std-1").preemptable());
     // A zone whose window cannot be read: reported, never acted on.
     server.apply(zone("broken", "25:00-26:00", "1m"));
 
@@ -301,12 +303,12 @@ async fn dropped_watches_and_410_lose_no_pod_and_evict_nothing_twice() {
 async fn dry_run_policy_sends_only_dry_runs_and_fills_status_and_report() {
     let server = Scenario::start().await;
     base(&server, "1m", "DryRun");
-    server.apply(preemptable(pod(NS, "free", "rev-1")));
-    server.apply(labelled(
-        preemptable(pod(NS, "guarded", "rev-1")),
-        "app",
-        "db",
-    ));
+    server.apply(pod(NS, "free", "rev-1").preemptable());
+    server.apply(
+        pod(NS, "guarded", "rev-1")
+            .preemptable()
+            .labelled("app", "db"),
+    );
     server.apply(pdb(NS, "db", "db", 1));
     let controller = server.controller();
 
@@ -429,10 +431,10 @@ async fn a_large_dry_run_plan_is_verified_within_its_budget_and_leaves_real_evic
     const PLANNED: u64 = 2_000;
     const BUDGET: u64 = 15;
     for i in 0..PLANNED {
-        server.apply(preemptable(pod(NS, &format!("w-{i:04}"), "rev-1")));
+        server.apply(pod(NS, &format!("w-{i:04}"), "rev-1").preemptable());
     }
     for i in 0..3 {
-        server.apply(preemptable(pod("shop", &format!("s-{i}"), "rev-1")));
+        server.apply(pod("shop", &format!("s-{i}"), "rev-1").preemptable());
     }
     let budget = BUDGET.to_string();
     let controller = server.controller_configured(
@@ -598,11 +600,11 @@ async fn transient_errors_are_retried_within_the_cycle() {
 async fn a_pod_with_an_unreadable_budget_is_not_evicted_and_warned_once() {
     let server = Scenario::start().await;
     base(&server, "1s", "Evict");
-    server.apply(annotated(
-        preemptable(pod(NS, "bad-budget", "rev-1")),
-        "volcano.sh/jdb-max-unavailable",
-        "lots",
-    ));
+    server.apply(
+        pod(NS, "bad-budget", "rev-1")
+            .preemptable()
+            .annotated("volcano.sh/jdb-max-unavailable", "lots"),
+    );
     let controller = server.controller();
     controller.wait_cycles(4.0).await;
 
@@ -664,16 +666,13 @@ async fn a_podgroup_budget_applies_when_the_crd_is_served() {
     let server = Scenario::start().await;
     server.serve_podgroups(true);
     base(&server, "1h", "Evict");
-    server.apply(podgroup(
-        NS,
-        "pg",
-        json!({"volcano.sh/jdb-max-unavailable": "1"}),
-    ));
+    server.apply(podgroup(NS, "pg").annotated("volcano.sh/jdb-max-unavailable", "1"));
     for i in 0..3 {
-        server.apply(in_group(
-            preemptable(pod(NS, &format!("m-{i}"), "rev-1")),
-            "pg",
-        ));
+        server.apply(
+            pod(NS, &format!("m-{i}"), "rev-1")
+                .preemptable()
+                .in_group("pg"),
+        );
     }
     let controller = server.controller();
     let status = eventually("the first round", || {
@@ -703,7 +702,7 @@ async fn a_podgroup_crd_installed_later_is_watched_and_one_removed_is_forgotten(
     });
     // Not preemptable by themselves: only their PodGroup says so.
     for i in 0..2 {
-        server.apply(in_group(pod(NS, &format!("m-{i}"), "rev-1"), "pg"));
+        server.apply(pod(NS, &format!("m-{i}"), "rev-1").in_group("pg"));
     }
     let controller = server.controller();
     eventually("a first cycle", || {
@@ -715,11 +714,11 @@ async fn a_podgroup_crd_installed_later_is_watched_and_one_removed_is_forgotten(
     assert_eq!(zone_status(&server, "rz")["preemptablePods"], json!(0));
 
     server.serve_podgroups(true);
-    server.apply(podgroup(
-        NS,
-        "pg",
-        json!({"volcano.sh/preemptable": "true", "volcano.sh/jdb-max-unavailable": "1"}),
-    ));
+    server.apply(
+        podgroup(NS, "pg")
+            .annotated("volcano.sh/preemptable", "true")
+            .annotated("volcano.sh/jdb-max-unavailable", "1"),
+    );
     eventually("the PodGroup to be seen", || {
         (zone_status(&server, "rz")["preemptablePods"] == json!(2)).then_some(())
     })
@@ -933,7 +932,7 @@ async fn a_pod_under_two_budgets_is_not_retried() {
     let server = Scenario::start().await;
     base(&server, "1h", "Evict");
     one_cycle_only(&server);
-    server.apply(labelled(pod(NS, "doubly", "rev-1"), "app", "db"));
+    server.apply(pod(NS, "doubly", "rev-1").labelled("app", "db"));
     server.apply(pdb(NS, "one", "db", 0));
     server.apply(pdb(NS, "two", "db", 0));
     let controller = server.controller();

@@ -1,5 +1,6 @@
-//! Shared by the end-to-end tests: the fake API server, object builders and a harness that starts the
-//! controller through its real entry point (`tidal run`'s flags → `controller::run`).
+//! Shared by the end-to-end tests: the fake API server and the object builders (from tidal-testkit),
+//! and a harness that starts the controller through its real entry point (`tidal run`'s flags →
+//! `controller::run`).
 
 use std::{future::Future, net::SocketAddr, path::Path, time::Duration};
 
@@ -13,8 +14,9 @@ use tidal::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-pub use tidal_testkit::fake_apiserver::{
-    EvictionEffect, EvictionFault, EvictionRecord, FakeApiServer,
+pub use tidal_testkit::{
+    fake_apiserver::{EvictionEffect, EvictionFault, EvictionRecord, FakeApiServer},
+    objects::{Object, node, pdb, pod, podgroup, policy, zone},
 };
 
 /// Polls `check` until it returns `Some`; fails after a generous timeout (a safety net against hangs,
@@ -271,104 +273,6 @@ fn window_from_now(start_hours: i64, end_hours: i64) -> String {
     format!("{}-{}", hhmm(start_hours), hhmm(end_hours))
 }
 
-pub fn zone(name: &str, window: &str, evict_period: &str) -> Value {
-    json!({
-        "apiVersion": "tidal.dev/v1alpha1",
-        "kind": "RevocableZone",
-        "metadata": {"name": name},
-        "spec": {"windows": [{"time": window}], "timeZone": "UTC", "evictPeriod": evict_period},
-    })
-}
-
-pub fn policy(name: &str, mode: &str, interval: &str) -> Value {
-    json!({
-        "apiVersion": "tidal.dev/v1alpha1",
-        "kind": "DeschedulingPolicy",
-        "metadata": {"name": name},
-        "spec": {"interval": interval, "mode": mode, "strategies": {"tdm": {}}},
-    })
-}
-
-pub fn node(name: &str, zone: Option<&str>) -> Value {
-    let mut labels = json!({"kubernetes.io/hostname": name});
-    if let Some(zone) = zone {
-        labels["volcano.sh/revocable-zone"] = json!(zone);
-    }
-    json!({
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
-    })
-}
-
-/// A running pod scheduled a day ago (no cooldown applies unless annotated), the only pod of its own
-/// ReplicaSet: a job of one, yet not a bare pod, which the default protections would keep.
-pub fn pod(namespace: &str, name: &str, node: &str) -> Value {
-    let scheduled = (Timestamp::now() - SignedDuration::from_hours(24))
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string();
-    json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {}, "annotations": {},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name,
-                "uid": format!("rs-of-pod-{name}"), "controller": true}]},
-        "spec": {"nodeName": node, "containers": [{"name": "main", "image": "busybox",
-            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},
-        "status": {"phase": "Running", "conditions": [
-            {"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled},
-            {"type": "Ready", "status": "True", "lastTransitionTime": scheduled}
-        ]},
-    })
-}
-
-pub fn preemptable(mut pod: Value) -> Value {
-    pod["metadata"]["annotations"]["volcano.sh/preemptable"] = json!("true");
-    pod
-}
-
-pub fn annotated(mut pod: Value, key: &str, value: &str) -> Value {
-    pod["metadata"]["annotations"][key] = json!(value);
-    pod
-}
-
-pub fn labelled(mut pod: Value, key: &str, value: &str) -> Value {
-    pod["metadata"]["labels"][key] = json!(value);
-    pod
-}
-
-/// Makes the pod part of a ReplicaSet (its job for budgets).
-pub fn owned_by(mut pod: Value, replica_set: &str) -> Value {
-    pod["metadata"]["ownerReferences"] = json!([{
-        "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": replica_set,
-        "uid": format!("rs-{replica_set}"), "controller": true
-    }]);
-    pod
-}
-
-/// Scheduled just now: inside any cooldown.
-pub fn just_scheduled(mut pod: Value) -> Value {
-    let now = Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-    pod["status"]["conditions"][0]["lastTransitionTime"] = json!(now);
-    pod
-}
-
-/// A Volcano PodGroup with the given annotations (budget, preemptable, ...).
-pub fn podgroup(namespace: &str, name: &str, annotations: Value) -> Value {
-    json!({
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
-        "spec": {"minMember": 1},
-    })
-}
-
-/// Makes the pod a member of a Volcano PodGroup (its job for budgets).
-pub fn in_group(pod: Value, group: &str) -> Value {
-    annotated(pod, "scheduling.k8s.io/group-name", group)
-}
-
 /// Events (events.k8s.io/v1) about the named object with the given reason.
 pub fn events_about(server: &FakeApiServer, name: &str, reason: &str) -> Vec<Value> {
     server
@@ -376,15 +280,6 @@ pub fn events_about(server: &FakeApiServer, name: &str, reason: &str) -> Vec<Val
         .into_iter()
         .filter(|e| e["regarding"]["name"] == json!(name) && e["reason"] == json!(reason))
         .collect()
-}
-
-pub fn pdb(namespace: &str, name: &str, app: &str, min_available: i64) -> Value {
-    json!({
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": app}}},
-    })
 }
 
 /// Real (not dry-run) eviction requests for `name` that the server accepted.

@@ -13,9 +13,8 @@ use tidal::{
     runtime::ClientArgs,
 };
 
-fn with_taints(mut node: Value, taints: Value) -> Value {
-    node["spec"] = json!({"taints": taints});
-    node
+fn with_taints(node: Object, taints: Value) -> Object {
+    node.patch(json!({"spec": {"taints": taints}}))
 }
 
 /// tidal's view of the server's nodes and zones, as the controller's cache would hold it.

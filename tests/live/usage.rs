@@ -15,11 +15,6 @@ fn recent() -> String {
         .to_string()
 }
 
-fn ready(mut node: Value) -> Value {
-    node["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
-    node
-}
-
 fn node_metrics(node: &str, cpu: &str, memory: &str) -> Value {
     json!({
         "apiVersion": "metrics.k8s.io/v1beta1",
@@ -45,11 +40,11 @@ fn pod_metrics(name: &str, cpu: &str, memory: &str) -> Value {
 /// Two nodes whose requests look idle, while metrics-server says `busy` runs hot: only measured
 /// usage shows that pods should move.
 fn hot_node_cluster(server: &FakeApiServer) {
-    server.apply(ready(node("busy", None)));
-    server.apply(ready(node("idle", None)));
+    server.apply(node("busy", None));
+    server.apply(node("idle", None));
     for i in 0..4 {
         let name = format!("web-{i}");
-        server.apply(owned_by(pod(NS, &name, "busy"), "web"));
+        server.apply(pod(NS, &name, "busy").owned_by("web"));
         server.apply(pod_metrics(&name, "1800m", "4Gi"));
     }
     server.apply(node_metrics("busy", "7500m", "20Gi"));

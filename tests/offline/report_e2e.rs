@@ -15,6 +15,7 @@ use std::{
 use clap::Parser;
 use serde_json::{Value, json};
 use tempfile::NamedTempFile;
+use tidal_testkit::objects::{self, merge};
 
 const BOTH_CLOSED_IN_COOLDOWN: &str = "2026-11-22T04:00:00Z";
 const BOTH_CLOSED_AFTER_COOLDOWN: &str = "2026-11-22T04:50:00Z";
@@ -147,43 +148,17 @@ fn mentioned(report: &Value) -> BTreeSet<String> {
 
 // ---- building small clusters ---------------------------------------------------------------------------
 
-/// Merges `patch` into `base`: objects key by key, anything else replaced.
-fn merge(base: &mut Value, patch: Value) {
-    match (base, patch) {
-        (Value::Object(base), Value::Object(patch)) => {
-            for (key, value) in patch {
-                merge(base.entry(key).or_insert(Value::Null), value);
-            }
-        }
-        (base, patch) => *base = patch,
-    }
-}
-
 const SCHEDULED: &str = "2026-11-22T03:00:00Z";
 
-/// A running pod on `node`, scheduled at [`SCHEDULED`], with `patch` merged in.
+/// A bare running pod on `node`, created just before [`SCHEDULED`] and scheduled then, with `patch`
+/// merged in.
 fn pod(namespace: &str, name: &str, node: &str, patch: Value) -> Value {
-    let mut pod = json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": format!("uid-{namespace}-{name}"),
-            "creationTimestamp": "2026-11-22T02:59:58Z",
-        },
-        "spec": {
-            "nodeName": node,
-            "containers": [{"name": "main", "image": "busybox:1.36",
-                            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}],
-        },
-        "status": {
-            "phase": "Running",
-            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": SCHEDULED}],
-        },
-    });
-    merge(&mut pod, patch);
-    pod
+    objects::pod(namespace, name, node)
+        .bare()
+        .scheduled_at(SCHEDULED)
+        .patch(json!({"metadata": {"creationTimestamp": "2026-11-22T02:59:58Z"}}))
+        .patch(patch)
+        .into()
 }
 
 /// `pod` owned by ReplicaSet `owner`.
@@ -214,18 +189,7 @@ fn annotated(pairs: &[(&str, &str)]) -> Value {
 }
 
 fn node(name: &str, zone: Option<&str>) -> Value {
-    let mut labels = json!({"kubernetes.io/hostname": name});
-    if let Some(zone) = zone {
-        labels["volcano.sh/revocable-zone"] = json!(zone);
-    }
-    json!({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "status": {
-            "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    })
+    objects::node(name, zone).into()
 }
 
 fn revocable_zone(name: &str, spec: Value) -> Value {
