@@ -14,43 +14,20 @@ controller's service account (by impersonation), and deletes all three at the en
 
 from __future__ import annotations
 
-import json
-import os
-import ssl
 import time
-import urllib.error
-import urllib.request
 import uuid
 
 import pytest
 
+import live
+from live import call
 from test_chart import CONTROLLER_USER, GPU_TAINT, ZONE_TAINT, chart, one, render  # noqa: F401
 
-SERVER = os.environ.get("TIDAL_TEST_APISERVER")
-pytestmark = pytest.mark.skipif(not SERVER, reason="TIDAL_TEST_APISERVER not set: no real API server")
+pytestmark = live.needed
 
 POLICIES = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
 BINDINGS = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
-
-
-def call(method: str, path: str, body=None, as_controller: bool = False, patch: str | None = None):
-    """(status code, decoded body) of one request as the admin, or as tidal's controller."""
-    headers = {"Authorization": f"Bearer {os.environ['TIDAL_TEST_TOKEN']}", "Accept": "application/json"}
-    if as_controller:
-        # The policy matches on the user name; the group only spares this test an RBAC setup.
-        headers["Impersonate-User"] = CONTROLLER_USER
-        headers["Impersonate-Group"] = "system:masters"
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = patch or "application/json"
-    request = urllib.request.Request(SERVER + path, data=data, method=method, headers=headers)
-    context = ssl.create_default_context(cafile=os.environ.get("TIDAL_TEST_CA"))
-    try:
-        with urllib.request.urlopen(request, context=context, timeout=10) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
+JSON_PATCH = "application/json-patch+json"
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +54,7 @@ def live_policy(chart):
 
 
 def controller_patch(node: str, ops: list[dict]):
-    return call("PATCH", f"/api/v1/nodes/{node}", ops, as_controller=True, patch="application/json-patch+json")
+    return call("PATCH", f"/api/v1/nodes/{node}", ops, impersonate=CONTROLLER_USER, content_type=JSON_PATCH)
 
 
 def refused_until_enforced(node: str, ops: list[dict]) -> tuple[int, dict]:
@@ -114,11 +91,9 @@ def test_the_controller_may_change_its_taint_and_nothing_else(live_policy):
     code, answer = controller_patch(node, [{"op": "remove", "path": "/spec/taints/1"}])
     assert code == 200 and answer["spec"]["taints"] == [GPU_TAINT], answer
 
-    code, answer = call("DELETE", f"/api/v1/nodes/{node}", as_controller=True)
+    code, answer = call("DELETE", f"/api/v1/nodes/{node}", impersonate=CONTROLLER_USER)
     assert code == 422 and "create or delete" in answer.get("message", ""), answer
 
     # Anyone else is left alone.
-    code, answer = call(
-        "PATCH", f"/api/v1/nodes/{node}", label, patch="application/json-patch+json"
-    )
+    code, answer = call("PATCH", f"/api/v1/nodes/{node}", label, content_type=JSON_PATCH)
     assert code == 200, answer
