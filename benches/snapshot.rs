@@ -8,8 +8,12 @@
 //! - `ingest/*`: the whole cluster fed to an empty cache, as on start-up or relist: converting the API
 //!   objects and applying them, and applying already converted ones.
 //!
+//! - `steady_cycle`: what one steady controller cycle costs once the watches applied a 1% churn (outside
+//!   the timing): the snapshot update and the lowNodeUtilization policy of issue 10 (thresholds 20/20/20,
+//!   targets 50/50/50) planned through the full gate chain, as `tidal_plan_duration_seconds` measures it.
+//!
 //! Churn swings the cache back and forth (events, then their undo), so every iteration sees the same
-//! cluster size. Run with `cargo bench --bench snapshot`.
+//! cluster size. Run with `cargo bench --bench snapshot` (`-- steady_cycle` for the cycle alone).
 
 use std::{
     hint::black_box,
@@ -17,7 +21,11 @@ use std::{
 };
 
 use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use tidal::cluster::{ClusterCache, NodeInfo, PodInfo, Snapshot};
+use tidal::{
+    api::DeschedulingPolicySpec,
+    cluster::{ClusterCache, NodeInfo, PodInfo, PolicyInfo, Snapshot},
+    planner::{self, SkipRows},
+};
 use tidal_testkit::synthetic::{Churn, SyntheticCluster, SyntheticSpec, churn, generate};
 
 /// Alternates between applying a churn and undoing it.
@@ -179,5 +187,67 @@ impl Converted {
     }
 }
 
-criterion_group!(snapshot, benches);
+/// The policy of issue 10's comparison with the descheduler, with the strategies bench's default budget.
+const LNU: &str = "mode: Evict
+strategies:
+  lowNodeUtilization:
+    thresholds: {cpu: 20, memory: 20, pods: 20}
+    targetThresholds: {cpu: 50, memory: 50, pods: 50}
+defaults:
+  jobBudget: {maxUnavailable: 25%}
+";
+
+/// The controller's cap on detailed skip rows (`controller::cycle`).
+const SKIP_ROWS: SkipRows = SkipRows::AtMost(1_000);
+
+fn steady_cycle(c: &mut Criterion) {
+    let cluster = generate(&SyntheticSpec::large());
+    let mut cache = cluster.to_cache();
+    let spec: DeschedulingPolicySpec = serde_saphyr::from_str(LNU).expect("the bench's policy");
+    let policy = PolicyInfo::new("lnu".into(), None, spec);
+    let now = cluster.spec.now;
+    let plan = |snapshot: &Snapshot| {
+        let cycle = planner::plan_all_with(snapshot, &[&policy], now, SKIP_ROWS);
+        let plan = &cycle.plans[0];
+        assert!(plan.error.is_none(), "{:?}", plan.error);
+        let skips: u32 = plan.skip_counts.values().sum();
+        (plan.evictions.len(), skips)
+    };
+    let mut live = cache.snapshot();
+    let mut swing = Swing {
+        churn: churn(&cluster, 0.01, 1),
+        forward: true,
+    };
+    // The plan of either state the churn swings between, so that a change of decisions shows.
+    for state in ["unchanged", "after 1% churn"] {
+        let start = Instant::now();
+        let (evictions, skips) = plan(&live);
+        eprintln!(
+            "steady_cycle, {state}: {evictions} evictions planned, {skips} skipped, in {:?}",
+            start.elapsed()
+        );
+        swing.step(&mut cache);
+        cache.update_snapshot(&mut live);
+    }
+    let mut group = c.benchmark_group("cycle_5000_nodes_150000_pods");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(10));
+    group.bench_function("steady_cycle", |b| {
+        b.iter_custom(|iters| {
+            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                swing.step(cache);
+                let start = Instant::now();
+                cache.update_snapshot(live);
+                black_box(plan(live));
+                *elapsed += start.elapsed();
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(snapshot, benches, steady_cycle);
 criterion_main!(snapshot);

@@ -4,11 +4,11 @@
 //! Values are held behind `Arc`: a snapshot shares unchanged values with the cache, and the cache's next
 //! change to a shared value copies it once (`Arc::make_mut`), leaving the snapshot's version intact.
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    hash::Hash,
-    sync::Arc,
-};
+use std::{collections::BTreeMap, hash::Hash, sync::Arc};
+
+/// Keys are names of cluster objects, hashed on every event and every snapshot update: foldhash rather
+/// than SipHash, seeded per process as std's maps are.
+type HashMap<K, V> = foldhash::HashMap<K, V>;
 
 /// A value built up from parts (a node's pods, a job's pods) that disappears when it has none left.
 pub trait Aggregate: Default + Clone {
@@ -34,7 +34,7 @@ struct Slot<V> {
 impl<K, V> Default for Versioned<K, V> {
     fn default() -> Self {
         Versioned {
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             changes: BTreeMap::new(),
             tombstones: BTreeMap::new(),
             live: 0,

@@ -9,8 +9,8 @@ use super::{admission::Admission, zones::ZoneView};
 use crate::{
     api::GoDuration,
     cluster::{
-        InvalidValue, JobBudget, JobKey, NodeInfo, ObjectKey, PodInfo, PolicyInfo, Setting,
-        Snapshot, placement,
+        InvalidValue, JobBudget, JobKey, NodeInfo, ObjectKey, PodGroupInfo, PodInfo, PolicyInfo,
+        Setting, Snapshot, placement,
     },
 };
 
@@ -48,7 +48,7 @@ impl PlanContext<'_> {
         if node.revocable_zone.is_none() {
             return true;
         }
-        let preemptable = placement::preemptable(pod, self.snapshot.podgroup_of(pod));
+        let preemptable = placement::preemptable(pod, self.placement_group(pod));
         match placement::revocable_rule(pod, &preemptable, node) {
             Err(_) => false,
             Ok(None) => true,
@@ -63,8 +63,17 @@ impl PlanContext<'_> {
     /// Pods with the same constraint signature and placement key may run on the same nodes
     /// ([`Self::may_run_on`] reads nothing else of the pod), so searches can share results by both.
     pub fn placement_key(&self, pod: &PodInfo) -> u64 {
-        let preemptable = placement::preemptable(pod, self.snapshot.podgroup_of(pod));
+        let preemptable = placement::preemptable(pod, self.placement_group(pod));
         placement::placement_key(pod, &preemptable)
+    }
+
+    /// The PodGroup [`placement::preemptable`] would read: none when the pod says for itself, since the
+    /// group is read only when the pod does not (looking it up builds a key, for every pod weighed).
+    fn placement_group(&self, pod: &PodInfo) -> Option<&PodGroupInfo> {
+        match pod.preemptable {
+            Setting::Unset => self.snapshot.podgroup_of(pod),
+            Setting::Valid(_) | Setting::Invalid(_) => None,
+        }
     }
 
     /// The pod's `volcano.sh/cooldown-time`, else the policy default; `Unset` means no cooldown.

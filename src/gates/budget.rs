@@ -1,7 +1,5 @@
 //! Gate `budget`: a job loses at most as many pods per round as its disruption budget allows.
 
-use std::collections::HashMap;
-
 use crate::{
     cluster::{JobBudget, JobKey, JobStats, Setting},
     framework::{Candidate, Gate, GateId, PlanContext},
@@ -29,7 +27,7 @@ pub fn allowed_evictions(budget: Option<JobBudget>, stats: JobStats) -> u32 {
 
 #[derive(Default)]
 pub struct Budget {
-    jobs: HashMap<JobKey, Allowance>,
+    jobs: foldhash::HashMap<JobKey, Allowance>,
 }
 
 struct Allowance {
@@ -41,6 +39,10 @@ struct Allowance {
 
 impl Budget {
     fn allowance(&mut self, job: &JobKey, ctx: &PlanContext<'_>) -> &mut Allowance {
+        // Looked up before `entry`, which would copy the key for every candidate of a job.
+        if self.jobs.contains_key(job) {
+            return self.jobs.get_mut(job).expect("just found");
+        }
         self.jobs.entry(job.clone()).or_insert_with(|| {
             // Invalid budgets never reach here: the validity gate refuses them first.
             let budget = match ctx.job_budget(job) {

@@ -1,8 +1,6 @@
 //! Gate `limit`: caps on evictions per cycle — per node, per namespace, per job, per zone, per topology
 //! zone and in total — shared by all strategies of a policy. The detail names the limit that was hit.
 
-use std::collections::HashMap;
-
 use crate::{
     api::policy::EvictionLimits,
     cluster::PodInfo,
@@ -15,46 +13,56 @@ pub const TOPOLOGY_ZONE: &str = "topology.kubernetes.io/zone";
 pub struct Limits {
     limits: EvictionLimits,
     total: u32,
-    per_node: HashMap<String, u32>,
-    per_namespace: HashMap<String, u32>,
-    per_job: HashMap<String, u32>,
-    per_zone: HashMap<String, u32>,
-    per_topology_zone: HashMap<String, u32>,
+    per_node: foldhash::HashMap<String, u32>,
+    per_namespace: foldhash::HashMap<String, u32>,
+    per_job: foldhash::HashMap<String, u32>,
+    per_zone: foldhash::HashMap<String, u32>,
+    per_topology_zone: foldhash::HashMap<String, u32>,
 }
 
 /// The keys a candidate counts under, one per kind of limit (`None` where it does not count).
+/// A candidate's place for each limit that is set (`None` where the limit is not set or the candidate
+/// has no such place).
 struct Keys {
     node: Option<String>,
-    namespace: String,
-    job: String,
+    namespace: Option<String>,
+    job: Option<String>,
     zone: Option<String>,
     topology_zone: Option<String>,
 }
 
-fn keys(candidate: &Candidate, ctx: &PlanContext<'_>) -> Keys {
+/// Only the keys of the limits that are set: a limit that is not set is never counted, and building
+/// every key (names copied, the job key formatted) for each candidate of a large plan cost more than
+/// the rest of the gate.
+fn keys(limits: &EvictionLimits, candidate: &Candidate, ctx: &PlanContext<'_>) -> Keys {
     let pod: &PodInfo = &candidate.pod;
-    let node = pod
-        .node_name
-        .as_deref()
-        .and_then(|n| ctx.snapshot.node(n))
-        .and_then(|state| state.node.as_deref());
+    let node = || {
+        pod.node_name
+            .as_deref()
+            .and_then(|n| ctx.snapshot.node(n))
+            .and_then(|state| state.node.as_deref())
+    };
     Keys {
-        node: pod.node_name.clone(),
-        namespace: pod.key.namespace.clone(),
-        job: pod.job.to_string(),
-        zone: candidate
-            .zone
-            .clone()
-            .or_else(|| node.and_then(|n| n.revocable_zone.clone())),
-        topology_zone: node.and_then(|n| n.labels.get(TOPOLOGY_ZONE).cloned()),
+        node: limits.per_node.and(pod.node_name.clone()),
+        namespace: limits.per_namespace.map(|_| pod.key.namespace.clone()),
+        job: limits.per_job.map(|_| pod.job.to_string()),
+        zone: limits.per_zone.and_then(|_| {
+            candidate
+                .zone
+                .clone()
+                .or_else(|| node().and_then(|n| n.revocable_zone.clone()))
+        }),
+        topology_zone: limits
+            .per_topology_zone
+            .and_then(|_| node().and_then(|n| n.labels.get(TOPOLOGY_ZONE).cloned())),
     }
 }
 
-fn count(map: &HashMap<String, u32>, key: Option<&String>) -> u32 {
+fn count(map: &foldhash::HashMap<String, u32>, key: Option<&String>) -> u32 {
     key.and_then(|k| map.get(k)).copied().unwrap_or(0)
 }
 
-fn bump(map: &mut HashMap<String, u32>, key: Option<String>, up: bool) {
+fn bump(map: &mut foldhash::HashMap<String, u32>, key: Option<String>, up: bool) {
     if let Some(key) = key {
         let entry = map.entry(key).or_default();
         *entry = if up {
@@ -70,11 +78,11 @@ impl Limits {
         Limits {
             limits: limits.clone(),
             total: 0,
-            per_node: HashMap::new(),
-            per_namespace: HashMap::new(),
-            per_job: HashMap::new(),
-            per_zone: HashMap::new(),
-            per_topology_zone: HashMap::new(),
+            per_node: foldhash::HashMap::default(),
+            per_namespace: foldhash::HashMap::default(),
+            per_job: foldhash::HashMap::default(),
+            per_zone: foldhash::HashMap::default(),
+            per_topology_zone: foldhash::HashMap::default(),
         }
     }
 
@@ -85,8 +93,8 @@ impl Limits {
             self.total.saturating_sub(1)
         };
         bump(&mut self.per_node, keys.node, up);
-        bump(&mut self.per_namespace, Some(keys.namespace), up);
-        bump(&mut self.per_job, Some(keys.job), up);
+        bump(&mut self.per_namespace, keys.namespace, up);
+        bump(&mut self.per_job, keys.job, up);
         bump(&mut self.per_zone, keys.zone, up);
         bump(&mut self.per_topology_zone, keys.topology_zone, up);
     }
@@ -104,7 +112,7 @@ impl Gate for Limits {
         {
             return Err(format!("total limit {max} per cycle reached"));
         }
-        let keys = keys(candidate, ctx);
+        let keys = keys(limits, candidate, ctx);
         let checks = [
             (
                 limits.per_node,
@@ -116,14 +124,14 @@ impl Gate for Limits {
             (
                 limits.per_namespace,
                 &self.per_namespace,
-                Some(&keys.namespace),
+                keys.namespace.as_ref(),
                 "perNamespace",
                 "in",
             ),
             (
                 limits.per_job,
                 &self.per_job,
-                Some(&keys.job),
+                keys.job.as_ref(),
                 "perJob",
                 "for",
             ),
@@ -153,12 +161,12 @@ impl Gate for Limits {
     }
 
     fn admit(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) {
-        let keys = keys(candidate, ctx);
+        let keys = keys(&self.limits, candidate, ctx);
         self.tally(keys, true);
     }
 
     fn retract(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) {
-        let keys = keys(candidate, ctx);
+        let keys = keys(&self.limits, candidate, ctx);
         self.tally(keys, false);
     }
 }

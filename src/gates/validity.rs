@@ -1,8 +1,6 @@
 //! Gate `invalid`: a pod (or its job) with a setting tidal cannot read is never evicted. Guessing a
 //! default for a malformed budget, cooldown or preemptable value could only widen disruption.
 
-use std::collections::HashMap;
-
 use crate::{
     cluster::{JobKey, Setting},
     framework::{Candidate, Gate, GateId, PlanContext},
@@ -12,7 +10,7 @@ use crate::{
 /// has one pod per node.
 #[derive(Default)]
 pub struct Validity {
-    jobs: HashMap<JobKey, Option<String>>,
+    jobs: foldhash::HashMap<JobKey, Option<String>>,
 }
 
 impl Gate for Validity {
@@ -31,12 +29,15 @@ impl Gate for Validity {
         if let Setting::Invalid(invalid) = ctx.cooldown(pod) {
             return Err(invalid.to_string());
         }
-        let job = self.jobs.entry(pod.job.clone()).or_insert_with(|| {
-            ctx.job_budget(&pod.job)
+        // Looked up before inserting, so that the key is copied once per job, not once per candidate.
+        if !self.jobs.contains_key(&pod.job) {
+            let invalid = ctx
+                .job_budget(&pod.job)
                 .invalid()
-                .map(|invalid| invalid.to_string())
-        });
-        match job {
+                .map(|invalid| invalid.to_string());
+            self.jobs.insert(pod.job.clone(), invalid);
+        }
+        match self.jobs.get(&pod.job).and_then(Option::as_ref) {
             Some(invalid) => Err(invalid.clone()),
             None => Ok(()),
         }

@@ -20,7 +20,7 @@ use crate::{
 pub struct Admitter<'c, 'a> {
     ctx: &'c PlanContext<'a>,
     gates: Vec<Box<dyn Gate>>,
-    decided: HashSet<ObjectKey>,
+    decided: foldhash::HashSet<ObjectKey>,
     /// The pods that will be evicted, by the address of their snapshot entry (see [`AddressHasher`]).
     admitted: HashSet<usize, BuildHasherDefault<AddressHasher>>,
     pub evictions: Vec<PlannedEviction>,
@@ -45,7 +45,7 @@ impl<'c, 'a> Admitter<'c, 'a> {
         Admitter {
             ctx,
             gates,
-            decided: HashSet::new(),
+            decided: foldhash::HashSet::default(),
             admitted: HashSet::default(),
             evictions: Vec::new(),
             skipped: Vec::new(),
@@ -148,7 +148,7 @@ impl Admission for Admitter<'_, '_> {
     }
 
     fn offer_all(&mut self, candidates: Vec<Candidate>) -> bool {
-        let mut unique = HashSet::new();
+        let mut unique = foldhash::HashSet::default();
         for candidate in &candidates {
             if !matches!(self.precheck(candidate), Precheck::Go)
                 || !unique.insert(candidate.pod.key.clone())

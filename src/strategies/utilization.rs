@@ -3,10 +3,11 @@
 //! percentage of allocatable, and how nodes compare with thresholds.
 
 use std::{
-    collections::HashMap,
-    hash::{DefaultHasher, Hash, Hasher},
+    hash::{BuildHasher, Hash},
     sync::Arc,
 };
+
+use foldhash::HashMap;
 
 use crate::api::args::{Thresholds, UsageArgs, UsageSource};
 use crate::{
@@ -87,7 +88,7 @@ pub fn node_usages<'s>(
     resources: &[String],
     admission: &dyn Admission,
 ) -> (Vec<NodeUsage<'s>>, Vec<&'s str>) {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(ctx.snapshot.nodes.len());
     let mut unmeasured = Vec::new();
     for (name, state) in &ctx.snapshot.nodes {
         let Some(node) = state.node.as_deref() else {
@@ -264,6 +265,12 @@ pub struct Room<'s> {
     failed: HashMap<u64, Vec<(Resources, Resources)>>,
 }
 
+/// A signature or shape of move, hashed with a fixed seed (as SipHash's `DefaultHasher` did before, at a
+/// fraction of its cost: Room hashes twice per pod it weighs).
+fn shape_hash(value: impl Hash) -> u64 {
+    foldhash::quality::FixedState::default().hash_one(value)
+}
+
 /// Moves remembered as fitting nowhere, per placement signature.
 const FAILED_KEPT: usize = 16;
 
@@ -298,9 +305,9 @@ impl<'s> Room<'s> {
             resources,
             destinations,
             total,
-            allowed: HashMap::new(),
-            resume: HashMap::new(),
-            failed: HashMap::new(),
+            allowed: HashMap::default(),
+            resume: HashMap::default(),
+            failed: HashMap::default(),
         }
     }
 
@@ -329,11 +336,7 @@ impl<'s> Room<'s> {
         ctx: &PlanContext<'_>,
     ) -> Option<usize> {
         // Which destinations allow a pod: its constraints and what the placement rules read of it.
-        let signature = {
-            let mut hasher = DefaultHasher::new();
-            (pod.constraints.signature, ctx.placement_key(pod)).hash(&mut hasher);
-            hasher.finish()
-        };
+        let signature = shape_hash((pod.constraints.signature, ctx.placement_key(pod)));
         let requests = &pod.requests;
         let dominates = |(u, q): &(Resources, Resources)| {
             self.resources.iter().all(|r| usage.get(r) >= u.get(r))
@@ -356,11 +359,7 @@ impl<'s> Room<'s> {
                 .collect()
         });
         let allowed = std::mem::take(allowed);
-        let shape = {
-            let mut hasher = DefaultHasher::new();
-            (signature, usage, requests).hash(&mut hasher);
-            hasher.finish()
-        };
+        let shape = shape_hash((signature, usage, requests));
         let from = self.resume.get(&shape).copied().unwrap_or(0);
         let found = (from..allowed.len()).find(|&at| self.fits(allowed[at], usage, requests));
         self.resume.insert(shape, found.unwrap_or(allowed.len()));
