@@ -23,10 +23,13 @@ use k8s_pb::{
 use prost::Message;
 use tidal::{
     cluster::{ObjectKey, ObjectKind, SharedCache},
-    runtime::watch::{LogOnly, listwatch},
+    runtime::watch::{LogOnly, listwatch, listwatch::Wire},
 };
 
-use tidal_testkit::protobuf::{envelope, fixture};
+use tidal_testkit::{
+    fake_apiserver::FakeApiServer,
+    protobuf::{envelope, fixture},
+};
 
 use crate::support::eventually;
 
@@ -140,6 +143,7 @@ async fn pods_are_listed_page_by_page_and_watched_in_protobuf() {
         client(addr),
         shared.clone(),
         Arc::new(LogOnly),
+        Wire::Protobuf,
     ));
     // The watch stream: three pods added in namespace `fixture`, web-1 relabelled, web-2 deleted.
     eventually("the watch applied", || {
@@ -174,6 +178,7 @@ async fn a_truncated_watch_stream_is_never_half_applied_and_leads_to_a_relist() 
         client(addr),
         shared.clone(),
         Arc::new(LogOnly),
+        Wire::Protobuf,
     ));
     eventually("a second list after the cut stream", || {
         let queries = recorded.queries.lock().unwrap();
@@ -192,4 +197,41 @@ async fn a_truncated_watch_stream_is_never_half_applied_and_leads_to_a_relist() 
     assert_eq!(shared.read().pod_count(), LISTED);
     assert!(pod(&shared, "fixture", "web-1").is_none());
     task.abort();
+}
+
+/// `TIDAL_WIRE=json` (`Wire::Json`) asks a server that speaks protobuf for JSON, and gets it: the
+/// switch that measures what protobuf saves on a real API server. The default asks for protobuf.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_json_wire_never_asks_for_protobuf() {
+    for wire in [Wire::Json, Wire::Protobuf] {
+        let server = FakeApiServer::start().await;
+        server.speak_protobuf(true);
+        server.apply(crate::support::pod("default", "listed", "node-1"));
+        let dir = tempfile::tempdir().unwrap();
+        let config = kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(server.kubeconfig(dir.path(), "t")).unwrap(),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+        let shared = SharedCache::new(&[ObjectKind::Pod]);
+        let task = tokio::spawn(listwatch::run::<k8s_openapi::api::core::v1::Pod>(
+            kube::Client::try_from(config).unwrap(),
+            shared.clone(),
+            Arc::new(LogOnly),
+            wire,
+        ));
+        eventually("the list", || {
+            (shared.is_kind_synced(ObjectKind::Pod) && pod(&shared, "default", "listed").is_some())
+                .then_some(())
+        })
+        .await;
+        assert_eq!(
+            server.protobuf_answers() == 0,
+            wire == Wire::Json,
+            "{wire:?}: {} protobuf answers",
+            server.protobuf_answers()
+        );
+        task.abort();
+    }
 }

@@ -25,6 +25,54 @@ use crate::{
     runtime::protobuf::{self, ACCEPT_LIST, ACCEPT_WATCH, FrameReader, ProtobufKind, WatchFrame},
 };
 
+/// The encoding asked of the API server for the core kinds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Wire {
+    /// Protobuf, else JSON: the server chooses, and the answer's `Content-Type` says which.
+    #[default]
+    Protobuf,
+    /// JSON only: to measure what protobuf saves against a real API server, and a way around a server
+    /// or proxy whose protobuf tidal cannot read. Hidden setting: `TIDAL_WIRE=json`.
+    Json,
+}
+
+impl Wire {
+    pub const ENV: &str = "TIDAL_WIRE";
+
+    /// The setting's value: `json` (any case) asks for JSON only; anything else keeps the default,
+    /// which reads JSON answers anyway.
+    pub fn from_setting(value: Option<&str>) -> Wire {
+        match value {
+            Some(v) if v.trim().eq_ignore_ascii_case("json") => Wire::Json,
+            _ => Wire::Protobuf,
+        }
+    }
+
+    /// From `$TIDAL_WIRE`.
+    pub fn from_env() -> Wire {
+        let value = std::env::var(Self::ENV).ok();
+        let wire = Self::from_setting(value.as_deref());
+        if let Some(value) = value.filter(|v| wire == Wire::Protobuf && !v.trim().is_empty()) {
+            warn!(%value, "{} is not `json`: asking for protobuf", Self::ENV);
+        }
+        wire
+    }
+
+    fn accept_list(self) -> &'static str {
+        match self {
+            Wire::Protobuf => ACCEPT_LIST,
+            Wire::Json => "application/json",
+        }
+    }
+
+    fn accept_watch(self) -> &'static str {
+        match self {
+            Wire::Protobuf => ACCEPT_WATCH,
+            Wire::Json => "application/json",
+        }
+    }
+}
+
 /// Objects per list page, as client-go's reflector asks.
 pub const PAGE: u32 = 500;
 /// The server ends a watch after this long; it is then resumed from the last resourceVersion.
@@ -40,8 +88,12 @@ enum WatchEnd {
 }
 
 /// Feeds one kind into the cache forever.
-pub async fn run<K>(client: Client, shared: SharedCache, observer: Arc<dyn WatchObserver>)
-where
+pub async fn run<K>(
+    client: Client,
+    shared: SharedCache,
+    observer: Arc<dyn WatchObserver>,
+    wire: Wire,
+) where
     K: ProtobufKind + Resource<DynamicType = ()> + DeserializeOwned + Clone,
 {
     let mut relist: Option<HashSet<ObjectKey>> = None;
@@ -55,7 +107,7 @@ where
             observer.as_ref(),
             &mut logged,
         );
-        let listed = list_all::<K>(&client, |object| {
+        let listed = list_all::<K>(&client, wire, |object| {
             apply_lenient_event(
                 &shared,
                 &mut relist,
@@ -88,7 +140,7 @@ where
                 apply_lenient_event(&shared, &mut relist, event, observer.as_ref(), &mut logged);
             };
             let unreadable = || observer.unreadable(K::KIND);
-            match watch_once::<K>(&client, &mut version, apply, unreadable).await {
+            match watch_once::<K>(&client, wire, &mut version, apply, unreadable).await {
                 Ok(WatchEnd::Closed) => failures = 0,
                 Ok(WatchEnd::Relist(why)) => {
                     debug!(kind = K::KIND.as_str(), %why, "relisting");
@@ -139,7 +191,11 @@ fn content_type<B>(response: &http::Response<B>) -> Option<String> {
 /// Lists every object page by page, handing each to `apply` as soon as its page is decoded (one by
 /// one: an object that does not decode is handed over as unreadable); returns the list's
 /// resourceVersion.
-async fn list_all<K>(client: &Client, mut apply: impl FnMut(Lenient<K>)) -> Result<String, String>
+async fn list_all<K>(
+    client: &Client,
+    wire: Wire,
+    mut apply: impl FnMut(Lenient<K>),
+) -> Result<String, String>
 where
     K: ProtobufKind + Resource<DynamicType = ()> + DeserializeOwned + Clone,
 {
@@ -150,7 +206,7 @@ where
             uri.push_str("&continue=");
             uri.push_str(&form_urlencode(token));
         }
-        let response = get(client, uri, ACCEPT_LIST).await?;
+        let response = get(client, uri, wire.accept_list()).await?;
         let status = response.status();
         let protobuf = protobuf::is_protobuf(content_type(&response).as_deref());
         let body = response
@@ -207,6 +263,7 @@ fn form_urlencode(text: &str) -> String {
 /// One watch from `version`, applying events as they arrive and moving `version` along.
 async fn watch_once<K>(
     client: &Client,
+    wire: Wire,
     version: &mut String,
     mut apply: impl FnMut(watcher::Event<Lenient<K>>),
     unreadable: impl Fn(),
@@ -219,7 +276,7 @@ where
         path::<K>(),
         form_urlencode(version)
     );
-    let response = get(client, uri, ACCEPT_WATCH).await?;
+    let response = get(client, uri, wire.accept_watch()).await?;
     let status = response.status();
     if status == http::StatusCode::GONE {
         return Ok(WatchEnd::Relist("410 Gone".to_owned()));
@@ -329,6 +386,18 @@ mod tests {
     fn continue_tokens_are_escaped() {
         assert_eq!(form_urlencode("eyJ2Ijoi+/="), "eyJ2Ijoi%2B%2F%3D");
         assert_eq!(form_urlencode("315777"), "315777");
+    }
+
+    #[test]
+    fn only_json_turns_protobuf_off() {
+        assert_eq!(Wire::from_setting(Some("json")), Wire::Json);
+        assert_eq!(Wire::from_setting(Some(" JSON ")), Wire::Json);
+        for other in [None, Some(""), Some("protobuf"), Some("yaml")] {
+            assert_eq!(Wire::from_setting(other), Wire::Protobuf, "{other:?}");
+        }
+        assert!(!Wire::Json.accept_list().contains("protobuf"));
+        assert!(!Wire::Json.accept_watch().contains("protobuf"));
+        assert!(Wire::Protobuf.accept_watch().contains("stream=watch"));
     }
 
     #[test]

@@ -62,12 +62,15 @@ impl WatchObserver for LogOnly {}
 pub struct WatchOptions {
     /// How often to check whether Volcano's PodGroup CRD was installed or removed meanwhile.
     pub crd_recheck: Duration,
+    /// The encoding asked for pods, nodes, namespaces and PDBs (default: from `$TIDAL_WIRE`).
+    pub wire: listwatch::Wire,
 }
 
 impl Default for WatchOptions {
     fn default() -> Self {
         WatchOptions {
             crd_recheck: Duration::from_secs(60),
+            wire: listwatch::Wire::from_env(),
         }
     }
 }
@@ -95,17 +98,18 @@ pub async fn start_with(
     options: &WatchOptions,
 ) -> Vec<BoxFuture<'static, ()>> {
     let mut tasks: Vec<BoxFuture<'static, ()>> = Vec::new();
+    let wire = options.wire;
     for kind in &plan.kinds {
         let (client, shared, observer) = (client.clone(), shared.clone(), observer.clone());
         let task: BoxFuture<'static, ()> = match kind {
             // The core kinds: protobuf when the server speaks it.
-            ObjectKind::Node => Box::pin(listwatch::run::<Node>(client, shared, observer)),
-            ObjectKind::Pod => Box::pin(listwatch::run::<Pod>(client, shared, observer)),
+            ObjectKind::Node => Box::pin(listwatch::run::<Node>(client, shared, observer, wire)),
+            ObjectKind::Pod => Box::pin(listwatch::run::<Pod>(client, shared, observer, wire)),
             ObjectKind::Namespace => {
-                Box::pin(listwatch::run::<Namespace>(client, shared, observer))
+                Box::pin(listwatch::run::<Namespace>(client, shared, observer, wire))
             }
             ObjectKind::PodDisruptionBudget => Box::pin(listwatch::run::<PodDisruptionBudget>(
-                client, shared, observer,
+                client, shared, observer, wire,
             )),
             ObjectKind::RevocableZone => {
                 Box::pin(run::<RevocableZone>(Api::all(client), shared, observer))
