@@ -39,8 +39,8 @@ fn keys(candidate: &Candidate, ctx: &PlanContext<'_>) -> Keys {
         .and_then(|n| ctx.snapshot.node(n))
         .and_then(|state| state.node.as_deref());
     Keys {
-        node: pod.node_name.clone(),
-        namespace: pod.key.namespace.clone(),
+        node: pod.node_name.as_deref().map(String::from),
+        namespace: pod.key.namespace.to_string(),
         job: pod.job.to_string(),
         zone: candidate
             .zone
