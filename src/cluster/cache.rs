@@ -13,10 +13,11 @@ use super::{
     config::{PolicyInfo, ZoneInfo},
     constraints::Constraints,
     ingest::ObjectKind,
-    keys::ObjectKey,
+    keys::{Interner, ObjectKey},
     namespace::NamespaceInfo,
     node::NodeInfo,
     pod::PodInfo,
+    pod_labels::PodLabels,
     snapshot::{JobState, NodeState, Snapshot},
     usage::{UsageSample, UsageSeries},
     versioned::Versioned,
@@ -47,6 +48,10 @@ pub struct ClusterCache {
     local_rounds: HashMap<String, Timestamp>,
     /// Distinct pod constraints, by signature: pods of one shape share one copy.
     shapes: HashMap<u64, Vec<Weak<Constraints>>>,
+    /// The strings pods repeat (namespaces, nodes, owners, condition types...), one copy each.
+    names: Interner,
+    /// Distinct label sets: the replicas of a workload share one.
+    label_sets: Interner<PodLabels>,
     policies: Versioned<String, PolicyInfo>,
     namespaces: Versioned<String, NamespaceInfo>,
     node_usage: Versioned<String, UsageSeries>,
@@ -113,6 +118,7 @@ impl ClusterCache {
     /// stays marked across updates until the pod is gone.
     pub fn apply_pod(&mut self, mut pod: PodInfo, at: Timestamp) {
         pod.constraints = self.intern(Arc::clone(&pod.constraints));
+        pod.intern(&mut self.names, &mut self.label_sets);
         match self.evicting.get(&pod.key) {
             Some(mark) if mark.uid == pod.uid => pod.evicting_since = Some(mark.since),
             Some(_) => {
@@ -165,14 +171,16 @@ impl ClusterCache {
         if pod.holds_resources()
             && pod.evicting_since.is_none()
             && let Some(node) = &pod.node_name
-            && self.node_usage.get(node).is_some()
+            && self.node_usage.get(&node.to_string()).is_some()
         {
             let usage = self
                 .pod_usage
                 .get(&pod.key)
                 .and_then(|s| s.latest().cloned());
             self.node_usage
-                .update(&mut self.generation, node, |s| s.note_departure(at, usage));
+                .update(&mut self.generation, &node.to_string(), |s| {
+                    s.note_departure(at, usage)
+                });
         }
     }
 
@@ -238,7 +246,9 @@ impl ClusterCache {
     fn attach(&mut self, pod: &Arc<PodInfo>) {
         let generation = &mut self.generation;
         match &pod.node_name {
-            Some(node) => self.nodes.update(generation, node, |n| n.add_pod(pod)),
+            Some(node) => self
+                .nodes
+                .update(generation, &node.to_string(), |n| n.add_pod(pod)),
             None => self
                 .unscheduled
                 .insert_shared(generation, pod.key.clone(), Arc::clone(pod)),
@@ -251,7 +261,9 @@ impl ClusterCache {
     fn detach(&mut self, pod: &PodInfo) {
         let generation = &mut self.generation;
         match &pod.node_name {
-            Some(node) => self.nodes.update(generation, node, |n| n.remove_pod(pod)),
+            Some(node) => self
+                .nodes
+                .update(generation, &node.to_string(), |n| n.remove_pod(pod)),
             None => {
                 self.unscheduled.remove(generation, &pod.key);
             }

@@ -1,18 +1,215 @@
-//! Identities of the things tidal keeps: namespaced objects and jobs.
+//! Identities of the things tidal keeps: namespaced objects and jobs, and the shared strings they are
+//! made of.
 
-use std::fmt;
+use std::{borrow::Borrow, collections::HashSet, fmt, hash::Hash, ops::Deref, sync::Arc};
 
 use serde::Serialize;
+
+/// An immutable string shared by reference count. At 150,000 pods the same few thousand strings
+/// (namespaces, node names, owners, jobs, condition types) would otherwise be copied into every pod
+/// and every index entry; a clone of a `Name` is a count, and the cache interns the ones pods repeat
+/// (see [`Interner`]). Compares, hashes, orders and prints exactly as the `str` it holds.
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Name(Arc<str>);
+
+impl Name {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Same allocation (not merely equal text).
+    pub fn ptr_eq(&self, other: &Name) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Name {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl Serialize for Name {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl From<String> for Name {
+    fn from(text: String) -> Self {
+        Name(text.into())
+    }
+}
+
+impl From<&String> for Name {
+    fn from(text: &String) -> Self {
+        Name(text.as_str().into())
+    }
+}
+
+impl From<&str> for Name {
+    fn from(text: &str) -> Self {
+        Name(text.into())
+    }
+}
+
+impl From<&Name> for Name {
+    fn from(name: &Name) -> Self {
+        name.clone()
+    }
+}
+
+impl From<Name> for String {
+    fn from(name: Name) -> Self {
+        name.0.as_ref().to_owned()
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<String> for Name {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<Name> for String {
+    fn eq(&self, other: &Name) -> bool {
+        **self == *other.0
+    }
+}
+
+impl PartialEq<Name> for str {
+    fn eq(&self, other: &Name) -> bool {
+        *self == *other.0
+    }
+}
+
+impl PartialEq<Name> for &str {
+    fn eq(&self, other: &Name) -> bool {
+        **self == *other.0
+    }
+}
+
+/// A value shared by reference count, which an [`Interner`] can hand out one copy of.
+pub trait Shared: Clone + Eq + Hash {
+    /// Holders of this copy, the interner's own included.
+    fn holders(&self) -> usize;
+    /// Same allocation (not merely equal content).
+    fn same(&self, other: &Self) -> bool;
+}
+
+impl Shared for Name {
+    fn holders(&self) -> usize {
+        Arc::strong_count(&self.0)
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        self.ptr_eq(other)
+    }
+}
+
+/// One shared copy of each distinct value. Values nobody else holds any more are dropped in a sweep
+/// each time the set has doubled since the last one, so the cost per value stays constant and the
+/// names of objects long gone (old ReplicaSets, deleted namespaces) do not pile up.
+#[derive(Debug)]
+pub struct Interner<T = Name> {
+    known: HashSet<T>,
+    sweep_at: usize,
+}
+
+impl<T> Default for Interner<T> {
+    fn default() -> Self {
+        Interner {
+            known: HashSet::new(),
+            sweep_at: 0,
+        }
+    }
+}
+
+impl<T: Shared> Interner<T> {
+    /// Replaces `value` with the shared copy of its content, which it becomes if it is the first.
+    pub fn intern(&mut self, value: &mut T) {
+        self.intern_new(value, |_| {});
+    }
+
+    /// [`intern`](Self::intern), running `prepare` on a value seen for the first time before it is
+    /// kept (to intern what it is made of).
+    pub fn intern_new(&mut self, value: &mut T, prepare: impl FnOnce(&mut T)) {
+        if let Some(known) = self.known.get(value) {
+            if !known.same(value) {
+                *value = known.clone();
+            }
+            return;
+        }
+        if self.known.len() >= self.sweep_at {
+            self.known.retain(|v| v.holders() > 1);
+            self.sweep_at = (self.known.len() * 2).max(1024);
+        }
+        prepare(value);
+        self.known.insert(value.clone());
+    }
+
+    pub fn intern_option(&mut self, value: &mut Option<T>) {
+        if let Some(value) = value {
+            self.intern(value);
+        }
+    }
+
+    /// Distinct values held.
+    pub fn len(&self) -> usize {
+        self.known.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.known.is_empty()
+    }
+}
 
 /// `namespace/name` of a namespaced object (or `name` alone for a cluster-scoped one, with an empty namespace).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct ObjectKey {
-    pub namespace: String,
-    pub name: String,
+    pub namespace: Name,
+    pub name: Name,
 }
 
 impl ObjectKey {
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+    pub fn new(namespace: impl Into<Name>, name: impl Into<Name>) -> Self {
         ObjectKey {
             namespace: namespace.into(),
             name: name.into(),
@@ -33,16 +230,16 @@ impl fmt::Display for ObjectKey {
 /// The unit disruption budgets apply to: the pod's Volcano PodGroup, else its controller, else the pod.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct JobKey {
-    pub namespace: String,
+    pub namespace: Name,
     pub kind: JobKind,
-    pub name: String,
+    pub name: Name,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum JobKind {
     PodGroup,
     /// A controller owner, by kind (`ReplicaSet`, `StatefulSet`, `Job`, ...).
-    Controller(String),
+    Controller(Name),
     /// A pod without group or controller is a job of one.
     Pod,
 }
@@ -55,5 +252,43 @@ impl fmt::Display for JobKey {
             JobKind::Pod => "Pod",
         };
         write!(f, "{kind} {}/{}", self.namespace, self.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    #[test]
+    fn a_name_orders_hashes_and_prints_as_its_text() {
+        let mut names: Vec<Name> = ["b", "a", "ab", ""].into_iter().map(Name::from).collect();
+        names.sort();
+        assert_eq!(names, ["", "a", "ab", "b"]);
+        let map: BTreeMap<Name, u8> = [(Name::from("x"), 1)].into();
+        assert_eq!(map.get("x"), Some(&1), "looked up by &str");
+        let set: HashSet<Name> = [Name::from("x")].into();
+        assert!(set.contains("x"), "hashes as the str");
+        assert_eq!(format!("{} {:?}", names[1], names[1]), "a \"a\"");
+        assert_eq!(serde_json::to_string(&names[1]).unwrap(), "\"a\"");
+    }
+
+    #[test]
+    fn the_interner_shares_one_copy_and_forgets_unused_ones() {
+        let mut interner = Interner::default();
+        let mut first = Name::from("ns");
+        let mut second = Name::from("ns".to_owned());
+        interner.intern(&mut first);
+        interner.intern(&mut second);
+        assert!(first.ptr_eq(&second));
+        // Names nobody holds are swept once the set has doubled.
+        for i in 0..5_000 {
+            interner.intern(&mut Name::from(format!("gone-{i}")));
+        }
+        assert!(interner.len() < 3_000, "{}", interner.len());
+        let mut again = Name::from("ns");
+        interner.intern(&mut again);
+        assert!(again.ptr_eq(&first), "names still held survive sweeps");
     }
 }

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Pod;
 use super::{
     constraints::Constraints,
     job_budget::JobBudget,
-    keys::{JobKey, JobKind, ObjectKey},
+    keys::{Interner, JobKey, JobKind, Name, ObjectKey},
     pod_labels::PodLabels,
     pod_status::PodStatusSummary,
     resources::{Resources, pod_requests},
@@ -51,23 +51,23 @@ pub enum QosClass {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OwnerRef {
-    pub kind: String,
-    pub name: String,
-    pub uid: String,
+    pub kind: Name,
+    pub name: Name,
+    pub uid: Name,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodInfo {
     pub key: ObjectKey,
     pub uid: String,
-    pub node_name: Option<String>,
+    pub node_name: Option<Name>,
     pub phase: PodPhase,
     pub labels: PodLabels,
     /// The controller owner (`ownerReferences[].controller == true`).
     pub owner: Option<OwnerRef>,
     pub job: JobKey,
     /// `scheduling.k8s.io/group-name`: the Volcano PodGroup the pod belongs to.
-    pub group_name: Option<String>,
+    pub group_name: Option<Name>,
     pub priority: Option<i32>,
     pub qos: QosClass,
     /// What the pod asks the scheduler for. When `requests_known` is false, only its pod slot.
@@ -86,7 +86,7 @@ pub struct PodInfo {
     pub preemptable: Setting<bool>,
     /// `volcano.sh/revocable-zone` annotation: the zone (or `*`) the pod opted into. An empty value
     /// names no zone and reads as no annotation, so that admission and the sweep agree on it.
-    pub zone_opt_in: Option<String>,
+    pub zone_opt_in: Option<Name>,
     /// `volcano.sh/cooldown-time` (label first, then annotation).
     pub cooldown: Setting<GoDuration>,
     /// Job budget annotations on the pod (read when its PodGroup carries none).
@@ -95,12 +95,10 @@ pub struct PodInfo {
     pub evict_annotation: bool,
     /// A kubelet mirror of a static pod: deleting it through the API does nothing.
     pub mirror: bool,
-    /// Fields tidal could not read (e.g. malformed resource quantities); such a pod is never evicted.
-    pub problems: Vec<InvalidValue>,
     /// `spec.priorityClassName`, for the system-critical classes when priority admission did not run.
-    pub priority_class_name: Option<String>,
-    /// Kinds of every owner reference, controller or not (`excludeOwnerKinds` looks at all of them).
-    pub owner_kinds: Vec<String>,
+    pub priority_class_name: Option<Name>,
+    /// What few pods have: see [`Rare`]. Boxed so that the others pay one pointer for it.
+    rare: Option<Box<Rare>>,
     /// Node selector, affinities, tolerations and spread constraints.
     /// Shared between pods of one shape (the cache interns it): replicas of a workload carry the same
     /// selector, affinity, tolerations and spread constraints.
@@ -109,6 +107,15 @@ pub struct PodInfo {
     /// Hash of the sorted container images: pods of one owner with equal hashes are duplicates.
     pub images_hash: u64,
     pub status: PodStatusSummary,
+}
+
+/// The parts of a pod that almost every pod lacks.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Rare {
+    /// Fields tidal could not read (e.g. malformed resource quantities); such a pod is never evicted.
+    problems: Vec<InvalidValue>,
+    /// Kinds of the owner references that are not the controller's (which `owner` holds).
+    other_owner_kinds: Vec<Name>,
 }
 
 /// The kinds of volume the evictor protections care about.
@@ -149,15 +156,22 @@ impl PodInfo {
             .flatten()
             .find(|o| o.controller == Some(true))
             .map(|o| OwnerRef {
-                kind: o.kind.clone(),
-                name: o.name.clone(),
-                uid: o.uid.clone(),
+                kind: o.kind.as_str().into(),
+                name: o.name.as_str().into(),
+                uid: o.uid.as_str().into(),
             });
-        let group_name = annotations
+        let other_owner_kinds: Vec<Name> = meta
+            .owner_references
+            .iter()
+            .flatten()
+            .filter(|o| o.controller != Some(true))
+            .map(|o| o.kind.as_str().into())
+            .collect();
+        let group_name: Option<Name> = annotations
             .get(labels::GROUP_NAME)
             .filter(|g| !g.is_empty())
-            .cloned();
-        let job = job_of(&key, group_name.as_deref(), owner.as_ref());
+            .map(Name::from);
+        let job = job_of(&key, group_name.as_ref(), owner.as_ref());
 
         let spec = pod.spec.as_ref();
         let status = pod.status.as_ref();
@@ -212,24 +226,27 @@ impl PodInfo {
             std::hash::Hasher::finish(&hasher)
         };
 
+        let rare = (!problems.is_empty() || !other_owner_kinds.is_empty()).then(|| {
+            Box::new(Rare {
+                problems,
+                other_owner_kinds,
+            })
+        });
         Ok(PodInfo {
             priority_class_name: spec
-                .and_then(|s| s.priority_class_name.clone())
-                .filter(|c| !c.is_empty()),
-            owner_kinds: meta
-                .owner_references
-                .iter()
-                .flatten()
-                .map(|o| o.kind.clone())
-                .collect(),
+                .and_then(|s| s.priority_class_name.as_deref())
+                .filter(|c| !c.is_empty())
+                .map(Name::from),
+            rare,
             constraints: Arc::new(Constraints::from_spec(spec)),
             volumes,
             images_hash,
             status: PodStatusSummary::from_status(status),
             uid: meta.uid.clone().unwrap_or_default(),
             node_name: spec
-                .and_then(|s| s.node_name.clone())
-                .filter(|n| !n.is_empty()),
+                .and_then(|s| s.node_name.as_deref())
+                .filter(|n| !n.is_empty())
+                .map(Name::from),
             phase: PodPhase::parse(status.and_then(|s| s.phase.as_deref())),
             owner,
             job,
@@ -246,7 +263,7 @@ impl PodInfo {
             zone_opt_in: annotations
                 .get(labels::REVOCABLE_ZONE)
                 .filter(|zone| !zone.is_empty())
-                .cloned(),
+                .map(Name::from),
             cooldown: label_then_annotation.read_parsed(&[labels::COOLDOWN_TIME]),
             // Labels too, as for PodGroups: a budget set as a label must not be silently ignored.
             budget: JobBudget::read(&label_then_annotation),
@@ -254,10 +271,60 @@ impl PodInfo {
                 .get(labels::DESCHEDULER_EVICT)
                 .is_some_and(|v| parse_bool(v).unwrap_or(false)),
             mirror: annotations.contains_key(labels::MIRROR_POD),
-            problems,
             key,
             labels: labels.into(),
         })
+    }
+
+    /// Fields tidal could not read (e.g. malformed resource quantities); such a pod is never evicted.
+    pub fn problems(&self) -> &[InvalidValue] {
+        self.rare.as_ref().map_or(&[], |r| &r.problems)
+    }
+
+    /// Kinds of every owner reference, controller or not (`excludeOwnerKinds` looks at all of them).
+    pub fn owner_kinds(&self) -> impl Iterator<Item = &str> {
+        let others = self.rare.as_ref().map_or(&[][..], |r| &r.other_owner_kinds);
+        self.owner
+            .as_ref()
+            .map(|o| o.kind.as_str())
+            .into_iter()
+            .chain(others.iter().map(Name::as_str))
+    }
+
+    /// Whether the pod has any owner reference, controller or not (a bare pod has none).
+    pub fn has_owner(&self) -> bool {
+        self.owner_kinds().next().is_some()
+    }
+
+    /// Replaces the strings other pods repeat (namespace, node, owner, job, zone, priority class,
+    /// condition types and reasons) with the shared copies in `names`, and the labels with the shared
+    /// copy of the same set.
+    pub fn intern(&mut self, names: &mut Interner, label_sets: &mut Interner<PodLabels>) {
+        self.labels.intern(label_sets, names);
+        names.intern(&mut self.key.namespace);
+        names.intern_option(&mut self.node_name);
+        if let Some(owner) = &mut self.owner {
+            names.intern(&mut owner.kind);
+            names.intern(&mut owner.name);
+            names.intern(&mut owner.uid);
+        }
+        names.intern(&mut self.job.namespace);
+        if let JobKind::Controller(kind) = &mut self.job.kind {
+            names.intern(kind);
+        }
+        // A job of one pod is named after it: its name is the pod's own, shared already.
+        if self.job.kind != JobKind::Pod {
+            names.intern(&mut self.job.name);
+        }
+        names.intern_option(&mut self.group_name);
+        names.intern_option(&mut self.zone_opt_in);
+        names.intern_option(&mut self.priority_class_name);
+        if let Some(rare) = &mut self.rare {
+            rare.other_owner_kinds
+                .iter_mut()
+                .for_each(|k| names.intern(k));
+        }
+        self.status.intern(names);
     }
 
     /// Running and not on its way out: what budgets count as available.
@@ -301,9 +368,9 @@ impl PodInfo {
     }
 }
 
-fn job_of(pod: &ObjectKey, group_name: Option<&str>, owner: Option<&OwnerRef>) -> JobKey {
+fn job_of(pod: &ObjectKey, group_name: Option<&Name>, owner: Option<&OwnerRef>) -> JobKey {
     let (kind, name) = match (group_name, owner) {
-        (Some(group), _) => (JobKind::PodGroup, group.to_owned()),
+        (Some(group), _) => (JobKind::PodGroup, group.clone()),
         (None, Some(owner)) => (JobKind::Controller(owner.kind.clone()), owner.name.clone()),
         (None, None) => (JobKind::Pod, pod.name.clone()),
     };
@@ -377,6 +444,75 @@ mod tests {
                 crate::cluster::job_budget::IntOrPercent::Int(1)
             ))
         );
+    }
+
+    #[test]
+    fn owner_kinds_and_problems_read_the_same_when_kept_apart() {
+        let owned = PodInfo::from_pod(&pod(serde_json::json!({
+            "name": "a-0", "namespace": "ns",
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": "u1"},
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u2",
+                 "controller": true},
+            ],
+        })))
+        .unwrap();
+        let mut kinds: Vec<&str> = owned.owner_kinds().collect();
+        kinds.sort_unstable();
+        assert_eq!(kinds, ["ConfigMap", "ReplicaSet"]);
+        assert!(owned.has_owner());
+        assert!(owned.problems().is_empty());
+
+        // Only a non-controller owner: still owned (`bare_pods` must not treat it as bare).
+        let referenced = PodInfo::from_pod(&pod(serde_json::json!({
+            "name": "a-1", "namespace": "ns",
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": "u1"}],
+        })))
+        .unwrap();
+        assert!(referenced.owner.is_none());
+        assert_eq!(referenced.owner_kinds().collect::<Vec<_>>(), ["ConfigMap"]);
+
+        let bare = PodInfo::from_pod(&pod(serde_json::json!({"name": "b", "namespace": "ns"})));
+        let bare = bare.unwrap();
+        assert!(!bare.has_owner());
+        assert!(bare.rare.is_none(), "a plain pod pays no rare part");
+
+        let mut malformed: Pod = pod(serde_json::json!({"name": "c", "namespace": "ns"}));
+        malformed.spec.as_mut().unwrap().containers[0].resources =
+            Some(serde_json::from_value(serde_json::json!({"requests": {"cpu": "lots"}})).unwrap());
+        let malformed = PodInfo::from_pod(&malformed).unwrap();
+        assert_eq!(malformed.problems().len(), 1);
+        assert_eq!(malformed.problems()[0].key, "resources.requests.cpu");
+    }
+
+    #[test]
+    fn interning_shares_what_pods_repeat_and_changes_nothing_they_say() {
+        let replica = |name: &str| {
+            PodInfo::from_pod(&pod(serde_json::json!({
+                "name": name, "namespace": "ns", "labels": {"app": "web"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                                     "uid": "u2", "controller": true}],
+            })))
+            .unwrap()
+        };
+        let (mut names, mut sets) = (Interner::default(), Interner::default());
+        let (mut a, mut b) = (replica("a"), replica("b"));
+        let before = b.clone();
+        a.intern(&mut names, &mut sets);
+        b.intern(&mut names, &mut sets);
+        assert_eq!(b, before, "interning changes no value");
+        assert!(a.key.namespace.ptr_eq(&b.key.namespace));
+        assert!(
+            a.node_name
+                .as_ref()
+                .unwrap()
+                .ptr_eq(b.node_name.as_ref().unwrap())
+        );
+        let (oa, ob) = (a.owner.as_ref().unwrap(), b.owner.as_ref().unwrap());
+        assert!(oa.name.ptr_eq(&ob.name) && oa.uid.ptr_eq(&ob.uid));
+        assert!(a.job.name.ptr_eq(&b.job.name) && a.job.namespace.ptr_eq(&a.key.namespace));
+        assert!(crate::cluster::keys::Shared::same(&a.labels, &b.labels));
+        assert_eq!(b.job.to_string(), "ReplicaSet ns/rs");
     }
 
     #[test]

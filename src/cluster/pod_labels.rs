@@ -1,25 +1,36 @@
 //! A pod's labels in the cache. A `BTreeMap<String, String>` allocates a 500-byte node for even one
 //! label; with 150,000 pods that alone was a sixth of the cache. Pods' labels are read, never edited,
-//! so a sorted boxed slice does: one allocation for the pairs, exact-size strings, binary search.
+//! so a sorted slice does: one allocation for the pairs, binary search. The replicas of a workload
+//! carry the same labels (a Deployment's pods differ only in name), so the cache interns whole sets
+//! and, within them, the keys and values.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::Arc};
 
-use super::matching::Labels;
+use super::{
+    keys::{Interner, Name, Shared},
+    matching::Labels,
+};
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct PodLabels(Box<[(Box<str>, Box<str>)]>);
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PodLabels(Arc<[(Name, Name)]>);
+
+impl Default for PodLabels {
+    fn default() -> Self {
+        PodLabels(Arc::from([]))
+    }
+}
 
 impl PodLabels {
     pub fn get(&self, key: &str) -> Option<&str> {
         self.0
-            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .binary_search_by(|(k, _)| k.as_str().cmp(key))
             .ok()
-            .map(|i| &*self.0[i].1)
+            .map(|i| self.0[i].1.as_str())
     }
 
     /// In key order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (&**k, &**v))
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
     pub fn len(&self) -> usize {
@@ -29,6 +40,30 @@ impl PodLabels {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// Shares this set with the pods that carry the same one; a set seen for the first time shares
+    /// its keys and values with other sets.
+    pub fn intern(&mut self, sets: &mut Interner<PodLabels>, names: &mut Interner) {
+        sets.intern_new(self, |fresh| {
+            // Only this pod holds a set seen for the first time, so it can still be changed.
+            if let Some(pairs) = Arc::get_mut(&mut fresh.0) {
+                for (key, value) in pairs {
+                    names.intern(key);
+                    names.intern(value);
+                }
+            }
+        });
+    }
+}
+
+impl Shared for PodLabels {
+    fn holders(&self) -> usize {
+        Arc::strong_count(&self.0)
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl From<BTreeMap<String, String>> for PodLabels {
@@ -36,7 +71,7 @@ impl From<BTreeMap<String, String>> for PodLabels {
         // A BTreeMap iterates in key order: the slice is sorted, as `get` needs.
         PodLabels(
             map.into_iter()
-                .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
+                .map(|(k, v)| (Name::from(k), Name::from(v)))
                 .collect(),
         )
     }
@@ -61,6 +96,14 @@ impl<'a> IntoIterator for &'a PodLabels {
 mod tests {
     use super::*;
 
+    fn labels(pairs: &[(&str, &str)]) -> PodLabels {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<BTreeMap<_, _>>()
+            .into()
+    }
+
     #[test]
     fn lookups_and_order_match_the_map() {
         let map: BTreeMap<String, String> = [("tier", "front"), ("app", "web"), ("z", "")]
@@ -77,5 +120,21 @@ mod tests {
         assert_eq!(keys, ["app", "tier", "z"]);
         assert_eq!(labels.len(), 3);
         assert!(PodLabels::default().is_empty());
+    }
+
+    #[test]
+    fn equal_sets_are_shared_and_new_sets_share_their_strings() {
+        let (mut sets, mut names) = (Interner::default(), Interner::default());
+        let mut a = labels(&[("app", "web"), ("hash", "1")]);
+        let mut b = labels(&[("app", "web"), ("hash", "1")]);
+        let mut c = labels(&[("app", "web"), ("hash", "2")]);
+        for set in [&mut a, &mut b, &mut c] {
+            set.intern(&mut sets, &mut names);
+        }
+        assert!(a.same(&b));
+        assert!(!a.same(&c));
+        assert!(a.0[0].0.ptr_eq(&c.0[0].0), "keys shared between sets");
+        assert!(a.0[0].1.ptr_eq(&c.0[0].1), "equal values shared too");
+        assert_eq!(c.get("hash"), Some("2"));
     }
 }

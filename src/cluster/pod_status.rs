@@ -1,23 +1,35 @@
 //! The parts of a pod's status that strategies filter on: its reason, conditions and container states.
+//!
+//! Kept lean because every cached pod has one: conditions are kept whole (filters may name any type,
+//! status or reason), but a container is kept only if it says something a filter reads (restarts, a
+//! waiting reason, a termination), and those and the status reason, which most pods lack, live in one
+//! boxed part.
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
 
+use super::keys::{Interner, Name};
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PodStatusSummary {
-    /// `status.reason`, e.g. `Evicted`, `NodeAffinity`, `Shutdown`.
-    pub reason: Option<String>,
-    pub conditions: Vec<ConditionInfo>,
-    pub containers: Vec<ContainerInfo>,
-    pub init_containers: Vec<ContainerInfo>,
-    pub ephemeral_containers: Vec<ContainerInfo>,
+    pub conditions: Box<[ConditionInfo]>,
+    /// `None` when there is no reason and no container worth reading.
+    notable: Option<Box<Notable>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Notable {
+    reason: Option<Name>,
+    containers: Vec<ContainerInfo>,
+    init_containers: Vec<ContainerInfo>,
+    ephemeral_containers: Vec<ContainerInfo>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConditionInfo {
-    pub type_: String,
-    pub status: String,
-    pub reason: Option<String>,
+    pub type_: Name,
+    pub status: Name,
+    pub reason: Option<Name>,
     pub last_transition: Option<Timestamp>,
 }
 
@@ -25,14 +37,23 @@ pub struct ConditionInfo {
 pub struct ContainerInfo {
     pub restarts: i32,
     /// `state.waiting.reason`, e.g. `CrashLoopBackOff`.
-    pub waiting: Option<String>,
+    pub waiting: Option<Name>,
     /// `state.terminated`, if the container has terminated.
     pub terminated: Option<Terminated>,
 }
 
+impl ContainerInfo {
+    /// Whether any filter could read something here: readers sum restarts (counting negative ones
+    /// as none), match waiting and terminated reasons and exit codes. A container without any of
+    /// those reads the same as no container.
+    fn says_anything(&self) -> bool {
+        self.restarts > 0 || self.waiting.is_some() || self.terminated.is_some()
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Terminated {
-    pub reason: Option<String>,
+    pub reason: Option<Name>,
     pub exit_code: i32,
 }
 
@@ -41,6 +62,10 @@ pub struct Terminated {
 pub struct ContainerScope {
     pub init: bool,
     pub ephemeral: bool,
+}
+
+fn non_empty(text: Option<&String>) -> Option<Name> {
+    text.filter(|t| !t.is_empty()).map(Name::from)
 }
 
 impl PodStatusSummary {
@@ -55,52 +80,65 @@ impl PodStatusSummary {
                     let state = c.state.as_ref();
                     ContainerInfo {
                         restarts: c.restart_count,
-                        waiting: state
-                            .and_then(|s| s.waiting.as_ref())
-                            .and_then(|w| w.reason.clone())
-                            .filter(|r| !r.is_empty()),
+                        waiting: non_empty(
+                            state
+                                .and_then(|s| s.waiting.as_ref())
+                                .and_then(|w| w.reason.as_ref()),
+                        ),
                         terminated: state
                             .and_then(|s| s.terminated.as_ref())
                             .map(|t| Terminated {
-                                reason: t.reason.clone().filter(|r| !r.is_empty()),
+                                reason: non_empty(t.reason.as_ref()),
                                 exit_code: t.exit_code,
                             }),
                     }
                 })
+                .filter(ContainerInfo::says_anything)
                 .collect()
         };
+        let notable = Notable {
+            reason: non_empty(status.reason.as_ref()),
+            containers: containers(status.container_statuses.as_ref()),
+            init_containers: containers(status.init_container_statuses.as_ref()),
+            ephemeral_containers: containers(status.ephemeral_container_statuses.as_ref()),
+        };
         PodStatusSummary {
-            reason: status.reason.clone().filter(|r| !r.is_empty()),
             conditions: status
                 .conditions
                 .iter()
                 .flatten()
                 .map(|c| ConditionInfo {
-                    type_: c.type_.clone(),
-                    status: c.status.clone(),
-                    reason: c.reason.clone().filter(|r| !r.is_empty()),
+                    type_: c.type_.as_str().into(),
+                    status: c.status.as_str().into(),
+                    reason: non_empty(c.reason.as_ref()),
                     last_transition: c.last_transition_time.as_ref().map(|t| t.0),
                 })
                 .collect(),
-            containers: containers(status.container_statuses.as_ref()),
-            init_containers: containers(status.init_container_statuses.as_ref()),
-            ephemeral_containers: containers(status.ephemeral_container_statuses.as_ref()),
+            notable: (notable != Notable::default()).then(|| Box::new(notable)),
         }
     }
 
-    /// The app containers, plus init and ephemeral ones if `scope` says so.
+    /// `status.reason`, e.g. `Evicted`, `NodeAffinity`, `Shutdown`.
+    pub fn reason(&self) -> Option<&str> {
+        self.notable.as_ref()?.reason.as_deref()
+    }
+
+    /// The app containers, plus init and ephemeral ones if `scope` says so; only those with restarts,
+    /// a waiting reason or a termination (the others have nothing to read).
     pub fn containers_in(&self, scope: ContainerScope) -> impl Iterator<Item = &ContainerInfo> {
-        let init: &[ContainerInfo] = if scope.init {
-            &self.init_containers
-        } else {
-            &[]
+        let (containers, init, ephemeral): (&[_], &[_], &[_]) = match &self.notable {
+            Some(n) => (
+                &n.containers,
+                if scope.init { &n.init_containers } else { &[] },
+                if scope.ephemeral {
+                    &n.ephemeral_containers
+                } else {
+                    &[]
+                },
+            ),
+            None => (&[], &[], &[]),
         };
-        let ephemeral: &[ContainerInfo] = if scope.ephemeral {
-            &self.ephemeral_containers
-        } else {
-            &[]
-        };
-        self.containers.iter().chain(init).chain(ephemeral)
+        containers.iter().chain(init).chain(ephemeral)
     }
 
     /// The condition of `type_`, if the pod reports it.
@@ -114,5 +152,88 @@ impl PodStatusSummary {
         self.condition("PodScheduled")
             .filter(|c| c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
             .and_then(|c| c.last_transition)
+    }
+
+    /// Shares condition types, statuses and reasons, and container reasons, with other pods.
+    pub(super) fn intern(&mut self, names: &mut Interner) {
+        for condition in &mut self.conditions {
+            names.intern(&mut condition.type_);
+            names.intern(&mut condition.status);
+            names.intern_option(&mut condition.reason);
+        }
+        if let Some(notable) = &mut self.notable {
+            names.intern_option(&mut notable.reason);
+            for container in notable
+                .containers
+                .iter_mut()
+                .chain(&mut notable.init_containers)
+                .chain(&mut notable.ephemeral_containers)
+            {
+                names.intern_option(&mut container.waiting);
+                if let Some(terminated) = &mut container.terminated {
+                    names.intern_option(&mut terminated.reason);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(value: serde_json::Value) -> PodStatusSummary {
+        PodStatusSummary::from_status(Some(&serde_json::from_value(value).unwrap()))
+    }
+
+    #[test]
+    fn a_plain_running_pod_keeps_its_conditions_and_nothing_else() {
+        let summary = status(serde_json::json!({
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "c", "image": "i", "imageID": "", "ready": true,
+                "restartCount": 0, "state": {"running": {}}}],
+        }));
+        assert_eq!(summary.conditions.len(), 1);
+        assert!(summary.notable.is_none(), "{summary:?}");
+        let scope = ContainerScope {
+            init: true,
+            ephemeral: true,
+        };
+        assert_eq!(summary.containers_in(scope).count(), 0);
+        assert_eq!(summary.reason(), None);
+    }
+
+    #[test]
+    fn containers_worth_reading_are_kept_in_scope() {
+        let container = |name: &str, restarts: i32, state: serde_json::Value| {
+            serde_json::json!({"name": name, "image": "i", "imageID": "", "ready": false,
+                "restartCount": restarts, "state": state})
+        };
+        let summary = status(serde_json::json!({
+            "reason": "Evicted",
+            "containerStatuses": [
+                container("quiet", 0, serde_json::json!({"running": {}})),
+                container("restarting", 3, serde_json::json!({"running": {}})),
+                container("waiting", 0,
+                    serde_json::json!({"waiting": {"reason": "CrashLoopBackOff"}})),
+            ],
+            "initContainerStatuses": [
+                container("init", 0, serde_json::json!({"terminated": {"exitCode": 1, "reason": "Error"}})),
+            ],
+        }));
+        assert_eq!(summary.reason(), Some("Evicted"));
+        let app = summary.containers_in(ContainerScope::default());
+        assert_eq!(
+            app.map(|c| (c.restarts, c.waiting.as_deref()))
+                .collect::<Vec<_>>(),
+            [(3, None), (0, Some("CrashLoopBackOff"))]
+        );
+        let with_init = ContainerScope {
+            init: true,
+            ephemeral: false,
+        };
+        let last = summary.containers_in(with_init).last().unwrap();
+        assert_eq!(last.terminated.as_ref().unwrap().exit_code, 1);
     }
 }

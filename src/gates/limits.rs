@@ -43,8 +43,8 @@ fn keys(limits: &EvictionLimits, candidate: &Candidate, ctx: &PlanContext<'_>) -
             .and_then(|state| state.node.as_deref())
     };
     Keys {
-        node: limits.per_node.and(pod.node_name.clone()),
-        namespace: limits.per_namespace.map(|_| pod.key.namespace.clone()),
+        node: limits.per_node.and(pod.node_name.as_deref().map(String::from)),
+        namespace: limits.per_namespace.map(|_| pod.key.namespace.to_string()),
         job: limits.per_job.map(|_| pod.job.to_string()),
         zone: limits.per_zone.and_then(|_| {
             candidate

@@ -56,13 +56,13 @@ impl ProtectionGate {
             let mut index: HashMap<String, Vec<PdbInfoRef>> = HashMap::new();
             for pdb in ctx.snapshot.pdbs.values() {
                 index
-                    .entry(pdb.key.namespace.clone())
+                    .entry(pdb.key.namespace.to_string())
                     .or_default()
                     .push(std::sync::Arc::clone(pdb));
             }
             index
         });
-        index.get(&pod.key.namespace).is_some_and(|pdbs| {
+        index.get(pod.key.namespace.as_str()).is_some_and(|pdbs| {
             // policy/v1: an empty selector selects every pod of the namespace, a missing one none.
             pdbs.iter()
                 .any(|pdb| matching::optional_selector_matches(pdb.selector.as_ref(), &pod.labels))
@@ -121,7 +121,7 @@ impl ProtectionGate {
         }
         // Failed bare pods too, as the descheduler's default: a failed pod's status and logs may be
         // all that is left of it (removeFailedPods.evictFailedBarePods lifts this).
-        if spec.bare_pods && pod.owner_kinds.is_empty() && !bare_allowed {
+        if spec.bare_pods && !pod.has_owner() && !bare_allowed {
             return Some("bare pod: no owner would recreate it".to_owned());
         }
         if spec.pvc_pods && pod.volumes.pvc {
@@ -133,7 +133,7 @@ impl ProtectionGate {
             return Some("labels do not match protections.labelSelector".to_owned());
         }
         if let Some(selector) = &spec.namespace_label_selector {
-            let namespace = ctx.snapshot.namespaces.get(&pod.key.namespace);
+            let namespace = ctx.snapshot.namespaces.get(pod.key.namespace.as_str());
             match namespace {
                 None => {
                     return Some(format!(

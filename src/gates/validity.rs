@@ -20,7 +20,7 @@ impl Gate for Validity {
 
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {
         let pod = &candidate.pod;
-        if let Some(problem) = pod.problems.first() {
+        if let Some(problem) = pod.problems().first() {
             return Err(problem.to_string());
         }
         if let Setting::Invalid(invalid) = ctx.preemptable(pod) {

@@ -198,9 +198,9 @@ impl Report {
             for eviction in &plan.evictions {
                 let c = &eviction.candidate;
                 report.evictions.push(EvictionLine {
-                    namespace: c.pod.key.namespace.clone(),
-                    name: c.pod.key.name.clone(),
-                    node: c.pod.node_name.clone(),
+                    namespace: c.pod.key.namespace.to_string(),
+                    name: c.pod.key.name.to_string(),
+                    node: c.pod.node_name.as_deref().map(String::from),
                     strategy: c.strategy.to_string(),
                     reason: c.reason.clone(),
                     policy: plan.policy.clone(),
@@ -217,9 +217,9 @@ impl Report {
                     ..
                 } = &skip.candidate;
                 report.skipped.push(SkippedLine {
-                    namespace: pod.key.namespace.clone(),
-                    name: pod.key.name.clone(),
-                    node: pod.node_name.clone(),
+                    namespace: pod.key.namespace.to_string(),
+                    name: pod.key.name.to_string(),
+                    node: pod.node_name.as_deref().map(String::from),
                     strategy: strategy.to_string(),
                     gate: skip.reason.to_string(),
                     detail: skip.detail.clone(),
@@ -438,9 +438,9 @@ fn waiting(snapshot: &Snapshot, policies: &[&PolicyInfo], cycle: &CyclePlan) -> 
                 continue;
             }
             out.push(WaitingLine {
-                namespace: c.pod.key.namespace.clone(),
-                name: c.pod.key.name.clone(),
-                node: c.pod.node_name.clone(),
+                namespace: c.pod.key.namespace.to_string(),
+                name: c.pod.key.name.to_string(),
+                node: c.pod.node_name.as_deref().map(String::from),
                 zone: (*zone).to_owned(),
                 policy: plan.policy.clone(),
                 job: c.pod.job.to_string(),

@@ -258,9 +258,9 @@ pub fn simulate(
                 let key = &candidate.pod.key;
                 if !evicted.contains(key) && held_keys.insert(key.clone()) {
                     held.entry(zone.clone()).or_default().push(Waiting {
-                        namespace: key.namespace.clone(),
-                        name: key.name.clone(),
-                        node: candidate.pod.node_name.clone(),
+                        namespace: key.namespace.to_string(),
+                        name: key.name.to_string(),
+                        node: candidate.pod.node_name.as_deref().map(String::from),
                         gate: skip.reason.to_string(),
                         detail: skip.detail.clone(),
                         policy: plan.policy.clone(),
@@ -438,9 +438,9 @@ fn signature(waiting: &[Waiting]) -> BTreeSet<(ObjectKey, String)> {
 impl Move {
     fn of(candidate: &Candidate, policy: &str) -> Move {
         Move {
-            namespace: candidate.pod.key.namespace.clone(),
-            name: candidate.pod.key.name.clone(),
-            node: candidate.pod.node_name.clone(),
+            namespace: candidate.pod.key.namespace.to_string(),
+            name: candidate.pod.key.name.to_string(),
+            node: candidate.pod.node_name.as_deref().map(String::from),
             job: candidate.pod.job.to_string(),
             policy: policy.to_owned(),
             strategy: candidate.strategy.to_string(),

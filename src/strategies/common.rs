@@ -80,7 +80,7 @@ impl OwnerKinds {
     }
 
     pub fn admits(&self, pod: &PodInfo) -> bool {
-        let has = |kinds: &[String]| pod.owner_kinds.iter().any(|k| kinds.contains(k));
+        let has = |kinds: &[String]| pod.owner_kinds().any(|k| kinds.iter().any(|w| w == k));
         (self.include.is_empty() || has(&self.include)) && !has(&self.exclude)
     }
 }

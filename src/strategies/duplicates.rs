@@ -87,9 +87,8 @@ impl Balancing for RemoveDuplicates {
                     || !movable(pod, ctx)
                     || !selection.admits(pod)
                     || pod
-                        .owner_kinds
-                        .iter()
-                        .any(|k| self.args.exclude_owner_kinds.contains(k))
+                        .owner_kinds()
+                        .any(|k| self.args.exclude_owner_kinds.iter().any(|w| w == k))
                 {
                     continue;
                 }

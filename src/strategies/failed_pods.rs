@@ -33,9 +33,8 @@ impl RemoveFailedPods {
         let args = &self.args;
         if pod.phase != PodPhase::Failed
             || pod
-                .owner_kinds
-                .iter()
-                .any(|k| args.exclude_owner_kinds.contains(k))
+                .owner_kinds()
+                .any(|k| args.exclude_owner_kinds.iter().any(|w| w == k))
         {
             return None;
         }
@@ -47,8 +46,7 @@ impl RemoveFailedPods {
         if !args.reasons.is_empty() {
             let reason = pod
                 .status
-                .reason
-                .as_deref()
+                .reason()
                 .into_iter()
                 .chain(pod.status.containers_in(scope).flat_map(|c| {
                     c.waiting
@@ -102,7 +100,7 @@ impl PodByPod for RemoveFailedPods {
         pods.into_iter()
             .map(|(pod, why)| {
                 let candidate = Candidate::new(pod, ID, why);
-                if bare_allowed && pod.owner_kinds.is_empty() {
+                if bare_allowed && !pod.has_owner() {
                     candidate.exempt(Exemptions {
                         bare_pod: true,
                         ..Exemptions::default()

@@ -147,7 +147,7 @@ impl MakeRoom {
                 // succeeded will never run, and making room for it would evict for nothing.
                 p.phase == PodPhase::Pending
                     && !p.terminating
-                    && p.problems.is_empty()
+                    && p.problems().is_empty()
                     && self.args.namespaces.admits(&p.key.namespace)
                     && ctx.preemptable(p) == Setting::Valid(false)
             })

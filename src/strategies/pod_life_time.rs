@@ -24,7 +24,7 @@ impl ConditionFilter {
             && self
                 .reason
                 .as_ref()
-                .is_none_or(|r| condition.reason.as_ref() == Some(r))
+                .is_none_or(|r| condition.reason.as_deref() == Some(r.as_str()))
     }
 }
 
@@ -41,7 +41,7 @@ pub(super) fn phase_name(phase: PodPhase) -> &'static str {
 /// The pod's phase, its status reason, and its containers' waiting and terminated reasons.
 pub(super) fn pod_states(pod: &PodInfo, scope: ContainerScope) -> impl Iterator<Item = &str> {
     std::iter::once(phase_name(pod.phase))
-        .chain(pod.status.reason.as_deref())
+        .chain(pod.status.reason())
         .chain(pod.status.containers_in(scope).flat_map(|c| {
             c.waiting
                 .as_deref()

@@ -2112,7 +2112,7 @@ mod tests {
         assert!(count(&|p| p.terminating) > 0);
         assert!(count(&|p| p.cooldown.is_set()) > 500);
         assert!(count(&|p| p.is_node_bound()) >= spec.nodes * spec.daemonsets);
-        assert!(count(&|p| !p.problems.is_empty()) == 0);
+        assert!(count(&|p| !p.problems().is_empty()) == 0);
         assert!(count(&|p| p.scheduled_at.is_some()) > 8_000);
         assert!(
             preemptable > 1_000,

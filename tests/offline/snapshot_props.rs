@@ -232,8 +232,8 @@ fn pod(event: &PodEvent) -> PodInfo {
     }
     let pod = Pod {
         metadata: ObjectMeta {
-            name: Some(key.name.clone()),
-            namespace: Some(key.namespace.clone()),
+            name: Some(key.name.to_string()),
+            namespace: Some(key.namespace.to_string()),
             annotations: Some(annotations),
             owner_references: Some(owners),
             deletion_timestamp: event.terminating.then(|| Time(base_time())),

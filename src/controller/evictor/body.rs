@@ -35,8 +35,8 @@ pub fn eviction_body(request: &EvictionRequest) -> Eviction {
     });
     Eviction {
         metadata: ObjectMeta {
-            name: Some(request.pod.name.clone()),
-            namespace: Some(request.pod.namespace.clone()),
+            name: Some(request.pod.name.to_string()),
+            namespace: Some(request.pod.namespace.to_string()),
             ..ObjectMeta::default()
         },
         delete_options,

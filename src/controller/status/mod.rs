@@ -394,8 +394,8 @@ fn object_reference(kind: ObjectKind, key: &ObjectKey, uid: Option<&str>) -> Obj
     ObjectReference {
         api_version: Some(api_version),
         kind: Some(kind.as_str().to_owned()),
-        name: Some(key.name.clone()),
-        namespace: (!key.namespace.is_empty()).then(|| key.namespace.clone()),
+        name: Some(key.name.to_string()),
+        namespace: (!key.namespace.is_empty()).then(|| key.namespace.to_string()),
         uid: uid.map(str::to_owned),
         ..ObjectReference::default()
     }
@@ -418,8 +418,8 @@ fn pod_reference(pod: &PodInfo) -> ObjectReference {
     ObjectReference {
         api_version: Some("v1".to_owned()),
         kind: Some("Pod".to_owned()),
-        name: Some(pod.key.name.clone()),
-        namespace: Some(pod.key.namespace.clone()),
+        name: Some(pod.key.name.to_string()),
+        namespace: Some(pod.key.namespace.to_string()),
         uid: (!pod.uid.is_empty()).then(|| pod.uid.clone()),
         ..ObjectReference::default()
     }
