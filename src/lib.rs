@@ -17,16 +17,18 @@
 //! - `controller` (`tidal run`) and `webhook` (`tidal webhook`), which never import each other.
 //! - `cli`: parsing and the offline commands.
 
+#![warn(unreachable_pub)]
+
 pub mod api;
 pub mod cli;
 pub mod cluster;
 pub mod controller;
 pub mod framework;
-pub mod gates;
+pub(crate) mod gates;
 pub mod planner;
 pub mod report;
 pub mod runtime;
-pub mod strategies;
+pub(crate) mod strategies;
 #[cfg(test)]
 mod testkit;
 pub mod webhook;

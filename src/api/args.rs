@@ -1,6 +1,10 @@
 //! Every strategy's arguments, as a DeschedulingPolicy spells them (`spec.strategies.<name>`). Data only:
 //! what a strategy does with its arguments lives with the strategy in `crate::strategies`.
 
+// The schema derives (KubeSchema, CustomResource, JsonSchema) copy each type's visibility into items
+// they generate, which `unreachable_pub` then reports; these are the public CRD and window types.
+#![allow(unreachable_pub)]
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;

@@ -9,20 +9,20 @@ use super::{
     validation::{CrdValidator, did_you_mean},
 };
 
-pub const API_VERSION: &str = "descheduler/v1alpha2";
-pub const KIND: &str = "DeschedulerPolicy";
+pub(crate) const API_VERSION: &str = "descheduler/v1alpha2";
+pub(crate) const KIND: &str = "DeschedulerPolicy";
 
 /// What a conversion gives: the policies (valid DeschedulingPolicies), and one line per setting that
 /// has no equivalent and was left out, or that changes meaning.
 #[derive(Debug)]
-pub struct Converted {
+pub(crate) struct Converted {
     pub policies: Vec<DeschedulingPolicy>,
     pub notes: Vec<String>,
 }
 
 /// How the converted policies run: tidal's own settings the descheduler keeps in flags.
 #[derive(Debug, Clone)]
-pub struct ConvertOptions {
+pub(crate) struct ConvertOptions {
     /// `DryRun` unless asked otherwise: a converted policy should be read in `tidal report` first.
     pub mode: PolicyMode,
     /// The descheduler's `--descheduling-interval`.
@@ -40,7 +40,7 @@ impl Default for ConvertOptions {
 
 /// Whether a parsed document is a descheduler policy (of any version), so that readers of tidal's own
 /// objects can point at `tidal convert` instead of ignoring it.
-pub fn is_descheduler_policy(object: &Value) -> bool {
+pub(crate) fn is_descheduler_policy(object: &Value) -> bool {
     object["kind"] == KIND
         && object["apiVersion"]
             .as_str()
@@ -199,7 +199,7 @@ const POD_PROTECTIONS: &[(&str, &str)] = &[
 
 /// Converts a parsed `DeschedulerPolicy`. Fails when the input is not one, or when the result is not a
 /// valid DeschedulingPolicy (the error then says which field).
-pub fn convert(policy: &Value, options: &ConvertOptions) -> Result<Converted, String> {
+pub(crate) fn convert(policy: &Value, options: &ConvertOptions) -> Result<Converted, String> {
     if !is_descheduler_policy(policy) {
         return Err(format!(
             "not a descheduler policy: expected apiVersion {API_VERSION} and kind {KIND}, got {} {}",

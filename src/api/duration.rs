@@ -5,6 +5,10 @@
 //! `std::time::Duration`, which panics on overflow (`99999999999999999999h`), and a panic on a pod annotation
 //! is exactly what tidal must never do. This parser is exact (integer nanoseconds) and rejects negatives.
 
+// The schema derives (KubeSchema, CustomResource, JsonSchema) copy each type's visibility into items
+// they generate, which `unreachable_pub` then reports; these are the public CRD and window types.
+#![allow(unreachable_pub)]
+
 use std::{borrow::Cow, fmt, str::FromStr, time::Duration};
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};

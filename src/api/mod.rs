@@ -1,13 +1,13 @@
 //! The API types tidal owns (`tidal.dev/v1alpha1`) and the foreign ones it reads.
 
 pub mod args;
-pub mod descheduler;
+pub(crate) mod descheduler;
 pub mod duration;
 pub mod labels;
 pub mod podgroup;
 pub mod policy;
-pub mod protections;
-pub mod usage;
+pub(crate) mod protections;
+pub(crate) mod usage;
 pub mod validation;
 pub mod zone;
 

@@ -1,6 +1,10 @@
 //! The parts of Volcano's `PodGroup` (`scheduling.volcano.sh/v1beta1`) that tidal reads. tidal never
 //! installs this CRD; it reads PodGroups only where Volcano (or a compatible operator) created them.
 
+// The schema derives (KubeSchema, CustomResource, JsonSchema) copy each type's visibility into items
+// they generate, which `unreachable_pub` then reports; these are the public CRD and window types.
+#![allow(unreachable_pub)]
+
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

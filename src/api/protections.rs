@@ -1,6 +1,10 @@
 //! Which pods a policy must not evict: the evictor protections operators know from the Kubernetes
 //! descheduler. The rules themselves are applied by gate `protected` in `crate::gates::protections`.
 
+// The schema derives (KubeSchema, CustomResource, JsonSchema) copy each type's visibility into items
+// they generate, which `unreachable_pub` then reports; these are the public CRD and window types.
+#![allow(unreachable_pub)]
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -15,7 +15,7 @@ const VERSION: &str = "v1beta1";
 /// A node's usage over `window`, ending at `timestamp`.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct NodeMetrics {
+pub(crate) struct NodeMetrics {
     #[serde(default)]
     pub metadata: ObjectMeta,
     pub timestamp: Option<Time>,
@@ -28,7 +28,7 @@ pub struct NodeMetrics {
 /// A pod's usage, per container.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct PodMetrics {
+pub(crate) struct PodMetrics {
     #[serde(default)]
     pub metadata: ObjectMeta,
     pub timestamp: Option<Time>,
@@ -38,7 +38,7 @@ pub struct PodMetrics {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-pub struct ContainerMetrics {
+pub(crate) struct ContainerMetrics {
     #[serde(default)]
     pub name: String,
     #[serde(default)]

@@ -1,5 +1,9 @@
 //! `RevocableZone`: the daily windows during which Kubernetes may use a zone's revocable nodes.
 
+// The schema derives (KubeSchema, CustomResource, JsonSchema) copy each type's visibility into items
+// they generate, which `unreachable_pub` then reports; these are the public CRD and window types.
+#![allow(unreachable_pub)]
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;

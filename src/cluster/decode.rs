@@ -14,7 +14,9 @@ const MAX_CLAMPED: usize = 16;
 
 /// `value` as `T`; `Ok` also lists each time read as the latest instant tidal has, as
 /// `status.conditions[0].lastTransitionTime 9999-12-31T23:59:59Z`. `Err` names the field at fault.
-pub fn typed_lenient<T: DeserializeOwned>(mut value: Value) -> Result<(T, Vec<String>), String> {
+pub(crate) fn typed_lenient<T: DeserializeOwned>(
+    mut value: Value,
+) -> Result<(T, Vec<String>), String> {
     let mut clamped = Vec::new();
     loop {
         let error = match serde_path_to_error::deserialize::<_, T>(&value) {

@@ -11,11 +11,11 @@ use k8s_openapi::{
 };
 
 /// Taint effects the scheduler refuses to place a pod under unless tolerated.
-pub const HARD_EFFECTS: &[&str] = &["NoSchedule", "NoExecute"];
+pub(crate) const HARD_EFFECTS: &[&str] = &["NoSchedule", "NoExecute"];
 
 /// What label selectors read: a label's value by key. Objects keep their labels in whatever form suits
 /// them (a map for nodes and namespaces, a compact sorted slice for the many cached pods).
-pub trait Labels {
+pub(crate) trait Labels {
     fn label(&self, key: &str) -> Option<&str>;
 }
 
@@ -27,7 +27,7 @@ impl Labels for BTreeMap<String, String> {
 
 /// `metav1.LabelSelector` semantics: all of `matchLabels` and all of `matchExpressions`; an empty selector
 /// matches everything. Callers decide what a missing (`None`) selector means, since it differs by API.
-pub fn selector_matches<L: Labels + ?Sized>(selector: &LabelSelector, labels: &L) -> bool {
+pub(crate) fn selector_matches<L: Labels + ?Sized>(selector: &LabelSelector, labels: &L) -> bool {
     let labels_match = selector
         .match_labels
         .iter()
@@ -50,7 +50,7 @@ pub fn selector_matches<L: Labels + ?Sized>(selector: &LabelSelector, labels: &L
 
 /// A selector that is `None` matches nothing (topology spread, affinity terms); use
 /// [`selector_matches`] directly where `None` means everything.
-pub fn optional_selector_matches<L: Labels + ?Sized>(
+pub(crate) fn optional_selector_matches<L: Labels + ?Sized>(
     selector: Option<&LabelSelector>,
     labels: &L,
 ) -> bool {
@@ -58,7 +58,7 @@ pub fn optional_selector_matches<L: Labels + ?Sized>(
 }
 
 /// A selector is well formed if every operator is known and carries the values it needs.
-pub fn selector_is_valid(selector: &LabelSelector) -> Result<(), String> {
+pub(crate) fn selector_is_valid(selector: &LabelSelector) -> Result<(), String> {
     for e in selector.match_expressions.iter().flatten() {
         let count = e.values.as_ref().map_or(0, Vec::len);
         match e.operator.as_str() {
@@ -79,7 +79,7 @@ pub fn selector_is_valid(selector: &LabelSelector) -> Result<(), String> {
 }
 
 /// Node selector terms are ORed; an empty list matches no node.
-pub fn node_selector_matches(
+pub(crate) fn node_selector_matches(
     selector: &NodeSelector,
     node_name: &str,
     labels: &BTreeMap<String, String>,
@@ -91,7 +91,7 @@ pub fn node_selector_matches(
 }
 
 /// Requirements within a term are ANDed; a term without requirements matches no node.
-pub fn node_term_matches(
+pub(crate) fn node_term_matches(
     term: &NodeSelectorTerm,
     node_name: &str,
     labels: &BTreeMap<String, String>,
@@ -139,7 +139,7 @@ fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool
 
 /// `v1.Toleration.ToleratesTaint`: an empty effect tolerates every effect, an empty key with `Exists`
 /// tolerates every taint, `Equal` (the default) needs the same value.
-pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
+pub(crate) fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     if let Some(effect) = toleration.effect.as_deref().filter(|e| !e.is_empty())
         && effect != taint.effect
     {
@@ -161,7 +161,7 @@ pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
 }
 
 /// The first of `taints` with one of `effects` that no toleration tolerates.
-pub fn untolerated<'t>(
+pub(crate) fn untolerated<'t>(
     tolerations: &[Toleration],
     taints: &'t [Taint],
     effects: &[&str],
@@ -172,7 +172,7 @@ pub fn untolerated<'t>(
 }
 
 /// `key=value:Effect` (or `key:Effect`), the way kubectl prints taints.
-pub fn taint_string(taint: &Taint) -> String {
+pub(crate) fn taint_string(taint: &Taint) -> String {
     match taint.value.as_deref().filter(|v| !v.is_empty()) {
         Some(value) => format!("{}={value}:{}", taint.key, taint.effect),
         None => format!("{}:{}", taint.key, taint.effect),

@@ -18,14 +18,14 @@ use super::{InvalidValue, NodeInfo, PodGroupInfo, PodInfo, Setting};
 /// No policy is consulted, so an unset value means "not preemptable": the webhook has no policy at
 /// hand, and a replacement pod is judged by the webhook.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Preemptable {
+pub(crate) enum Preemptable {
     Yes,
     No,
     /// The value does not parse: nobody can tell, and the rules never guess in the pod's favour.
     Unreadable(InvalidValue),
 }
 
-pub fn preemptable(pod: &PodInfo, group: Option<&PodGroupInfo>) -> Preemptable {
+pub(crate) fn preemptable(pod: &PodInfo, group: Option<&PodGroupInfo>) -> Preemptable {
     let setting = pod
         .preemptable
         .clone()
@@ -39,13 +39,13 @@ pub fn preemptable(pod: &PodInfo, group: Option<&PodGroupInfo>) -> Preemptable {
 
 /// Exempt from the rules: DaemonSet and static (mirror) pods belong to their node. Applying the rules
 /// to them would keep node agents (CNI, log shippers) off revocable nodes, and TDM never evicts them.
-pub fn is_exempt(pod: &PodInfo) -> bool {
+pub(crate) fn is_exempt(pod: &PodInfo) -> bool {
     pod.is_node_bound()
 }
 
 /// Why rules 1 and 2 keep a pod off a revocable node, before the zone's windows are looked at.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Refused {
+pub(crate) enum Refused {
     NotPreemptable,
     Unreadable(InvalidValue),
     /// The pod opted into another zone (the annotation's value).
@@ -55,7 +55,7 @@ pub enum Refused {
 /// The rules that depend on the pod and the node only. `Ok(None)`: the node is not revocable (or the
 /// pod is exempt), it may run there. `Ok(Some(zone))`: it may run there while `zone` is open and not
 /// draining (a zone tidal does not know, it does not manage).
-pub fn revocable_rule<'n>(
+pub(crate) fn revocable_rule<'n>(
     pod: &PodInfo,
     preemptable: &Preemptable,
     node: &'n NodeInfo,
@@ -82,7 +82,7 @@ pub fn revocable_rule<'n>(
 
 /// All that [`revocable_rule`] reads of a pod, hashed: pods with the same constraint signature and
 /// the same placement key may run on the same nodes, so searches can share their results.
-pub fn placement_key(pod: &PodInfo, preemptable: &Preemptable) -> u64 {
+pub(crate) fn placement_key(pod: &PodInfo, preemptable: &Preemptable) -> u64 {
     let mut hasher = DefaultHasher::new();
     is_exempt(pod).hash(&mut hasher);
     matches!(preemptable, Preemptable::Yes).hash(&mut hasher);

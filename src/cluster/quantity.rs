@@ -14,12 +14,12 @@ pub struct QuantityError {
 }
 
 /// The quantity in thousandths of its unit, rounded up (the scheduler's `MilliValue`).
-pub fn milli_value(q: &Quantity) -> Result<i64, QuantityError> {
+pub(crate) fn milli_value(q: &Quantity) -> Result<i64, QuantityError> {
     parse_scaled(&q.0, 3)
 }
 
 /// The quantity in whole units, rounded up (the scheduler's `Value`).
-pub fn value(q: &Quantity) -> Result<i64, QuantityError> {
+pub(crate) fn value(q: &Quantity) -> Result<i64, QuantityError> {
     parse_scaled(&q.0, 0)
 }
 

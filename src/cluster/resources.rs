@@ -19,15 +19,15 @@ pub struct Resources {
     pub scalar: BTreeMap<String, i64>,
 }
 
-pub const CPU: &str = "cpu";
-pub const MEMORY: &str = "memory";
-pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
-pub const PODS: &str = "pods";
+pub(crate) const CPU: &str = "cpu";
+pub(crate) const MEMORY: &str = "memory";
+pub(crate) const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+pub(crate) const PODS: &str = "pods";
 
 /// The largest amount of one resource tidal accepts on one object (2^52: 4 PiB of memory, 4.5 billion
 /// cores). Capping inputs keeps every sum exact: a node's requests are added and subtracted as pods come
 /// and go, and that bookkeeping must undo itself exactly, which saturating arithmetic would not.
-pub const MAX_AMOUNT: i64 = 1 << 52;
+pub(crate) const MAX_AMOUNT: i64 = 1 << 52;
 
 impl Resources {
     /// Reads a resource list; the first malformed quantity is returned as an error with its resource name.
@@ -121,7 +121,7 @@ impl Resources {
 /// What a pod asks the scheduler for, computed as kube-scheduler does: the larger of the sum of its app
 /// containers (plus sidecars) and its largest init container (plus the sidecars started before it), plus
 /// pod overhead; pod-level `resources.requests` replace the container sums for the resources they name.
-pub fn pod_requests(spec: &PodSpec) -> Result<Resources, (String, QuantityError)> {
+pub(crate) fn pod_requests(spec: &PodSpec) -> Result<Resources, (String, QuantityError)> {
     let mut total = Resources::default();
     for container in &spec.containers {
         total.add(&container_requests(container)?);
@@ -168,14 +168,14 @@ fn container_requests(container: &Container) -> Result<Resources, (String, Quant
 
 /// `requests` fit into what `node` has left once `requested` is taken: every resource the pod asks for
 /// (including one pod slot) is available.
-pub fn fits(requests: &Resources, allocatable: &Resources, requested: &Resources) -> bool {
+pub(crate) fn fits(requests: &Resources, allocatable: &Resources, requested: &Resources) -> bool {
     requests
         .names()
         .all(|name| requests.get(name) <= allocatable.get(name).saturating_sub(requested.get(name)))
 }
 
 /// `cpu 500m, memory 256Mi, nvidia.com/gpu 1`: a pod's requests for messages.
-pub fn describe(requests: &Resources) -> String {
+pub(crate) fn describe(requests: &Resources) -> String {
     requests
         .names()
         .filter(|name| *name != PODS)
@@ -186,7 +186,7 @@ pub fn describe(requests: &Resources) -> String {
 
 /// CPU in millicores, memory-like amounts in binary units (exact, else to a tenth), everything else as a
 /// count.
-pub fn format_amount(resource: &str, amount: i64) -> String {
+pub(crate) fn format_amount(resource: &str, amount: i64) -> String {
     match resource {
         CPU => format!("{amount}m"),
         MEMORY | EPHEMERAL_STORAGE => {

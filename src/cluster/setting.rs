@@ -112,7 +112,7 @@ impl Sources<'_> {
 }
 
 /// Go's `strconv.ParseBool`, which Volcano uses for its boolean annotations.
-pub fn parse_bool(text: &str) -> Result<bool, String> {
+pub(crate) fn parse_bool(text: &str) -> Result<bool, String> {
     match text {
         "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
         "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),

@@ -12,11 +12,11 @@ use crate::api::{
 };
 
 /// Samples older than this (relative to the newest) are dropped: no strategy averages over more.
-pub const RETENTION: Duration = Duration::from_secs(3600);
+pub(crate) const RETENTION: Duration = Duration::from_secs(3600);
 /// At most this many samples per object, whatever their spacing.
-pub const MAX_SAMPLES: usize = 120;
+pub(crate) const MAX_SAMPLES: usize = 120;
 /// The measurement window assumed when a sample does not state one (metrics-server's are 10–30 s).
-pub const ASSUMED_SAMPLE_WINDOW: SignedDuration = SignedDuration::from_secs(60);
+pub(crate) const ASSUMED_SAMPLE_WINDOW: SignedDuration = SignedDuration::from_secs(60);
 
 /// Usage measured over `(from, at]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -154,7 +154,7 @@ impl UsageSeries {
 }
 
 /// A node's sample from a `NodeMetrics` object. Errors name the field that could not be read.
-pub fn node_sample(metrics: &NodeMetrics) -> Result<(String, UsageSample), String> {
+pub(crate) fn node_sample(metrics: &NodeMetrics) -> Result<(String, UsageSample), String> {
     let name = metrics
         .metadata
         .name
@@ -171,7 +171,7 @@ pub fn node_sample(metrics: &NodeMetrics) -> Result<(String, UsageSample), Strin
 }
 
 /// A pod's sample from a `PodMetrics` object: the sum of its containers.
-pub fn pod_sample(metrics: &PodMetrics) -> Result<(ObjectKey, UsageSample), String> {
+pub(crate) fn pod_sample(metrics: &PodMetrics) -> Result<(ObjectKey, UsageSample), String> {
     let key = ObjectKey::new(
         metrics.metadata.namespace.clone().unwrap_or_default(),
         metrics

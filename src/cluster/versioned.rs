@@ -11,12 +11,12 @@ use std::{collections::BTreeMap, hash::Hash, sync::Arc};
 type HashMap<K, V> = foldhash::HashMap<K, V>;
 
 /// A value built up from parts (a node's pods, a job's pods) that disappears when it has none left.
-pub trait Aggregate: Default + Clone {
+pub(crate) trait Aggregate: Default + Clone {
     fn is_empty(&self) -> bool;
 }
 
 #[derive(Debug)]
-pub struct Versioned<K, V> {
+pub(crate) struct Versioned<K, V> {
     entries: HashMap<K, Slot<V>>,
     /// Generation of every entry's last change, including removals not yet pruned.
     changes: BTreeMap<u64, K>,
@@ -43,35 +43,37 @@ impl<K, V> Default for Versioned<K, V> {
 }
 
 impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
-    pub fn get(&self, key: &K) -> Option<&Arc<V>> {
+    pub(crate) fn get(&self, key: &K) -> Option<&Arc<V>> {
         self.entries.get(key).and_then(|slot| slot.value.as_ref())
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.live
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.live == 0
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&K, &Arc<V>)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &Arc<V>)> {
         self.entries
             .iter()
             .filter_map(|(k, slot)| slot.value.as_ref().map(|v| (k, v)))
     }
 
-    pub fn insert(&mut self, generation: &mut u64, key: K, value: V) {
+    pub(crate) fn insert(&mut self, generation: &mut u64, key: K, value: V) {
         self.insert_shared(generation, key, Arc::new(value));
     }
 
-    pub fn insert_shared(&mut self, generation: &mut u64, key: K, value: Arc<V>) {
+    pub(crate) fn insert_shared(&mut self, generation: &mut u64, key: K, value: Arc<V>) {
         self.set(generation, key, Some(value));
     }
 
     /// Changes an entry in place (creating it from `V::default()` if absent). If `f` leaves the entry
     /// empty, it is removed, so that empty aggregates do not linger.
-    pub fn update<R>(&mut self, generation: &mut u64, key: &K, f: impl FnOnce(&mut V) -> R) -> R
+    pub(crate) fn update<R>(
+        &mut self,
+        generation: &mut u64,
+        key: &K,
+        f: impl FnOnce(&mut V) -> R,
+    ) -> R
     where
         V: Aggregate,
     {
@@ -88,7 +90,7 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
         result
     }
 
-    pub fn remove(&mut self, generation: &mut u64, key: &K) -> Option<Arc<V>> {
+    pub(crate) fn remove(&mut self, generation: &mut u64, key: &K) -> Option<Arc<V>> {
         let previous = self.get(key).cloned();
         if previous.is_some() {
             self.set(generation, key.clone(), None);
@@ -134,7 +136,7 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
 
     /// Brings `target` up to date with every change made after generation `since`; returns how many
     /// entries it copied or removed.
-    pub fn sync_into(&self, since: u64, target: &mut BTreeMap<K, Arc<V>>) -> usize {
+    pub(crate) fn sync_into(&self, since: u64, target: &mut BTreeMap<K, Arc<V>>) -> usize {
         let mut touched = 0;
         for (_, key) in self.changes.range(since + 1..) {
             touched += 1;
@@ -151,14 +153,14 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
     }
 
     /// Every live entry, for a snapshot that cannot be brought up to date incrementally.
-    pub fn copy_all(&self) -> BTreeMap<K, Arc<V>> {
+    pub(crate) fn copy_all(&self) -> BTreeMap<K, Arc<V>> {
         self.iter()
             .map(|(k, v)| (k.clone(), Arc::clone(v)))
             .collect()
     }
 
     /// Forgets removals at or before `through`; snapshots older than that must be rebuilt in full.
-    pub fn prune(&mut self, through: u64) {
+    pub(crate) fn prune(&mut self, through: u64) {
         while let Some(entry) = self.tombstones.first_entry() {
             if *entry.key() > through {
                 break;

@@ -47,7 +47,7 @@ pub struct CycleSettings {
 }
 
 /// At the default 5 requests per second this takes about 10 s, well inside a cycle.
-pub const DEFAULT_DRY_RUN_VERIFY_PER_CYCLE: usize = 50;
+pub(crate) const DEFAULT_DRY_RUN_VERIFY_PER_CYCLE: usize = 50;
 
 impl Default for CycleSettings {
     fn default() -> Self {
@@ -63,7 +63,7 @@ impl Default for CycleSettings {
 /// How many of each plan's evictions the cycle sends: all of an Evict policy's, and of DryRun
 /// policies' only as many dry runs as the cycle's verification budget has left, the longest unchecked first (see
 /// [`order_for_verification`]).
-pub fn sends(plans: &[Plan], verify_budget: usize) -> Vec<usize> {
+pub(crate) fn sends(plans: &[Plan], verify_budget: usize) -> Vec<usize> {
     let mut left = verify_budget;
     plans
         .iter()
@@ -81,12 +81,12 @@ pub fn sends(plans: &[Plan], verify_budget: usize) -> Vec<usize> {
 /// When each pod's planned eviction was last checked by a dry run (accepted or refused by the API
 /// server). A stable DryRun plan larger than the cycle's verification budget would otherwise have
 /// the same first evictions checked every cycle and the rest never.
-pub type LastVerified = HashMap<ObjectKey, Timestamp>;
+pub(crate) type LastVerified = HashMap<ObjectKey, Timestamp>;
 
 /// Puts each DryRun plan's evictions in the order they are to be verified: never checked first,
 /// then the longest unchecked, plan order among equals. Evict plans keep plan order: that is the
 /// order the gates admitted them in. The planned set is unchanged, only the order is.
-pub fn order_for_verification(plans: &mut [Plan], last_verified: &LastVerified) {
+pub(crate) fn order_for_verification(plans: &mut [Plan], last_verified: &LastVerified) {
     for plan in plans.iter_mut().filter(|p| p.mode == PolicyMode::DryRun) {
         // `None` sorts before any instant: never checked comes first. The sort is stable.
         plan.evictions
@@ -96,7 +96,7 @@ pub fn order_for_verification(plans: &mut [Plan], last_verified: &LastVerified) 
 
 /// Records the dry runs the API server answered, and forgets pods no DryRun plan holds any more
 /// (so the record stays as large as the plans, not as large as every pod ever planned).
-pub fn record_verified(
+pub(crate) fn record_verified(
     last_verified: &mut LastVerified,
     policies: &[PolicyResult],
     now: Timestamp,
@@ -205,7 +205,7 @@ pub struct CycleResult {
 
 /// The per-zone gauges of a cycle; zones whose windows cannot be read have none (their error is in
 /// status and events).
-pub fn zone_gauges(
+pub(crate) fn zone_gauges(
     zones: &BTreeMap<String, ZoneView>,
     preemptable: impl Fn(&str) -> u32,
 ) -> Vec<ZoneGauges> {
@@ -227,7 +227,7 @@ pub fn zone_gauges(
 }
 
 /// Warnings not logged by the cycle before.
-pub fn fresh_warnings<'w>(logged: &BTreeSet<String>, current: &'w [String]) -> Vec<&'w str> {
+pub(crate) fn fresh_warnings<'w>(logged: &BTreeSet<String>, current: &'w [String]) -> Vec<&'w str> {
     current
         .iter()
         .filter(|w| !logged.contains(*w))
@@ -237,7 +237,7 @@ pub fn fresh_warnings<'w>(logged: &BTreeSet<String>, current: &'w [String]) -> V
 
 /// Pods the API server evicted, with their policy and whether the eviction was confirmed (an
 /// unanswered attempt that a retry found done is not).
-pub fn evicted(policies: &[PolicyResult]) -> Vec<(&str, &Candidate, bool)> {
+pub(crate) fn evicted(policies: &[PolicyResult]) -> Vec<(&str, &Candidate, bool)> {
     policies
         .iter()
         .flat_map(|result| {
@@ -253,7 +253,7 @@ pub fn evicted(policies: &[PolicyResult]) -> Vec<(&str, &Candidate, bool)> {
 }
 
 /// Pods refused for unreadable settings, with the detail: each gets a Warning Event.
-pub fn invalid_pods(policies: &[PolicyResult]) -> Vec<(&Candidate, &str)> {
+pub(crate) fn invalid_pods(policies: &[PolicyResult]) -> Vec<(&Candidate, &str)> {
     policies
         .iter()
         .flat_map(|result| &result.plan.skipped)
@@ -264,14 +264,14 @@ pub fn invalid_pods(policies: &[PolicyResult]) -> Vec<(&Candidate, &str)> {
 
 /// What the cycle adds to the per-policy counters.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Tallies {
+pub(crate) struct Tallies {
     pub planned: BTreeMap<PolicyStrategy, u64>,
     pub evictions: BTreeMap<EvictionLabels, u64>,
     /// Refused by a gate of the plan, or by the API server at eviction time.
     pub skips: BTreeMap<SkipLabels, u64>,
 }
 
-pub fn tallies(policies: &[PolicyResult]) -> Tallies {
+pub(crate) fn tallies(policies: &[PolicyResult]) -> Tallies {
     let mut t = Tallies::default();
     for result in policies {
         let policy = &result.plan.policy;

@@ -26,7 +26,7 @@ use crate::{
 };
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ZoneLabel {
+pub(crate) struct ZoneLabel {
     pub zone: String,
 }
 
@@ -42,7 +42,7 @@ pub struct ZoneGauges {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct BuildLabels {
+pub(crate) struct BuildLabels {
     pub version: String,
 }
 
@@ -410,13 +410,13 @@ impl WatchObserver for Metrics {
 
 /// What `/metrics` reads; gauges that describe the present are refreshed at scrape time.
 #[derive(Clone)]
-pub struct MetricsState {
+pub(crate) struct MetricsState {
     pub metrics: Arc<Metrics>,
     pub cache: SharedCache,
     pub leader: LeaderHandle,
 }
 
-pub fn router(state: MetricsState) -> Router {
+pub(crate) fn router(state: MetricsState) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .with_state(state)

@@ -8,12 +8,12 @@
 //!
 //! Entry point: [`run`] (what the binary calls).
 
-pub mod cycle;
+pub(crate) mod cycle;
 pub mod evictor;
-pub mod metrics;
-pub mod oneshot;
-pub mod schedule;
-pub mod status;
+pub(crate) mod metrics;
+pub(crate) mod oneshot;
+pub(crate) mod schedule;
+pub(crate) mod status;
 pub mod taints;
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};

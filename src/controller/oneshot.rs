@@ -16,7 +16,7 @@ use crate::{
 };
 
 /// A cache filled by one complete list of every kind tidal reads.
-pub async fn live_cache(client: Client, timeout: Duration) -> anyhow::Result<SharedCache> {
+pub(crate) async fn live_cache(client: Client, timeout: Duration) -> anyhow::Result<SharedCache> {
     let shared = SharedCache::new(&ObjectKind::ALL);
     let mut tasks = JoinSet::new();
     for task in watch::start(
@@ -46,7 +46,7 @@ pub async fn live_cache(client: Client, timeout: Duration) -> anyhow::Result<Sha
 /// Those not sent within `timeout` stay planned and are returned as unverified: not being checked
 /// is not a refusal. Each check is independent: two pods under one budget that allows one
 /// disruption both pass here, while a real cycle would get a 429 for the second.
-pub async fn verify(
+pub(crate) async fn verify(
     client: Client,
     cycle: &mut CyclePlan,
     config: EvictorConfig,

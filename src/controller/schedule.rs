@@ -50,7 +50,11 @@ pub struct ZoneClock {
 }
 
 /// The zone's phase at `now`; `last_round` is the latest known start of an eviction round in it.
-pub fn zone_clock(zone: &ZoneInfo, last_round: Option<Timestamp>, now: Timestamp) -> ZoneClock {
+pub(crate) fn zone_clock(
+    zone: &ZoneInfo,
+    last_round: Option<Timestamp>,
+    now: Timestamp,
+) -> ZoneClock {
     let next_round = last_round
         .and_then(|last| last.checked_add(zone.spec.evict_period.to_signed()).ok())
         .filter(|next| *next > now);
@@ -118,7 +122,7 @@ impl Trigger {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Due {
+pub(crate) struct Due {
     /// Policies to plan (may be empty: a zone change with no policy still refreshes zone status).
     pub policies: Vec<String>,
     pub trigger: Trigger,
@@ -132,7 +136,7 @@ struct LastRun {
 
 /// The scheduler's memory: when each policy last ran and the zone phases the last cycle saw.
 #[derive(Clone, Debug, Default)]
-pub struct Scheduler {
+pub(crate) struct Scheduler {
     runs: BTreeMap<String, LastRun>,
     /// `None` until the first cycle of a leadership term.
     zones: Option<BTreeMap<String, ZonePhase>>,
@@ -140,7 +144,7 @@ pub struct Scheduler {
 
 impl Scheduler {
     /// Forgets everything: a new leadership term starts with a full cycle.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         *self = Scheduler::default();
     }
 
@@ -152,7 +156,7 @@ impl Scheduler {
     }
 
     /// What should run at `now`, if anything.
-    pub fn due(
+    pub(crate) fn due(
         &self,
         policies: &[PolicyClock],
         zones: &[ZoneClock],
@@ -196,7 +200,7 @@ impl Scheduler {
 
     /// Records a cycle at `now` that ran `ran`; `zones` are the phases after it (rounds it started
     /// included), so that the next check sees only changes made since.
-    pub fn record(
+    pub(crate) fn record(
         &mut self,
         ran: &[String],
         policies: &[PolicyClock],
@@ -223,7 +227,11 @@ impl Scheduler {
     }
 
     /// The earliest instant at which something becomes due: a policy's interval or a zone's next change.
-    pub fn next_wakeup(&self, policies: &[PolicyClock], zones: &[ZoneClock]) -> Option<Timestamp> {
+    pub(crate) fn next_wakeup(
+        &self,
+        policies: &[PolicyClock],
+        zones: &[ZoneClock],
+    ) -> Option<Timestamp> {
         let policy_times = policies.iter().map(|p| match self.runs.get(&p.name) {
             Some(last) => next_run(last.at, p.interval),
             None => Timestamp::MIN,
@@ -243,7 +251,7 @@ fn next_run(last: Timestamp, interval: Duration) -> Timestamp {
 /// How long to sleep until `next` from `now`: a little past it (clocks of sleep and wall time differ
 /// slightly, and waking early would only loop), and never longer than `cap`, so that a wall-clock jump
 /// is noticed.
-pub fn sleep_for(next: Option<Timestamp>, now: Timestamp, cap: Duration) -> Duration {
+pub(crate) fn sleep_for(next: Option<Timestamp>, now: Timestamp, cap: Duration) -> Duration {
     const MARGIN: Duration = Duration::from_millis(5);
     let Some(next) = next else {
         return cap;

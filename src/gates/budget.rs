@@ -13,7 +13,7 @@ use crate::{
 /// - No budget: one pod at a time, `max(0, 1 − leaving)`: a round evicts one pod unless one is still on
 ///   its way out, so a short evictPeriod never has a whole job terminating at once. Pending pods do not
 ///   hold it back (a job short of capacity must still leave a closing zone).
-pub fn allowed_evictions(budget: Option<JobBudget>, stats: JobStats) -> u32 {
+pub(crate) fn allowed_evictions(budget: Option<JobBudget>, stats: JobStats) -> u32 {
     match budget {
         None => 1u32.saturating_sub(stats.leaving),
         Some(JobBudget::MaxUnavailable(max)) => {
@@ -26,7 +26,7 @@ pub fn allowed_evictions(budget: Option<JobBudget>, stats: JobStats) -> u32 {
 }
 
 #[derive(Default)]
-pub struct Budget {
+pub(crate) struct Budget {
     jobs: foldhash::HashMap<JobKey, Allowance>,
 }
 

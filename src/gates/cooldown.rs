@@ -9,11 +9,11 @@ use crate::{
     framework::{Candidate, Gate, GateId, PlanContext},
 };
 
-pub struct Cooldown;
+pub(crate) struct Cooldown;
 
 /// `Ok` if a pod scheduled at `scheduled_at` with this cooldown may be evicted at `now`; otherwise the
 /// instant from which it may. The pod is protected while `now - scheduled_at < cooldown`.
-pub fn cooldown_until(
+pub(crate) fn cooldown_until(
     scheduled_at: Timestamp,
     cooldown: GoDuration,
     now: Timestamp,

@@ -8,9 +8,9 @@ use crate::{
 };
 
 /// The well-known node label of the failure-domain zone.
-pub const TOPOLOGY_ZONE: &str = "topology.kubernetes.io/zone";
+pub(crate) const TOPOLOGY_ZONE: &str = "topology.kubernetes.io/zone";
 
-pub struct Limits {
+pub(crate) struct Limits {
     limits: EvictionLimits,
     total: u32,
     per_node: foldhash::HashMap<String, u32>,
@@ -43,7 +43,9 @@ fn keys(limits: &EvictionLimits, candidate: &Candidate, ctx: &PlanContext<'_>) -
             .and_then(|state| state.node.as_deref())
     };
     Keys {
-        node: limits.per_node.and(pod.node_name.as_deref().map(String::from)),
+        node: limits
+            .per_node
+            .and(pod.node_name.as_deref().map(String::from)),
         namespace: limits.per_namespace.map(|_| pod.key.namespace.to_string()),
         job: limits.per_job.map(|_| pod.job.to_string()),
         zone: limits.per_zone.and_then(|_| {
@@ -74,7 +76,7 @@ fn bump(map: &mut foldhash::HashMap<String, u32>, key: Option<String>, up: bool)
 }
 
 impl Limits {
-    pub fn new(limits: &EvictionLimits) -> Self {
+    pub(crate) fn new(limits: &EvictionLimits) -> Self {
         Limits {
             limits: limits.clone(),
             total: 0,

@@ -2,9 +2,9 @@
 //! names the reason in the report. Gates with a running tally (budgets, limits) count a candidate only
 //! once every gate has let it through, so a refusal further down never uses up an allowance.
 
-pub mod budget;
-pub mod cooldown;
-pub mod limits;
-pub mod nodefit;
-pub mod protections;
-pub mod validity;
+pub(crate) mod budget;
+pub(crate) mod cooldown;
+pub(crate) mod limits;
+pub(crate) mod nodefit;
+pub(crate) mod protections;
+pub(crate) mod validity;

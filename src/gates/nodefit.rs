@@ -22,7 +22,7 @@ use crate::{
 };
 
 #[derive(Default)]
-pub struct NodeFit {
+pub(crate) struct NodeFit {
     /// Requests of pods admitted this plan, by the node they were found to fit.
     reserved: HashMap<String, Resources>,
     /// The node found for each pod by its last successful check.
@@ -87,7 +87,11 @@ impl NodeFit {
 
     /// The first other node (by name, resuming where this shape's last search stopped) that could take
     /// `pod`, or a summary of why none can.
-    pub fn destination(&mut self, pod: &PodInfo, ctx: &PlanContext<'_>) -> Result<String, String> {
+    pub(crate) fn destination(
+        &mut self,
+        pod: &PodInfo,
+        ctx: &PlanContext<'_>,
+    ) -> Result<String, String> {
         let shape = Self::shape(pod, ctx);
         let mut progress = self.progress.remove(&shape).unwrap_or_default();
         let found = self.search(pod, ctx, &mut progress);

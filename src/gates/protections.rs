@@ -14,12 +14,12 @@ use crate::{
 
 /// Pods at or above this priority are system-critical (`system-cluster-critical` and
 /// `system-node-critical` are 2000000000 and 2000001000).
-pub const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
+pub(crate) const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
 const SYSTEM_CRITICAL_CLASSES: [&str; 2] = ["system-cluster-critical", "system-node-critical"];
 
 /// Selectors are checked here because a malformed one would otherwise match nothing, which for a
 /// protection selector means protecting nothing the author meant to allow (or everything).
-pub fn validate(spec: &Protections) -> Result<(), String> {
+pub(crate) fn validate(spec: &Protections) -> Result<(), String> {
     for (field, selector) in [
         ("labelSelector", &spec.label_selector),
         ("namespaceLabelSelector", &spec.namespace_label_selector),
@@ -32,7 +32,7 @@ pub fn validate(spec: &Protections) -> Result<(), String> {
     Ok(())
 }
 
-pub struct ProtectionGate {
+pub(crate) struct ProtectionGate {
     spec: Protections,
     /// PodDisruptionBudgets by namespace, built on first use.
     pdbs: Option<HashMap<String, Vec<PdbInfoRef>>>,
@@ -43,7 +43,7 @@ pub struct ProtectionGate {
 type PdbInfoRef = std::sync::Arc<PdbInfo>;
 
 impl ProtectionGate {
-    pub fn new(spec: &Protections) -> Self {
+    pub(crate) fn new(spec: &Protections) -> Self {
         ProtectionGate {
             spec: spec.clone(),
             pdbs: None,
@@ -80,7 +80,7 @@ impl ProtectionGate {
 
     /// The protection that applies to `pod`, if any. `bare_allowed`: the proposing strategy was told
     /// that this pod may go although nothing would recreate it.
-    pub fn protection(
+    pub(crate) fn protection(
         &mut self,
         pod: &PodInfo,
         ctx: &PlanContext<'_>,

@@ -9,7 +9,7 @@ use crate::{
 /// Remembers each job's verdict: reading a job's budget looks at all its pods, and a DaemonSet's job
 /// has one pod per node.
 #[derive(Default)]
-pub struct Validity {
+pub(crate) struct Validity {
     jobs: foldhash::HashMap<JobKey, Option<String>>,
 }
 

@@ -9,7 +9,7 @@ use crate::{
 /// The gates of one policy's planning, fresh for each plan. Validity comes first, so that a malformed
 /// setting is reported as such rather than as whatever a later gate makes of it; then the protections,
 /// which no amount of waiting changes; node fit comes last, as the most expensive check.
-pub fn chain(policy: &PolicyInfo) -> Vec<Box<dyn Gate>> {
+pub(super) fn chain(policy: &PolicyInfo) -> Vec<Box<dyn Gate>> {
     let mut gates: Vec<Box<dyn Gate>> = vec![
         Box::new(validity::Validity::default()),
         Box::new(protections::ProtectionGate::new(&policy.spec.protections)),
@@ -24,6 +24,6 @@ pub fn chain(policy: &PolicyInfo) -> Vec<Box<dyn Gate>> {
 }
 
 /// Checks the gates' configuration beyond what the CRD schema can.
-pub fn validate(policy: &PolicyInfo) -> Result<(), String> {
+pub(super) fn validate(policy: &PolicyInfo) -> Result<(), String> {
     protections::validate(&policy.spec.protections)
 }

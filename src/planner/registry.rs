@@ -74,7 +74,7 @@ const REGISTRY: [(StrategyId, Build); 12] = [
 ];
 
 /// The strategies a policy enables, in registry order.
-pub fn enabled(strategies: &Strategies) -> Vec<Strategy> {
+pub(super) fn enabled(strategies: &Strategies) -> Vec<Strategy> {
     REGISTRY
         .iter()
         .filter_map(|(_, build)| build(strategies))

@@ -5,28 +5,28 @@ use jiff::{Timestamp, tz::TimeZone};
 
 use crate::windows::ZoneSchedule;
 
-pub use crate::windows::close_boundary;
+pub(crate) use crate::windows::close_boundary;
 
 /// The instant to show for a change of `schedule` at `change`: the boundary as written for a close,
 /// the change itself for an opening.
-pub fn shown_change(schedule: &ZoneSchedule, change: Timestamp) -> Timestamp {
+pub(crate) fn shown_change(schedule: &ZoneSchedule, change: Timestamp) -> Timestamp {
     schedule.shown_change(change)
 }
 
 /// `Mon 06:40 CET`: weekday, local time and the zone's abbreviation (the RFC 3339 instant should the
 /// format ever fail: time zones come from cluster data, and nothing on cluster data may panic).
-pub fn local(time_zone: &TimeZone, at: Timestamp) -> String {
+pub(crate) fn local(time_zone: &TimeZone, at: Timestamp) -> String {
     formatted(time_zone, at, "%a %H:%M %Z")
 }
 
 /// `at` in `time_zone` by a `strftime` format, falling back to the RFC 3339 instant.
-pub fn formatted(time_zone: &TimeZone, at: Timestamp, format: &str) -> String {
+pub(crate) fn formatted(time_zone: &TimeZone, at: Timestamp, format: &str) -> String {
     jiff::fmt::strtime::format(format, &at.to_zoned(time_zone.clone()))
         .unwrap_or_else(|_| at.to_string())
 }
 
 /// `in 8h30m`, `in 45s`, `now`, `5m ago`: minutes and hours, seconds only under a minute.
-pub fn relative(now: Timestamp, at: Timestamp) -> String {
+pub(crate) fn relative(now: Timestamp, at: Timestamp) -> String {
     let seconds = at.duration_since(now).as_secs();
     if seconds == 0 {
         return "now".to_owned();
@@ -40,7 +40,7 @@ pub fn relative(now: Timestamp, at: Timestamp) -> String {
 }
 
 /// `8h30m`, `2h`, `5m`, `45s`: hours and minutes, seconds only under a minute.
-pub fn duration(seconds: u64) -> String {
+pub(crate) fn duration(seconds: u64) -> String {
     if seconds < 60 {
         return format!("{seconds}s");
     }

@@ -16,7 +16,7 @@ fn table(out: &mut String, header: &[&str], rows: impl Iterator<Item = Vec<Strin
     out.push('\n');
 }
 
-pub fn render(report: &Report) -> String {
+pub(super) fn render(report: &Report) -> String {
     let mut out = format!("# tidal report at {}\n\n", report.now);
     for policy in &report.policies {
         out.push_str(&format!("- policy `{}` ({})\n", policy.name, policy.mode));

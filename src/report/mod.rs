@@ -2,7 +2,7 @@
 //!
 //! The JSON form is a stable interface: fields are only ever added. Documented in README.md.
 
-pub mod clock;
+pub(crate) mod clock;
 pub mod dump;
 mod markdown;
 mod table;

@@ -6,7 +6,7 @@ use super::{Report, distinct, pod_ref, zone_state};
 
 /// How wide the table may be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layout {
+pub(super) enum Layout {
     /// Columns as wide as their content (a pipe, a file: what scripts and the docs see).
     Natural,
     /// At most this many characters a line: long cells wrap within their column.
@@ -18,7 +18,7 @@ pub enum Layout {
 impl Layout {
     /// The terminal's width when stdout is one, else natural widths (as kubectl, which never cuts
     /// what goes to a pipe).
-    pub fn for_stdout() -> Layout {
+    pub(super) fn for_stdout() -> Layout {
         use std::io::IsTerminal;
         if !std::io::stdout().is_terminal() {
             return Layout::Natural;
@@ -65,7 +65,7 @@ pub(super) fn section(out: &mut String, title: &str, table: Table) {
     out.push('\n');
 }
 
-pub fn render(report: &Report, layout: Layout) -> String {
+pub(super) fn render(report: &Report, layout: Layout) -> String {
     let wide = layout == Layout::Wide;
     let mut out = format!("tidal report at {}\n", report.now);
     for policy in &report.policies {

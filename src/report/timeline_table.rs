@@ -7,7 +7,7 @@ use super::{
     timeline::{BAR_WIDTH, Event, EventKind, Timeline},
 };
 
-pub fn render(timeline: &Timeline) -> String {
+pub(super) fn render(timeline: &Timeline) -> String {
     let span = timeline.until.duration_since(timeline.now);
     let span_text = clock::duration(span.unsigned_abs().as_secs());
     let mut out = format!(

@@ -6,7 +6,7 @@
 pub mod admin;
 pub mod client;
 pub mod connections;
-pub mod leader;
+pub(crate) mod leader;
 pub mod logs;
 pub mod protobuf;
 pub mod watch;

@@ -19,7 +19,7 @@ use crate::{
 
 const ID: StrategyId = StrategyId::InterPodAntiAffinity;
 
-pub struct AntiAffinity {
+pub(crate) struct AntiAffinity {
     args: AntiAffinityArgs,
 }
 
@@ -68,7 +68,7 @@ impl<'s> Domains<'s> {
 }
 
 impl AntiAffinity {
-    pub fn new(args: AntiAffinityArgs) -> Self {
+    pub(crate) fn new(args: AntiAffinityArgs) -> Self {
         AntiAffinity { args }
     }
 

@@ -1,6 +1,6 @@
 //! Pieces several strategies share: the per-strategy pod filter, victim order, owner-kind filters.
 
-use std::{cmp::Reverse, collections::BTreeMap, sync::Arc};
+use std::cmp::Reverse;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
@@ -14,13 +14,13 @@ use crate::{
 /// Which pods a strategy looks at, on top of the policy's own namespace filter: the strategy's
 /// `namespaces` and `labelSelector` arguments.
 #[derive(Clone, Copy)]
-pub struct Selection<'a> {
+pub(crate) struct Selection<'a> {
     pub namespaces: &'a NamespaceFilter,
     pub label_selector: Option<&'a LabelSelector>,
 }
 
 impl Selection<'_> {
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if !self.namespaces.include.is_empty() && !self.namespaces.exclude.is_empty() {
             return Err("namespaces: set include or exclude, not both".to_owned());
         }
@@ -32,7 +32,7 @@ impl Selection<'_> {
         }
     }
 
-    pub fn admits(&self, pod: &PodInfo) -> bool {
+    pub(crate) fn admits(&self, pod: &PodInfo) -> bool {
         self.namespaces.admits(&pod.key.namespace)
             && self
                 .label_selector
@@ -42,17 +42,17 @@ impl Selection<'_> {
 
 /// The order the descheduler evicts in: pods without a priority first, then by ascending priority;
 /// within a priority BestEffort, Burstable, Guaranteed; then by name so that plans are reproducible.
-pub fn victim_order(pod: &PodInfo) -> (Option<i32>, QosClass, &crate::cluster::ObjectKey) {
+pub(crate) fn victim_order(pod: &PodInfo) -> (Option<i32>, QosClass, &crate::cluster::ObjectKey) {
     (pod.priority, pod.qos, &pod.key)
 }
 
 /// Oldest first (by creation), then by name: for age-based strategies.
-pub fn oldest_first(pod: &PodInfo) -> (Option<jiff::Timestamp>, &crate::cluster::ObjectKey) {
+pub(crate) fn oldest_first(pod: &PodInfo) -> (Option<jiff::Timestamp>, &crate::cluster::ObjectKey) {
     (pod.created_at, &pod.key)
 }
 
 /// Newest first, then by name: among interchangeable replicas, the one that has done the least work.
-pub fn newest_first(
+pub(crate) fn newest_first(
     pod: &PodInfo,
 ) -> (Reverse<Option<jiff::Timestamp>>, &crate::cluster::ObjectKey) {
     (Reverse(pod.created_at), &pod.key)
@@ -60,47 +60,37 @@ pub fn newest_first(
 
 /// A bound pod a strategy may consider moving at all: not static, not finished, not on its way out.
 /// Everything else (protections, budgets, ...) is for the gates to decide and report.
-pub fn movable(pod: &PodInfo, ctx: &PlanContext<'_>) -> bool {
+pub(crate) fn movable(pod: &PodInfo, ctx: &PlanContext<'_>) -> bool {
     pod.node_name.is_some() && !pod.is_static() && !pod.phase.is_finished() && !ctx.is_leaving(pod)
 }
 
 /// [`movable`], and not admitted for eviction earlier in this plan: what strategies that weigh pods
 /// against each other (usage, counts, violations between pods) choose from. Strategies that judge each
 /// pod on its own need not ask: the planner drops a pod that was decided before.
-pub fn still_movable(pod: &PodInfo, ctx: &PlanContext<'_>, admission: &dyn Admission) -> bool {
+pub(crate) fn still_movable(
+    pod: &PodInfo,
+    ctx: &PlanContext<'_>,
+    admission: &dyn Admission,
+) -> bool {
     movable(pod, ctx) && !admission.admitted(pod)
 }
 
 impl OwnerKinds {
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if !self.include.is_empty() && !self.exclude.is_empty() {
             return Err("ownerKinds: set include or exclude, not both".to_owned());
         }
         Ok(())
     }
 
-    pub fn admits(&self, pod: &PodInfo) -> bool {
+    pub(crate) fn admits(&self, pod: &PodInfo) -> bool {
         let has = |kinds: &[String]| pod.owner_kinds().any(|k| kinds.iter().any(|w| w == k));
         (self.include.is_empty() || has(&self.include)) && !has(&self.exclude)
     }
 }
 
-/// Nodes by the value of a label, for topology domains. Nodes without the label are left out.
-pub fn nodes_by_label<'s>(
-    ctx: &PlanContext<'s>,
-    key: &str,
-) -> BTreeMap<&'s str, Vec<&'s Arc<NodeState>>> {
-    let mut out: BTreeMap<&str, Vec<&Arc<NodeState>>> = BTreeMap::new();
-    for state in ctx.snapshot.nodes.values() {
-        if let Some(value) = state.node.as_deref().and_then(|n| n.labels.get(key)) {
-            out.entry(value.as_str()).or_default().push(state);
-        }
-    }
-    out
-}
-
 /// `5m`, `3h12m`, `2d4h`: an age for messages.
-pub fn format_age(seconds: i64) -> String {
+pub(crate) fn format_age(seconds: i64) -> String {
     let seconds = seconds.max(0);
     let (days, hours, minutes, secs) = (
         seconds / 86_400,
@@ -117,7 +107,7 @@ pub fn format_age(seconds: i64) -> String {
 }
 
 /// Seconds from `since` to `now`, if `since` is known.
-pub fn seconds_since(since: Option<jiff::Timestamp>, now: jiff::Timestamp) -> Option<i64> {
+pub(crate) fn seconds_since(since: Option<jiff::Timestamp>, now: jiff::Timestamp) -> Option<i64> {
     since.map(|t| now.as_second() - t.as_second())
 }
 
@@ -125,13 +115,13 @@ pub fn seconds_since(since: Option<jiff::Timestamp>, now: jiff::Timestamp) -> Op
 /// schedulable, selector, required affinity, hard taints), tidal's own placement rules do (revocable
 /// zones), and its requests fit the node's free room. A node running a pod whose requests tidal
 /// cannot read has unknown free room: it takes nothing.
-pub fn fits_on(pod: &PodInfo, state: &NodeState, ctx: &PlanContext<'_>) -> bool {
+pub(crate) fn fits_on(pod: &PodInfo, state: &NodeState, ctx: &PlanContext<'_>) -> bool {
     fits_on_after(pod, state, ctx, None)
 }
 
 /// [`fits_on`], with `reserved` (what moves planned earlier in this run will take there) added to the
 /// node's requests.
-pub fn fits_on_after(
+pub(crate) fn fits_on_after(
     pod: &PodInfo,
     state: &NodeState,
     ctx: &PlanContext<'_>,
@@ -154,7 +144,7 @@ pub fn fits_on_after(
 }
 
 /// The first node other than the pod's own that `pod` fits on, by name.
-pub fn fits_elsewhere<'s>(pod: &PodInfo, ctx: &PlanContext<'s>) -> Option<&'s str> {
+pub(crate) fn fits_elsewhere<'s>(pod: &PodInfo, ctx: &PlanContext<'s>) -> Option<&'s str> {
     ctx.snapshot
         .nodes
         .iter()

@@ -23,7 +23,7 @@ use crate::{
 
 const ID: StrategyId = StrategyId::RemoveDuplicates;
 
-pub struct RemoveDuplicates {
+pub(crate) struct RemoveDuplicates {
     args: RemoveDuplicatesArgs,
 }
 
@@ -54,7 +54,7 @@ fn feasible_nodes<'s>(pod: &PodInfo, ctx: &PlanContext<'s>) -> BTreeSet<&'s str>
 }
 
 impl RemoveDuplicates {
-    pub fn new(args: RemoveDuplicatesArgs) -> Self {
+    pub(crate) fn new(args: RemoveDuplicatesArgs) -> Self {
         RemoveDuplicates { args }
     }
 

@@ -13,12 +13,12 @@ use crate::{
 
 const ID: StrategyId = StrategyId::RemoveFailedPods;
 
-pub struct RemoveFailedPods {
+pub(crate) struct RemoveFailedPods {
     args: RemoveFailedPodsArgs,
 }
 
 impl RemoveFailedPods {
-    pub fn new(args: RemoveFailedPodsArgs) -> Self {
+    pub(crate) fn new(args: RemoveFailedPodsArgs) -> Self {
         RemoveFailedPods { args }
     }
 

@@ -22,12 +22,12 @@ use crate::{
 
 const ID: StrategyId = StrategyId::HighNodeUtilization;
 
-pub struct HighNodeUtilization {
+pub(crate) struct HighNodeUtilization {
     args: HighNodeUtilizationArgs,
 }
 
 impl HighNodeUtilization {
-    pub fn new(args: HighNodeUtilizationArgs) -> Self {
+    pub(crate) fn new(args: HighNodeUtilizationArgs) -> Self {
         HighNodeUtilization { args }
     }
 

@@ -29,12 +29,12 @@ use crate::{
 
 const ID: StrategyId = StrategyId::LowNodeUtilization;
 
-pub struct LowNodeUtilization {
+pub(crate) struct LowNodeUtilization {
     args: LowNodeUtilizationArgs,
 }
 
 impl LowNodeUtilization {
-    pub fn new(args: LowNodeUtilizationArgs) -> Self {
+    pub(crate) fn new(args: LowNodeUtilizationArgs) -> Self {
         LowNodeUtilization { args }
     }
 
@@ -173,7 +173,7 @@ impl Balancing for LowNodeUtilization {
 }
 
 /// `cpu 50%, memory 60%`.
-pub fn describe_thresholds(thresholds: &Thresholds) -> String {
+pub(crate) fn describe_thresholds(thresholds: &Thresholds) -> String {
     thresholds
         .iter()
         .map(|(r, t)| format!("{r} {t:.0}%"))

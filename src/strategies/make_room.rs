@@ -15,7 +15,7 @@ use std::{collections::HashMap, sync::Arc};
 use super::common::{format_age, seconds_since, still_movable, victim_order};
 use crate::api::args::MakeRoomArgs;
 use crate::{
-    cluster::{NodeState, PodInfo, PodPhase, Resources, Setting, resources},
+    cluster::{NodeState, PodInfo, PodPhase, Resources, Setting},
     framework::{Admission, Balancing, Candidate, Exemptions, PlanContext, Plugin, StrategyId},
 };
 
@@ -31,7 +31,7 @@ const MUST_LEAVE: Exemptions = Exemptions {
 /// How many times a pending pod's choice is redone after the gates refused a member of the set.
 const ATTEMPTS: usize = 3;
 
-pub struct MakeRoom {
+pub(crate) struct MakeRoom {
     args: MakeRoomArgs,
 }
 
@@ -131,7 +131,7 @@ fn choose<'s>(need: &Resources, pool: &[&'s Arc<PodInfo>]) -> Option<Vec<&'s Arc
 }
 
 impl MakeRoom {
-    pub fn new(args: MakeRoomArgs) -> Self {
+    pub(crate) fn new(args: MakeRoomArgs) -> Self {
         MakeRoom { args }
     }
 
@@ -340,8 +340,9 @@ impl Balancing for MakeRoom {
     }
 }
 
-/// The simulated fit, exposed for tests of the property that evictions always make the pod fit.
-pub fn fits_after(pending: &PodInfo, state: &NodeState, victims: &[&Arc<PodInfo>]) -> bool {
+/// The simulated fit, for tests of the property that evictions always make the pod fit.
+#[cfg(test)]
+fn fits_after(pending: &PodInfo, state: &NodeState, victims: &[&Arc<PodInfo>]) -> bool {
     let Some(node) = state.node.as_deref() else {
         return false;
     };
@@ -350,7 +351,7 @@ pub fn fits_after(pending: &PodInfo, state: &NodeState, victims: &[&Arc<PodInfo>
         requested.sub(&victim.requests);
     }
     pending.constraints.allows_node(node)
-        && resources::fits(&pending.requests, &node.allocatable, &requested)
+        && crate::cluster::resources::fits(&pending.requests, &node.allocatable, &requested)
 }
 
 #[cfg(test)]

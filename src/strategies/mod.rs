@@ -2,17 +2,17 @@
 //! rules itself: every candidate then passes the same gates. A new strategy is one new file here, its
 //! arguments in `api` and one row in the planner's registry.
 
-pub mod anti_affinity;
-pub mod common;
-pub mod duplicates;
-pub mod failed_pods;
-pub mod high_node_utilization;
-pub mod low_node_utilization;
-pub mod make_room;
-pub mod node_affinity;
-pub mod node_taints;
-pub mod pod_life_time;
-pub mod tdm;
-pub mod too_many_restarts;
-pub mod topology_spread;
-pub mod utilization;
+pub(crate) mod anti_affinity;
+pub(crate) mod common;
+pub(crate) mod duplicates;
+pub(crate) mod failed_pods;
+pub(crate) mod high_node_utilization;
+pub(crate) mod low_node_utilization;
+pub(crate) mod make_room;
+pub(crate) mod node_affinity;
+pub(crate) mod node_taints;
+pub(crate) mod pod_life_time;
+pub(crate) mod tdm;
+pub(crate) mod too_many_restarts;
+pub(crate) mod topology_spread;
+pub(crate) mod utilization;

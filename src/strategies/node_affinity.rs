@@ -15,12 +15,12 @@ const ID: StrategyId = StrategyId::NodeAffinity;
 const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
 const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
 
-pub struct NodeAffinity {
+pub(crate) struct NodeAffinity {
     args: NodeAffinityArgs,
 }
 
 impl NodeAffinity {
-    pub fn new(args: NodeAffinityArgs) -> Self {
+    pub(crate) fn new(args: NodeAffinityArgs) -> Self {
         NodeAffinity { args }
     }
 

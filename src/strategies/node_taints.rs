@@ -11,7 +11,7 @@ use crate::{
 
 const ID: StrategyId = StrategyId::NodeTaints;
 
-pub struct NodeTaints {
+pub(crate) struct NodeTaints {
     args: NodeTaintsArgs,
 }
 
@@ -26,7 +26,7 @@ fn taint_matches(pattern: &str, taint: &Taint) -> bool {
 }
 
 impl NodeTaints {
-    pub fn new(args: NodeTaintsArgs) -> Self {
+    pub(crate) fn new(args: NodeTaintsArgs) -> Self {
         NodeTaints { args }
     }
 

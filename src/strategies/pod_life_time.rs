@@ -13,7 +13,7 @@ use crate::{
 
 const ID: StrategyId = StrategyId::PodLifeTime;
 
-pub struct PodLifeTime {
+pub(crate) struct PodLifeTime {
     args: PodLifeTimeArgs,
 }
 
@@ -65,7 +65,7 @@ pub(super) fn has_exit_code(pod: &PodInfo, codes: &[i32], scope: ContainerScope)
 }
 
 impl PodLifeTime {
-    pub fn new(args: PodLifeTimeArgs) -> Self {
+    pub(crate) fn new(args: PodLifeTimeArgs) -> Self {
         PodLifeTime { args }
     }
 

@@ -12,7 +12,7 @@ use crate::{
 
 const ID: StrategyId = StrategyId::Tdm;
 
-pub struct Tdm {
+pub(crate) struct Tdm {
     args: TdmArgs,
 }
 
@@ -26,7 +26,7 @@ enum Placement {
 }
 
 impl Tdm {
-    pub fn new(args: TdmArgs) -> Self {
+    pub(crate) fn new(args: TdmArgs) -> Self {
         Tdm { args }
     }
 

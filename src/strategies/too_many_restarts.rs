@@ -10,12 +10,12 @@ use crate::{
 
 const ID: StrategyId = StrategyId::TooManyRestarts;
 
-pub struct TooManyRestarts {
+pub(crate) struct TooManyRestarts {
     args: TooManyRestartsArgs,
 }
 
 impl TooManyRestarts {
-    pub fn new(args: TooManyRestartsArgs) -> Self {
+    pub(crate) fn new(args: TooManyRestartsArgs) -> Self {
         TooManyRestarts { args }
     }
 

@@ -28,7 +28,7 @@ use crate::{
 
 const ID: StrategyId = StrategyId::TopologySpread;
 
-pub struct TopologySpread {
+pub(crate) struct TopologySpread {
     args: TopologySpreadArgs,
 }
 
@@ -64,7 +64,7 @@ fn effective_selector(
 }
 
 impl TopologySpread {
-    pub fn new(args: TopologySpreadArgs) -> Self {
+    pub(crate) fn new(args: TopologySpreadArgs) -> Self {
         TopologySpread { args }
     }
 

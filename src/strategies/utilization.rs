@@ -19,10 +19,10 @@ use crate::{
 };
 
 /// The resources every utilization strategy bounds its moves by, listed or not.
-pub const BASIC: [&str; 3] = [CPU, MEMORY, PODS];
+pub(crate) const BASIC: [&str; 3] = [CPU, MEMORY, PODS];
 
 /// Checks a thresholds map: known shape, percentages in [0, 100].
-pub fn validate_thresholds(field: &str, thresholds: &Thresholds) -> Result<(), String> {
+pub(crate) fn validate_thresholds(field: &str, thresholds: &Thresholds) -> Result<(), String> {
     if thresholds.is_empty() {
         return Err(format!("{field} must list at least one resource"));
     }
@@ -37,7 +37,7 @@ pub fn validate_thresholds(field: &str, thresholds: &Thresholds) -> Result<(), S
 }
 
 /// One node's usage.
-pub struct NodeUsage<'s> {
+pub(crate) struct NodeUsage<'s> {
     pub state: &'s Arc<NodeState>,
     pub node: &'s NodeInfo,
     /// Absolute usage in the strategy's source, without pods that are already leaving.
@@ -49,7 +49,7 @@ pub struct NodeUsage<'s> {
 impl NodeUsage<'_> {
     /// Usage of `resource` as a percentage of allocatable. A resource the node does not have is 0% if
     /// unused and 100% if somehow used.
-    pub fn percent(&self, resource: &str) -> f64 {
+    pub(crate) fn percent(&self, resource: &str) -> f64 {
         percent(
             self.usage.get(resource),
             self.node.allocatable.get(resource),
@@ -57,12 +57,12 @@ impl NodeUsage<'_> {
     }
 
     /// Sum of the percentages of `resources`: how busy the node is, for ordering.
-    pub fn load(&self, resources: &[String]) -> f64 {
+    pub(crate) fn load(&self, resources: &[String]) -> f64 {
         resources.iter().map(|r| self.percent(r)).sum()
     }
 }
 
-pub fn percent(used: i64, allocatable: i64) -> f64 {
+pub(crate) fn percent(used: i64, allocatable: i64) -> f64 {
     if allocatable <= 0 {
         return if used > 0 { 100.0 } else { 0.0 };
     }
@@ -70,7 +70,7 @@ pub fn percent(used: i64, allocatable: i64) -> f64 {
 }
 
 /// The amount of `resource` that is `pct` percent of `allocatable`, rounded down.
-pub fn amount_at(pct: f64, allocatable: i64) -> i64 {
+pub(crate) fn amount_at(pct: f64, allocatable: i64) -> i64 {
     (allocatable as f64 * pct / 100.0).floor() as i64
 }
 
@@ -82,7 +82,7 @@ pub fn amount_at(pct: f64, allocatable: i64) -> i64 {
 /// whose pods request more of a `resources` entry than the node has (allocatable missing, zero or
 /// absurdly small): the scheduler never places that, so the capacity data is wrong, and a node that
 /// looks 100% (or 10,000%) used must not be drained on its word.
-pub fn node_usages<'s>(
+pub(crate) fn node_usages<'s>(
     ctx: &PlanContext<'s>,
     source: &UsageArgs,
     resources: &[String],
@@ -152,7 +152,11 @@ pub fn node_usages<'s>(
 
 /// What moving `pod` takes off its node: its requests, or with `Metrics` its measured CPU and memory
 /// (`None` if it has no sample in the window: its weight is unknown, so it is not moved).
-pub fn pod_usage(pod: &PodInfo, ctx: &PlanContext<'_>, source: &UsageArgs) -> Option<Resources> {
+pub(crate) fn pod_usage(
+    pod: &PodInfo,
+    ctx: &PlanContext<'_>,
+    source: &UsageArgs,
+) -> Option<Resources> {
     let mut usage = pod.requests.clone();
     if source.source == UsageSource::Metrics {
         let measured = ctx
@@ -167,7 +171,7 @@ pub fn pod_usage(pod: &PodInfo, ctx: &PlanContext<'_>, source: &UsageArgs) -> Op
 }
 
 /// `cpu 85%, memory 40%`: percentages for messages.
-pub fn describe_percent(node: &NodeUsage<'_>, resources: &[String]) -> String {
+pub(crate) fn describe_percent(node: &NodeUsage<'_>, resources: &[String]) -> String {
     resources
         .iter()
         .map(|r| format!("{r} {:.0}%", node.percent(r)))
@@ -178,7 +182,7 @@ pub fn describe_percent(node: &NodeUsage<'_>, resources: &[String]) -> String {
 /// Thresholds per node: the static ones, or with deviation thresholds the mean usage of all nodes
 /// minus `low` and plus `high`, clamped to [0, 100]. A resource whose `low` deviation is 0 is left out
 /// of the classification (both thresholds at 100%), as the descheduler does.
-pub fn resolve_thresholds(
+pub(crate) fn resolve_thresholds(
     nodes: &[NodeUsage<'_>],
     resources: &[String],
     low: &Thresholds,
@@ -212,17 +216,17 @@ pub fn resolve_thresholds(
 }
 
 /// Below `thresholds` on every listed resource (equal counts as below, as in the descheduler).
-pub fn below_all(node: &NodeUsage<'_>, thresholds: &Thresholds) -> bool {
+pub(crate) fn below_all(node: &NodeUsage<'_>, thresholds: &Thresholds) -> bool {
     thresholds.iter().all(|(r, t)| node.percent(r) <= *t)
 }
 
 /// Above `thresholds` on at least one listed resource.
-pub fn above_any(node: &NodeUsage<'_>, thresholds: &Thresholds) -> bool {
+pub(crate) fn above_any(node: &NodeUsage<'_>, thresholds: &Thresholds) -> bool {
     thresholds.iter().any(|(r, t)| node.percent(r) > *t)
 }
 
 /// The resources a move is bounded by: the listed ones plus cpu, memory and pods.
-pub fn bounded_resources(thresholds: &Thresholds) -> Vec<String> {
+pub(crate) fn bounded_resources(thresholds: &Thresholds) -> Vec<String> {
     let mut out: Vec<String> = BASIC.iter().map(|r| (*r).to_owned()).collect();
     for name in thresholds.keys() {
         if !out.contains(name) {
@@ -252,7 +256,7 @@ type ShapeKey = u64;
 /// destination that cannot fit a shape of move never can later in the run: each shape's search resumes
 /// where the last one stopped, and shapes at least as large as one that fit nowhere are refused at
 /// once. A run costs about one pass over the destinations per shape, not one per pod.
-pub struct Room<'s> {
+pub(crate) struct Room<'s> {
     resources: Vec<String>,
     destinations: Vec<Destination<'s>>,
     /// The sum of the destinations' spare room, per bounded resource.
@@ -276,7 +280,7 @@ const FAILED_KEPT: usize = 16;
 
 impl<'s> Room<'s> {
     /// `limit(resource)` is the percentage each destination may be filled to on a bounded resource.
-    pub fn new(
+    pub(crate) fn new(
         destinations: &[&NodeUsage<'s>],
         resources: Vec<String>,
         limit: impl Fn(&str) -> f64,
@@ -312,7 +316,7 @@ impl<'s> Room<'s> {
     }
 
     /// Some bounded resource has no room left on any destination: nothing more can move.
-    pub fn exhausted(&self) -> bool {
+    pub(crate) fn exhausted(&self) -> bool {
         self.resources.iter().any(|r| self.total.get(r) <= 0)
     }
 
@@ -329,7 +333,7 @@ impl<'s> Room<'s> {
     /// A destination that would take `pod` (ready, schedulable, selector, required affinity, hard
     /// taints, tidal's revocable-zone rules) and has room for a move using `usage` here and
     /// requesting the pod's requests there.
-    pub fn find(
+    pub(crate) fn find(
         &mut self,
         pod: &PodInfo,
         usage: &Resources,
@@ -375,7 +379,7 @@ impl<'s> Room<'s> {
     }
 
     /// Charges the destination `find` chose with a move that was admitted.
-    pub fn take(&mut self, index: usize, pod: &PodInfo, usage: &Resources) {
+    pub(crate) fn take(&mut self, index: usize, pod: &PodInfo, usage: &Resources) {
         let destination = &mut self.destinations[index];
         for resource in &self.resources {
             let amount = usage.get(resource);
@@ -389,11 +393,11 @@ impl<'s> Room<'s> {
     }
 
     /// The name of a destination `find` returned.
-    pub fn name(&self, index: usize) -> &str {
+    pub(crate) fn name(&self, index: usize) -> &str {
         &self.destinations[index].node.name
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         self.resources
             .iter()
             .map(|r| {

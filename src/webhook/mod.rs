@@ -11,13 +11,13 @@
 //! violations, under the usual gates; closed zones are also tainted (see `crate::controller::taints`).
 
 pub mod command;
-pub mod metrics;
-pub mod mutate;
-pub mod placement;
+pub(crate) mod metrics;
+pub(crate) mod mutate;
+pub(crate) mod placement;
 pub mod review;
 pub mod server;
 pub mod tls;
 
 pub use command::{WebhookArgs, run};
-pub use placement::{Preemptable, Verdict, check_binding, preemptable};
+pub use placement::{Verdict, check_binding};
 pub use review::{Endpoint, ReviewError, decide, parse_review};

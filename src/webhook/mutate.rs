@@ -15,23 +15,24 @@ use crate::{api::labels, cluster::PodInfo};
 
 /// Weight of the preferred term toward revocable nodes: the maximum, as Volcano's TDM gives
 /// preemptable pods its top node score there.
-pub const PREFERRED_WEIGHT: i32 = 100;
+pub(crate) const PREFERRED_WEIGHT: i32 = 100;
 
 /// What a pod CREATE gets: a patch (empty when nothing changes) and warnings for the client.
 #[derive(Debug, Default)]
-pub struct Mutation {
+pub(crate) struct Mutation {
     pub patch: json_patch::Patch,
     pub warnings: Vec<String>,
 }
 
 impl Mutation {
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.patch.0.is_empty()
     }
 }
 
 /// The requirement of rule 1: no revocable-zone label.
-pub fn off_revocable_nodes() -> NodeSelectorRequirement {
+pub(crate) fn off_revocable_nodes() -> NodeSelectorRequirement {
     NodeSelectorRequirement {
         key: labels::REVOCABLE_ZONE.to_owned(),
         operator: "DoesNotExist".to_owned(),
@@ -53,7 +54,7 @@ fn in_zone(zone: &str) -> NodeSelectorRequirement {
 }
 
 /// The preference of rule 3: any revocable node, or the nodes of the one zone the pod opted into.
-pub fn toward_revocable_nodes(zone_opt_in: Option<&str>) -> NodeSelectorRequirement {
+pub(crate) fn toward_revocable_nodes(zone_opt_in: Option<&str>) -> NodeSelectorRequirement {
     match named_zone(zone_opt_in) {
         Some(zone) => in_zone(zone),
         None => NodeSelectorRequirement {
@@ -65,11 +66,11 @@ pub fn toward_revocable_nodes(zone_opt_in: Option<&str>) -> NodeSelectorRequirem
 }
 
 /// Required node-affinity terms above which a pod is not patched (the API server sets no limit).
-pub const MAX_PATCHED_TERMS: usize = 100;
+pub(crate) const MAX_PATCHED_TERMS: usize = 100;
 
 /// Computes the patch for `pod` (the object being created), whose tidal settings are read into `info`
 /// and whose preemptability (pod, else PodGroup) is `preemptable`.
-pub fn mutate(pod: &Pod, info: &PodInfo, preemptable: &Preemptable) -> Mutation {
+pub(crate) fn mutate(pod: &Pod, info: &PodInfo, preemptable: &Preemptable) -> Mutation {
     let Some(spec) = &pod.spec else {
         return Mutation::default();
     };

@@ -9,7 +9,7 @@
 
 use jiff::Timestamp;
 
-pub use crate::cluster::placement::{Preemptable, is_exempt, preemptable};
+pub(crate) use crate::cluster::placement::{Preemptable, is_exempt, preemptable};
 use crate::{
     api::labels,
     cluster::{
@@ -19,7 +19,7 @@ use crate::{
 };
 
 /// The pod's own `volcano.sh/preemptable` says nothing, so its PodGroup (if it names one) decides.
-pub fn needs_podgroup(pod: &PodInfo) -> bool {
+pub(crate) fn needs_podgroup(pod: &PodInfo) -> bool {
     !pod.preemptable.is_set() && pod.group_name.is_some()
 }
 

@@ -44,7 +44,7 @@ pub fn eviction_body(request: &EvictionRequest) -> Eviction {
 }
 
 /// The HTTP request: `POST /api/v1/namespaces/{ns}/pods/{name}/eviction[?dryRun=All]`.
-pub fn http_request(request: &EvictionRequest) -> Result<http::Request<Vec<u8>>, String> {
+pub(crate) fn http_request(request: &EvictionRequest) -> Result<http::Request<Vec<u8>>, String> {
     let body = serde_json::to_vec(&eviction_body(request)).map_err(|e| e.to_string())?;
     let pods =
         kube::core::Request::new(format!("/api/v1/namespaces/{}/pods", request.pod.namespace));

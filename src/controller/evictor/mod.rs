@@ -2,10 +2,10 @@
 //! limit, retries for transient failures within the cycle's deadline, and a guard consulted right
 //! before every request so that a replica that lost its lease (or is shutting down) stops at once.
 
-pub mod body;
-pub mod limiter;
-pub mod outcome;
-pub mod retry;
+pub(crate) mod body;
+pub(crate) mod limiter;
+pub(crate) mod outcome;
+pub(crate) mod retry;
 
 use std::{sync::Arc, time::Duration};
 

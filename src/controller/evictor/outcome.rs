@@ -42,7 +42,7 @@ pub fn classify(code: u16) -> Answer {
 
 /// Which reason a 429 counts under: the eviction subresource answers `DisruptionBudget` causes (and a
 /// message naming the budget) when a PDB refuses; anything else is API Priority and Fairness.
-pub fn too_many_requests_reason(message: &str, causes: &[String]) -> SkipReason {
+pub(crate) fn too_many_requests_reason(message: &str, causes: &[String]) -> SkipReason {
     let budget = |text: &str| {
         let text = text.to_ascii_lowercase();
         text.contains("disruption budget") || text.contains("disruptionbudget")

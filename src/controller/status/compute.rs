@@ -13,11 +13,11 @@ use crate::{
     planner::Plan,
 };
 
-pub const READY: &str = "Ready";
+pub(crate) const READY: &str = "Ready";
 
 /// Counts of one policy's cycle: plan and outcomes together.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PolicyCounts {
+pub(crate) struct PolicyCounts {
     pub planned: u32,
     /// Accepted real evictions (Evict mode) or accepted dry runs, i.e. verified (DryRun mode).
     pub accepted: u32,
@@ -31,7 +31,7 @@ pub struct PolicyCounts {
 
 impl PolicyCounts {
     /// `outcomes` align with `plan.evictions`; missing ones (never sent) count as planned only.
-    pub fn of(plan: &Plan, outcomes: &[Outcome]) -> PolicyCounts {
+    pub(crate) fn of(plan: &Plan, outcomes: &[Outcome]) -> PolicyCounts {
         let mut skipped: BTreeMap<String, u32> = plan
             .skipped_by_reason()
             .into_iter()
@@ -57,13 +57,13 @@ impl PolicyCounts {
         }
     }
 
-    pub fn skipped_total(&self) -> u32 {
+    pub(crate) fn skipped_total(&self) -> u32 {
         self.skipped.values().sum()
     }
 
     /// `planned 3, evicted 2, skipped 4 (budget 3, pdb 1)`; in DryRun mode
     /// `dry run: planned 900, verified 48, refused 2, unverified 850, skipped 5 (budget 3, pdb 2)`.
-    pub fn summary(&self, mode: PolicyMode) -> String {
+    pub(crate) fn summary(&self, mode: PolicyMode) -> String {
         let mut text = match mode {
             PolicyMode::Evict => format!("planned {}, evicted {}", self.planned, self.accepted),
             PolicyMode::DryRun => format!(
@@ -86,7 +86,7 @@ impl PolicyCounts {
 
 /// The status of a policy after a cycle. `previous` is the Ready condition written last, whose
 /// transition time carries over while its status stays the same.
-pub fn policy_status(
+pub(crate) fn policy_status(
     plan: &Plan,
     counts: &PolicyCounts,
     generation: Option<i64>,
@@ -117,7 +117,7 @@ pub fn policy_status(
 }
 
 /// The status of a zone at `now`.
-pub fn zone_status(
+pub(crate) fn zone_status(
     view: &ZoneView,
     preemptable_pods: u32,
     last_round: Option<Timestamp>,
@@ -149,7 +149,7 @@ pub fn zone_status(
 
 /// Running pods on the zone's nodes that say they are preemptable (pod, else its PodGroup). Policy
 /// defaults are not counted: they differ between policies, the zone's status is one.
-pub fn preemptable_pods(snapshot: &Snapshot, zone: &str) -> u32 {
+pub(crate) fn preemptable_pods(snapshot: &Snapshot, zone: &str) -> u32 {
     let count = snapshot
         .zone_nodes(zone)
         .flat_map(|node| node.pods.values())

@@ -33,7 +33,7 @@ const CLUSTER_EVENTS_NAMESPACE: &str = "default";
 
 /// What makes two events "the same" for series folding: everything a reader would tell apart.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct EventKey {
+pub(crate) struct EventKey {
     type_: &'static str,
     reason: String,
     action: String,
@@ -41,7 +41,7 @@ pub struct EventKey {
     regarding: [Option<String>; 5],
 }
 
-pub fn event_key(event: &Event, regarding: &ObjectReference) -> EventKey {
+pub(crate) fn event_key(event: &Event, regarding: &ObjectReference) -> EventKey {
     EventKey {
         type_: type_name(event.type_),
         reason: event.reason.clone(),
@@ -66,13 +66,13 @@ fn type_name(type_: EventType) -> &'static str {
 
 /// Who reports: `reportingController` and `reportingInstance`.
 #[derive(Clone, Debug)]
-pub struct Reporter {
+pub(crate) struct Reporter {
     pub controller: String,
     pub instance: String,
 }
 
 /// A new Event object. `sequence` keeps names unique when two events share an instant.
-pub fn new_event(
+pub(crate) fn new_event(
     reporter: &Reporter,
     event: &Event,
     regarding: &ObjectReference,
@@ -115,7 +115,7 @@ pub fn new_event(
 }
 
 /// The event as it becomes when the same thing happens again at `now`.
-pub fn repeated(event: &K8sEvent, now: Timestamp) -> K8sEvent {
+pub(crate) fn repeated(event: &K8sEvent, now: Timestamp) -> K8sEvent {
     let count = event
         .series
         .as_ref()
@@ -139,7 +139,7 @@ fn last_seen(event: &K8sEvent) -> Option<Timestamp> {
 }
 
 /// Whether a cached event can still be extended at `now`.
-pub fn series_open(event: &K8sEvent, now: Timestamp) -> bool {
+pub(crate) fn series_open(event: &K8sEvent, now: Timestamp) -> bool {
     last_seen(event).is_some_and(|seen| {
         seen.saturating_add(SERIES_TTL)
             .is_ok_and(|until| until > now)
@@ -147,7 +147,7 @@ pub fn series_open(event: &K8sEvent, now: Timestamp) -> bool {
 }
 
 /// Sends events, remembering recent ones to fold exact repeats into series.
-pub struct EventRecorder {
+pub(crate) struct EventRecorder {
     client: Client,
     reporter: Reporter,
     recent: Mutex<HashMap<EventKey, K8sEvent>>,
@@ -155,7 +155,7 @@ pub struct EventRecorder {
 }
 
 impl EventRecorder {
-    pub fn new(client: Client, reporter: Reporter) -> Self {
+    pub(crate) fn new(client: Client, reporter: Reporter) -> Self {
         EventRecorder {
             client,
             reporter,
@@ -165,7 +165,7 @@ impl EventRecorder {
     }
 
     /// Creates the event, or extends the series of the same event (same note included).
-    pub async fn publish(
+    pub(crate) async fn publish(
         &self,
         event: &Event,
         regarding: &ObjectReference,

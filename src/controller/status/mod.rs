@@ -2,8 +2,8 @@
 //! status subresource, sent only when the content changed) and Kubernetes Events (events.k8s.io/v1) on
 //! evicted pods, on policies after cycles that did something, and Warnings on invalid zones/policies.
 
-pub mod compute;
-pub mod events;
+pub(crate) mod compute;
+pub(crate) mod events;
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -38,7 +38,7 @@ use crate::{
     runtime::leader::LeaderHandle,
 };
 
-pub use compute::{PolicyCounts, policy_status, preemptable_pods, zone_status};
+pub(crate) use compute::{PolicyCounts, policy_status, preemptable_pods, zone_status};
 
 const CONTROLLER: &str = "tidal";
 /// New invalid-annotation warnings per cycle: a job whose PodGroup carries a bad budget warns on each
@@ -46,7 +46,7 @@ const CONTROLLER: &str = "tidal";
 const MAX_POD_WARNINGS_PER_CYCLE: usize = 50;
 
 /// The reason of the Event on a pod tidal evicted.
-pub const POD_EVENT_REASON: &str = "Descheduled";
+pub(crate) const POD_EVENT_REASON: &str = "Descheduled";
 
 /// Writes status and events; remembers what it wrote so that unchanged status is not re-sent. Every
 /// write first checks that this replica still leads: the lease can be lost between two writes.

@@ -12,14 +12,14 @@ use tokio::time::Instant;
 
 /// The record as last seen, and when we saw it change.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Observed {
+pub(crate) struct Observed {
     pub spec: LeaseSpec,
     pub changed_at: Instant,
 }
 
 impl Observed {
     /// Updates the observation with what the server returned at `now`.
-    pub fn update(previous: Option<Observed>, spec: LeaseSpec, now: Instant) -> Observed {
+    pub(crate) fn update(previous: Option<Observed>, spec: LeaseSpec, now: Instant) -> Observed {
         match previous {
             Some(previous) if previous.spec == spec => previous,
             _ => Observed {
@@ -31,14 +31,14 @@ impl Observed {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Write ourselves into the lease (acquire or renew).
     Claim,
     /// Someone else holds a lease that has not expired by our clock.
     Wait,
 }
 
-pub fn decide(identity: &str, observed: &Observed, now: Instant) -> Decision {
+pub(crate) fn decide(identity: &str, observed: &Observed, now: Instant) -> Decision {
     let holder = observed
         .spec
         .holder_identity
@@ -60,7 +60,7 @@ pub fn decide(identity: &str, observed: &Observed, now: Instant) -> Decision {
 }
 
 /// The record that claims the lease for `identity` at wall-clock `now`.
-pub fn claimed(
+pub(crate) fn claimed(
     identity: &str,
     current: &LeaseSpec,
     lease_duration: Duration,
@@ -87,7 +87,7 @@ pub fn claimed(
 }
 
 /// The record that hands the lease back, so that a standby takes over without waiting for expiry.
-pub fn released(current: &LeaseSpec, now: Timestamp) -> LeaseSpec {
+pub(crate) fn released(current: &LeaseSpec, now: Timestamp) -> LeaseSpec {
     LeaseSpec {
         holder_identity: None,
         lease_duration_seconds: Some(1),
@@ -97,7 +97,7 @@ pub fn released(current: &LeaseSpec, now: Timestamp) -> LeaseSpec {
 }
 
 /// Whole seconds, rounded up and at least 1, as the Lease field holds.
-pub fn duration_seconds(duration: Duration) -> i32 {
+pub(crate) fn duration_seconds(duration: Duration) -> i32 {
     let secs = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
     i32::try_from(secs.max(1)).unwrap_or(i32::MAX)
 }

@@ -11,7 +11,7 @@
 //! compares the holder's wall clock (`renewTime`) with the local one, and it exposes no validity instant
 //! to check before each eviction. The rules here are client-go's, kept pure in [`decide`].
 
-pub mod decide;
+pub(crate) mod decide;
 
 use std::time::Duration;
 
@@ -54,7 +54,7 @@ impl LeaseConfig {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LeaderState {
+pub(crate) enum LeaderState {
     Follower,
     /// Leader as long as the monotonic clock is before `until`.
     Leader {
@@ -124,7 +124,7 @@ impl LeaderHandle {
 }
 
 /// Starts the election loop. On `shutdown` it stops acting at once and hands the lease back.
-pub fn spawn(
+pub(crate) fn spawn(
     client: Client,
     config: LeaseConfig,
     shutdown: CancellationToken,
@@ -305,7 +305,7 @@ pub async fn until_leading_and_synced(
 
 /// `$POD_NAME` (downward API), else `<hostname>_<pid>`: unique per process, so that two local runs on
 /// one machine never share an identity (and so a lease).
-pub fn default_identity() -> String {
+pub(crate) fn default_identity() -> String {
     if let Ok(name) = std::env::var("POD_NAME")
         && !name.is_empty()
     {

@@ -50,7 +50,7 @@ fn quantities(map: BTreeMap<String, pb_resource::Quantity>) -> Option<BTreeMap<S
     )
 }
 
-pub fn meta(m: Option<pb_meta::ObjectMeta>) -> ObjectMeta {
+pub(crate) fn meta(m: Option<pb_meta::ObjectMeta>) -> ObjectMeta {
     let Some(m) = m else {
         return ObjectMeta::default();
     };
@@ -343,7 +343,7 @@ fn pod_status(s: pb::PodStatus) -> api::PodStatus {
     }
 }
 
-pub fn pod(p: pb::Pod) -> api::Pod {
+pub(crate) fn pod(p: pb::Pod) -> api::Pod {
     api::Pod {
         metadata: meta(p.metadata),
         spec: p.spec.map(pod_spec),
@@ -351,7 +351,7 @@ pub fn pod(p: pb::Pod) -> api::Pod {
     }
 }
 
-pub fn node(n: pb::Node) -> api::Node {
+pub(crate) fn node(n: pb::Node) -> api::Node {
     api::Node {
         metadata: meta(n.metadata),
         spec: n.spec.map(|s| api::NodeSpec {
@@ -389,14 +389,14 @@ pub fn node(n: pb::Node) -> api::Node {
     }
 }
 
-pub fn namespace(n: pb::Namespace) -> api::Namespace {
+pub(crate) fn namespace(n: pb::Namespace) -> api::Namespace {
     api::Namespace {
         metadata: meta(n.metadata),
         ..api::Namespace::default()
     }
 }
 
-pub fn pdb(p: pb_policy::PodDisruptionBudget) -> api_policy::PodDisruptionBudget {
+pub(crate) fn pdb(p: pb_policy::PodDisruptionBudget) -> api_policy::PodDisruptionBudget {
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
     let int_or_string = |v: Option<k8s_pb::apimachinery::pkg::util::intstr::IntOrString>| {
         let v = v?;

@@ -8,7 +8,7 @@
 //! 4-byte big-endian length and a `meta.v1.WatchEvent`, whose `object.raw` is again magic + Unknown.
 //! Decoding never panics on bad bytes: every failure is a [`ProtobufError`].
 
-pub mod convert;
+pub(crate) mod convert;
 
 use k8s_openapi::api::{
     core::v1::{Namespace, Node, Pod},

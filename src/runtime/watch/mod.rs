@@ -2,9 +2,9 @@
 //! marking its kind synced only when a complete list has been applied. A watcher's relist (after a
 //! 410 Gone or a dropped stream) also removes what vanished meanwhile, and holds planning until done.
 
-pub mod lenient;
+pub(crate) mod lenient;
 pub mod listwatch;
-pub mod usage;
+pub(crate) mod usage;
 
 pub use lenient::Lenient;
 

@@ -19,7 +19,7 @@ use crate::{
 
 /// What one poll brought back.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct PollCounts {
+pub(crate) struct PollCounts {
     pub nodes: usize,
     pub pods: usize,
     /// Items that could not be read (no name, no timestamp, a bad quantity): left out, never guessed.
@@ -27,7 +27,7 @@ pub struct PollCounts {
 }
 
 #[derive(Debug)]
-pub enum PollError {
+pub(crate) enum PollError {
     /// `metrics.k8s.io` is not served: metrics-server is not installed (or not yet ready).
     NotServed,
     Failed(kube::Error),
@@ -46,7 +46,7 @@ impl From<kube::Error> for PollError {
 }
 
 /// Whether any policy in the cache reads measured usage.
-pub fn wanted(shared: &SharedCache) -> bool {
+pub(crate) fn wanted(shared: &SharedCache) -> bool {
     shared
         .read()
         .policies()
@@ -55,7 +55,10 @@ pub fn wanted(shared: &SharedCache) -> bool {
 }
 
 /// Lists NodeMetrics and PodMetrics once and records them in the cache.
-pub async fn poll_once(client: &Client, shared: &SharedCache) -> Result<PollCounts, PollError> {
+pub(crate) async fn poll_once(
+    client: &Client,
+    shared: &SharedCache,
+) -> Result<PollCounts, PollError> {
     let nodes = Api::<NodeMetrics>::all(client.clone())
         .list(&ListParams::default())
         .await?;
@@ -96,7 +99,7 @@ fn readable<T>(item: Result<T, String>, unreadable: &mut usize) -> Option<T> {
 
 /// Polls every `interval` while some policy wants measured usage; never returns. Problems are logged
 /// once when they start (not at every poll) and counted through `observer`.
-pub async fn poll(
+pub(crate) async fn poll(
     client: Client,
     shared: SharedCache,
     interval: Duration,
