@@ -139,7 +139,7 @@ fn pod(shared: &SharedCache, namespace: &str, name: &str) -> Option<Arc<tidal::c
 async fn pods_are_listed_page_by_page_and_watched_in_protobuf() {
     let (addr, recorded) = serve(fixture("pods-watch.pb")).await;
     let shared = SharedCache::new(&[ObjectKind::Pod]);
-    let task = tokio::spawn(listwatch::run::<k8s_openapi::api::core::v1::Pod>(
+    let task = tokio::spawn(listwatch::mirror::<k8s_openapi::api::core::v1::Pod>(
         client(addr),
         shared.clone(),
         Arc::new(LogOnly),
@@ -174,7 +174,7 @@ async fn a_truncated_watch_stream_is_never_half_applied_and_leads_to_a_relist() 
     let watch = fixture("pods-watch.pb");
     let (addr, recorded) = serve(watch[..watch.len() - 5].to_vec()).await;
     let shared = SharedCache::new(&[ObjectKind::Pod]);
-    let task = tokio::spawn(listwatch::run::<k8s_openapi::api::core::v1::Pod>(
+    let task = tokio::spawn(listwatch::mirror::<k8s_openapi::api::core::v1::Pod>(
         client(addr),
         shared.clone(),
         Arc::new(LogOnly),
@@ -215,7 +215,7 @@ async fn the_json_wire_never_asks_for_protobuf() {
         .await
         .unwrap();
         let shared = SharedCache::new(&[ObjectKind::Pod]);
-        let task = tokio::spawn(listwatch::run::<k8s_openapi::api::core::v1::Pod>(
+        let task = tokio::spawn(listwatch::mirror::<k8s_openapi::api::core::v1::Pod>(
             kube::Client::try_from(config).unwrap(),
             shared.clone(),
             Arc::new(LogOnly),

@@ -87,8 +87,8 @@ enum WatchEnd {
     Relist(String),
 }
 
-/// Feeds one kind into the cache forever.
-pub async fn run<K>(
+/// Mirrors one core kind into the cache forever: paginated lists and watches in protobuf (or JSON).
+pub async fn mirror<K>(
     client: Client,
     shared: SharedCache,
     observer: Arc<dyn WatchObserver>,

@@ -103,18 +103,18 @@ pub async fn start_with(
         let (client, shared, observer) = (client.clone(), shared.clone(), observer.clone());
         let task: BoxFuture<'static, ()> = match kind {
             // The core kinds: protobuf when the server speaks it.
-            ObjectKind::Node => Box::pin(listwatch::run::<Node>(client, shared, observer, wire)),
-            ObjectKind::Pod => Box::pin(listwatch::run::<Pod>(client, shared, observer, wire)),
-            ObjectKind::Namespace => {
-                Box::pin(listwatch::run::<Namespace>(client, shared, observer, wire))
-            }
-            ObjectKind::PodDisruptionBudget => Box::pin(listwatch::run::<PodDisruptionBudget>(
+            ObjectKind::Node => Box::pin(listwatch::mirror::<Node>(client, shared, observer, wire)),
+            ObjectKind::Pod => Box::pin(listwatch::mirror::<Pod>(client, shared, observer, wire)),
+            ObjectKind::Namespace => Box::pin(listwatch::mirror::<Namespace>(
+                client, shared, observer, wire,
+            )),
+            ObjectKind::PodDisruptionBudget => Box::pin(listwatch::mirror::<PodDisruptionBudget>(
                 client, shared, observer, wire,
             )),
             ObjectKind::RevocableZone => {
-                Box::pin(run::<RevocableZone>(Api::all(client), shared, observer))
+                Box::pin(mirror::<RevocableZone>(Api::all(client), shared, observer))
             }
-            ObjectKind::DeschedulingPolicy => Box::pin(run::<DeschedulingPolicy>(
+            ObjectKind::DeschedulingPolicy => Box::pin(mirror::<DeschedulingPolicy>(
                 Api::all(client),
                 shared,
                 observer,
@@ -210,7 +210,7 @@ async fn podgroups(
                     }
                 };
                 tokio::select! {
-                    () = run::<PodGroup>(api.clone(), shared.clone(), observer.clone()) => {}
+                    () = mirror::<PodGroup>(api.clone(), shared.clone(), observer.clone()) => {}
                     () = gone => info!("PodGroup CRD no longer served: stopping the PodGroup watch"),
                 }
             }
@@ -229,9 +229,9 @@ fn forget_all(shared: &SharedCache, kind: ObjectKind) -> usize {
     keys.len()
 }
 
-/// Feeds one kind into the cache forever, recovering from errors with the watcher's backoff. Objects
+/// Mirrors one kind into the cache forever (a JSON watcher: the custom resources), recovering from errors with the watcher's backoff. Objects
 /// are decoded one by one ([`Lenient`]): one that cannot be read is left out, not the whole list.
-pub async fn run<K>(api: Api<K>, shared: SharedCache, observer: Arc<dyn WatchObserver>)
+pub async fn mirror<K>(api: Api<K>, shared: SharedCache, observer: Arc<dyn WatchObserver>)
 where
     K: Ingest + kube::Resource<DynamicType = ()>,
 {
