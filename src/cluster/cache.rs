@@ -330,9 +330,17 @@ impl ClusterCache {
         self.pdbs.remove(&mut self.generation, key);
     }
 
+    /// A zone as the watch (or a dump) delivers it. A round this process started and the status does
+    /// not show yet still counts; once the status shows it (or a later one), the status is the record
+    /// again and the local note is dropped, so a round an operator later clears from the status is not
+    /// brought back from memory.
     pub fn apply_zone(&mut self, mut zone: ZoneInfo) {
-        if let Some(local) = self.local_rounds.get(&zone.name) {
-            zone.last_eviction_round = zone.last_eviction_round.max(Some(*local));
+        if let Some(local) = self.local_rounds.get(&zone.name).copied() {
+            if zone.last_eviction_round.is_some_and(|last| last >= local) {
+                self.local_rounds.remove(&zone.name);
+            } else {
+                zone.last_eviction_round = Some(local);
+            }
         }
         self.zones
             .insert(&mut self.generation, zone.name.clone(), zone);
@@ -352,7 +360,9 @@ impl ClusterCache {
         }
         let mut updated = (**current).clone();
         updated.last_eviction_round = Some(at);
-        self.apply_zone(updated);
+        // Not `apply_zone`: this is the local note itself, not the status confirming it.
+        self.zones
+            .insert(&mut self.generation, zone.to_owned(), updated);
         true
     }
 
@@ -578,6 +588,27 @@ mod tests {
     }
 
     #[test]
+    fn a_local_round_is_forgotten_once_the_status_shows_it() {
+        let zone = || crate::testkit::closed_zone("rz").build();
+        let mut cache = ClusterCache::new();
+        cache.apply_zone(zone());
+        let t1 = Timestamp::UNIX_EPOCH + jiff::SignedDuration::from_secs(10);
+        assert!(cache.note_eviction_round("rz", t1));
+        // The status write has not come back: the local note holds.
+        cache.apply_zone(zone());
+        assert_eq!(cache.zone("rz").unwrap().last_eviction_round, Some(t1));
+        assert_eq!(cache.local_round("rz"), Some(t1));
+        // It came back: the status is the record again.
+        let mut written = zone();
+        written.last_eviction_round = Some(t1);
+        cache.apply_zone(written);
+        assert_eq!(cache.local_round("rz"), None);
+        // An operator clears the round: nothing brings it back.
+        cache.apply_zone(zone());
+        assert_eq!(cache.zone("rz").unwrap().last_eviction_round, None);
+    }
+
+    #[test]
     fn pods_of_one_shape_share_their_constraints() {
         let mut cache = ClusterCache::new();
         let tolerating = |name: &str, key: &str| {
@@ -601,13 +632,9 @@ mod tests {
     }
 
     fn running_pod(name: &str, node: &str) -> PodInfo {
-        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": name, "namespace": "ns", "uid": name},
-            "spec": {"nodeName": node, "containers": [{"name": "c"}]},
-            "status": {"phase": "Running"},
-        }))
-        .unwrap();
-        PodInfo::from_pod(&pod).unwrap()
+        crate::testkit::pod(&format!("ns/{name}"), node)
+            .patch(serde_json::json!({"metadata": {"uid": name}}))
+            .build()
     }
 
     #[test]
