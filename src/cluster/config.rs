@@ -2,6 +2,7 @@
 
 use jiff::Timestamp;
 
+use super::ingest::Unnamed;
 use super::job_budget::JobBudget;
 use crate::{
     api::{DeschedulingPolicy, DeschedulingPolicySpec, RevocableZone, RevocableZoneSpec},
@@ -19,12 +20,12 @@ pub struct ZoneInfo {
 }
 
 impl ZoneInfo {
-    pub fn from_zone(zone: &RevocableZone) -> Result<ZoneInfo, String> {
+    pub fn from_zone(zone: &RevocableZone) -> Result<ZoneInfo, Unnamed> {
         let name = zone
             .metadata
             .name
             .clone()
-            .ok_or("RevocableZone without metadata.name")?;
+            .ok_or(Unnamed::name("RevocableZone"))?;
         Ok(ZoneInfo {
             schedule: schedule_of(&zone.spec).map_err(|e| format!("RevocableZone {name}: {e}")),
             last_eviction_round: zone
@@ -58,12 +59,12 @@ pub struct PolicyInfo {
 }
 
 impl PolicyInfo {
-    pub fn from_policy(policy: &DeschedulingPolicy) -> Result<PolicyInfo, String> {
+    pub fn from_policy(policy: &DeschedulingPolicy) -> Result<PolicyInfo, Unnamed> {
         let name = policy
             .metadata
             .name
             .clone()
-            .ok_or("DeschedulingPolicy without metadata.name")?;
+            .ok_or(Unnamed::name("DeschedulingPolicy"))?;
         Ok(PolicyInfo::new(
             name,
             policy.metadata.generation,

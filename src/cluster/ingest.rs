@@ -68,13 +68,31 @@ impl ObjectKind {
     }
 }
 
+/// An object tidal cannot key: it lacks its name (a pod, also its namespace). The API server never
+/// sends one; a hand-written dump can.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} without metadata.{field}")]
+pub struct Unnamed {
+    pub kind: &'static str,
+    pub field: &'static str,
+}
+
+impl Unnamed {
+    pub(crate) const fn name(kind: &'static str) -> Unnamed {
+        Unnamed {
+            kind,
+            field: "name",
+        }
+    }
+}
+
 /// A Kubernetes type the cache ingests.
 pub trait Ingest: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static {
     const KIND: ObjectKind;
 
     /// Converts and stores the object, as observed at `at` (when its event arrived). `Err` means the
-    /// object cannot be used at all (no name).
-    fn apply_to(&self, cache: &mut ClusterCache, at: Timestamp) -> Result<(), String>;
+    /// object cannot be used at all.
+    fn apply_to(&self, cache: &mut ClusterCache, at: Timestamp) -> Result<(), Unnamed>;
 
     fn key(&self) -> ObjectKey {
         let meta = self.meta();
@@ -87,7 +105,7 @@ pub trait Ingest: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 's
 
 impl Ingest for Pod {
     const KIND: ObjectKind = ObjectKind::Pod;
-    fn apply_to(&self, cache: &mut ClusterCache, at: Timestamp) -> Result<(), String> {
+    fn apply_to(&self, cache: &mut ClusterCache, at: Timestamp) -> Result<(), Unnamed> {
         cache.apply_pod(PodInfo::from_pod(self)?, at);
         Ok(())
     }
@@ -95,7 +113,7 @@ impl Ingest for Pod {
 
 impl Ingest for Node {
     const KIND: ObjectKind = ObjectKind::Node;
-    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), String> {
+    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), Unnamed> {
         cache.apply_node(NodeInfo::from_node(self)?);
         Ok(())
     }
@@ -103,7 +121,7 @@ impl Ingest for Node {
 
 impl Ingest for PodDisruptionBudget {
     const KIND: ObjectKind = ObjectKind::PodDisruptionBudget;
-    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), String> {
+    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), Unnamed> {
         cache.apply_pdb(PdbInfo::from_pdb(self)?);
         Ok(())
     }
@@ -111,7 +129,7 @@ impl Ingest for PodDisruptionBudget {
 
 impl Ingest for PodGroup {
     const KIND: ObjectKind = ObjectKind::PodGroup;
-    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), String> {
+    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), Unnamed> {
         cache.apply_podgroup(PodGroupInfo::from_podgroup(self)?);
         Ok(())
     }
@@ -119,7 +137,7 @@ impl Ingest for PodGroup {
 
 impl Ingest for RevocableZone {
     const KIND: ObjectKind = ObjectKind::RevocableZone;
-    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), String> {
+    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), Unnamed> {
         cache.apply_zone(ZoneInfo::from_zone(self)?);
         Ok(())
     }
@@ -127,7 +145,7 @@ impl Ingest for RevocableZone {
 
 impl Ingest for DeschedulingPolicy {
     const KIND: ObjectKind = ObjectKind::DeschedulingPolicy;
-    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), String> {
+    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), Unnamed> {
         cache.apply_policy(PolicyInfo::from_policy(self)?);
         Ok(())
     }
@@ -135,7 +153,7 @@ impl Ingest for DeschedulingPolicy {
 
 impl Ingest for Namespace {
     const KIND: ObjectKind = ObjectKind::Namespace;
-    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), String> {
+    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), Unnamed> {
         cache.apply_namespace(NamespaceInfo::from_namespace(self)?);
         Ok(())
     }

@@ -26,7 +26,7 @@ pub(crate) mod workload;
 pub use cache::{ClusterCache, Unreadable};
 pub use config::{PolicyInfo, ZoneInfo};
 pub use constraints::Constraints;
-pub use ingest::{Ingest, ObjectKind};
+pub use ingest::{Ingest, ObjectKind, Unnamed};
 pub use job_budget::{IntOrPercent, JobBudget};
 pub use k8s_openapi::api::core::v1::Taint;
 pub use keys::{JobKey, JobKind, ObjectKey};

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Namespace;
 
+use super::ingest::Unnamed;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NamespaceInfo {
     pub name: String,
@@ -12,13 +14,13 @@ pub struct NamespaceInfo {
 }
 
 impl NamespaceInfo {
-    pub fn from_namespace(namespace: &Namespace) -> Result<NamespaceInfo, String> {
+    pub fn from_namespace(namespace: &Namespace) -> Result<NamespaceInfo, Unnamed> {
         Ok(NamespaceInfo {
             name: namespace
                 .metadata
                 .name
                 .clone()
-                .ok_or("Namespace without metadata.name")?,
+                .ok_or(Unnamed::name("Namespace"))?,
             labels: namespace.metadata.labels.clone().unwrap_or_default(),
         })
     }

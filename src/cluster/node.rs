@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Taint};
 
+use super::ingest::Unnamed;
 use super::{resources::Resources, setting::InvalidValue};
 use crate::api::labels;
 
@@ -21,12 +22,8 @@ pub struct NodeInfo {
 }
 
 impl NodeInfo {
-    pub fn from_node(node: &Node) -> Result<NodeInfo, String> {
-        let name = node
-            .metadata
-            .name
-            .clone()
-            .ok_or("node without metadata.name")?;
+    pub fn from_node(node: &Node) -> Result<NodeInfo, Unnamed> {
+        let name = node.metadata.name.clone().ok_or(Unnamed::name("node"))?;
         let labels = node.metadata.labels.clone().unwrap_or_default();
         let status = node.status.as_ref();
         let mut problems = Vec::new();

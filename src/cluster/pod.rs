@@ -5,6 +5,7 @@ use std::{collections::BTreeMap, sync::Arc};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 
+use super::ingest::Unnamed;
 use super::{
     constraints::Constraints,
     job_budget::JobBudget,
@@ -129,9 +130,9 @@ pub struct VolumeKinds {
 
 impl PodInfo {
     /// Converts an API pod. Fails only if the pod has no name, which the API server never sends.
-    pub fn from_pod(pod: &Pod) -> Result<PodInfo, String> {
+    pub fn from_pod(pod: &Pod) -> Result<PodInfo, Unnamed> {
         let meta = &pod.metadata;
-        let name = meta.name.clone().ok_or("pod without metadata.name")?;
+        let name = meta.name.clone().ok_or(Unnamed::name("pod"))?;
         // Pods are namespaced: one without a namespace would be a job of its own under `/name`, with a
         // budget of its own, so a job could lose more pods than its budget allows. Refused, as a zone
         // without a name is.
@@ -139,7 +140,10 @@ impl PodInfo {
             .namespace
             .clone()
             .filter(|n| !n.is_empty())
-            .ok_or("pod without metadata.namespace")?;
+            .ok_or(Unnamed {
+                kind: "pod",
+                field: "namespace",
+            })?;
         let key = ObjectKey::new(namespace, name);
         let object = format!("Pod {key}");
         let labels = meta.labels.clone().unwrap_or_default();
@@ -522,7 +526,7 @@ mod tests {
             serde_json::json!({"name": "a-0", "namespace": ""}),
         ] {
             let error = PodInfo::from_pod(&pod(metadata)).unwrap_err();
-            assert!(error.contains("metadata.namespace"), "{error}");
+            assert_eq!(error.to_string(), "pod without metadata.namespace");
         }
         let ok = PodInfo::from_pod(&pod(serde_json::json!({"name": "a-0", "namespace": "ns"})));
         assert_eq!(ok.unwrap().key, ObjectKey::new("ns", "a-0"));

@@ -6,6 +6,7 @@ use k8s_openapi::{
     api::policy::v1::PodDisruptionBudget, apimachinery::pkg::apis::meta::v1::LabelSelector,
 };
 
+use super::ingest::Unnamed;
 use super::{
     job_budget::JobBudget,
     keys::ObjectKey,
@@ -22,11 +23,11 @@ pub struct PodGroupInfo {
 }
 
 impl PodGroupInfo {
-    pub fn from_podgroup(group: &PodGroup) -> Result<PodGroupInfo, String> {
+    pub fn from_podgroup(group: &PodGroup) -> Result<PodGroupInfo, Unnamed> {
         let meta = &group.metadata;
         let key = ObjectKey::new(
             meta.namespace.clone().unwrap_or_default(),
-            meta.name.clone().ok_or("PodGroup without metadata.name")?,
+            meta.name.clone().ok_or(Unnamed::name("PodGroup"))?,
         );
         let object = format!("PodGroup {key}");
         let empty = BTreeMap::new();
@@ -54,14 +55,14 @@ pub struct PdbInfo {
 }
 
 impl PdbInfo {
-    pub fn from_pdb(pdb: &PodDisruptionBudget) -> Result<PdbInfo, String> {
+    pub fn from_pdb(pdb: &PodDisruptionBudget) -> Result<PdbInfo, Unnamed> {
         let meta = &pdb.metadata;
         Ok(PdbInfo {
             key: ObjectKey::new(
                 meta.namespace.clone().unwrap_or_default(),
                 meta.name
                     .clone()
-                    .ok_or("PodDisruptionBudget without metadata.name")?,
+                    .ok_or(Unnamed::name("PodDisruptionBudget"))?,
             ),
             selector: pdb.spec.as_ref().and_then(|s| s.selector.clone()),
             disruptions_allowed: pdb.status.as_ref().map_or(0, |s| s.disruptions_allowed),

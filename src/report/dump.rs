@@ -385,7 +385,9 @@ fn ingest<K: Ingest>(
     let object: K = typed(value, clamped)?;
     // A dump is one instant without history: no pod departs while it is read, so the instant objects
     // are observed at never matters. A fixed one keeps loading deterministic.
-    object.apply_to(cache, Timestamp::UNIX_EPOCH)
+    object
+        .apply_to(cache, Timestamp::UNIX_EPOCH)
+        .map_err(|unnamed| unnamed.to_string())
 }
 
 /// Folds the items the parser hands over into the dump, numbering them for messages.

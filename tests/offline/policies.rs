@@ -41,12 +41,18 @@ fn typed(object: &Value) -> Result<(), String> {
         Some("DeschedulingPolicy") => {
             let policy: DeschedulingPolicy =
                 serde_json::from_value(object.clone()).map_err(|e| e.to_string())?;
-            PolicyInfo::from_policy(&policy)?.default_budget.map(drop)
+            PolicyInfo::from_policy(&policy)
+                .map_err(|e| e.to_string())?
+                .default_budget
+                .map(drop)
         }
         Some("RevocableZone") => {
             let zone: RevocableZone =
                 serde_json::from_value(object.clone()).map_err(|e| e.to_string())?;
-            ZoneInfo::from_zone(&zone)?.schedule.map(drop)
+            ZoneInfo::from_zone(&zone)
+                .map_err(|e| e.to_string())?
+                .schedule
+                .map(drop)
         }
         other => Err(format!("not a tidal kind: {other:?}")),
     }
