@@ -46,6 +46,14 @@ pub fn victim_order(pod: &PodInfo) -> (Option<i32>, QosClass, &crate::cluster::O
     (pod.priority, pod.qos, &pod.key)
 }
 
+/// [`victim_order`] without the key: enough to sort pods that are already in key order with a stable
+/// sort.
+pub type VictimRank = (Option<i32>, QosClass);
+
+pub fn victim_rank(pod: &PodInfo) -> VictimRank {
+    (pod.priority, pod.qos)
+}
+
 /// Oldest first (by creation), then by name: for age-based strategies.
 pub fn oldest_first(pod: &PodInfo) -> (Option<jiff::Timestamp>, &crate::cluster::ObjectKey) {
     (pod.created_at, &pod.key)
