@@ -187,27 +187,92 @@ pub(crate) fn describe(requests: &Resources) -> String {
 /// CPU in millicores, memory-like amounts in binary units (exact, else to a tenth), everything else as a
 /// count.
 pub(crate) fn format_amount(resource: &str, amount: i64) -> String {
-    match resource {
-        CPU => format!("{amount}m"),
+    let mut out = String::new();
+    write_amount(&mut out, resource, amount);
+    out
+}
+
+/// [`format_amount`] onto `out`: reasons name amounts for every move planned, so without a string each
+/// and, for tenths, without float formatting.
+pub(crate) fn write_amount(out: &mut String, resource: &str, amount: i64) {
+    use std::fmt::Write;
+    let _ = match resource {
+        CPU => write!(out, "{amount}m"),
         MEMORY | EPHEMERAL_STORAGE => {
             for (unit, shift) in [("Gi", 30), ("Mi", 20), ("Ki", 10)] {
                 let size = 1i64 << shift;
                 if amount != 0 && amount % size == 0 {
-                    return format!("{}{unit}", amount >> shift);
+                    let _ = write!(out, "{}{unit}", amount >> shift);
+                    return;
                 }
                 if amount.abs() >= size {
-                    return format!("{:.1}{unit}", amount as f64 / size as f64);
+                    let _ = match tenths(amount, shift) {
+                        Some(t) => write!(out, "{}.{}{unit}", t / 10, t % 10),
+                        None => write!(out, "{:.1}{unit}", amount as f64 / size as f64),
+                    };
+                    return;
                 }
             }
-            amount.to_string()
+            write!(out, "{amount}")
         }
-        _ => amount.to_string(),
+        _ => write!(out, "{amount}"),
+    };
+}
+
+/// `amount / 2^shift` in tenths, rounded as `{:.1}` rounds the exact quotient (half to even). `None`
+/// outside [0, MAX_AMOUNT], where the float path is kept.
+fn tenths(amount: i64, shift: u32) -> Option<i64> {
+    if !(0..=MAX_AMOUNT).contains(&amount) {
+        return None;
     }
+    let size = 1i64 << shift;
+    let scaled = (amount & (size - 1)) * 10;
+    let mut tenths = (amount >> shift) * 10 + (scaled >> shift);
+    let rest = scaled & (size - 1);
+    let half = size / 2;
+    if rest > half || (rest == half && tenths % 2 == 1) {
+        tenths += 1;
+    }
+    Some(tenths)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tenths_are_written_as_float_formatting_rounds_them() {
+        let float = |amount: i64, unit: &str, shift: u32| {
+            format!("{:.1}{unit}", amount as f64 / (1i64 << shift) as f64)
+        };
+        let gi = 1i64 << 30;
+        let mut amounts = vec![gi + 1, gi * 3 / 2 + gi / 4, MAX_AMOUNT, MAX_AMOUNT - 1];
+        // Exact halves of a tenth (ties) and their neighbours, where rounding modes differ.
+        for whole in [1i64, 2, 7, 1023] {
+            for twentieth in 0..20 {
+                let at = whole * gi + twentieth * gi / 20;
+                amounts.extend([at - 1, at, at + 1]);
+            }
+        }
+        amounts.extend((0..5000).map(|i| gi + i * 7_919_191));
+        for amount in amounts {
+            let mut written = String::new();
+            write_amount(&mut written, MEMORY, amount);
+            if amount >= gi && amount % gi != 0 {
+                assert_eq!(written, float(amount, "Gi", 30), "{amount}");
+            }
+        }
+        for amount in [(1i64 << 20) * 5 / 2, (1 << 20) * 7 / 4, 3 << 10 | 512] {
+            assert_eq!(
+                format_amount(MEMORY, amount),
+                if amount >= 1 << 20 {
+                    float(amount, "Mi", 20)
+                } else {
+                    float(amount, "Ki", 10)
+                }
+            );
+        }
+    }
     use k8s_openapi::api::core::v1::ResourceRequirements;
 
     fn container(cpu: &str, memory: &str, restart_policy: Option<&str>) -> Container {

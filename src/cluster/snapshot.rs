@@ -25,6 +25,9 @@ pub struct NodeState {
     /// Pods holding resources whose requests tidal could not read. `requested` counts only their pod
     /// slot, so while any is here the node's load is unknown.
     pub unreadable_requests: u32,
+    /// Pods holding resources that are on their way out (terminating or being evicted). Strategies
+    /// take such pods off a node's load; on a node with none, they need not visit its pods for that.
+    pub leaving: u32,
 }
 
 impl NodeState {
@@ -44,16 +47,26 @@ impl NodeState {
             if !pod.requests_known {
                 self.unreadable_requests += 1;
             }
+            if pod.is_leaving() {
+                self.leaving += 1;
+            }
         }
         self.pods.insert(pod.key.clone(), Arc::clone(pod));
     }
 
     pub(super) fn remove_pod(&mut self, pod: &PodInfo) {
-        if self.pods.remove(&pod.key).is_some() && pod.holds_resources() {
+        let Some(stored) = self.pods.remove(&pod.key) else {
+            return;
+        };
+        if pod.holds_resources() {
             self.requested.sub(&pod.requests);
             if !pod.requests_known {
                 self.unreadable_requests = self.unreadable_requests.saturating_sub(1);
             }
+        }
+        // Counted by the version that was added, which is the one leaving.
+        if stored.holds_resources() && stored.is_leaving() {
+            self.leaving = self.leaving.saturating_sub(1);
         }
     }
 }
@@ -157,9 +170,10 @@ impl Snapshot {
 
     /// The Volcano PodGroup a pod names, if that PodGroup exists.
     pub fn podgroup_of(&self, pod: &PodInfo) -> Option<&PodGroupInfo> {
-        let group = pod.group_name.as_ref()?;
-        let key = ObjectKey::new(pod.key.namespace.clone(), group.clone());
-        self.podgroups.get(&key).map(Arc::as_ref)
+        let group = pod.group_name.as_deref()?;
+        // Looked up by borrowed parts: placement asks this for every pod it weighs.
+        let key: &dyn NamespacedName = &(pod.key.namespace.as_str(), group);
+        self.podgroups.get(key).map(Arc::as_ref)
     }
 
     /// Nodes labelled with `zone`, in name order.
@@ -183,6 +197,50 @@ impl Snapshot {
             && self.namespaces == other.namespaces
             && self.node_usage == other.node_usage
             && self.pod_usage == other.pod_usage
+    }
+}
+
+/// A namespace and a name, borrowed or owned: lets an [`ObjectKey`]-keyed map be searched without
+/// building a key. Ordered as `ObjectKey` is (namespace, then name), as `Borrow` requires.
+pub(crate) trait NamespacedName {
+    fn parts(&self) -> (&str, &str);
+}
+
+impl NamespacedName for ObjectKey {
+    fn parts(&self) -> (&str, &str) {
+        (&self.namespace, &self.name)
+    }
+}
+
+impl NamespacedName for (&str, &str) {
+    fn parts(&self) -> (&str, &str) {
+        (self.0, self.1)
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn NamespacedName + 'a> for ObjectKey {
+    fn borrow(&self) -> &(dyn NamespacedName + 'a) {
+        self
+    }
+}
+
+impl PartialEq for dyn NamespacedName + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn NamespacedName + '_ {}
+
+impl PartialOrd for dyn NamespacedName + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for dyn NamespacedName + '_ {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.parts().cmp(&other.parts())
     }
 }
 

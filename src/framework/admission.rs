@@ -31,6 +31,10 @@ pub trait Admission {
     /// as gone, or a later strategy would act on a node as if the earlier evictions never happened.
     /// `pod` is the plan snapshot's own entry for the pod (strategies never make pods of their own).
     fn admitted(&self, pod: &PodInfo) -> bool;
+
+    /// Some offer in this plan was admitted. While none was, [`Self::admitted`] is false for every
+    /// pod, and strategies may skip asking it pod by pod.
+    fn admitted_any(&self) -> bool;
 }
 
 /// Accepts everything: what a balancing strategy would do if no gate objected. Used by tests.
@@ -81,5 +85,9 @@ impl Admission for AcceptAll {
 
     fn admitted(&self, pod: &PodInfo) -> bool {
         self.seen.get(&pod.key).copied().unwrap_or(false)
+    }
+
+    fn admitted_any(&self) -> bool {
+        self.seen.values().any(|accepted| *accepted)
     }
 }

@@ -9,8 +9,8 @@ use super::{admission::Admission, zones::ZoneView};
 use crate::{
     api::GoDuration,
     cluster::{
-        InvalidValue, JobBudget, JobKey, NodeInfo, ObjectKey, PodGroupInfo, PodInfo, PolicyInfo,
-        Setting, Snapshot, placement,
+        InvalidValue, JobBudget, JobKey, NodeInfo, NodeState, ObjectKey, PodGroupInfo, PodInfo,
+        PolicyInfo, Setting, Snapshot, placement,
     },
 };
 
@@ -126,6 +126,12 @@ impl PlanContext<'_> {
     /// policy's strategies would each act on the same surplus.
     pub fn is_gone(&self, pod: &PodInfo, admission: &dyn Admission) -> bool {
         self.is_leaving(pod) || admission.admitted(pod)
+    }
+
+    /// No pod of `state`'s node is gone ([`Self::is_gone`]) among those holding resources, known
+    /// without visiting them: nothing is planned elsewhere or admitted yet, and none is leaving.
+    pub fn none_gone_on(&self, state: &NodeState, admission: &dyn Admission) -> bool {
+        state.leaving == 0 && self.planned_elsewhere.is_empty() && !admission.admitted_any()
     }
 }
 

@@ -1,6 +1,7 @@
 //! The contract between the planner and a gate.
 
 use super::{Candidate, GateId, PlanContext};
+use crate::cluster::PodInfo;
 
 pub trait Gate {
     /// Reports, metrics and policy status name refusals by it.
@@ -8,6 +9,13 @@ pub trait Gate {
 
     /// `Err(detail)` refuses the candidate. May memoize, hence `&mut`.
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String>;
+
+    /// Whether this gate refuses `pod` whatever the candidate says of it (a probe with no exemptions),
+    /// without the refusal's sentence: balancing strategies ask it of every pod they weigh
+    /// ([`super::Admission::protected`]). Only gate `protected` answers; the others never refuse that way.
+    fn protects(&mut self, _pod: &PodInfo, _ctx: &PlanContext<'_>) -> bool {
+        false
+    }
 
     /// Called once the candidate passed every gate and will be evicted.
     fn admit(&mut self, _candidate: &Candidate, _ctx: &PlanContext<'_>) {}

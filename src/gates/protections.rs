@@ -86,11 +86,23 @@ impl ProtectionGate {
         ctx: &PlanContext<'_>,
         bare_allowed: bool,
     ) -> Option<String> {
+        self.applies(pod, ctx, bare_allowed)
+            .map(|found| found.describe(pod, &self.spec))
+    }
+
+    /// Which protection applies, without its sentence: balancing strategies ask this of every pod they
+    /// weigh ([`Gate::protects`]), and the sentence is only read for the few candidates refused.
+    fn applies(
+        &mut self,
+        pod: &PodInfo,
+        ctx: &PlanContext<'_>,
+        bare_allowed: bool,
+    ) -> Option<Protection> {
         if pod.is_static() {
-            return Some("static pod: the API server cannot evict it".to_owned());
+            return Some(Protection::Static);
         }
         if pod.terminating {
-            return Some("terminating".to_owned());
+            return Some(Protection::Terminating);
         }
         if pod.evict_annotation {
             return None;
@@ -104,48 +116,37 @@ impl ProtectionGate {
                     .as_deref()
                     .is_some_and(|c| SYSTEM_CRITICAL_CLASSES.contains(&c)))
         {
-            return Some(format!("system-critical (priority {priority})"));
+            return Some(Protection::SystemCritical);
         }
         if let Some(threshold) = spec.priority_threshold
             && priority >= threshold
         {
-            return Some(format!(
-                "priority {priority} at or above priorityThreshold {threshold}"
-            ));
+            return Some(Protection::Priority(threshold));
         }
         if spec.daemon_set_pods && pod.is_daemon_set_pod() {
-            return Some("DaemonSet pod".to_owned());
+            return Some(Protection::DaemonSet);
         }
         if spec.local_storage_pods && pod.volumes.local_storage {
-            return Some("local storage (emptyDir or hostPath volume)".to_owned());
+            return Some(Protection::LocalStorage);
         }
         // Failed bare pods too, as the descheduler's default: a failed pod's status and logs may be
         // all that is left of it (removeFailedPods.evictFailedBarePods lifts this).
         if spec.bare_pods && !pod.has_owner() && !bare_allowed {
-            return Some("bare pod: no owner would recreate it".to_owned());
+            return Some(Protection::Bare);
         }
         if spec.pvc_pods && pod.volumes.pvc {
-            return Some("mounts a PersistentVolumeClaim".to_owned());
+            return Some(Protection::Pvc);
         }
         if let Some(selector) = &spec.label_selector
             && !matching::selector_matches(selector, &pod.labels)
         {
-            return Some("labels do not match protections.labelSelector".to_owned());
+            return Some(Protection::Labels);
         }
         if let Some(selector) = &spec.namespace_label_selector {
-            let namespace = ctx.snapshot.namespaces.get(pod.key.namespace.as_str());
-            match namespace {
-                None => {
-                    return Some(format!(
-                        "namespace {} unknown: cannot check protections.namespaceLabelSelector",
-                        pod.key.namespace
-                    ));
-                }
+            match ctx.snapshot.namespaces.get(pod.key.namespace.as_str()) {
+                None => return Some(Protection::NamespaceUnknown),
                 Some(ns) if !matching::selector_matches(selector, &ns.labels) => {
-                    return Some(format!(
-                        "namespace {} does not match protections.namespaceLabelSelector",
-                        pod.key.namespace
-                    ));
+                    return Some(Protection::NamespaceLabels);
                 }
                 Some(_) => {}
             }
@@ -157,22 +158,73 @@ impl ProtectionGate {
                     .is_ok_and(|until| until <= ctx.now)
             });
             if !old_enough {
-                return Some(format!("younger than minPodAge {min_age}"));
+                return Some(Protection::Young);
             }
         }
         if let Some(min) = self.spec.min_replicas {
             let replicas = self.replicas(pod, ctx);
             if replicas < min {
-                return Some(format!(
-                    "{} has {replicas} pod(s), fewer than minReplicas {min}",
-                    pod.job
-                ));
+                return Some(Protection::FewReplicas(replicas));
             }
         }
         if self.spec.pods_without_pdb && !self.covered_by_pdb(pod, ctx) {
-            return Some("no PodDisruptionBudget covers it".to_owned());
+            return Some(Protection::NoPdb);
         }
         None
+    }
+}
+
+/// A protection that applies, with what its sentence needs that the pod and the spec do not hold.
+enum Protection {
+    Static,
+    Terminating,
+    SystemCritical,
+    Priority(i32),
+    DaemonSet,
+    LocalStorage,
+    Bare,
+    Pvc,
+    Labels,
+    NamespaceUnknown,
+    NamespaceLabels,
+    Young,
+    FewReplicas(u32),
+    NoPdb,
+}
+
+impl Protection {
+    fn describe(&self, pod: &PodInfo, spec: &Protections) -> String {
+        let priority = pod.priority_or_zero();
+        let namespace = &pod.key.namespace;
+        match self {
+            Protection::Static => "static pod: the API server cannot evict it".to_owned(),
+            Protection::Terminating => "terminating".to_owned(),
+            Protection::SystemCritical => format!("system-critical (priority {priority})"),
+            Protection::Priority(threshold) => {
+                format!("priority {priority} at or above priorityThreshold {threshold}")
+            }
+            Protection::DaemonSet => "DaemonSet pod".to_owned(),
+            Protection::LocalStorage => "local storage (emptyDir or hostPath volume)".to_owned(),
+            Protection::Bare => "bare pod: no owner would recreate it".to_owned(),
+            Protection::Pvc => "mounts a PersistentVolumeClaim".to_owned(),
+            Protection::Labels => "labels do not match protections.labelSelector".to_owned(),
+            Protection::NamespaceUnknown => format!(
+                "namespace {namespace} unknown: cannot check protections.namespaceLabelSelector"
+            ),
+            Protection::NamespaceLabels => {
+                format!("namespace {namespace} does not match protections.namespaceLabelSelector")
+            }
+            Protection::Young => match spec.min_pod_age {
+                Some(min_age) => format!("younger than minPodAge {min_age}"),
+                None => "younger than minPodAge".to_owned(),
+            },
+            Protection::FewReplicas(replicas) => format!(
+                "{} has {replicas} pod(s), fewer than minReplicas {}",
+                pod.job,
+                spec.min_replicas.unwrap_or_default()
+            ),
+            Protection::NoPdb => "no PodDisruptionBudget covers it".to_owned(),
+        }
     }
 }
 
@@ -197,6 +249,10 @@ impl Gate for ProtectionGate {
             Some(why) => Err(why),
             None => Ok(()),
         }
+    }
+
+    fn protects(&mut self, pod: &PodInfo, ctx: &PlanContext<'_>) -> bool {
+        self.applies(pod, ctx, false).is_some()
     }
 }
 

@@ -190,15 +190,14 @@ impl Admission for Admitter<'_, '_> {
 
     fn protected(&mut self, pod: &Arc<PodInfo>) -> bool {
         // Only strategies ask, and only while they run.
-        let Some(proposer) = self.proposer else {
+        if self.proposer.is_none() {
             return false;
-        };
-        let probe = Candidate::new(pod, proposer, String::new());
+        }
         let ctx = self.ctx;
         self.gates
             .iter_mut()
             .filter(|gate| gate.id() == GateId::Protected)
-            .any(|gate| gate.check(&probe, ctx).is_err())
+            .any(|gate| gate.protects(pod, ctx))
     }
 
     fn decided(&self, pod: &ObjectKey) -> bool {
@@ -207,6 +206,10 @@ impl Admission for Admitter<'_, '_> {
 
     fn admitted(&self, pod: &PodInfo) -> bool {
         !self.admitted.is_empty() && self.admitted.contains(&address(pod))
+    }
+
+    fn admitted_any(&self) -> bool {
+        !self.admitted.is_empty()
     }
 }
 

@@ -46,6 +46,14 @@ pub(crate) fn victim_order(pod: &PodInfo) -> (Option<i32>, QosClass, &crate::clu
     (pod.priority, pod.qos, &pod.key)
 }
 
+/// [`victim_order`] without the key: enough to sort pods that are already in key order with a stable
+/// sort.
+pub(crate) type VictimRank = (Option<i32>, QosClass);
+
+pub(crate) fn victim_rank(pod: &PodInfo) -> VictimRank {
+    (pod.priority, pod.qos)
+}
+
 /// Oldest first (by creation), then by name: for age-based strategies.
 pub(crate) fn oldest_first(pod: &PodInfo) -> (Option<jiff::Timestamp>, &crate::cluster::ObjectKey) {
     (pod.created_at, &pod.key)

@@ -97,11 +97,7 @@ impl Balancing for HighNodeUtilization {
                 let Some(destination) = room.find(pod, &pod_usage, ctx) else {
                     continue;
                 };
-                let reason = format!(
-                    "{why} {}; it fits node {}",
-                    room.describe(),
-                    room.name(destination)
-                );
+                let reason = room.reason(&why, destination);
                 if admission.offer(Candidate::new(pod, ID, reason)) {
                     room.take(destination, pod, &pod_usage);
                 }

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use super::{
-    common::{Selection, still_movable, victim_order},
+    common::{Selection, VictimRank, still_movable, victim_rank},
     utilization::{
         NodeUsage, Room, above_any, below_all, bounded_resources, describe_percent, node_usages,
         percent, pod_usage, resolve_thresholds, validate_thresholds,
@@ -108,21 +108,27 @@ impl Balancing for LowNodeUtilization {
                 .total_cmp(&a.load(&listed))
                 .then_with(|| a.node.name.cmp(&b.node.name))
         });
+        // The listed resources with a target, looked up once rather than per pod weighed.
+        let targets: Vec<(&str, f64)> = listed
+            .iter()
+            .filter_map(|r| high.get(r).map(|t| (r.as_str(), *t)))
+            .collect();
         let selection = self.selection();
         for source in over {
             let mut usage = source.usage.clone();
-            let over_on = |usage: &Resources, resource: &str| {
-                high.get(resource).is_some_and(|t| {
-                    percent(usage.get(resource), source.node.allocatable.get(resource)) > *t
-                })
+            let over_on = |usage: &Resources, (resource, target): &(&str, f64)| {
+                percent(usage.get(resource), source.node.allocatable.get(resource)) > *target
             };
-            let mut pods: Vec<&Arc<PodInfo>> = source
+            let mut pods: Vec<(VictimRank, &Arc<PodInfo>)> = source
                 .state
                 .pods
                 .values()
                 .filter(|p| still_movable(p, ctx, admission) && selection.admits(p))
+                .map(|p| (victim_rank(p), p))
                 .collect();
-            pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
+            // The node's pods come in key order, so a stable sort by rank alone gives victim order
+            // (rank, then key) without comparing keys, each in its own allocation.
+            pods.sort_by_key(|(rank, _)| *rank);
             let why = format!(
                 "node {} is overutilized ({}; target {}); {} underutilized node(s) have room:",
                 source.node.name,
@@ -131,11 +137,11 @@ impl Balancing for LowNodeUtilization {
                 under.len(),
             );
             let mut evicted = 0u32;
-            for pod in pods {
+            for (_, pod) in pods {
                 if room.exhausted() {
                     return;
                 }
-                if !listed.iter().any(|r| over_on(&usage, r))
+                if !targets.iter().any(|t| over_on(&usage, t))
                     || args.eviction_limits.node.is_some_and(|max| evicted >= max)
                 {
                     break;
@@ -148,20 +154,16 @@ impl Balancing for LowNodeUtilization {
                 };
                 // A pod that frees nothing the node is over on would take a move (and the per-node
                 // limit) without bringing the node closer to its target.
-                if !listed
+                if !targets
                     .iter()
-                    .any(|r| over_on(&usage, r) && pod_usage.get(r) > 0)
+                    .any(|t| over_on(&usage, t) && pod_usage.get(t.0) > 0)
                 {
                     continue;
                 }
                 let Some(destination) = room.find(pod, &pod_usage, ctx) else {
                     continue;
                 };
-                let reason = format!(
-                    "{why} {}; it fits node {}",
-                    room.describe(),
-                    room.name(destination)
-                );
+                let reason = room.reason(&why, destination);
                 if admission.offer(Candidate::new(pod, ID, reason)) {
                     room.take(destination, pod, &pod_usage);
                     usage.sub(&pod_usage);

@@ -3,6 +3,7 @@
 //! percentage of allocatable, and how nodes compare with thresholds.
 
 use std::{
+    borrow::Cow,
     hash::{BuildHasher, Hash},
     sync::Arc,
 };
@@ -106,7 +107,14 @@ pub(crate) fn node_usages<'s>(
         let mut requested = state.requested.clone();
         let mut leaving_measured = Resources::default();
         let mut measurable = true;
-        for pod in state.pods.values() {
+        // Most nodes have no pod leaving: their load is `requested` as it stands, without visiting
+        // their pods (every pod of the cluster, for each utilization strategy of each plan).
+        let leaving = if ctx.none_gone_on(state, admission) {
+            None
+        } else {
+            Some(state.pods.values())
+        };
+        for pod in leaving.into_iter().flatten() {
             if !pod.holds_resources() || !ctx.is_gone(pod, admission) {
                 continue;
             }
@@ -151,23 +159,25 @@ pub(crate) fn node_usages<'s>(
 }
 
 /// What moving `pod` takes off its node: its requests, or with `Metrics` its measured CPU and memory
-/// (`None` if it has no sample in the window: its weight is unknown, so it is not moved).
-pub(crate) fn pod_usage(
-    pod: &PodInfo,
+/// (`None` if it has no sample in the window: its weight is unknown, so it is not moved). Requests are
+/// borrowed: strategies weigh every pod of a busy node, and most plans read requests.
+pub(crate) fn pod_usage<'p>(
+    pod: &'p PodInfo,
     ctx: &PlanContext<'_>,
     source: &UsageArgs,
-) -> Option<Resources> {
-    let mut usage = pod.requests.clone();
-    if source.source == UsageSource::Metrics {
-        let measured = ctx
-            .snapshot
-            .pod_usage
-            .get(&pod.key)?
-            .average(ctx.now, source.window)?;
-        usage.milli_cpu = measured.milli_cpu;
-        usage.memory = measured.memory;
+) -> Option<Cow<'p, Resources>> {
+    if source.source != UsageSource::Metrics {
+        return Some(Cow::Borrowed(&pod.requests));
     }
-    Some(usage)
+    let measured = ctx
+        .snapshot
+        .pod_usage
+        .get(&pod.key)?
+        .average(ctx.now, source.window)?;
+    let mut usage = pod.requests.clone();
+    usage.milli_cpu = measured.milli_cpu;
+    usage.memory = measured.memory;
+    Some(Cow::Owned(usage))
 }
 
 /// `cpu 85%, memory 40%`: percentages for messages.
@@ -249,6 +259,20 @@ struct Destination<'s> {
 /// A hash of a move's placement signature, usage and requests.
 type ShapeKey = u64;
 
+fn fits(
+    resources: &[String],
+    destination: &Destination<'_>,
+    usage: &Resources,
+    requests: &Resources,
+) -> bool {
+    resources
+        .iter()
+        .all(|r| usage.get(r) <= destination.spare.get(r))
+        && requests
+            .names()
+            .all(|r| requests.get(r) <= destination.free.get(r))
+}
+
 /// The spare room of the destinations of one strategy run, kept per destination. A pod moves only if
 /// one destination it may run on fits all of it — every bounded resource within that destination's
 /// cap, every other resource it requests (extended ones included) within what the destination has
@@ -320,16 +344,6 @@ impl<'s> Room<'s> {
         self.resources.iter().any(|r| self.total.get(r) <= 0)
     }
 
-    fn fits(&self, index: usize, usage: &Resources, requests: &Resources) -> bool {
-        let destination = &self.destinations[index];
-        self.resources
-            .iter()
-            .all(|r| usage.get(r) <= destination.spare.get(r))
-            && requests
-                .names()
-                .all(|r| requests.get(r) <= destination.free.get(r))
-    }
-
     /// A destination that would take `pod` (ready, schedulable, selector, required affinity, hard
     /// taints, tidal's revocable-zone rules) and has room for a move using `usage` here and
     /// requesting the pod's requests there.
@@ -353,8 +367,15 @@ impl<'s> Room<'s> {
         {
             return None;
         }
-        let destinations = &self.destinations;
-        let allowed = self.allowed.entry(signature).or_insert_with(|| {
+        // One lookup per map: Room weighs every pod of every overutilized node.
+        let Room {
+            resources,
+            destinations,
+            allowed,
+            resume,
+            ..
+        } = self;
+        let allowed = allowed.entry(signature).or_insert_with(|| {
             (0..destinations.len())
                 .filter(|&i| {
                     pod.constraints.allows_node(destinations[i].node)
@@ -362,13 +383,12 @@ impl<'s> Room<'s> {
                 })
                 .collect()
         });
-        let allowed = std::mem::take(allowed);
         let shape = shape_hash((signature, usage, requests));
-        let from = self.resume.get(&shape).copied().unwrap_or(0);
-        let found = (from..allowed.len()).find(|&at| self.fits(allowed[at], usage, requests));
-        self.resume.insert(shape, found.unwrap_or(allowed.len()));
+        let from = resume.entry(shape).or_insert(0);
+        let found = (*from..allowed.len())
+            .find(|&at| fits(resources, &destinations[allowed[at]], usage, requests));
+        *from = found.unwrap_or(allowed.len());
         let destination = found.map(|at| allowed[at]);
-        self.allowed.insert(signature, allowed);
         if destination.is_none() {
             let failed = self.failed.entry(signature).or_default();
             if failed.len() < FAILED_KEPT {
@@ -397,16 +417,21 @@ impl<'s> Room<'s> {
         &self.destinations[index].node.name
     }
 
-    pub(crate) fn describe(&self) -> String {
-        self.resources
-            .iter()
-            .map(|r| {
-                format!(
-                    "{r} {}",
-                    crate::cluster::resources::format_amount(r, self.total.get(r))
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+    /// `{why} cpu 1500m, memory 3Gi, pods 20; it fits node n7`: a move's reason, with the room left
+    /// and the destination `find` chose. Written into one string: a reason is built for every move
+    /// offered, tens of thousands per plan.
+    pub(crate) fn reason(&self, why: &str, destination: usize) -> String {
+        let name = self.name(destination);
+        let mut out = String::with_capacity(why.len() + name.len() + 64);
+        out.push_str(why);
+        for (i, r) in self.resources.iter().enumerate() {
+            out.push_str(if i == 0 { " " } else { ", " });
+            out.push_str(r);
+            out.push(' ');
+            crate::cluster::resources::write_amount(&mut out, r, self.total.get(r));
+        }
+        out.push_str("; it fits node ");
+        out.push_str(name);
+        out
     }
 }
