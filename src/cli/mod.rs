@@ -137,7 +137,7 @@ pub async fn run_live(
             Ok(None)
         }
         Command::Webhook(args) => {
-            crate::webhook::run(args.clone(), shutdown).await?;
+            crate::webhook::serve(args.clone(), shutdown).await?;
             Ok(None)
         }
         Command::Report(args) => report_live(args).await.map(Some),

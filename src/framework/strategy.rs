@@ -96,7 +96,7 @@ impl Strategy {
     }
 
     /// Offers the strategy's candidates to the gates.
-    pub fn run(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+    pub fn offer_candidates(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
         match self {
             Strategy::PodByPod(s) => {
                 for candidate in s.propose(ctx) {

@@ -56,10 +56,10 @@ impl<'c, 'a> Admitter<'c, 'a> {
     }
 
     /// Lets the strategy offer its candidates.
-    pub fn run(&mut self, strategy: &Strategy) {
+    pub fn admit_from(&mut self, strategy: &Strategy) {
         self.proposer = Some(strategy.id());
         let ctx = self.ctx;
-        strategy.run(ctx, self);
+        strategy.offer_candidates(ctx, self);
         self.proposer = None;
     }
 

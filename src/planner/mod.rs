@@ -146,7 +146,7 @@ pub fn plan_policy_with(
     let mut admitter = Admitter::new(&ctx, chain::chain(policy), rows);
     for strategy in &strategies {
         let started = std::time::Instant::now();
-        admitter.run(strategy);
+        admitter.admit_from(strategy);
         plan.strategy_durations
             .push((strategy.id(), started.elapsed()));
     }

@@ -649,7 +649,7 @@ mod tests {
         cache
     }
 
-    fn run(cache: &mut ClusterCache, now: &str, hours: i64) -> Timeline {
+    fn simulate_hours(cache: &mut ClusterCache, now: &str, hours: i64) -> Timeline {
         let policy = policy(json!({"interval": "2m"}));
         simulate(
             cache,
@@ -672,7 +672,7 @@ mod tests {
         // 05:30 UTC is 06:30 CET: open, draining from 06:40 CET (05:40:01 UTC, when the close at
         // 07:00:01 CET is 20 minutes away).
         let mut cache = cluster(None, &[]);
-        let timeline = run(&mut cache, "2026-11-23T05:30:00Z", 1);
+        let timeline = simulate_hours(&mut cache, "2026-11-23T05:30:00Z", 1);
         assert_eq!(
             kinds(&timeline),
             [
@@ -727,7 +727,7 @@ mod tests {
             Some(json!({"lastEvictionRound": "2026-11-23T09:28:00Z"})),
             &[],
         );
-        let timeline = run(&mut cache, "2026-11-23T09:30:00Z", 1);
+        let timeline = simulate_hours(&mut cache, "2026-11-23T09:30:00Z", 1);
         let rounds: Vec<(String, usize)> = timeline
             .events
             .iter()
@@ -748,7 +748,7 @@ mod tests {
     fn rounds_stop_when_the_zone_opens_and_pods_held_to_the_end_stay() {
         // 17:50 UTC (18:50 CET): closed, opens at 19:00 CET. A cooldown of 2h protects two pods.
         let mut cache = cluster(None, &[3, 4]);
-        let timeline = run(&mut cache, "2026-11-23T17:50:00Z", 1);
+        let timeline = simulate_hours(&mut cache, "2026-11-23T17:50:00Z", 1);
         assert_eq!(
             kinds(&timeline),
             [
@@ -826,7 +826,7 @@ mod tests {
             Timestamp::UNIX_EPOCH,
         );
         // 16:00 UTC is 17:00 CET: closed until 18:00 UTC; the job's pods are all in cooldown.
-        let timeline = run(&mut cache, "2026-11-23T16:00:00Z", 4);
+        let timeline = simulate_hours(&mut cache, "2026-11-23T16:00:00Z", 4);
         let held: Vec<String> = timeline
             .events
             .iter()
@@ -844,7 +844,7 @@ mod tests {
     #[test]
     fn bars_show_the_most_disruptive_phase_of_each_slot() {
         let mut cache = cluster(None, &[]);
-        let timeline = run(&mut cache, "2026-11-23T05:30:00Z", 24);
+        let timeline = simulate_hours(&mut cache, "2026-11-23T05:30:00Z", 24);
         let bar = &timeline.zones[0].bar;
         assert_eq!(bar.chars().count(), BAR_WIDTH);
         // 30-minute slots from 05:30 UTC: 05:30 open then draining, closed 06:00:01-18:00 UTC,
@@ -862,7 +862,7 @@ mod tests {
         let mut bad = zone("z").window("19:00-07:00").build();
         bad.schedule = Err("window \"25:00\" is invalid".into());
         cache.apply_zone(bad);
-        let timeline = run(&mut cache, "2026-11-23T05:30:00Z", 2);
+        let timeline = simulate_hours(&mut cache, "2026-11-23T05:30:00Z", 2);
         assert!(timeline.events.is_empty(), "{:?}", timeline.events);
         assert!(timeline.zones[0].error.is_some());
         assert_eq!(timeline.zones[0].bar, "?".repeat(BAR_WIDTH));

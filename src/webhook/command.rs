@@ -83,7 +83,7 @@ fn positive_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Runs the webhook until `shutdown` is cancelled (SIGTERM, Ctrl-C).
-pub async fn run(args: WebhookArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
+pub async fn serve(args: WebhookArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
     // Only ring is compiled in; installing it explicitly keeps rustls from guessing.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let certs = Arc::new(

@@ -18,6 +18,6 @@ pub mod review;
 pub mod server;
 pub mod tls;
 
-pub use command::{WebhookArgs, run};
+pub use command::{WebhookArgs, serve};
 pub use placement::{Verdict, check_binding};
 pub use review::{Endpoint, ReviewError, decide, parse_review};
