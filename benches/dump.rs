@@ -9,54 +9,27 @@
 //! Run with `cargo bench --bench dump`.
 
 use std::{
-    alloc::{GlobalAlloc, Layout, System},
     fs::File,
     io::{BufWriter, Write},
     path::{Path, PathBuf},
-    sync::atomic::{AtomicIsize, Ordering},
     time::Instant,
 };
 
 use tidal::report::dump::Dump;
-use tidal_testkit::synthetic::{SyntheticCluster, SyntheticSpec, generate};
-
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-static PEAK: AtomicIsize = AtomicIsize::new(0);
-
-fn grew(by: isize) {
-    let now = LIVE.fetch_add(by, Ordering::Relaxed) + by;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        grew(layout.size() as isize);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        grew(new_size as isize - layout.size() as isize);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use tidal_testkit::{
+    alloc::{self, Counting},
+    synthetic::{SyntheticCluster, SyntheticSpec, generate},
+};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
 /// Runs `step`; returns its result, the peak bytes above the start, and the bytes still alive after.
 fn measure<T>(step: impl FnOnce() -> T) -> (T, f64, f64) {
-    let before = LIVE.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
-    let out = step();
-    let peak = PEAK.load(Ordering::Relaxed) - before;
-    let after = LIVE.load(Ordering::Relaxed) - before;
+    let before = alloc::live();
+    let (out, peak) = alloc::peak_during(step);
+    let peak = peak - before;
+    let after = alloc::live() - before;
     (out, peak as f64 / 1e6, after as f64 / 1e6)
 }
 

@@ -10,13 +10,7 @@
 //! 3. The listing peak: the same cluster listed as protobuf pages of 500 through the real list
 //!    decoder into a shared cache, the peak of bytes alive against what the synced cache keeps.
 
-use std::{
-    alloc::{GlobalAlloc, Layout, System},
-    collections::HashSet,
-    hint::black_box,
-    sync::atomic::{AtomicBool, AtomicIsize, Ordering},
-    time::Instant,
-};
+use std::{collections::HashSet, hint::black_box, time::Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::Pod;
@@ -29,43 +23,12 @@ use tidal::{
     },
 };
 use tidal_testkit::{
+    alloc::{self, Counting},
     protobuf::{self, fixture},
     synthetic::{SyntheticCluster, SyntheticSpec, generate},
 };
 
 /// Counts the bytes currently allocated.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-/// The most bytes alive since it was last reset, while `TRACK_PEAK` is on (off, the decoding
-/// benchmarks pay no extra atomic per allocation).
-static PEAK: AtomicIsize = AtomicIsize::new(0);
-static TRACK_PEAK: AtomicBool = AtomicBool::new(false);
-
-fn grew(by: isize) {
-    let live = LIVE.fetch_add(by, Ordering::Relaxed) + by;
-    if TRACK_PEAK.load(Ordering::Relaxed) {
-        PEAK.fetch_max(live, Ordering::Relaxed);
-    }
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        grew(layout.size() as isize);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        grew(new_size as isize - layout.size() as isize);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
@@ -106,9 +69,9 @@ fn summary() {
     }
 
     let cluster = generate(&SyntheticSpec::large());
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = alloc::live();
     let cache = cluster.to_cache();
-    let after = LIVE.load(Ordering::Relaxed);
+    let after = alloc::live();
     let pods = cache.pod_count();
     eprintln!(
         "cache of {} nodes / {pods} pods: {:.0} MB, {:.0} bytes per pod (nodes, jobs and indexes included)",
@@ -132,13 +95,9 @@ fn list_into<K: ProtobufKind + serde::Serialize>(
     kind: &str,
 ) -> isize {
     let (mut relist, mut logged, observer) = (None, HashSet::new(), LogOnly);
-    let mut peak = LIVE.load(Ordering::Relaxed);
+    let mut peak = alloc::live();
     let mut measure = |during: &mut dyn FnMut()| {
-        PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
-        TRACK_PEAK.store(true, Ordering::Relaxed);
-        during();
-        TRACK_PEAK.store(false, Ordering::Relaxed);
-        peak = peak.max(PEAK.load(Ordering::Relaxed));
+        peak = peak.max(alloc::peak_during(during).1);
     };
     measure(&mut || {
         apply_lenient_event::<K>(
@@ -178,7 +137,7 @@ fn list_into<K: ProtobufKind + serde::Serialize>(
 
 /// The listing peak against the synced cache, both counted from the same start.
 fn listing_peak(cluster: &SyntheticCluster) {
-    let start = LIVE.load(Ordering::Relaxed);
+    let start = alloc::live();
     let shared = SharedCache::new(&[ObjectKind::Node, ObjectKind::Pod]);
     let peak = list_into(&shared, &cluster.nodes, "nodes", "Node").max(list_into(
         &shared,
@@ -186,7 +145,7 @@ fn listing_peak(cluster: &SyntheticCluster) {
         "pods",
         "Pod",
     ));
-    let kept = LIVE.load(Ordering::Relaxed) - start;
+    let kept = alloc::live() - start;
     let cache = shared.read();
     eprintln!(
         "protobuf list of {} nodes / {} pods in pages of {PAGE}: peak {:.0} MB alive, {:.0} MB kept once synced ({:.2}x)",

@@ -119,13 +119,13 @@ impl NodeBuilder {
         self
     }
 
-    /// The API object, for code that reads nodes as the API server sends them.
     /// Merges raw JSON into the node, for the rare field no method sets.
     pub(crate) fn patch(mut self, patch: Value) -> Self {
         merge(&mut self.0, patch);
         self
     }
 
+    /// The API object, for code that reads nodes as the API server sends them.
     pub(crate) fn object(self) -> Node {
         serde_json::from_value(self.0).expect("test node JSON")
     }

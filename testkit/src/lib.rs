@@ -3,6 +3,7 @@
 //! the objects those tests hand it, and the one seeded generator, so that every run sees the same
 //! cluster.
 
+pub mod alloc;
 pub mod fake_apiserver;
 pub mod objects;
 pub mod protobuf;
