@@ -2,15 +2,16 @@
 //! connects to it through an ordinary kubeconfig, exactly as it would to a real cluster.
 //!
 //! What it implements is what tidal uses: list and watch (resourceVersions, an event log to resume
-//! from, bookmarks, 410 Gone for compacted versions), get / create / replace (with resourceVersion
-//! conflicts → 409) / merge, strategic-as-merge and JSON patches on objects and their `/status`
-//! (generation bumps on spec changes), delete, and the pod eviction subresource with dry run, uid
-//! preconditions and PodDisruptionBudgets recomputed from the pods (429). Volcano PodGroups
-//! (`scheduling.volcano.sh/v1beta1`) are served only while their "CRD" is installed
-//! ([`FakeApiServer::serve_podgroups`]). Fault injection: cut every watch, expire resource versions
-//! (410 on re-watch), per-eviction faults (a status code, a delay before, or an answer lost after the
-//! eviction was applied), and status codes for any other requests by method and path. Every request
-//! and every eviction is recorded for assertions.
+//! from, bookmarks, 410 Gone for compacted versions), the streaming watch-list (`sendInitialEvents`:
+//! served by default, or refused or broken in each way a real server can, [`WatchListMode`]), get /
+//! create / replace (with resourceVersion conflicts → 409) / merge, strategic-as-merge and JSON
+//! patches on objects and their `/status` (generation bumps on spec changes), delete, and the pod
+//! eviction subresource with dry run, uid preconditions and PodDisruptionBudgets recomputed from the
+//! pods (429). Volcano PodGroups (`scheduling.volcano.sh/v1beta1`) are served only while their "CRD"
+//! is installed ([`FakeApiServer::serve_podgroups`]). Fault injection: cut every watch, expire
+//! resource versions (410 on re-watch), per-eviction faults (a status code, a delay before, or an
+//! answer lost after the eviction was applied), and status codes for any other requests by method and
+//! path. Every request and every eviction is recorded for assertions.
 
 #![allow(dead_code)]
 
@@ -36,6 +37,29 @@ use axum::{
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
+
+/// How a watch-list (`watch=true&sendInitialEvents=true`) is answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchListMode {
+    /// As a server with the WatchList feature: every object ADDED, a bookmark annotated
+    /// `k8s.io/initial-events-end`, then the live events.
+    Served,
+    /// Answered with this status code, as a server with the feature gate off (422, "sendInitialEvents
+    /// is forbidden for watch unless the WatchList feature gate is enabled"), or a proxy's 400 or 403.
+    Refused(u16),
+    /// One ERROR event (500) and the end, as a 1.36 server on etcd 3.4 answers: "the required
+    /// storage feature RequestWatchProgress is disabled".
+    ErrorEvent,
+    /// `sendInitialEvents` ignored, as a server before 1.27 does: the objects ADDED, a bookmark
+    /// without the annotation, then the live events.
+    Ignored,
+    /// The stream ends cleanly after this many objects, before the bookmark.
+    EndsEarly(usize),
+    /// Bytes that are no event after this many objects.
+    Corrupt(usize),
+    /// The stream ends mid-event after this many objects.
+    Truncated(usize),
+}
 
 /// What an accepted (non-dry-run) eviction does to the pod.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -262,6 +286,7 @@ struct Inner {
     protobuf: AtomicBool,
     /// Lists and watches answered in protobuf so far.
     protobuf_answers: std::sync::atomic::AtomicUsize,
+    watch_list: Mutex<WatchListMode>,
     events: broadcast::Sender<Arc<LogEntry>>,
     cut: watch::Sender<u64>,
 }
@@ -302,6 +327,7 @@ impl FakeApiServer {
             podgroups: AtomicBool::new(false),
             protobuf: AtomicBool::new(true),
             protobuf_answers: Default::default(),
+            watch_list: Mutex::new(WatchListMode::Served),
             events,
             cut: watch::Sender::new(0),
         });
@@ -401,6 +427,18 @@ impl FakeApiServer {
         );
     }
 
+    /// Removes an object without a watch event, as a deletion behind a compacted history: only a
+    /// relist can tell that it is gone.
+    pub fn forget(&self, plural: &str, ns: &str, name: &str) {
+        let kind = KINDS.iter().find(|k| k.plural == plural).unwrap();
+        let removed =
+            self.inner
+                .lock()
+                .objects
+                .remove(&(resource_id(kind), ns.to_owned(), name.to_owned()));
+        assert!(removed.is_some(), "{plural} {ns}/{name} exists");
+    }
+
     /// Deletes every pod that is terminating (the kubelet finished).
     pub fn finish_terminations(&self) {
         let kind = kind_by_path("api/v1", "pods").unwrap();
@@ -441,8 +479,8 @@ impl FakeApiServer {
         self.inner.lock().faults.evictions.extend(faults);
     }
 
-    /// The next requests with this method whose path contains `fragment` (watches excepted) answer
-    /// these status codes, one each, in order.
+    /// The next requests with this method whose path (and query) contains `fragment` answer these
+    /// status codes, one each, in order. Plain watches are left alone; a watch-list is a list here.
     pub fn fail_requests(&self, method: &str, fragment: &str, codes: &[u16]) {
         self.inner.lock().faults.requests.push((
             method.to_owned(),
@@ -457,6 +495,15 @@ impl FakeApiServer {
     /// Serve pods, nodes, namespaces and PDBs in protobuf when asked (the default), or JSON only.
     pub fn speak_protobuf(&self, on: bool) {
         self.inner.protobuf.store(on, Ordering::SeqCst);
+    }
+
+    /// How watch-lists are answered from now on (default: [`WatchListMode::Served`]).
+    pub fn set_watch_list(&self, mode: WatchListMode) {
+        *self
+            .inner
+            .watch_list
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = mode;
     }
 
     /// Lists and watches answered in protobuf so far.
@@ -733,11 +780,18 @@ async fn handle(
         });
         store.requests.len() - 1
     };
-    let watching = uri.query().is_some_and(|q| q.contains("watch=true"));
+    // A watch-list is an initial list: faults meant for lists reach it too; plain watches never.
+    let watching = uri
+        .query()
+        .is_some_and(|q| q.contains("watch=true") && !q.contains("sendInitialEvents=true"));
     let injected = if watching {
         None
     } else {
-        inner.lock().faults.for_request(method.as_str(), uri.path())
+        let target = match uri.query() {
+            Some(query) => format!("{}?{query}", uri.path()),
+            None => uri.path().to_owned(),
+        };
+        inner.lock().faults.for_request(method.as_str(), &target)
     };
     let response = match injected {
         Some(code) => status_response(code, "InternalError", "injected failure"),
@@ -963,13 +1017,45 @@ fn watch_response(
     };
     let since = query.get("resourceVersion").cloned().unwrap_or_default();
     let bookmarks = query.get("allowWatchBookmarks").map(String::as_str) == Some("true");
+    let watch_list = query.get("sendInitialEvents").map(String::as_str) == Some("true");
+    let mode = *inner.watch_list.lock().unwrap_or_else(|p| p.into_inner());
+    if watch_list {
+        // As the API server validates a watch-list's options.
+        if query.get("resourceVersionMatch").map(String::as_str) != Some("NotOlderThan") {
+            return status_response(
+                422,
+                "Invalid",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            );
+        }
+        if let WatchListMode::Refused(code) = mode {
+            return status_response(
+                code,
+                "Invalid",
+                "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: \
+                 sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+            );
+        }
+        if mode == WatchListMode::ErrorEvent {
+            let error = json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "a watch stream was requested by the client but the required storage \
+                            feature RequestWatchProgress is disabled",
+                "reason": "InternalError", "code": 500
+            });
+            let body = Body::from(watch_line("ERROR", &error));
+            return ([(header::CONTENT_TYPE, content_type)], body).into_response();
+        }
+    }
     let mut cut = inner.cut.subscribe();
     cut.borrow_and_update();
+    // A watch-list that breaks off: its last bytes, and no live events after them.
+    let mut broken: Option<Bytes> = None;
     let (backlog, receiver) = {
         let store = inner.lock();
         let receiver = inner.events.subscribe();
         let mut lines = Vec::new();
-        if since.is_empty() || since == "0" {
+        if watch_list || since.is_empty() || since == "0" {
             for ((r, ns, _), object) in &store.objects {
                 if in_scope(target, r, ns) {
                     lines.push(watch_line("ADDED", object));
@@ -992,18 +1078,47 @@ fn watch_response(
                 }
             }
         }
-        if bookmarks {
-            lines.push(watch_line(
-                "BOOKMARK",
-                &json!({
-                    "apiVersion": target.kind.api_version,
-                    "kind": target.kind.kind,
-                    "metadata": {"resourceVersion": store.rv.to_string()},
-                }),
-            ));
+        let mut bookmark = json!({
+            "apiVersion": target.kind.api_version,
+            "kind": target.kind.kind,
+            "metadata": {"resourceVersion": store.rv.to_string()},
+        });
+        let served = watch_list && mode == WatchListMode::Served;
+        if served {
+            bookmark["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        match mode {
+            WatchListMode::EndsEarly(n) if watch_list => {
+                lines.truncate(n);
+                broken = Some(Bytes::new());
+            }
+            WatchListMode::Corrupt(n) if watch_list => {
+                lines.truncate(n);
+                broken = Some(if protobuf {
+                    Bytes::from([8u32.to_be_bytes().as_slice(), &[0xFF; 8]].concat())
+                } else {
+                    Bytes::from_static(b"{\"type\": \"ADDED\", \"object\": nonsense}\n")
+                });
+            }
+            WatchListMode::Truncated(n) if watch_list => {
+                lines.truncate(n);
+                let whole = watch_line("BOOKMARK", &bookmark);
+                broken = Some(whole.slice(..whole.len() / 2));
+            }
+            _ if served || bookmarks => lines.push(watch_line("BOOKMARK", &bookmark)),
+            _ => {}
         }
         (lines, receiver)
     };
+    if let Some(last) = broken {
+        let stream =
+            futures::stream::iter(backlog.into_iter().chain([last])).map(Ok::<_, Infallible>);
+        return (
+            [(header::CONTENT_TYPE, content_type)],
+            Body::from_stream(stream),
+        )
+            .into_response();
+    }
     let resource = resource_id(target.kind);
     let namespace = target.namespace.clone();
     let live = futures::stream::unfold(receiver, |mut receiver| async move {

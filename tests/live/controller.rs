@@ -798,7 +798,8 @@ async fn an_unclear_podgroup_check_is_retried_rather_than_taken_for_a_crd() {
     controller.stop().await;
 }
 
-/// A failed list is retried by the watcher; planning waits for it.
+/// A failed initial list (the watch-list, then the paginated list it falls back to) is retried by the
+/// watcher; planning waits for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_initial_list_is_retried_before_any_cycle() {
     let server = Scenario::start().await;

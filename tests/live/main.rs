@@ -14,4 +14,5 @@ mod taints;
 mod unreachable;
 mod unreadable;
 mod usage;
+mod watch_list;
 mod webhook;

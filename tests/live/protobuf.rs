@@ -1,6 +1,7 @@
 //! The protobuf list and watch through a real HTTP client, against a small server that answers with
 //! the recorded API server bytes (tests/fixtures/protobuf): paging, the switch on `Content-Type`, the
-//! watch resumed from the list's resourceVersion, and a truncated stream leading to a relist. The JSON
+//! watch resumed from the list's resourceVersion, and a truncated stream leading to a relist (the
+//! paginated list forced: the recorded server has no watch-list; tests/live/watch_list.rs has that). The JSON
 //! fallback is what every other live test runs: the fake API server answers JSON only.
 
 use std::{
@@ -23,7 +24,10 @@ use k8s_pb::{
 use prost::Message;
 use tidal::{
     cluster::{ObjectKey, ObjectKind, SharedCache},
-    runtime::watch::{LogOnly, listwatch, listwatch::Wire},
+    runtime::watch::{
+        LogOnly, listwatch,
+        listwatch::{InitialSync, Wire},
+    },
 };
 
 use tidal_testkit::{
@@ -144,6 +148,7 @@ async fn pods_are_listed_page_by_page_and_watched_in_protobuf() {
         shared.clone(),
         Arc::new(LogOnly),
         Wire::Protobuf,
+        InitialSync::List,
     ));
     // The watch stream: three pods added in namespace `fixture`, web-1 relabelled, web-2 deleted.
     eventually("the watch applied", || {
@@ -179,6 +184,7 @@ async fn a_truncated_watch_stream_is_never_half_applied_and_leads_to_a_relist() 
         shared.clone(),
         Arc::new(LogOnly),
         Wire::Protobuf,
+        InitialSync::List,
     ));
     eventually("a second list after the cut stream", || {
         let queries = recorded.queries.lock().unwrap();
@@ -220,6 +226,7 @@ async fn the_json_wire_never_asks_for_protobuf() {
             shared.clone(),
             Arc::new(LogOnly),
             wire,
+            InitialSync::WatchList,
         ));
         eventually("the list", || {
             (shared.is_kind_synced(ObjectKind::Pod) && pod(&shared, "default", "listed").is_some())

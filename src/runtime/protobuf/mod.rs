@@ -158,8 +158,12 @@ pub enum WatchFrame<K> {
     Added(K),
     Modified(K),
     Deleted(K),
-    /// Only a resourceVersion to resume from.
-    Bookmark(String),
+    /// A resourceVersion to resume from; `initial_events_end` marks the end of a watch-list's initial
+    /// events (the `k8s.io/initial-events-end` annotation).
+    Bookmark {
+        version: String,
+        initial_events_end: bool,
+    },
     /// An added, changed or deleted object that does not decode: the stream itself is sound.
     Unreadable(ProtobufError),
     /// The server ended the watch with a Status (410 Gone: the resourceVersion is too old).
@@ -174,34 +178,52 @@ pub enum WatchFrame<K> {
 #[derive(Default)]
 pub struct FrameReader {
     buffer: Vec<u8>,
+    /// Where the next frame starts: frames taken are dropped from the buffer only when bytes arrive,
+    /// so that a chunk of many frames (a watch-list's initial events) is not shifted once per frame.
+    start: usize,
 }
 
 impl FrameReader {
     pub fn push(&mut self, bytes: &[u8]) {
+        self.buffer.drain(..self.start);
+        self.start = 0;
         self.buffer.extend_from_slice(bytes);
     }
 
     /// The next complete frame's bytes, if one is buffered.
     pub fn next_frame(&mut self) -> Result<Option<Vec<u8>>, ProtobufError> {
-        let Some(prefix) = self.buffer.first_chunk::<4>() else {
+        let rest = &self.buffer[self.start..];
+        let Some(prefix) = rest.first_chunk::<4>() else {
             return Ok(None);
         };
         let length = u32::from_be_bytes(*prefix) as usize;
         if length > MAX_FRAME {
             return Err(ProtobufError::FrameTooLarge(length));
         }
-        if self.buffer.len() < 4 + length {
+        if rest.len() < 4 + length {
             return Ok(None);
         }
-        let frame = self.buffer[4..4 + length].to_vec();
-        self.buffer.drain(..4 + length);
+        let frame = rest[4..4 + length].to_vec();
+        self.start += 4 + length;
         Ok(Some(frame))
     }
 
     /// Bytes of an unfinished frame left when the stream ended: a truncated stream.
     pub fn pending(&self) -> usize {
-        self.buffer.len()
+        self.buffer.len() - self.start
     }
+}
+
+/// The annotation on the bookmark that ends a watch-list's initial events (KEP-3157).
+pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+/// Whether a bookmark's annotations mark the end of the initial events.
+pub fn marks_initial_events_end(
+    annotations: Option<&std::collections::BTreeMap<String, String>>,
+) -> bool {
+    annotations
+        .and_then(|a| a.get(INITIAL_EVENTS_END))
+        .is_some_and(|v| v == "true")
 }
 
 /// Decodes one watch frame (a `meta.v1.WatchEvent`).
@@ -222,7 +244,11 @@ pub fn decode_frame<K: ProtobufKind>(frame: &[u8]) -> Result<WatchFrame<K>, Prot
         "DELETED" => event(WatchFrame::Deleted),
         "BOOKMARK" => {
             let object = object()?;
-            WatchFrame::Bookmark(object.meta().resource_version.clone().unwrap_or_default())
+            let meta = object.meta();
+            WatchFrame::Bookmark {
+                version: meta.resource_version.clone().unwrap_or_default(),
+                initial_events_end: marks_initial_events_end(meta.annotations.as_ref()),
+            }
         }
         "ERROR" => {
             let status = pb_meta::Status::decode(raw.as_slice())?;

@@ -68,7 +68,7 @@ fn protobuf_events(bytes: &[u8], chunk: usize) -> Seen {
                     ("MODIFIED".into(), Some(PodInfo::from_pod(&p).unwrap()))
                 }
                 WatchFrame::Deleted(p) => ("DELETED".into(), Some(PodInfo::from_pod(&p).unwrap())),
-                WatchFrame::Bookmark(rv) => (format!("BOOKMARK {rv}"), None),
+                WatchFrame::Bookmark { version, .. } => (format!("BOOKMARK {version}"), None),
                 WatchFrame::Error { code, .. } => (format!("ERROR {code}"), None),
                 WatchFrame::Unreadable(error) => (format!("UNREADABLE {error}"), None),
             });
@@ -162,4 +162,51 @@ fn content_types() {
     )));
     assert!(!is_protobuf(Some("application/json")));
     assert!(!is_protobuf(None));
+}
+
+/// A BOOKMARK event whose pod carries `annotations`.
+fn bookmark_frame(annotations: &[(&str, &str)]) -> Vec<u8> {
+    let pod = k8s_pb::api::core::v1::Pod {
+        metadata: Some(pb_meta::ObjectMeta {
+            resource_version: Some("4242".to_owned()),
+            annotations: annotations
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let unknown = Unknown {
+        raw: Some(pod.encode_to_vec()),
+        ..Default::default()
+    };
+    let mut enveloped = MAGIC.to_vec();
+    enveloped.extend(unknown.encode_to_vec());
+    pb_meta::WatchEvent {
+        r#type: Some("BOOKMARK".to_owned()),
+        object: Some(k8s_pb::apimachinery::pkg::runtime::RawExtension {
+            raw: Some(enveloped),
+        }),
+    }
+    .encode_to_vec()
+}
+
+#[test]
+fn only_the_annotated_bookmark_ends_the_initial_events() {
+    let read =
+        |annotations: &[(&str, &str)]| match decode_frame::<Pod>(&bookmark_frame(annotations)) {
+            Ok(WatchFrame::Bookmark {
+                version,
+                initial_events_end,
+            }) => (version, initial_events_end),
+            other => panic!("{other:?}"),
+        };
+    assert_eq!(
+        read(&[(INITIAL_EVENTS_END, "true")]),
+        ("4242".to_owned(), true)
+    );
+    assert_eq!(read(&[]), ("4242".to_owned(), false));
+    assert!(!read(&[(INITIAL_EVENTS_END, "false")]).1);
+    assert!(!read(&[("other", "true")]).1);
 }

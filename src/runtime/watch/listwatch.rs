@@ -1,28 +1,31 @@
 //! List and watch for the core kinds, in protobuf when the API server speaks it (see
 //! `runtime::protobuf`), else in JSON: decided per response by its `Content-Type`, so a server or proxy
-//! that answers JSON works unchanged. The semantics are kube-runtime's watcher's, which the JSON-only
-//! kinds still use: a paginated list (pages of 500, folded into the cache one by one and dropped), then
-//! a watch from the list's resourceVersion with bookmarks; a 410 Gone, a corrupt or truncated frame, or
-//! an error mid-list starts a full relist, which also removes what vanished meanwhile. Never an
-//! unpaginated list: at 150,000 pods that can take the API server down.
+//! that answers JSON works unchanged. The initial state (and every relist) comes from a streaming
+//! watch-list, which the API server serves from its watch cache with bounded memory, and whose stream
+//! then goes on as the watch; a server that does not do it gets a paginated list (pages of 500, folded
+//! into the cache one by one and dropped) and a watch from the list's resourceVersion, as
+//! kube-runtime's watcher does for the JSON-only kinds (see `initial_sync` for when and for how long).
+//! Either way a kind is synced only once its whole state was applied; a 410 Gone, a corrupt or
+//! truncated frame, or an error mid-list starts a full relist, which also removes what vanished
+//! meanwhile. Never an unpaginated list: at 150,000 pods that can take the API server down.
 
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
-use futures::StreamExt;
 use http::{Request, header};
 use http_body_util::BodyExt;
-use kube::{
-    Client, Resource,
-    core::{ObjectList, WatchEvent},
-    runtime::watcher,
-};
+use kube::{Client, Resource, core::ObjectList, runtime::watcher};
 use serde::de::DeserializeOwned;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
-use super::{Lenient, WatchObserver, apply_lenient_event};
+pub use super::initial_sync::InitialSync;
+use super::{
+    Lenient, WatchObserver, apply_lenient_event,
+    events::{EventStream, StreamEvent, StreamFault},
+    initial_sync::{Fallback, INITIAL_EVENTS_IDLE},
+};
 use crate::{
     cluster::{ObjectKey, SharedCache},
-    runtime::protobuf::{self, ACCEPT_LIST, ACCEPT_WATCH, FrameReader, ProtobufKind, WatchFrame},
+    runtime::protobuf::{self, ACCEPT_LIST, ACCEPT_WATCH, ProtobufKind},
 };
 
 /// The encoding asked of the API server for the core kinds.
@@ -87,60 +90,78 @@ enum WatchEnd {
     Relist(String),
 }
 
-/// Mirrors one core kind into the cache forever: paginated lists and watches in protobuf (or JSON).
+/// Mirrors one core kind into the cache forever: the initial state through a watch-list (or
+/// paginated lists, see [`InitialSync`]), then watches, in protobuf (or JSON).
 pub async fn mirror<K>(
     client: Client,
     shared: SharedCache,
     observer: Arc<dyn WatchObserver>,
     wire: Wire,
+    initial: InitialSync,
 ) where
     K: ProtobufKind + Resource<DynamicType = ()> + DeserializeOwned + Clone,
 {
     let mut relist: Option<HashSet<ObjectKey>> = None;
     let mut logged = HashSet::new();
     let mut failures = 0u32;
+    // Cleared for good when the server shows it does not do watch-list.
+    let mut watch_list = initial == InitialSync::WatchList;
     loop {
-        apply_lenient_event::<K>(
-            &shared,
-            &mut relist,
-            watcher::Event::Init,
-            observer.as_ref(),
-            &mut logged,
-        );
-        let listed = list_all::<K>(&client, wire, |object| {
-            apply_lenient_event(
-                &shared,
-                &mut relist,
-                watcher::Event::InitApply(object),
-                observer.as_ref(),
-                &mut logged,
-            );
-        })
-        .await;
-        let mut version = match listed {
-            Ok(version) => version,
-            Err(error) => {
-                observer.watch_error(K::KIND);
-                warn!(kind = K::KIND.as_str(), %error, "list failed; listing again");
-                failures += 1;
-                tokio::time::sleep(backoff(failures)).await;
-                continue;
+        let mut apply = |event: watcher::Event<Lenient<K>>| {
+            apply_lenient_event(&shared, &mut relist, event, observer.as_ref(), &mut logged);
+        };
+        apply(watcher::Event::Init);
+        let mut streamed = None;
+        if watch_list {
+            match watch_list_initial::<K>(&client, wire, &mut apply).await {
+                Ok(open) => streamed = Some(open),
+                Err(fallback) => {
+                    let (kind, why) = (K::KIND.as_str(), &fallback.why);
+                    if fallback.refused {
+                        watch_list = false;
+                        info!(kind, %why, "the API server does not do watch-list: listing page by page from now on");
+                    } else {
+                        observer.watch_error(K::KIND);
+                        info!(kind, %why, "watch-list failed: listing page by page this time");
+                    }
+                    // Start the relist's bookkeeping afresh: what the watch-list applied stays until
+                    // the list says whether it still exists.
+                    apply(watcher::Event::Init);
+                }
+            }
+        }
+        let (mut version, mut stream) = match streamed {
+            Some((stream, version)) => (version, Some(stream)),
+            None => {
+                let listed = list_all::<K>(&client, wire, |object| {
+                    apply(watcher::Event::InitApply(object));
+                })
+                .await;
+                match listed {
+                    Ok(version) => (version, None),
+                    Err(error) => {
+                        observer.watch_error(K::KIND);
+                        warn!(kind = K::KIND.as_str(), %error, "list failed; listing again");
+                        failures += 1;
+                        tokio::time::sleep(backoff(failures)).await;
+                        continue;
+                    }
+                }
             }
         };
-        apply_lenient_event::<K>(
-            &shared,
-            &mut relist,
-            watcher::Event::InitDone,
-            observer.as_ref(),
-            &mut logged,
-        );
+        apply(watcher::Event::InitDone);
         failures = 0;
         loop {
-            let apply = |event| {
+            let apply = |event: watcher::Event<Lenient<K>>| {
                 apply_lenient_event(&shared, &mut relist, event, observer.as_ref(), &mut logged);
             };
             let unreadable = || observer.unreadable(K::KIND);
-            match watch_once::<K>(&client, wire, &mut version, apply, unreadable).await {
+            // The watch-list's stream goes on as the first watch.
+            let end = match stream.take() {
+                Some(mut open) => follow::<K>(&mut open, &mut version, apply, unreadable).await,
+                None => watch_once::<K>(&client, wire, &mut version, apply, unreadable).await,
+            };
+            match end {
                 Ok(WatchEnd::Closed) => failures = 0,
                 Ok(WatchEnd::Relist(why)) => {
                     debug!(kind = K::KIND.as_str(), %why, "relisting");
@@ -260,12 +281,79 @@ fn form_urlencode(text: &str) -> String {
         .collect()
 }
 
+/// A watch-list (KEP-3157): one watch whose first events are every object that exists, ended by a
+/// bookmark annotated `k8s.io/initial-events-end`. No resourceVersion: the state is consistent (at
+/// least as new as a quorum read). Each object is handed to `apply` as it arrives, as a list's items
+/// are; returns the stream, which goes on as a watch, and the bookmark's resourceVersion. Anything
+/// else before that bookmark is a [`Fallback`] to the paginated list.
+async fn watch_list_initial<K>(
+    client: &Client,
+    wire: Wire,
+    mut apply: impl FnMut(watcher::Event<Lenient<K>>),
+) -> Result<(EventStream, String), Fallback>
+where
+    K: ProtobufKind + Resource<DynamicType = ()> + DeserializeOwned + Clone,
+{
+    let uri = format!(
+        "{}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan\
+         &allowWatchBookmarks=true&timeoutSeconds={WATCH_TIMEOUT_SECS}",
+        path::<K>()
+    );
+    let response = tokio::time::timeout(INITIAL_EVENTS_IDLE, get(client, uri, wire.accept_watch()))
+        .await
+        .map_err(|_| Fallback::passing("no answer to the watch-list request"))?
+        .map_err(Fallback::passing)?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(Fallback::answered(status.as_u16()));
+    }
+    let protobuf = protobuf::is_protobuf(content_type(&response).as_deref());
+    let mut stream = EventStream::new(response.into_body(), protobuf);
+    loop {
+        let next = tokio::time::timeout(INITIAL_EVENTS_IDLE, stream.next::<K>())
+            .await
+            .map_err(|_| Fallback::idle())?;
+        let event = match next {
+            Ok(Some(event)) => event,
+            Ok(None) => {
+                return Err(Fallback::passing(
+                    "the watch-list ended before its initial-events-end bookmark",
+                ));
+            }
+            Err(StreamFault::Transport(error)) => {
+                return Err(Fallback::passing(format!("watch-list failed: {error}")));
+            }
+            Err(StreamFault::Corrupt(error)) => {
+                return Err(Fallback::passing(format!("corrupt watch-list: {error}")));
+            }
+        };
+        match event {
+            // Objects created or changed while the initial events are sent may come before the
+            // bookmark, as later events: they are part of the state it marks.
+            StreamEvent::Added(o) | StreamEvent::Modified(o) => apply(watcher::Event::InitApply(o)),
+            StreamEvent::Deleted(o) => apply(watcher::Event::Delete(o)),
+            // As an item of a list page that does not decode.
+            StreamEvent::Unreadable(error) => {
+                apply(watcher::Event::InitApply(Lenient::undecodable(error)));
+            }
+            StreamEvent::Bookmark {
+                version,
+                initial_events_end: true,
+            } => return Ok((stream, version)),
+            StreamEvent::Bookmark { .. } => return Err(Fallback::plain_bookmark()),
+            StreamEvent::Error { code, message } => {
+                return Err(Fallback::error_event(code, &message));
+            }
+        }
+    }
+}
+
 /// One watch from `version`, applying events as they arrive and moving `version` along.
 async fn watch_once<K>(
     client: &Client,
     wire: Wire,
     version: &mut String,
-    mut apply: impl FnMut(watcher::Event<Lenient<K>>),
+    apply: impl FnMut(watcher::Event<Lenient<K>>),
     unreadable: impl Fn(),
 ) -> Result<WatchEnd, String>
 where
@@ -285,97 +373,57 @@ where
         return Err(format!("watch answered {status}"));
     }
     let protobuf = protobuf::is_protobuf(content_type(&response).as_deref());
-    let mut body = response.into_body().into_data_stream();
-    let mut frames = FrameReader::default();
-    let mut lines: Vec<u8> = Vec::new();
+    let mut stream = EventStream::new(response.into_body(), protobuf);
+    follow::<K>(&mut stream, version, apply, unreadable).await
+}
+
+/// Applies a watch's events until it ends, moving `version` along.
+async fn follow<K>(
+    stream: &mut EventStream,
+    version: &mut String,
+    mut apply: impl FnMut(watcher::Event<Lenient<K>>),
+    unreadable: impl Fn(),
+) -> Result<WatchEnd, String>
+where
+    K: ProtobufKind + Resource<DynamicType = ()> + DeserializeOwned + Clone,
+{
     let note = |object: &Lenient<K>, version: &mut String| {
         if let Some(v) = object.meta().resource_version.as_ref() {
             version.clone_from(v);
         }
     };
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| e.to_string())?;
-        if protobuf {
-            frames.push(&chunk);
-            loop {
-                let frame = match frames.next_frame() {
-                    Ok(Some(frame)) => frame,
-                    Ok(None) => break,
-                    Err(error) => return Ok(WatchEnd::Relist(error.to_string())),
-                };
-                let event = match protobuf::decode_frame::<K>(&frame) {
-                    Ok(event) => event,
-                    Err(error) => return Ok(WatchEnd::Relist(error.to_string())),
-                };
-                let read = |object| Lenient::Read {
-                    object,
-                    clamped: Vec::new(),
-                };
-                match event {
-                    WatchFrame::Added(o) | WatchFrame::Modified(o) => {
-                        let o = read(o);
-                        note(&o, version);
-                        apply(watcher::Event::Apply(o));
-                    }
-                    WatchFrame::Deleted(o) => {
-                        let o = read(o);
-                        note(&o, version);
-                        apply(watcher::Event::Delete(o));
-                    }
-                    // Nothing of it can be read, not even its name: counted and logged, and the
-                    // watch goes on from the next event.
-                    WatchFrame::Unreadable(error) => {
-                        unreadable();
-                        warn!(kind = K::KIND.as_str(), %error, "cannot decode a watched object: left out");
-                    }
-                    WatchFrame::Bookmark(v) => *version = v,
-                    WatchFrame::Error { code: 410, .. } => {
-                        return Ok(WatchEnd::Relist("410 Gone".to_owned()));
-                    }
-                    WatchFrame::Error { code, message } => {
-                        return Ok(WatchEnd::Relist(format!("watch error {code}: {message}")));
-                    }
-                }
+    loop {
+        let event = match stream.next::<K>().await {
+            Ok(Some(event)) => event,
+            Ok(None) => return Ok(WatchEnd::Closed),
+            Err(StreamFault::Transport(error)) => return Err(error),
+            // What came before was applied whole, the rest is unknown.
+            Err(StreamFault::Corrupt(error)) => return Ok(WatchEnd::Relist(error)),
+        };
+        match event {
+            StreamEvent::Added(o) | StreamEvent::Modified(o) => {
+                note(&o, version);
+                apply(watcher::Event::Apply(o));
             }
-        } else {
-            lines.extend_from_slice(&chunk);
-            while let Some(end) = lines.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = lines.drain(..=end).collect();
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                let event: WatchEvent<Lenient<K>> = match serde_json::from_slice(&line) {
-                    Ok(event) => event,
-                    Err(error) => return Ok(WatchEnd::Relist(error.to_string())),
-                };
-                match event {
-                    WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                        note(&o, version);
-                        apply(watcher::Event::Apply(o));
-                    }
-                    WatchEvent::Deleted(o) => {
-                        note(&o, version);
-                        apply(watcher::Event::Delete(o));
-                    }
-                    WatchEvent::Bookmark(b) => *version = b.metadata.resource_version,
-                    WatchEvent::Error(status) if status.code == 410 => {
-                        return Ok(WatchEnd::Relist("410 Gone".to_owned()));
-                    }
-                    WatchEvent::Error(status) => {
-                        return Ok(WatchEnd::Relist(format!(
-                            "watch error {}: {}",
-                            status.code, status.message
-                        )));
-                    }
-                }
+            StreamEvent::Deleted(o) => {
+                note(&o, version);
+                apply(watcher::Event::Delete(o));
+            }
+            // Nothing of it can be read, not even its name: counted and logged, and the watch goes
+            // on from the next event.
+            StreamEvent::Unreadable(error) => {
+                unreadable();
+                warn!(kind = K::KIND.as_str(), %error, "cannot decode a watched object: left out");
+            }
+            StreamEvent::Bookmark { version: v, .. } => *version = v,
+            StreamEvent::Error { code: 410, .. } => {
+                return Ok(WatchEnd::Relist("410 Gone".to_owned()));
+            }
+            StreamEvent::Error { code, message } => {
+                return Ok(WatchEnd::Relist(format!("watch error {code}: {message}")));
             }
         }
     }
-    if frames.pending() > 0 || !lines.iter().all(u8::is_ascii_whitespace) {
-        // The stream ended mid-event: what came before was applied whole, the rest is unknown.
-        return Ok(WatchEnd::Relist("watch stream ended mid-event".to_owned()));
-    }
-    Ok(WatchEnd::Closed)
 }
 
 #[cfg(test)]

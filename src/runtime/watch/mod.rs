@@ -2,6 +2,8 @@
 //! marking its kind synced only when a complete list has been applied. A watcher's relist (after a
 //! 410 Gone or a dropped stream) also removes what vanished meanwhile, and holds planning until done.
 
+mod events;
+pub(crate) mod initial_sync;
 pub(crate) mod lenient;
 pub mod listwatch;
 pub(crate) mod usage;
@@ -64,6 +66,8 @@ pub struct WatchOptions {
     pub crd_recheck: Duration,
     /// The encoding asked for pods, nodes, namespaces and PDBs (default: from `$TIDAL_WIRE`).
     pub wire: listwatch::Wire,
+    /// How their initial state is read (default: from `$TIDAL_INITIAL_SYNC`).
+    pub initial_sync: listwatch::InitialSync,
 }
 
 impl Default for WatchOptions {
@@ -71,6 +75,7 @@ impl Default for WatchOptions {
         WatchOptions {
             crd_recheck: Duration::from_secs(60),
             wire: listwatch::Wire::from_env(),
+            initial_sync: listwatch::InitialSync::from_env(),
         }
     }
 }
@@ -98,18 +103,22 @@ pub async fn start_with(
     options: &WatchOptions,
 ) -> Vec<BoxFuture<'static, ()>> {
     let mut tasks: Vec<BoxFuture<'static, ()>> = Vec::new();
-    let wire = options.wire;
+    let (wire, initial) = (options.wire, options.initial_sync);
     for kind in &plan.kinds {
         let (client, shared, observer) = (client.clone(), shared.clone(), observer.clone());
         let task: BoxFuture<'static, ()> = match kind {
-            // The core kinds: protobuf when the server speaks it.
-            ObjectKind::Node => Box::pin(listwatch::mirror::<Node>(client, shared, observer, wire)),
-            ObjectKind::Pod => Box::pin(listwatch::mirror::<Pod>(client, shared, observer, wire)),
+            // The core kinds: protobuf when the server speaks it, watch-list when it does that.
+            ObjectKind::Node => Box::pin(listwatch::mirror::<Node>(
+                client, shared, observer, wire, initial,
+            )),
+            ObjectKind::Pod => Box::pin(listwatch::mirror::<Pod>(
+                client, shared, observer, wire, initial,
+            )),
             ObjectKind::Namespace => Box::pin(listwatch::mirror::<Namespace>(
-                client, shared, observer, wire,
+                client, shared, observer, wire, initial,
             )),
             ObjectKind::PodDisruptionBudget => Box::pin(listwatch::mirror::<PodDisruptionBudget>(
-                client, shared, observer, wire,
+                client, shared, observer, wire, initial,
             )),
             ObjectKind::RevocableZone => {
                 Box::pin(mirror::<RevocableZone>(Api::all(client), shared, observer))
@@ -319,6 +328,9 @@ pub fn apply_lenient_event<K: Ingest>(
                 meta.name.unwrap_or_default(),
             );
             logged.remove(&key);
+            if let Some(seen) = relist.as_mut() {
+                seen.remove(&key);
+            }
             let mut cache = shared.write();
             cache.forget_unreadable(K::KIND, &key);
             cache.delete_object(K::KIND, &key, Timestamp::now());
@@ -399,8 +411,13 @@ pub fn apply_event<K: Ingest>(
             }
         }
         watcher::Event::Delete(object) => {
-            debug!(kind = K::KIND.as_str(), key = %object.key(), "deleted");
-            shared.write().delete_object(K::KIND, &object.key(), at);
+            let key = object.key();
+            debug!(kind = K::KIND.as_str(), %key, "deleted");
+            // Deleted while a watch-list's initial events arrive: not part of the state they end in.
+            if let Some(seen) = relist.as_mut() {
+                seen.remove(&key);
+            }
+            shared.write().delete_object(K::KIND, &key, at);
             if config_kind {
                 shared.notify_config_change();
             }
