@@ -13,11 +13,10 @@ use super::{
     config::{PolicyInfo, ZoneInfo},
     constraints::Constraints,
     ingest::ObjectKind,
-    keys::{Interner, ObjectKey},
+    keys::ObjectKey,
     namespace::NamespaceInfo,
     node::NodeInfo,
-    pod::PodInfo,
-    pod_labels::PodLabels,
+    pod::{PodInfo, PodInterner},
     snapshot::{JobState, NodeState, Snapshot},
     usage::{UsageSample, UsageSeries},
     versioned::Versioned,
@@ -48,10 +47,8 @@ pub struct ClusterCache {
     local_rounds: HashMap<String, Timestamp>,
     /// Distinct pod constraints, by signature: pods of one shape share one copy.
     shapes: HashMap<u64, Vec<Weak<Constraints>>>,
-    /// The strings pods repeat (namespaces, nodes, owners, condition types...), one copy each.
-    names: Interner,
-    /// Distinct label sets: the replicas of a workload share one.
-    label_sets: Interner<PodLabels>,
+    /// What pods repeat (names, label sets, owners, job keys, conditions), one copy each.
+    interner: PodInterner,
     policies: Versioned<String, PolicyInfo>,
     namespaces: Versioned<String, NamespaceInfo>,
     node_usage: Versioned<String, UsageSeries>,
@@ -118,9 +115,9 @@ impl ClusterCache {
     /// stays marked across updates until the pod is gone.
     pub fn apply_pod(&mut self, mut pod: PodInfo, at: Timestamp) {
         pod.constraints = self.intern(Arc::clone(&pod.constraints));
-        pod.intern(&mut self.names, &mut self.label_sets);
+        pod.intern(&mut self.interner);
         match self.evicting.get(&pod.key) {
-            Some(mark) if mark.uid == pod.uid => pod.evicting_since = Some(mark.since),
+            Some(mark) if mark.uid == pod.uid => pod.evicting_since = Some(Box::new(mark.since)),
             Some(_) => {
                 // A namesake replaced the evicted pod: the mark was about its predecessor.
                 self.evicting.remove(&pod.key);
@@ -187,7 +184,7 @@ impl ClusterCache {
     /// Records that tidal evicted the pod at `at`, so that later cycles count it as leaving and never evict
     /// it again. Returns false if the pod is not in the cache.
     pub fn mark_evicting(&mut self, key: &ObjectKey, at: Timestamp) -> bool {
-        let Some(uid) = self.pods.get(key).map(|pod| pod.uid.clone()) else {
+        let Some(uid) = self.pods.get(key).map(|pod| pod.uid.to_string()) else {
             return false;
         };
         self.mark_evicted(key, &uid, at)
@@ -642,7 +639,7 @@ mod tests {
         let mut cache = ClusterCache::new();
         let key = ObjectKey::new("ns", "web-0");
         let mut old = running_pod("web-0", "n1");
-        old.uid = "old".to_owned();
+        old.uid = "old".into();
         cache.apply_pod(old.clone(), Timestamp::now());
         assert!(cache.mark_evicted(&key, "old", Timestamp::UNIX_EPOCH));
         // An update of the same pod keeps the mark.
@@ -651,7 +648,7 @@ mod tests {
         assert_eq!(cache.evicting_count(), 1);
         // The StatefulSet recreated it: same name, new uid, running.
         let mut new = running_pod("web-0", "n1");
-        new.uid = "new".to_owned();
+        new.uid = "new".into();
         cache.apply_pod(new, Timestamp::now());
         assert_eq!(cache.pod(&key).unwrap().evicting_since, None);
         assert_eq!(cache.evicting_count(), 0);

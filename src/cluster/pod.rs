@@ -9,9 +9,9 @@ use super::ingest::Unnamed;
 use super::{
     constraints::Constraints,
     job_budget::JobBudget,
-    keys::{Interner, JobKey, JobKind, Name, ObjectKey},
+    keys::{Interner, JobKey, JobKind, Name, ObjectKey, PodUid},
     pod_labels::PodLabels,
-    pod_status::PodStatusSummary,
+    pod_status::{ConditionState, PodStatusSummary},
     resources::{Resources, pod_requests},
     setting::{InvalidValue, Setting, Sources, parse_bool},
 };
@@ -50,7 +50,7 @@ pub enum QosClass {
     Guaranteed,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct OwnerRef {
     pub kind: Name,
     pub name: Name,
@@ -60,12 +60,13 @@ pub struct OwnerRef {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodInfo {
     pub key: ObjectKey,
-    pub uid: String,
+    pub uid: PodUid,
     pub node_name: Option<Name>,
     pub phase: PodPhase,
     pub labels: PodLabels,
-    /// The controller owner (`ownerReferences[].controller == true`).
-    pub owner: Option<OwnerRef>,
+    /// The controller owner (`ownerReferences[].controller == true`). Shared with the other pods
+    /// of the same owner (the cache interns it).
+    pub owner: Option<Arc<OwnerRef>>,
     pub job: JobKey,
     /// `scheduling.k8s.io/group-name`: the Volcano PodGroup the pod belongs to.
     pub group_name: Option<Name>,
@@ -82,7 +83,8 @@ pub struct PodInfo {
     /// The API server has set `deletionTimestamp`: the pod is terminating.
     pub terminating: bool,
     /// tidal evicted it at this instant and has not yet seen it go. Set by the cache, never by ingest.
-    pub evicting_since: Option<Timestamp>,
+    /// Boxed: few pods are on their way out at any time, and inline every pod would pay 24 bytes.
+    pub evicting_since: Option<Box<Timestamp>>,
     /// The pod's own `volcano.sh/preemptable` (label first, then annotation).
     pub preemptable: Setting<bool>,
     /// `volcano.sh/revocable-zone` annotation: the zone (or `*`) the pod opted into. An empty value
@@ -108,6 +110,16 @@ pub struct PodInfo {
     /// Hash of the sorted container images: pods of one owner with equal hashes are duplicates.
     pub images_hash: u64,
     pub status: PodStatusSummary,
+}
+
+/// The one shared copy of each thing pods repeat, which [`PodInfo::intern`] hands out.
+#[derive(Debug, Default)]
+pub struct PodInterner {
+    names: Interner,
+    label_sets: Interner<PodLabels>,
+    owners: Interner<Arc<OwnerRef>>,
+    jobs: Interner<JobKey>,
+    conditions: Interner<Arc<ConditionState>>,
 }
 
 /// The parts of a pod that almost every pod lacks.
@@ -159,10 +171,12 @@ impl PodInfo {
             .iter()
             .flatten()
             .find(|o| o.controller == Some(true))
-            .map(|o| OwnerRef {
-                kind: o.kind.as_str().into(),
-                name: o.name.as_str().into(),
-                uid: o.uid.as_str().into(),
+            .map(|o| {
+                Arc::new(OwnerRef {
+                    kind: o.kind.as_str().into(),
+                    name: o.name.as_str().into(),
+                    uid: o.uid.as_str().into(),
+                })
             });
         let other_owner_kinds: Vec<Name> = meta
             .owner_references
@@ -175,7 +189,7 @@ impl PodInfo {
             .get(labels::GROUP_NAME)
             .filter(|g| !g.is_empty())
             .map(Name::from);
-        let job = job_of(&key, group_name.as_ref(), owner.as_ref());
+        let job = job_of(&key, group_name.as_ref(), owner.as_deref());
 
         let spec = pod.spec.as_ref();
         let status = pod.status.as_ref();
@@ -246,7 +260,7 @@ impl PodInfo {
             volumes,
             images_hash,
             status: PodStatusSummary::from_status(status),
-            uid: meta.uid.clone().unwrap_or_default(),
+            uid: meta.uid.as_deref().map(PodUid::from).unwrap_or_default(),
             node_name: spec
                 .and_then(|s| s.node_name.as_deref())
                 .filter(|n| !n.is_empty())
@@ -300,26 +314,25 @@ impl PodInfo {
         self.owner_kinds().next().is_some()
     }
 
-    /// Replaces the strings other pods repeat (namespace, node, owner, job, zone, priority class,
-    /// condition types and reasons) with the shared copies in `names`, and the labels with the shared
-    /// copy of the same set.
-    pub fn intern(&mut self, names: &mut Interner, label_sets: &mut Interner<PodLabels>) {
-        self.labels.intern(label_sets, names);
+    /// Replaces what other pods repeat with the shared copies in `shared`: the strings (namespace,
+    /// node, zone, priority class, ...), the label set, the owner, the job key and what conditions
+    /// say.
+    pub fn intern(&mut self, shared: &mut PodInterner) {
+        let names = &mut shared.names;
+        self.labels.intern(&mut shared.label_sets, names);
         names.intern(&mut self.key.namespace);
         names.intern_option(&mut self.node_name);
         if let Some(owner) = &mut self.owner {
-            names.intern(&mut owner.kind);
-            names.intern(&mut owner.name);
-            names.intern(&mut owner.uid);
+            shared.owners.intern_new(owner, |fresh| {
+                // Only this pod holds an owner seen for the first time, so it can still be changed.
+                if let Some(owner) = Arc::get_mut(fresh) {
+                    names.intern(&mut owner.kind);
+                    names.intern(&mut owner.name);
+                    names.intern(&mut owner.uid);
+                }
+            });
         }
-        names.intern(&mut self.job.namespace);
-        if let JobKind::Controller(kind) = &mut self.job.kind {
-            names.intern(kind);
-        }
-        // A job of one pod is named after it: its name is the pod's own, shared already.
-        if self.job.kind != JobKind::Pod {
-            names.intern(&mut self.job.name);
-        }
+        self.job.intern(&mut shared.jobs, names);
         names.intern_option(&mut self.group_name);
         names.intern_option(&mut self.zone_opt_in);
         names.intern_option(&mut self.priority_class_name);
@@ -328,7 +341,7 @@ impl PodInfo {
                 .iter_mut()
                 .for_each(|k| names.intern(k));
         }
-        self.status.intern(names);
+        self.status.intern(names, &mut shared.conditions);
     }
 
     /// Running and not on its way out: what budgets count as available.
@@ -378,11 +391,7 @@ fn job_of(pod: &ObjectKey, group_name: Option<&Name>, owner: Option<&OwnerRef>) 
         (None, Some(owner)) => (JobKind::Controller(owner.kind.clone()), owner.name.clone()),
         (None, None) => (JobKind::Pod, pod.name.clone()),
     };
-    JobKey {
-        namespace: pod.namespace.clone(),
-        kind,
-        name,
-    }
+    JobKey::new(pod.namespace.clone(), kind, name)
 }
 
 /// The API server's `status.qosClass` when present, else the same rule computed from the containers.
@@ -499,11 +508,11 @@ mod tests {
             })))
             .unwrap()
         };
-        let (mut names, mut sets) = (Interner::default(), Interner::default());
+        let mut shared = PodInterner::default();
         let (mut a, mut b) = (replica("a"), replica("b"));
         let before = b.clone();
-        a.intern(&mut names, &mut sets);
-        b.intern(&mut names, &mut sets);
+        a.intern(&mut shared);
+        b.intern(&mut shared);
         assert_eq!(b, before, "interning changes no value");
         assert!(a.key.namespace.ptr_eq(&b.key.namespace));
         assert!(
@@ -513,8 +522,13 @@ mod tests {
                 .ptr_eq(b.node_name.as_ref().unwrap())
         );
         let (oa, ob) = (a.owner.as_ref().unwrap(), b.owner.as_ref().unwrap());
+        assert!(Arc::ptr_eq(oa, ob), "one owner for both");
         assert!(oa.name.ptr_eq(&ob.name) && oa.uid.ptr_eq(&ob.uid));
-        assert!(a.job.name.ptr_eq(&b.job.name) && a.job.namespace.ptr_eq(&a.key.namespace));
+        assert!(
+            crate::cluster::keys::Shared::same(&a.job, &b.job),
+            "one job key for both"
+        );
+        assert!(a.job.name.ptr_eq(&oa.name) && a.job.namespace.ptr_eq(&a.key.namespace));
         assert!(crate::cluster::keys::Shared::same(&a.labels, &b.labels));
         assert_eq!(b.job.to_string(), "ReplicaSet ns/rs");
     }

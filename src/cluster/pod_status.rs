@@ -5,6 +5,8 @@
 //! waiting reason, a termination), and those and the status reason, which most pods lack, live in one
 //! boxed part.
 
+use std::{ops::Deref, sync::Arc};
+
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
 
@@ -25,12 +27,29 @@ struct Notable {
     ephemeral_containers: Vec<ContainerInfo>,
 }
 
+/// A pod condition. Reads as its type, status and reason (`condition.type_`, ...) and its time.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConditionInfo {
+    /// Shared with every pod reporting the same type, status and reason (the cache interns it): a
+    /// pod pays a pointer for them and keeps only its own time.
+    state: Arc<ConditionState>,
+    pub last_transition: Option<Timestamp>,
+}
+
+/// What a condition says, apart from since when.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ConditionState {
     pub type_: Name,
     pub status: Name,
     pub reason: Option<Name>,
-    pub last_transition: Option<Timestamp>,
+}
+
+// A condition reads as what it says: filters name its type, status and reason as fields.
+impl Deref for ConditionInfo {
+    type Target = ConditionState;
+    fn deref(&self) -> &ConditionState {
+        &self.state
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -108,9 +127,11 @@ impl PodStatusSummary {
                 .iter()
                 .flatten()
                 .map(|c| ConditionInfo {
-                    type_: c.type_.as_str().into(),
-                    status: c.status.as_str().into(),
-                    reason: non_empty(c.reason.as_ref()),
+                    state: Arc::new(ConditionState {
+                        type_: c.type_.as_str().into(),
+                        status: c.status.as_str().into(),
+                        reason: non_empty(c.reason.as_ref()),
+                    }),
                     last_transition: c.last_transition_time.as_ref().map(|t| t.0),
                 })
                 .collect(),
@@ -154,12 +175,21 @@ impl PodStatusSummary {
             .and_then(|c| c.last_transition)
     }
 
-    /// Shares condition types, statuses and reasons, and container reasons, with other pods.
-    pub(super) fn intern(&mut self, names: &mut Interner) {
+    /// Shares what conditions say, and container reasons, with other pods.
+    pub(super) fn intern(
+        &mut self,
+        names: &mut Interner,
+        conditions: &mut Interner<Arc<ConditionState>>,
+    ) {
         for condition in &mut self.conditions {
-            names.intern(&mut condition.type_);
-            names.intern(&mut condition.status);
-            names.intern_option(&mut condition.reason);
+            conditions.intern_new(&mut condition.state, |fresh| {
+                // Only this pod holds a state seen for the first time, so it can still be changed.
+                if let Some(state) = Arc::get_mut(fresh) {
+                    names.intern(&mut state.type_);
+                    names.intern(&mut state.status);
+                    names.intern_option(&mut state.reason);
+                }
+            });
         }
         if let Some(notable) = &mut self.notable {
             names.intern_option(&mut notable.reason);
@@ -235,5 +265,42 @@ mod tests {
         };
         let last = summary.containers_in(with_init).last().unwrap();
         assert_eq!(last.terminated.as_ref().unwrap().exit_code, 1);
+    }
+
+    #[test]
+    fn conditions_share_what_they_say_and_keep_their_own_time() {
+        let at = |time: &str| {
+            status(serde_json::json!({"conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                 "lastTransitionTime": time},
+                {"type": "Ready", "status": "True"},
+            ]}))
+        };
+        let (mut a, mut b) = (at("2026-11-22T03:00:00Z"), at("2026-11-22T04:00:00Z"));
+        let before = (a.clone(), b.clone());
+        let (mut names, mut conditions) = (Interner::default(), Interner::default());
+        a.intern(&mut names, &mut conditions);
+        b.intern(&mut names, &mut conditions);
+        assert_eq!((a.clone(), b.clone()), before, "interning changes no value");
+        assert!(Arc::ptr_eq(&a.conditions[0].state, &b.conditions[0].state));
+        assert!(Arc::ptr_eq(&a.conditions[1].state, &b.conditions[1].state));
+        let scheduled = b.condition("PodScheduled").unwrap();
+        assert_eq!(
+            (
+                &*scheduled.type_,
+                &*scheduled.status,
+                scheduled.reason.as_deref()
+            ),
+            ("PodScheduled", "False", Some("Unschedulable"))
+        );
+        assert_eq!(
+            b.unschedulable_since(),
+            Some("2026-11-22T04:00:00Z".parse().unwrap())
+        );
+        assert_eq!(
+            a.unschedulable_since(),
+            Some("2026-11-22T03:00:00Z".parse().unwrap())
+        );
+        assert_eq!(b.condition("Ready").unwrap().last_transition, None);
     }
 }

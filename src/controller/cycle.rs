@@ -464,11 +464,7 @@ impl Runtime {
         let dry_run = plan.mode == PolicyMode::DryRun;
         let requests: Vec<EvictionRequest> = sent
             .iter()
-            .map(|e| EvictionRequest {
-                pod: e.candidate.pod.key.clone(),
-                uid: e.candidate.pod.uid.clone(),
-                dry_run,
-            })
+            .map(|e| EvictionRequest::of(&e.candidate.pod, dry_run))
             .collect();
         let zones: HashMap<ObjectKey, String> = sent
             .iter()

@@ -59,11 +59,7 @@ pub(crate) async fn verify(
         let requests: Vec<EvictionRequest> = plan
             .evictions
             .iter()
-            .map(|e| EvictionRequest {
-                pod: e.candidate.pod.key.clone(),
-                uid: e.candidate.pod.uid.clone(),
-                dry_run: true,
-            })
+            .map(|e| EvictionRequest::of(&e.candidate.pod, true))
             .collect();
         let outcomes = evictor
             .evict_all(&requests, deadline, &Always, &|_, _| {})

@@ -604,7 +604,7 @@ fn check(snapshot: &Snapshot, model: &Model, cache: &ClusterCache) -> Result<(),
     prop_assert_eq!(cache.node_count(), model.nodes.len());
     for pod in snapshot.pods() {
         let mut expected = model.pods[&pod.key].clone();
-        expected.evicting_since = model.evicting.get(&pod.key).copied();
+        expected.evicting_since = model.evicting.get(&pod.key).copied().map(Box::new);
         prop_assert_eq!(&**pod, &expected);
     }
 

@@ -7,7 +7,7 @@ use k8s_openapi::{
 };
 use kube::api::PostParams;
 
-use crate::cluster::ObjectKey;
+use crate::cluster::{ObjectKey, PodInfo};
 
 /// One eviction to send.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,6 +18,17 @@ pub struct EvictionRequest {
     pub uid: String,
     /// Server-side dry run (`dryRun=All`): admission and PDB checks run, nothing is deleted.
     pub dry_run: bool,
+}
+
+impl EvictionRequest {
+    /// The eviction of `pod`, with its uid as the API server sent it.
+    pub fn of(pod: &PodInfo, dry_run: bool) -> Self {
+        EvictionRequest {
+            pod: pod.key.clone(),
+            uid: pod.uid.to_string(),
+            dry_run,
+        }
+    }
 }
 
 /// The `policy/v1` Eviction body for `request`.
@@ -111,6 +122,25 @@ mod tests {
             http.uri().to_string(),
             "/api/v1/namespaces/batch/pods/worker-0/eviction?"
         );
+    }
+
+    #[test]
+    fn the_precondition_is_the_uid_exactly_as_the_api_server_sent_it() {
+        for uid in [
+            "c1afcd45-e95e-4e96-b074-33b6a01a9d43",
+            "C1AFCD45-E95E-4E96-B074-33B6A01A9D43",
+            "c1afcd45e95e4e96b07433b6a01a9d43",
+            "{c1afcd45-e95e-4e96-b074-33b6a01a9d43}",
+            "worker-0-uid",
+        ] {
+            let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "worker-0", "namespace": "batch", "uid": uid},
+            }))
+            .unwrap();
+            let request = EvictionRequest::of(&PodInfo::from_pod(&pod).unwrap(), false);
+            let json = serde_json::to_value(eviction_body(&request)).unwrap();
+            assert_eq!(json["deleteOptions"]["preconditions"]["uid"], uid);
+        }
     }
 
     #[test]

@@ -420,7 +420,7 @@ fn pod_reference(pod: &PodInfo) -> ObjectReference {
         kind: Some("Pod".to_owned()),
         name: Some(pod.key.name.to_string()),
         namespace: Some(pod.key.namespace.to_string()),
-        uid: (!pod.uid.is_empty()).then(|| pod.uid.clone()),
+        uid: (!pod.uid.is_empty()).then(|| pod.uid.to_string()),
         ..ObjectReference::default()
     }
 }

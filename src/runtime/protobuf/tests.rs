@@ -35,6 +35,10 @@ fn a_pod_list_page_reads_the_same_in_both_encodings() {
         );
         assert_eq!(a, b, "pod {}", a.key);
         assert!(a.requests_known && a.node_name.is_some());
+        // The uid is kept as 16 bytes and written back as the very text the server sent.
+        let sent = from_json.metadata.uid.as_deref().unwrap();
+        assert_eq!(a.uid.to_string(), sent);
+        assert!(a.uid.is_compact(), "{sent}");
     }
 }
 
