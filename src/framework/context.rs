@@ -9,8 +9,8 @@ use super::{admission::Admission, zones::ZoneView};
 use crate::{
     api::GoDuration,
     cluster::{
-        InvalidValue, JobBudget, JobKey, NodeInfo, NodeState, ObjectKey, PodGroupInfo, PodInfo,
-        PolicyInfo, Setting, Snapshot, placement,
+        InvalidValue, JobBudget, JobKey, JobState, NodeInfo, NodeState, ObjectKey, PodGroupInfo,
+        PodInfo, PolicyInfo, Setting, Snapshot, placement,
     },
 };
 
@@ -90,7 +90,13 @@ impl PlanContext<'_> {
     /// The job's budget: from its PodGroup, else from its pods' annotations (which must agree), else the
     /// policy default. `Unset` means no budget (one eviction per round).
     pub fn job_budget(&self, job: &JobKey) -> Setting<JobBudget> {
-        let Some(state) = self.snapshot.job(job) else {
+        self.job_budget_in(job, self.snapshot.job(job))
+    }
+
+    /// [`Self::job_budget`] of a job already looked up (`state` is `snapshot.job(job)`): the gates read
+    /// a job's budget and its pod counts from one search of the snapshot's jobs.
+    pub fn job_budget_in(&self, job: &JobKey, state: Option<&JobState>) -> Setting<JobBudget> {
+        let Some(state) = state else {
             return Setting::Unset;
         };
         let from_group = state

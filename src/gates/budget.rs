@@ -1,7 +1,10 @@
 //! Gate `budget`: a job loses at most as many pods per round as its disruption budget allows.
 
+use std::fmt::Display;
+
+use super::jobs::SharedLedger;
 use crate::{
-    cluster::{JobBudget, JobKey, JobStats, Setting},
+    cluster::{JobBudget, JobStats, Setting},
     framework::{Candidate, Gate, GateId, PlanContext},
 };
 
@@ -25,42 +28,15 @@ pub(crate) fn allowed_evictions(budget: Option<JobBudget>, stats: JobStats) -> u
     }
 }
 
+/// Keeps each job's tally in the ledger it shares with gate `invalid`, which read the job first.
 #[derive(Default)]
 pub(crate) struct Budget {
-    jobs: foldhash::HashMap<JobKey, Allowance>,
-}
-
-struct Allowance {
-    budget: Option<JobBudget>,
-    stats: JobStats,
-    remaining: u32,
-    admitted: u32,
+    jobs: SharedLedger,
 }
 
 impl Budget {
-    fn allowance(&mut self, job: &JobKey, ctx: &PlanContext<'_>) -> &mut Allowance {
-        // Looked up before `entry`, which would copy the key for every candidate of a job.
-        if self.jobs.contains_key(job) {
-            return self.jobs.get_mut(job).expect("just found");
-        }
-        self.jobs.entry(job.clone()).or_insert_with(|| {
-            // Invalid budgets never reach here: the validity gate refuses them first.
-            let budget = match ctx.job_budget(job) {
-                Setting::Valid(budget) => Some(budget),
-                _ => None,
-            };
-            let stats = ctx
-                .snapshot
-                .job(job)
-                .map(|state| state.stats(|pod| ctx.is_leaving(pod)))
-                .unwrap_or_default();
-            Allowance {
-                budget,
-                stats,
-                remaining: allowed_evictions(budget, stats),
-                admitted: 0,
-            }
-        })
+    pub(crate) fn sharing(jobs: SharedLedger) -> Self {
+        Budget { jobs }
     }
 }
 
@@ -71,33 +47,37 @@ impl Gate for Budget {
 
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {
         let job = &candidate.pod.job;
-        let allowance = self.allowance(job, ctx);
-        if allowance.remaining > 0 {
+        let mut jobs = self.jobs.borrow_mut();
+        let entry = jobs.entry(job, ctx);
+        if entry.remaining > 0 {
             return Ok(());
         }
-        let budget = allowance
-            .budget
-            .map_or_else(|| "no budget (one at a time)".to_owned(), |b| b.to_string());
-        let stats = allowance.stats;
+        let budget: &dyn Display = match &entry.budget {
+            Setting::Valid(budget) => budget,
+            Setting::Unset | Setting::Invalid(_) => &"no budget (one at a time)",
+        };
+        let stats = entry.stats;
         Err(format!(
             "{job}: {budget}; {} pods, {} running, {} unavailable, {} already planned this round",
             stats.total,
             stats.running,
             stats.unavailable(),
-            allowance.admitted
+            entry.admitted
         ))
     }
 
     fn admit(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) {
-        let allowance = self.allowance(&candidate.pod.job, ctx);
-        allowance.remaining = allowance.remaining.saturating_sub(1);
-        allowance.admitted += 1;
+        let mut jobs = self.jobs.borrow_mut();
+        let entry = jobs.entry(&candidate.pod.job, ctx);
+        entry.remaining = entry.remaining.saturating_sub(1);
+        entry.admitted += 1;
     }
 
     fn retract(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) {
-        let allowance = self.allowance(&candidate.pod.job, ctx);
-        allowance.remaining += 1;
-        allowance.admitted = allowance.admitted.saturating_sub(1);
+        let mut jobs = self.jobs.borrow_mut();
+        let entry = jobs.entry(&candidate.pod.job, ctx);
+        entry.remaining += 1;
+        entry.admitted = entry.admitted.saturating_sub(1);
     }
 }
 

@@ -31,6 +31,16 @@ struct Keys {
     topology_zone: Option<String>,
 }
 
+impl Keys {
+    const NONE: Keys = Keys {
+        node: None,
+        namespace: None,
+        job: None,
+        zone: None,
+        topology_zone: None,
+    };
+}
+
 /// Only the keys of the limits that are set: a limit that is not set is never counted, and building
 /// every key (names copied, the job key formatted) for each candidate of a large plan cost more than
 /// the rest of the gate.
@@ -43,9 +53,10 @@ fn keys(limits: &EvictionLimits, candidate: &Candidate, ctx: &PlanContext<'_>) -
             .and_then(|state| state.node.as_deref())
     };
     Keys {
+        // `and_then`, not `and`: the name is copied only when the limit is set.
         node: limits
             .per_node
-            .and(pod.node_name.as_deref().map(String::from)),
+            .and_then(|_| pod.node_name.as_deref().map(String::from)),
         namespace: limits.per_namespace.map(|_| pod.key.namespace.to_string()),
         job: limits.per_job.map(|_| pod.job.to_string()),
         zone: limits.per_zone.and_then(|_| {
@@ -88,6 +99,26 @@ impl Limits {
         }
     }
 
+    /// Some limit counts per place (node, namespace, job, zone): only then are a candidate's keys built.
+    fn per_place(&self) -> bool {
+        let limits = &self.limits;
+        limits.per_node.is_some()
+            || limits.per_namespace.is_some()
+            || limits.per_job.is_some()
+            || limits.per_zone.is_some()
+            || limits.per_topology_zone.is_some()
+    }
+
+    /// The candidate's keys, or none at all when no limit counts per place (most policies): the total
+    /// is counted either way.
+    fn keys(&self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Keys {
+        if self.per_place() {
+            keys(&self.limits, candidate, ctx)
+        } else {
+            Keys::NONE
+        }
+    }
+
     fn tally(&mut self, keys: Keys, up: bool) {
         self.total = if up {
             self.total.saturating_add(1)
@@ -113,6 +144,9 @@ impl Gate for Limits {
             && self.total >= max
         {
             return Err(format!("total limit {max} per cycle reached"));
+        }
+        if !self.per_place() {
+            return Ok(());
         }
         let keys = keys(limits, candidate, ctx);
         let checks = [
@@ -163,13 +197,11 @@ impl Gate for Limits {
     }
 
     fn admit(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) {
-        let keys = keys(&self.limits, candidate, ctx);
-        self.tally(keys, true);
+        self.tally(self.keys(candidate, ctx), true);
     }
 
     fn retract(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) {
-        let keys = keys(&self.limits, candidate, ctx);
-        self.tally(keys, false);
+        self.tally(self.keys(candidate, ctx), false);
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub(crate) mod budget;
 pub(crate) mod cooldown;
+pub(crate) mod jobs;
 pub(crate) mod limits;
 pub(crate) mod nodefit;
 pub(crate) mod protections;

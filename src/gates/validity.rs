@@ -1,16 +1,23 @@
 //! Gate `invalid`: a pod (or its job) with a setting tidal cannot read is never evicted. Guessing a
 //! default for a malformed budget, cooldown or preemptable value could only widen disruption.
 
+use super::jobs::SharedLedger;
 use crate::{
-    cluster::{JobKey, Setting},
+    cluster::Setting,
     framework::{Candidate, Gate, GateId, PlanContext},
 };
 
-/// Remembers each job's verdict: reading a job's budget looks at all its pods, and a DaemonSet's job
-/// has one pod per node.
+/// Reads each job's budget once per plan, in the ledger it shares with gate `budget`: reading a job's
+/// budget looks at all its pods, and a DaemonSet's job has one pod per node.
 #[derive(Default)]
 pub(crate) struct Validity {
-    jobs: foldhash::HashMap<JobKey, Option<String>>,
+    jobs: SharedLedger,
+}
+
+impl Validity {
+    pub(crate) fn sharing(jobs: SharedLedger) -> Self {
+        Validity { jobs }
+    }
 }
 
 impl Gate for Validity {
@@ -29,16 +36,9 @@ impl Gate for Validity {
         if let Setting::Invalid(invalid) = ctx.cooldown(pod) {
             return Err(invalid.to_string());
         }
-        // Looked up before inserting, so that the key is copied once per job, not once per candidate.
-        if !self.jobs.contains_key(&pod.job) {
-            let invalid = ctx
-                .job_budget(&pod.job)
-                .invalid()
-                .map(|invalid| invalid.to_string());
-            self.jobs.insert(pod.job.clone(), invalid);
-        }
-        match self.jobs.get(&pod.job).and_then(Option::as_ref) {
-            Some(invalid) => Err(invalid.clone()),
+        let mut jobs = self.jobs.borrow_mut();
+        match jobs.entry(&pod.job, ctx).budget.invalid() {
+            Some(invalid) => Err(invalid.to_string()),
             None => Ok(()),
         }
     }

@@ -20,6 +20,8 @@ use crate::{
 pub struct Admitter<'c, 'a> {
     ctx: &'c PlanContext<'a>,
     gates: Vec<Box<dyn Gate>>,
+    /// Which of `gates` answer [`Admission::protected`], found once: strategies probe every pod they weigh.
+    protecting: Vec<usize>,
     decided: foldhash::HashSet<ObjectKey>,
     /// The pods that will be evicted, by the address of their snapshot entry (see [`AddressHasher`]).
     admitted: HashSet<usize, BuildHasherDefault<AddressHasher>>,
@@ -42,9 +44,13 @@ enum Precheck {
 
 impl<'c, 'a> Admitter<'c, 'a> {
     pub fn new(ctx: &'c PlanContext<'a>, gates: Vec<Box<dyn Gate>>, rows: SkipRows) -> Self {
+        let protecting = (0..gates.len())
+            .filter(|&i| gates[i].id() == GateId::Protected)
+            .collect();
         Admitter {
             ctx,
             gates,
+            protecting,
             decided: foldhash::HashSet::default(),
             admitted: HashSet::default(),
             evictions: Vec::new(),
@@ -194,10 +200,8 @@ impl Admission for Admitter<'_, '_> {
             return false;
         }
         let ctx = self.ctx;
-        self.gates
-            .iter_mut()
-            .filter(|gate| gate.id() == GateId::Protected)
-            .any(|gate| gate.protects(pod, ctx))
+        let gates = &mut self.gates;
+        self.protecting.iter().any(|&i| gates[i].protects(pod, ctx))
     }
 
     fn decided(&self, pod: &ObjectKey) -> bool {

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use super::{
     common::{Selection, VictimRank, still_movable, victim_rank},
     utilization::{
-        NodeUsage, Room, above_any, below_all, bounded_resources, describe_percent, node_usages,
-        percent, pod_usage, resolve_thresholds, validate_thresholds,
+        NodeUsage, Room, Slot, above_any, below_all, bounded_resources, describe_percent,
+        node_usages, percent, pod_usage, resolve_thresholds, validate_thresholds,
     },
 };
 use crate::api::args::{LowNodeUtilizationArgs, Thresholds};
@@ -92,7 +92,12 @@ impl Balancing for LowNodeUtilization {
             .iter()
             .filter(|n| !n.node.unschedulable && below_all(n, &low))
             .collect();
-        let mut over: Vec<&NodeUsage<'_>> = nodes.iter().filter(|n| above_any(n, &high)).collect();
+        // With their load, computed once rather than in every comparison of the sort.
+        let mut over: Vec<(f64, &NodeUsage<'_>)> = nodes
+            .iter()
+            .filter(|n| above_any(n, &high))
+            .map(|n| (n.load(&listed), n))
+            .collect();
         if under.is_empty()
             || over.is_empty()
             || under.len() <= args.number_of_nodes as usize
@@ -103,39 +108,42 @@ impl Balancing for LowNodeUtilization {
         let mut room = Room::new(&under, bounded_resources(&args.thresholds), |resource| {
             high.get(resource).copied().unwrap_or(100.0)
         });
-        over.sort_by(|a, b| {
-            b.load(&listed)
-                .total_cmp(&a.load(&listed))
+        over.sort_by(|(a_load, a), (b_load, b)| {
+            b_load
+                .total_cmp(a_load)
                 .then_with(|| a.node.name.cmp(&b.node.name))
         });
-        // The listed resources with a target, looked up once rather than per pod weighed.
-        let targets: Vec<(&str, f64)> = listed
+        // The listed resources with a target, matched once rather than per pod weighed.
+        let targets: Vec<(Slot, f64)> = listed
             .iter()
-            .filter_map(|r| high.get(r).map(|t| (r.as_str(), *t)))
+            .filter_map(|r| high.get(r).map(|t| (Slot::of(r), *t)))
             .collect();
+        let thresholds = describe_thresholds(&high);
         let selection = self.selection();
-        for source in over {
+        for (_, source) in over {
             let mut usage = source.usage.clone();
-            let over_on = |usage: &Resources, (resource, target): &(&str, f64)| {
-                percent(usage.get(resource), source.node.allocatable.get(resource)) > *target
+            let over_on = |usage: &Resources, (slot, target): &(Slot, f64)| {
+                percent(slot.get(usage), slot.get(&source.node.allocatable)) > *target
             };
-            let mut pods: Vec<(VictimRank, &Arc<PodInfo>)> = source
-                .state
-                .pods
-                .values()
-                .filter(|p| still_movable(p, ctx, admission) && selection.admits(p))
-                .map(|p| (victim_rank(p), p))
-                .collect();
-            // The node's pods come in key order, so a stable sort by rank alone gives victim order
-            // (rank, then key) without comparing keys, each in its own allocation.
-            pods.sort_by_key(|(rank, _)| *rank);
-            let why = format!(
-                "node {} is overutilized ({}; target {}); {} underutilized node(s) have room:",
-                source.node.name,
-                describe_percent(source, &listed),
-                describe_thresholds(&high),
-                under.len(),
+            let mut pods: Vec<(VictimRank, &Arc<PodInfo>)> =
+                Vec::with_capacity(source.state.pods.len());
+            pods.extend(
+                source
+                    .state
+                    .pods
+                    .values()
+                    .filter(|p| still_movable(p, ctx, admission) && selection.admits(p))
+                    .map(|p| (victim_rank(p), p)),
             );
+            // The node's pods come in key order, so a stable sort by rank alone gives victim order
+            // (rank, then key) without comparing keys, each in its own allocation. Often every pod
+            // has the same rank (no priorities, one QoS class): then they are in order already.
+            if !pods.is_sorted_by_key(|(rank, _)| *rank) {
+                pods.sort_by_key(|(rank, _)| *rank);
+            }
+            // Written when the node's first candidate is offered: a node none of whose pods fits
+            // anywhere offers none.
+            let mut why = None;
             let mut evicted = 0u32;
             for (_, pod) in pods {
                 if room.exhausted() {
@@ -156,14 +164,22 @@ impl Balancing for LowNodeUtilization {
                 // limit) without bringing the node closer to its target.
                 if !targets
                     .iter()
-                    .any(|t| over_on(&usage, t) && pod_usage.get(t.0) > 0)
+                    .any(|t| over_on(&usage, t) && t.0.get(&pod_usage) > 0)
                 {
                     continue;
                 }
                 let Some(destination) = room.find(pod, &pod_usage, ctx) else {
                     continue;
                 };
-                let reason = room.reason(&why, destination);
+                let why = why.get_or_insert_with(|| {
+                    format!(
+                        "node {} is overutilized ({}; target {thresholds}); {} underutilized node(s) have room:",
+                        source.node.name,
+                        describe_percent(source, &listed),
+                        under.len(),
+                    )
+                });
+                let reason = room.reason(why, destination);
                 if admission.offer(Candidate::new(pod, ID, reason)) {
                     room.take(destination, pod, &pod_usage);
                     usage.sub(&pod_usage);

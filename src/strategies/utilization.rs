@@ -14,7 +14,7 @@ use crate::api::args::{Thresholds, UsageArgs, UsageSource};
 use crate::{
     cluster::{
         NodeInfo, NodeState, PodInfo, Resources,
-        resources::{CPU, MEMORY, PODS},
+        resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS},
     },
     framework::{Admission, PlanContext},
 };
@@ -259,18 +259,76 @@ struct Destination<'s> {
 /// A hash of a move's placement signature, usage and requests.
 type ShapeKey = u64;
 
+/// A bounded resource, its name matched once: [`Resources::get`] matches names as strings, and Room
+/// reads amounts for every destination it tries for every pod it weighs.
+pub(crate) enum Slot {
+    Cpu,
+    Memory,
+    EphemeralStorage,
+    Pods,
+    Scalar(String),
+}
+
+impl Slot {
+    pub(crate) fn of(resource: &str) -> Slot {
+        match resource {
+            CPU => Slot::Cpu,
+            MEMORY => Slot::Memory,
+            EPHEMERAL_STORAGE => Slot::EphemeralStorage,
+            PODS => Slot::Pods,
+            other => Slot::Scalar(other.to_owned()),
+        }
+    }
+
+    /// [`Resources::get`] of this resource.
+    pub(crate) fn get(&self, resources: &Resources) -> i64 {
+        match self {
+            Slot::Cpu => resources.milli_cpu,
+            Slot::Memory => resources.memory,
+            Slot::EphemeralStorage => resources.ephemeral_storage,
+            Slot::Pods => resources.pods,
+            Slot::Scalar(name) => resources.scalar.get(name).copied().unwrap_or(0),
+        }
+    }
+
+    /// [`Resources::set`] of this resource.
+    fn set(&self, resources: &mut Resources, amount: i64) {
+        match self {
+            Slot::Cpu => resources.milli_cpu = amount,
+            Slot::Memory => resources.memory = amount,
+            Slot::EphemeralStorage => resources.ephemeral_storage = amount,
+            Slot::Pods => resources.pods = amount,
+            Slot::Scalar(name) => {
+                resources.scalar.insert(name.clone(), amount);
+            }
+        }
+    }
+}
+
+/// Every resource `small` names ([`Resources::names`]: the non-zero fixed ones and every extended one)
+/// is at most its amount in `large`, without matching names as strings.
+fn within(small: &Resources, large: &Resources) -> bool {
+    let fixed = |amount: i64, limit: i64| amount == 0 || amount <= limit;
+    fixed(small.milli_cpu, large.milli_cpu)
+        && fixed(small.memory, large.memory)
+        && fixed(small.ephemeral_storage, large.ephemeral_storage)
+        && fixed(small.pods, large.pods)
+        && small
+            .scalar
+            .iter()
+            .all(|(name, amount)| *amount <= large.scalar.get(name).copied().unwrap_or(0))
+}
+
 fn fits(
-    resources: &[String],
+    slots: &[Slot],
     destination: &Destination<'_>,
     usage: &Resources,
     requests: &Resources,
 ) -> bool {
-    resources
+    slots
         .iter()
-        .all(|r| usage.get(r) <= destination.spare.get(r))
-        && requests
-            .names()
-            .all(|r| requests.get(r) <= destination.free.get(r))
+        .all(|s| s.get(usage) <= s.get(&destination.spare))
+        && within(requests, &destination.free)
 }
 
 /// The spare room of the destinations of one strategy run, kept per destination. A pod moves only if
@@ -282,6 +340,8 @@ fn fits(
 /// once. A run costs about one pass over the destinations per shape, not one per pod.
 pub(crate) struct Room<'s> {
     resources: Vec<String>,
+    /// `resources`, matched once.
+    slots: Vec<Slot>,
     destinations: Vec<Destination<'s>>,
     /// The sum of the destinations' spare room, per bounded resource.
     total: Resources,
@@ -291,6 +351,9 @@ pub(crate) struct Room<'s> {
     resume: HashMap<ShapeKey, usize>,
     /// Per placement signature: moves that fit no destination (a few, to bound the cost of checking).
     failed: HashMap<u64, Vec<(Resources, Resources)>>,
+    /// The room left as reasons write it (`cpu 1500m, memory 3Gi, pods 20`), until the next move is
+    /// taken: candidates refused in between say the same.
+    left: Option<String>,
 }
 
 /// A signature or shape of move, hashed with a fixed seed (as SipHash's `DefaultHasher` did before, at a
@@ -330,18 +393,20 @@ impl<'s> Room<'s> {
             })
             .collect();
         Room {
+            slots: resources.iter().map(|r| Slot::of(r)).collect(),
             resources,
             destinations,
             total,
             allowed: HashMap::default(),
             resume: HashMap::default(),
             failed: HashMap::default(),
+            left: None,
         }
     }
 
     /// Some bounded resource has no room left on any destination: nothing more can move.
     pub(crate) fn exhausted(&self) -> bool {
-        self.resources.iter().any(|r| self.total.get(r) <= 0)
+        self.slots.iter().any(|s| s.get(&self.total) <= 0)
     }
 
     /// A destination that would take `pod` (ready, schedulable, selector, required affinity, hard
@@ -357,8 +422,7 @@ impl<'s> Room<'s> {
         let signature = shape_hash((pod.constraints.signature, ctx.placement_key(pod)));
         let requests = &pod.requests;
         let dominates = |(u, q): &(Resources, Resources)| {
-            self.resources.iter().all(|r| usage.get(r) >= u.get(r))
-                && q.names().all(|r| requests.get(r) >= q.get(r))
+            self.slots.iter().all(|s| s.get(usage) >= s.get(u)) && within(q, requests)
         };
         if self
             .failed
@@ -369,7 +433,7 @@ impl<'s> Room<'s> {
         }
         // One lookup per map: Room weighs every pod of every overutilized node.
         let Room {
-            resources,
+            slots,
             destinations,
             allowed,
             resume,
@@ -386,7 +450,7 @@ impl<'s> Room<'s> {
         let shape = shape_hash((signature, usage, requests));
         let from = resume.entry(shape).or_insert(0);
         let found = (*from..allowed.len())
-            .find(|&at| fits(resources, &destinations[allowed[at]], usage, requests));
+            .find(|&at| fits(slots, &destinations[allowed[at]], usage, requests));
         *from = found.unwrap_or(allowed.len());
         let destination = found.map(|at| allowed[at]);
         if destination.is_none() {
@@ -401,35 +465,43 @@ impl<'s> Room<'s> {
     /// Charges the destination `find` chose with a move that was admitted.
     pub(crate) fn take(&mut self, index: usize, pod: &PodInfo, usage: &Resources) {
         let destination = &mut self.destinations[index];
-        for resource in &self.resources {
-            let amount = usage.get(resource);
-            destination
-                .spare
-                .set(resource, destination.spare.get(resource) - amount);
-            self.total
-                .set(resource, self.total.get(resource).saturating_sub(amount));
+        for slot in &self.slots {
+            let amount = slot.get(usage);
+            let spare = slot.get(&destination.spare) - amount;
+            slot.set(&mut destination.spare, spare);
+            let total = slot.get(&self.total).saturating_sub(amount);
+            slot.set(&mut self.total, total);
         }
         destination.free.sub(&pod.requests);
-    }
-
-    /// The name of a destination `find` returned.
-    pub(crate) fn name(&self, index: usize) -> &str {
-        &self.destinations[index].node.name
+        self.left = None;
     }
 
     /// `{why} cpu 1500m, memory 3Gi, pods 20; it fits node n7`: a move's reason, with the room left
     /// and the destination `find` chose. Written into one string: a reason is built for every move
     /// offered, tens of thousands per plan.
-    pub(crate) fn reason(&self, why: &str, destination: usize) -> String {
-        let name = self.name(destination);
-        let mut out = String::with_capacity(why.len() + name.len() + 64);
+    pub(crate) fn reason(&mut self, why: &str, destination: usize) -> String {
+        let Room {
+            resources,
+            slots,
+            destinations,
+            total,
+            left,
+            ..
+        } = self;
+        let left = left.get_or_insert_with(|| {
+            let mut out = String::with_capacity(64);
+            for (i, (r, slot)) in resources.iter().zip(slots.iter()).enumerate() {
+                out.push_str(if i == 0 { " " } else { ", " });
+                out.push_str(r);
+                out.push(' ');
+                crate::cluster::resources::write_amount(&mut out, r, slot.get(total));
+            }
+            out
+        });
+        let name = &destinations[destination].node.name;
+        let mut out = String::with_capacity(why.len() + left.len() + name.len() + 15);
         out.push_str(why);
-        for (i, r) in self.resources.iter().enumerate() {
-            out.push_str(if i == 0 { " " } else { ", " });
-            out.push_str(r);
-            out.push(' ');
-            crate::cluster::resources::write_amount(&mut out, r, self.total.get(r));
-        }
+        out.push_str(left);
         out.push_str("; it fits node ");
         out.push_str(name);
         out
