@@ -287,7 +287,7 @@ impl Slot {
             Slot::Memory => resources.memory,
             Slot::EphemeralStorage => resources.ephemeral_storage,
             Slot::Pods => resources.pods,
-            Slot::Scalar(name) => resources.scalar.get(name).copied().unwrap_or(0),
+            Slot::Scalar(name) => resources.get(name),
         }
     }
 
@@ -298,9 +298,7 @@ impl Slot {
             Slot::Memory => resources.memory = amount,
             Slot::EphemeralStorage => resources.ephemeral_storage = amount,
             Slot::Pods => resources.pods = amount,
-            Slot::Scalar(name) => {
-                resources.scalar.insert(name.clone(), amount);
-            }
+            Slot::Scalar(name) => resources.set(name, amount),
         }
     }
 }
@@ -316,7 +314,8 @@ fn within(small: &Resources, large: &Resources) -> bool {
         && small
             .scalar
             .iter()
-            .all(|(name, amount)| *amount <= large.scalar.get(name).copied().unwrap_or(0))
+            .flat_map(|scalar| scalar.iter())
+            .all(|(name, amount)| *amount <= large.get(name))
 }
 
 fn fits(
