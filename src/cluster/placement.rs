@@ -9,7 +9,7 @@
 //!
 //! DaemonSet and static pods belong to their node and are exempt.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 
 use super::{InvalidValue, NodeInfo, PodGroupInfo, PodInfo, Setting};
 
@@ -82,10 +82,14 @@ pub(crate) fn revocable_rule<'n>(
 
 /// All that [`revocable_rule`] reads of a pod, hashed: pods with the same constraint signature and
 /// the same placement key may run on the same nodes, so searches can share their results.
+///
+/// Hashed with foldhash's fixed seed, not SipHash: keys are only compared with each other within one
+/// process (as map keys and parts of other keys), never stored or sent, and the planner computes one
+/// for every pod it weighs.
 pub(crate) fn placement_key(pod: &PodInfo, preemptable: &Preemptable) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    is_exempt(pod).hash(&mut hasher);
-    matches!(preemptable, Preemptable::Yes).hash(&mut hasher);
-    pod.zone_opt_in.hash(&mut hasher);
-    hasher.finish()
+    foldhash::quality::FixedState::default().hash_one((
+        is_exempt(pod),
+        matches!(preemptable, Preemptable::Yes),
+        &pod.zone_opt_in,
+    ))
 }

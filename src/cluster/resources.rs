@@ -221,28 +221,72 @@ pub(crate) fn format_amount(resource: &str, amount: i64) -> String {
 /// [`format_amount`] onto `out`: reasons name amounts for every move planned, so without a string each
 /// and, for tenths, without float formatting.
 pub(crate) fn write_amount(out: &mut String, resource: &str, amount: i64) {
-    use std::fmt::Write;
-    let _ = match resource {
-        CPU => write!(out, "{amount}m"),
+    match resource {
+        CPU => {
+            write_int(out, amount);
+            out.push('m');
+        }
         MEMORY | EPHEMERAL_STORAGE => {
             for (unit, shift) in [("Gi", 30), ("Mi", 20), ("Ki", 10)] {
                 let size = 1i64 << shift;
                 if amount != 0 && amount % size == 0 {
-                    let _ = write!(out, "{}{unit}", amount >> shift);
+                    write_int(out, amount >> shift);
+                    out.push_str(unit);
                     return;
                 }
                 if amount.abs() >= size {
-                    let _ = match tenths(amount, shift) {
-                        Some(t) => write!(out, "{}.{}{unit}", t / 10, t % 10),
-                        None => write!(out, "{:.1}{unit}", amount as f64 / size as f64),
-                    };
+                    match tenths(amount, shift) {
+                        Some(t) => {
+                            write_int(out, t / 10);
+                            out.push('.');
+                            write_int(out, t % 10);
+                            out.push_str(unit);
+                        }
+                        None => {
+                            use std::fmt::Write;
+                            let _ = write!(out, "{:.1}{unit}", amount as f64 / size as f64);
+                        }
+                    }
                     return;
                 }
             }
-            write!(out, "{amount}")
+            write_int(out, amount);
         }
-        _ => write!(out, "{amount}"),
-    };
+        _ => write_int(out, amount),
+    }
+}
+
+/// `value` in decimal onto `out`, as `{value}` writes it, without the formatting machinery (two digits
+/// per division, as the standard library's own integer formatting does).
+fn write_int(out: &mut String, value: i64) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+                                2021222324252627282930313233343536373839\
+                                4041424344454647484950515253545556575859\
+                                6061626364656667686970717273747576777879\
+                                8081828384858687888990919293949596979899";
+    // 20 digits hold u64::MAX, so any i64's magnitude.
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = value.unsigned_abs();
+    while rest >= 100 {
+        let pair = (rest % 100) as usize * 2;
+        rest /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if rest >= 10 {
+        let pair = rest as usize * 2;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
+        at -= 1;
+        digits[at] = b'0' + rest as u8;
+    }
+    if value < 0 {
+        out.push('-');
+    }
+    // ASCII digits only, so this never fails.
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
 /// `amount / 2^shift` in tenths, rounded as `{:.1}` rounds the exact quotient (half to even). `None`
@@ -299,6 +343,53 @@ mod tests {
             );
         }
     }
+    #[test]
+    fn amounts_are_written_as_formatting_writes_them() {
+        let mut ints = vec![0i64, 1, -1, 9, 10, -10, 99, 100, 1023, 1024, 1025];
+        ints.extend([
+            i64::MAX,
+            i64::MIN,
+            i64::MAX - 1,
+            i64::MIN + 1,
+            MAX_AMOUNT,
+            -MAX_AMOUNT,
+        ]);
+        ints.extend((0..19).map(|p| 10i64.pow(p)));
+        ints.extend((1..19).map(|p| 10i64.pow(p) - 1));
+        for value in ints {
+            let mut written = String::from("x");
+            write_int(&mut written, value);
+            assert_eq!(written, format!("x{value}"));
+            assert_eq!(format_amount(CPU, value), format!("{value}m"));
+            assert_eq!(format_amount("pods", value), value.to_string());
+        }
+        let (ki, mi, gi) = (1i64 << 10, 1i64 << 20, 1i64 << 30);
+        let cases = [
+            (0, "0"),
+            (512, "512"),
+            (-512, "-512"),
+            (ki, "1Ki"),
+            (-ki, "-1Ki"),
+            (3 * ki / 2, "1.5Ki"),
+            (mi, "1Mi"),
+            (5 * mi / 2, "2.5Mi"),
+            (3 * gi, "3Gi"),
+            (-3 * gi, "-3Gi"),
+            (gi + gi / 10, "1.1Gi"),
+            (-(gi + gi / 2), "-1.5Gi"),
+            (1000 * gi + gi * 3 / 10, "1000.3Gi"),
+        ];
+        for (amount, text) in cases {
+            assert_eq!(format_amount(MEMORY, amount), text, "{amount}");
+            assert_eq!(format_amount(EPHEMERAL_STORAGE, amount), text, "{amount}");
+        }
+        let mut appended = String::from("cpu ");
+        write_amount(&mut appended, CPU, 1500);
+        appended.push_str(", memory ");
+        write_amount(&mut appended, MEMORY, 3 * gi);
+        assert_eq!(appended, "cpu 1500m, memory 3Gi");
+    }
+
     use k8s_openapi::api::core::v1::ResourceRequirements;
 
     fn container(cpu: &str, memory: &str, restart_policy: Option<&str>) -> Container {

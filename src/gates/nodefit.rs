@@ -10,11 +10,7 @@
 //! signature and requests) never can later in the plan: each shape's search resumes where the previous
 //! one stopped, and a plan costs about one pass over the nodes per shape, not one per candidate.
 
-use std::{
-    collections::HashMap,
-    hash::{DefaultHasher, Hash, Hasher},
-    ops::Bound,
-};
+use std::{collections::HashMap, hash::BuildHasher, ops::Bound};
 
 use crate::{
     cluster::{NodeState, ObjectKey, PodInfo, Resources, resources},
@@ -44,11 +40,12 @@ struct Progress {
 
 impl NodeFit {
     fn shape(pod: &PodInfo, ctx: &PlanContext<'_>) -> u64 {
-        let mut hasher = DefaultHasher::new();
-        pod.constraints.signature.hash(&mut hasher);
-        ctx.placement_key(pod).hash(&mut hasher);
-        pod.requests.hash(&mut hasher);
-        hasher.finish()
+        // A fixed-seed fast hash: shapes are only compared within this plan.
+        foldhash::quality::FixedState::default().hash_one((
+            pod.constraints.signature,
+            ctx.placement_key(pod),
+            &pod.requests,
+        ))
     }
 
     /// Whether `state` could take `pod`, given what this plan reserved there.
