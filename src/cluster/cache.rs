@@ -251,7 +251,7 @@ impl ClusterCache {
                 .insert_shared(generation, pod.key.clone(), Arc::clone(pod)),
         }
         self.jobs.update(generation, &pod.job, |j| {
-            j.pods.insert(pod.key.clone(), Arc::clone(pod));
+            j.pods.insert(Arc::clone(pod));
         });
     }
 
@@ -655,6 +655,102 @@ mod tests {
         // An answer about the old uid does not mark the new pod.
         assert!(!cache.mark_evicted(&key, "old", Timestamp::UNIX_EPOCH));
         assert_eq!(cache.pod(&key).unwrap().evicting_since, None);
+    }
+
+    /// Pod `n` of DaemonSet `ds`: one job of many pods, which span several nodes of its pod tree.
+    fn daemon_pod(n: usize, node: &str) -> PodInfo {
+        crate::testkit::pod(&format!("ns/ds-{n:03}"), node)
+            .owned_by("DaemonSet", "ds")
+            .build()
+    }
+
+    /// What a snapshot holds, by pointer: which version of which pod each node and job has.
+    fn holdings(snapshot: &Snapshot) -> Vec<(String, Vec<Arc<PodInfo>>)> {
+        let nodes = snapshot.nodes.iter().map(|(name, state)| {
+            (
+                format!("node {name}"),
+                state.pods.values().cloned().collect(),
+            )
+        });
+        let jobs = snapshot
+            .jobs
+            .iter()
+            .map(|(key, job)| (format!("job {key:?}"), job.pods.values().cloned().collect()));
+        nodes.chain(jobs).collect()
+    }
+
+    fn same_holdings(a: &[(String, Vec<Arc<PodInfo>>)], b: &[(String, Vec<Arc<PodInfo>>)]) -> bool {
+        a.len() == b.len()
+            && a.iter().zip(b).all(|((a, a_pods), (b, b_pods))| {
+                a == b
+                    && a_pods.len() == b_pods.len()
+                    && a_pods.iter().zip(b_pods).all(|(x, y)| Arc::ptr_eq(x, y))
+            })
+    }
+
+    #[test]
+    fn a_snapshot_never_sees_later_changes_and_an_update_brings_them_all() {
+        let mut cache = ClusterCache::new();
+        let at = Timestamp::UNIX_EPOCH;
+        for name in ["n0", "n1", "n2"] {
+            cache.apply_node(crate::testkit::node(name).build());
+        }
+        for n in 0..60 {
+            cache.apply_pod(daemon_pod(n, &format!("n{}", n % 2)), at);
+        }
+        cache.apply_pod(running_pod("alone", "n2"), at);
+        let mut snapshot = cache.snapshot();
+        let before = holdings(&snapshot);
+        let requested_before = snapshot.node("n1").unwrap().requested.clone();
+
+        // An update, a move, a removal, an addition, a pod that finishes, a job and a node that go.
+        cache.apply_pod(daemon_pod(4, "n0"), at);
+        cache.apply_pod(daemon_pod(5, "n0"), at);
+        cache.delete_pod(&ObjectKey::new("ns", "ds-010"), at);
+        cache.apply_pod(daemon_pod(100, "n1"), at);
+        let mut done = daemon_pod(21, "n1");
+        done.phase = crate::cluster::PodPhase::Succeeded;
+        cache.apply_pod(done, at);
+        cache.delete_pod(&ObjectKey::new("ns", "alone"), at);
+        cache.delete_node("n2");
+
+        assert!(
+            same_holdings(&holdings(&snapshot), &before),
+            "the snapshot saw changes made after it"
+        );
+        assert_eq!(snapshot.node("n1").unwrap().requested, requested_before);
+        assert!(snapshot.node("n2").is_some());
+
+        let update = cache.update_snapshot(&mut snapshot);
+        assert!(!update.full_rebuild);
+        let rebuilt = {
+            let mut fresh = ClusterCache::new();
+            for name in ["n0", "n1"] {
+                fresh.apply_node(crate::testkit::node(name).build());
+            }
+            for key in cache.object_keys(ObjectKind::Pod) {
+                fresh.apply_pod((**cache.pod(&key).unwrap()).clone(), at);
+            }
+            fresh.snapshot()
+        };
+        assert!(snapshot.same_content(&rebuilt), "{snapshot:#?}");
+        let ds = &cache.pod(&ObjectKey::new("ns", "ds-000")).unwrap().job;
+        let job = snapshot.job(ds).unwrap();
+        assert_eq!(job.pods.len(), 60);
+        assert!(!job.pods.contains_key(&ObjectKey::new("ns", "ds-010")));
+        assert!(job.pods.contains_key(&ObjectKey::new("ns", "ds-100")));
+        let n0 = snapshot.node("n0").unwrap();
+        assert!(n0.pods.contains_key(&ObjectKey::new("ns", "ds-005")));
+        assert!(
+            snapshot
+                .node("n1")
+                .unwrap()
+                .pods
+                .get(&ObjectKey::new("ns", "ds-005"))
+                .is_none()
+        );
+        assert!(snapshot.node("n2").is_none(), "the emptied node is gone");
+        assert_eq!(snapshot.jobs.len(), 1, "the emptied job is gone");
     }
 
     fn cpu_sample(at: Timestamp, milli_cpu: i64) -> UsageSample {

@@ -3,6 +3,8 @@
 //!
 //! Values are held behind `Arc`: a snapshot shares unchanged values with the cache, and the cache's next
 //! change to a shared value copies it once (`Arc::make_mut`), leaving the snapshot's version intact.
+//! Aggregates keep that copy shallow (their pods are a [`PodMap`](super::PodMap), which shares its
+//! tree), since the snapshot update frees every old version the cache copied.
 
 use std::{collections::BTreeMap, hash::Hash, sync::Arc};
 
@@ -140,11 +142,13 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
         let mut touched = 0;
         for (_, key) in self.changes.range(since + 1..) {
             touched += 1;
-            match self.get(key) {
-                Some(value) => {
+            match (self.get(key), target.get_mut(key)) {
+                // In place: no key to clone (a node's name would be an allocation).
+                (Some(value), Some(slot)) => *slot = Arc::clone(value),
+                (Some(value), None) => {
                     target.insert(key.clone(), Arc::clone(value));
                 }
-                None => {
+                (None, _) => {
                     target.remove(key);
                 }
             }
