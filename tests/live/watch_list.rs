@@ -56,6 +56,16 @@ fn populate(server: &FakeApiServer) {
     server.apply(pdb("web", "front", "front", 15));
 }
 
+/// A fake API server holding [`populate`]'s cluster, speaking protobuf or not, answering watch-lists
+/// as `mode` says.
+async fn serving(protobuf: bool, mode: WatchListMode) -> FakeApiServer {
+    let server = FakeApiServer::start().await;
+    server.speak_protobuf(protobuf);
+    server.set_watch_list(mode);
+    populate(&server);
+    server
+}
+
 async fn client(server: &FakeApiServer, dir: &std::path::Path) -> kube::Client {
     let config = kube::Config::from_custom_kubeconfig(
         kube::config::Kubeconfig::read_from(server.kubeconfig(dir, "t")).unwrap(),
@@ -161,9 +171,7 @@ async fn a_watch_list_fills_the_cache_as_the_paginated_list_does() {
         (Wire::Json, false),
         (Wire::Protobuf, false),
     ] {
-        let server = FakeApiServer::start().await;
-        server.speak_protobuf(protobuf);
-        populate(&server);
+        let server = serving(protobuf, WatchListMode::Served).await;
         let (streamed, tasks) = mirror(&server, &CORE, wire, InitialSync::WatchList).await;
         synced(&streamed).await;
         stop(tasks);
@@ -282,10 +290,7 @@ async fn each_fallback_reaches_a_synced_cache_through_the_list() {
     for (mode, remembered) in flavours {
         for (wire, protobuf) in [(Wire::Protobuf, true), (Wire::Json, false)] {
             let what = format!("{mode:?}, {wire:?}");
-            let server = FakeApiServer::start().await;
-            server.speak_protobuf(protobuf);
-            server.set_watch_list(mode);
-            populate(&server);
+            let server = serving(protobuf, mode).await;
             let (shared, tasks) =
                 mirror(&server, &[ObjectKind::Pod], wire, InitialSync::WatchList).await;
             eventually(&what, || {
@@ -322,10 +327,7 @@ async fn a_broken_watch_list_is_never_half_applied() {
     for mode in [WatchListMode::Corrupt(5), WatchListMode::Truncated(5)] {
         for (wire, protobuf) in [(Wire::Protobuf, true), (Wire::Json, false)] {
             let what = format!("{mode:?}, {wire:?}");
-            let server = FakeApiServer::start().await;
-            server.speak_protobuf(protobuf);
-            server.set_watch_list(mode);
-            populate(&server);
+            let server = serving(protobuf, mode).await;
             server.fail_requests("GET", "/api/v1/pods?limit=500", &[500, 500]);
             let (shared, tasks) =
                 mirror(&server, &[ObjectKind::Pod], wire, InitialSync::WatchList).await;
@@ -360,9 +362,7 @@ async fn a_broken_watch_list_is_never_half_applied() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relist_through_the_watch_list_removes_what_vanished() {
     for (wire, protobuf) in [(Wire::Protobuf, true), (Wire::Json, false)] {
-        let server = FakeApiServer::start().await;
-        server.speak_protobuf(protobuf);
-        populate(&server);
+        let server = serving(protobuf, WatchListMode::Served).await;
         let (shared, tasks) = mirror(&server, &CORE, wire, InitialSync::WatchList).await;
         synced(&shared).await;
         // The watch goes on after the initial events, on the same stream.
