@@ -19,7 +19,7 @@ use tidal::{
     cluster::{ClusterCache, NodeInfo, ObjectKind, PodInfo, SharedCache},
     runtime::{
         protobuf::{ProtobufKind, decode_list, decode_list_each},
-        watch::{Lenient, LogOnly, apply_lenient_event, listwatch::PAGE},
+        watch::{Lenient, LogOnly, Relist, apply_lenient_event, listwatch::PAGE},
     },
 };
 use tidal_testkit::{
@@ -108,7 +108,7 @@ fn list_into<K: ProtobufKind + serde::Serialize>(
     plural: &str,
     kind: &str,
 ) -> isize {
-    let (mut relist, mut logged, observer) = (None, HashSet::new(), LogOnly);
+    let (mut relist, mut logged, observer) = (Relist::default(), HashSet::new(), LogOnly);
     let mut peak = alloc::live();
     let mut measure = |during: &mut dyn FnMut()| {
         peak = peak.max(alloc::peak_during(during).1);

@@ -492,6 +492,20 @@ impl ClusterCache {
         self.pruned_through = through;
     }
 
+    /// Whether the cache holds any object of a kind: a first list into an empty kind has nothing to
+    /// remove at its end, and keeps no record of what it read.
+    pub fn holds_any(&self, kind: ObjectKind) -> bool {
+        match kind {
+            ObjectKind::Pod => !self.pods.is_empty(),
+            ObjectKind::Node => self.nodes.iter().any(|(_, n)| n.node.is_some()),
+            ObjectKind::PodDisruptionBudget => self.pdbs.iter().next().is_some(),
+            ObjectKind::PodGroup => self.podgroups.iter().next().is_some(),
+            ObjectKind::RevocableZone => self.zones.iter().next().is_some(),
+            ObjectKind::DeschedulingPolicy => self.policies.iter().next().is_some(),
+            ObjectKind::Namespace => self.namespaces.iter().next().is_some(),
+        }
+    }
+
     /// Keys of every object of a kind, for a watcher's relist to find which ones vanished while it was away.
     pub fn object_keys(&self, kind: ObjectKind) -> Vec<ObjectKey> {
         fn named<'a, V: 'a>(it: impl Iterator<Item = (&'a String, V)>) -> Vec<ObjectKey> {

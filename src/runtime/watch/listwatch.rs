@@ -19,12 +19,12 @@ use tracing::{debug, info, warn};
 
 pub use super::initial_sync::InitialSync;
 use super::{
-    Lenient, WatchObserver, apply_lenient_event,
+    Lenient, Relist, WatchObserver, apply_lenient_event,
     events::{EventStream, StreamEvent, StreamFault},
     initial_sync::{Fallback, INITIAL_EVENTS_IDLE},
 };
 use crate::{
-    cluster::{ObjectKey, SharedCache},
+    cluster::SharedCache,
     runtime::protobuf::{self, ACCEPT_LIST, ACCEPT_WATCH, ProtobufKind},
 };
 
@@ -101,7 +101,7 @@ pub async fn mirror<K>(
 ) where
     K: ProtobufKind + Resource<DynamicType = ()> + DeserializeOwned + Clone,
 {
-    let mut relist: Option<HashSet<ObjectKey>> = None;
+    let mut relist = Relist::default();
     let mut logged = HashSet::new();
     let mut failures = 0u32;
     // Cleared for good when the server shows it does not do watch-list.

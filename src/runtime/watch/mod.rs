@@ -6,9 +6,12 @@ mod events;
 pub(crate) mod initial_sync;
 pub(crate) mod lenient;
 pub mod listwatch;
+mod relist;
 pub(crate) mod usage;
 
 pub use lenient::Lenient;
+use relist::Finished;
+pub use relist::Relist;
 
 use jiff::Timestamp;
 use std::{collections::HashSet, sync::Arc, time::Duration};
@@ -247,7 +250,7 @@ where
     let api: Api<Lenient<K>> = Api::all(api.into_client());
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(stream);
-    let mut relist: Option<HashSet<ObjectKey>> = None;
+    let mut relist = Relist::default();
     let mut logged = HashSet::new();
     while let Some(event) = stream.next().await {
         match event {
@@ -267,12 +270,12 @@ where
 /// it is logged once (in `logged`) rather than on every relist.
 pub fn apply_lenient_event<K: Ingest>(
     shared: &SharedCache,
-    relist: &mut Option<HashSet<ObjectKey>>,
+    relist: &mut Relist,
     event: watcher::Event<Lenient<K>>,
     observer: &dyn WatchObserver,
     logged: &mut HashSet<ObjectKey>,
 ) {
-    let mut read = |object: Lenient<K>, relist: &mut Option<HashSet<ObjectKey>>| match object {
+    let mut read = |object: Lenient<K>, relist: &mut Relist| match object {
         Lenient::Read { object, clamped } => {
             let key = object.key();
             if clamped.is_empty() {
@@ -292,9 +295,7 @@ pub fn apply_lenient_event<K: Ingest>(
                 meta.name.unwrap_or_default(),
             );
             observer.unreadable(K::KIND);
-            if let Some(seen) = relist.as_mut() {
-                seen.insert(key.clone());
-            }
+            relist.read(|| key.clone());
             shared.write().note_unreadable(
                 K::KIND,
                 key.clone(),
@@ -328,9 +329,7 @@ pub fn apply_lenient_event<K: Ingest>(
                 meta.name.unwrap_or_default(),
             );
             logged.remove(&key);
-            if let Some(seen) = relist.as_mut() {
-                seen.remove(&key);
-            }
+            relist.deleted(&key);
             let mut cache = shared.write();
             cache.forget_unreadable(K::KIND, &key);
             cache.delete_object(K::KIND, &key, Timestamp::now());
@@ -349,7 +348,7 @@ pub fn apply_lenient_event<K: Ingest>(
 /// Applies one watcher event to the cache. Public so that tests can drive the relist logic directly.
 pub fn apply_event<K: Ingest>(
     shared: &SharedCache,
-    relist: &mut Option<HashSet<ObjectKey>>,
+    relist: &mut Relist,
     event: watcher::Event<K>,
     observer: &dyn WatchObserver,
 ) {
@@ -363,35 +362,44 @@ pub fn apply_event<K: Ingest>(
         watcher::Event::Init => {
             // Until this list completes, the cache may miss objects: hold planning.
             shared.set_synced(K::KIND, false);
-            *relist = Some(HashSet::new());
+            relist.start(shared.read().holds_any(K::KIND));
         }
         watcher::Event::InitApply(object) => {
-            if let Some(seen) = relist.as_mut() {
-                seen.insert(object.key());
-            }
+            relist.read(|| object.key());
             ingest(shared, &object, at);
         }
         watcher::Event::InitDone => {
             if K::KIND == ObjectKind::Node {
                 shared.notify_node_change();
             }
-            let seen = relist.take().unwrap_or_default();
-            let removed = {
-                let mut cache = shared.write();
-                let gone: Vec<ObjectKey> = cache
-                    .object_keys(K::KIND)
-                    .into_iter()
-                    .filter(|key| !seen.contains(key))
-                    .collect();
-                for key in &gone {
-                    cache.delete_object(K::KIND, key, at);
+            let Some(finished) = relist.finish() else {
+                // Never sent by the watchers: a list's end without its start. Nothing was compared
+                // with a whole list, so nothing is removed and the kind stays as it was.
+                warn!(
+                    kind = K::KIND.as_str(),
+                    "a list ended that never began; ignored"
+                );
+                return;
+            };
+            let removed = match &finished {
+                Finished::Fresh { .. } => 0,
+                Finished::Relisted { .. } => {
+                    let mut cache = shared.write();
+                    let gone: Vec<ObjectKey> = cache
+                        .object_keys(K::KIND)
+                        .into_iter()
+                        .filter(|key| !finished.read(key))
+                        .collect();
+                    for key in &gone {
+                        cache.delete_object(K::KIND, key, at);
+                    }
+                    gone.len()
                 }
-                gone.len()
             };
             observer.relisted(K::KIND, removed);
             info!(
                 kind = K::KIND.as_str(),
-                objects = seen.len(),
+                objects = finished.count(),
                 removed,
                 "list complete"
             );
@@ -414,9 +422,7 @@ pub fn apply_event<K: Ingest>(
             let key = object.key();
             debug!(kind = K::KIND.as_str(), %key, "deleted");
             // Deleted while a watch-list's initial events arrive: not part of the state they end in.
-            if let Some(seen) = relist.as_mut() {
-                seen.remove(&key);
-            }
+            relist.deleted(&key);
             shared.write().delete_object(K::KIND, &key, at);
             if config_kind {
                 shared.notify_config_change();
