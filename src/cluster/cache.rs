@@ -25,6 +25,9 @@ use super::{
 
 #[derive(Debug, Default)]
 pub struct ClusterCache {
+    /// Tells this cache's snapshots from others': an update in place relies on this cache's slot
+    /// numbers, so a snapshot of another cache is rebuilt in full.
+    origin: Origin,
     generation: u64,
     /// Removals up to this generation are forgotten; older snapshots are rebuilt in full.
     pruned_through: u64,
@@ -69,6 +72,17 @@ pub struct Unreadable {
 struct InFlight {
     uid: String,
     since: Timestamp,
+}
+
+/// A number unique to each cache of the process; never 0, the origin of a default snapshot.
+#[derive(Debug)]
+struct Origin(u64);
+
+impl Default for Origin {
+    fn default() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Origin(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
 }
 
 /// What a snapshot update did, for logs and benchmarks.
@@ -417,7 +431,8 @@ impl ClusterCache {
     /// everything, and independent of the planning snapshot's incremental updates.
     pub fn nodes_and_zones(&self) -> Snapshot {
         Snapshot {
-            nodes: self.nodes.copy_all(),
+            origin: self.origin.0,
+            nodes: self.nodes.copy_all_map(),
             zones: self.zones.copy_all(),
             ..Snapshot::default()
         }
@@ -440,14 +455,18 @@ impl ClusterCache {
     /// nodes and jobs stay shared with the cache). Meant for one long-lived snapshot per cache: removals
     /// are forgotten afterwards, so any older snapshot passed here later is rebuilt in full.
     pub fn update_snapshot(&mut self, snapshot: &mut Snapshot) -> SnapshotUpdate {
-        let full_rebuild =
-            snapshot.generation < self.pruned_through || snapshot.generation > self.generation;
+        // A default snapshot (origin 0) is empty at generation 0: what any cache was once.
+        let foreign = snapshot.origin != 0 && snapshot.origin != self.origin.0;
+        let full_rebuild = foreign
+            || snapshot.generation < self.pruned_through
+            || snapshot.generation > self.generation;
         let entries_synced = if full_rebuild {
             *snapshot = Snapshot {
                 generation: 0,
-                nodes: self.nodes.copy_all(),
+                origin: self.origin.0,
+                nodes: self.nodes.copy_all_map(),
                 unscheduled: self.unscheduled.copy_all(),
-                jobs: self.jobs.copy_all(),
+                jobs: self.jobs.copy_all_map(),
                 podgroups: self.podgroups.copy_all(),
                 pdbs: self.pdbs.copy_all(),
                 zones: self.zones.copy_all(),
@@ -459,9 +478,9 @@ impl ClusterCache {
             snapshot.nodes.len() + snapshot.jobs.len() + snapshot.unscheduled.len()
         } else {
             let since = snapshot.generation;
-            self.nodes.sync_into(since, &mut snapshot.nodes)
+            self.nodes.sync_into_map(since, &mut snapshot.nodes)
                 + self.unscheduled.sync_into(since, &mut snapshot.unscheduled)
-                + self.jobs.sync_into(since, &mut snapshot.jobs)
+                + self.jobs.sync_into_map(since, &mut snapshot.jobs)
                 + self.podgroups.sync_into(since, &mut snapshot.podgroups)
                 + self.pdbs.sync_into(since, &mut snapshot.pdbs)
                 + self.zones.sync_into(since, &mut snapshot.zones)
@@ -471,6 +490,7 @@ impl ClusterCache {
                 + self.pod_usage.sync_into(since, &mut snapshot.pod_usage)
         };
         snapshot.generation = self.generation;
+        snapshot.origin = self.origin.0;
         self.prune(self.generation);
         SnapshotUpdate {
             full_rebuild,
@@ -751,6 +771,30 @@ mod tests {
         );
         assert!(snapshot.node("n2").is_none(), "the emptied node is gone");
         assert_eq!(snapshot.jobs.len(), 1, "the emptied job is gone");
+    }
+
+    #[test]
+    fn a_snapshot_of_another_cache_is_rebuilt_not_patched() {
+        // Slot numbers are per cache: the same slots name different nodes in these two.
+        let at = Timestamp::UNIX_EPOCH;
+        let mut a = ClusterCache::new();
+        let mut b = ClusterCache::new();
+        for name in ["a0", "a1"] {
+            a.apply_node(crate::testkit::node(name).build());
+        }
+        for name in ["b0", "b1", "b2"] {
+            b.apply_node(crate::testkit::node(name).build());
+        }
+        let mut snapshot = a.snapshot();
+        a.update_snapshot(&mut snapshot);
+        b.apply_pod(running_pod("p", "b1"), at);
+        let update = b.update_snapshot(&mut snapshot);
+        assert!(update.full_rebuild);
+        assert!(snapshot.same_content(&b.snapshot()));
+        assert_eq!(
+            snapshot.nodes.keys().collect::<Vec<_>>(),
+            ["b0", "b1", "b2"]
+        );
     }
 
     fn cpu_sample(at: Timestamp, milli_cpu: i64) -> UsageSample {

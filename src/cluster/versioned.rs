@@ -8,6 +8,8 @@
 
 use std::{collections::BTreeMap, hash::Hash, sync::Arc};
 
+use super::snapshot_map::{Reshape, SnapshotMap};
+
 /// Keys are names of cluster objects, hashed on every event and every snapshot update: foldhash rather
 /// than SipHash, seeded per process as std's maps are.
 type HashMap<K, V> = foldhash::HashMap<K, V>;
@@ -25,12 +27,19 @@ pub(crate) struct Versioned<K, V> {
     /// Removals by generation, so that pruning never scans live entries.
     tombstones: BTreeMap<u64, K>,
     live: usize,
+    /// Slot numbers freed by pruning, for new keys to take.
+    free_slots: Vec<usize>,
+    /// Slot numbers handed out so far.
+    slots: usize,
 }
 
 #[derive(Debug)]
 struct Slot<V> {
     generation: u64,
     value: Option<Arc<V>>,
+    /// A number for the key, unique among the keys held (tombstones included): a [`SnapshotMap`] finds
+    /// the key's entry by it. Reused only once the key is pruned, that is once the snapshot saw it go.
+    slot: usize,
 }
 
 impl<K, V> Default for Versioned<K, V> {
@@ -40,6 +49,8 @@ impl<K, V> Default for Versioned<K, V> {
             changes: BTreeMap::new(),
             tombstones: BTreeMap::new(),
             live: 0,
+            free_slots: Vec::new(),
+            slots: 0,
         }
     }
 }
@@ -121,11 +132,16 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
                     return;
                 }
                 self.live += 1;
+                let slot = self.free_slots.pop().unwrap_or_else(|| {
+                    self.slots += 1;
+                    self.slots - 1
+                });
                 self.entries.insert(
                     key.clone(),
                     Slot {
                         generation: now,
                         value,
+                        slot,
                     },
                 );
             }
@@ -156,6 +172,36 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
         touched
     }
 
+    /// [`sync_into`](Self::sync_into) for a [`SnapshotMap`] of this map's entries: changed entries are
+    /// found by slot, and keys that came or went are merged in at once.
+    pub(crate) fn sync_into_map(&self, since: u64, target: &mut SnapshotMap<K, V>) -> usize {
+        let mut touched = 0;
+        let mut reshape = Reshape::default();
+        for (_, key) in self.changes.range(since + 1..) {
+            touched += 1;
+            // Every change names an entry: pruning forgets both together.
+            let Some(slot) = self.entries.get(key) else {
+                continue;
+            };
+            match &slot.value {
+                Some(value) => {
+                    target.set(&mut reshape, slot.slot, || key.clone(), Arc::clone(value))
+                }
+                None => target.remove(&mut reshape, slot.slot),
+            }
+        }
+        target.reshape(reshape);
+        touched
+    }
+
+    /// Every live entry as a [`SnapshotMap`].
+    pub(crate) fn copy_all_map(&self) -> SnapshotMap<K, V> {
+        SnapshotMap::build(self.entries.iter().filter_map(|(key, slot)| {
+            let value = slot.value.as_ref()?;
+            Some((key.clone(), Arc::clone(value), slot.slot))
+        }))
+    }
+
     /// Every live entry, for a snapshot that cannot be brought up to date incrementally.
     pub(crate) fn copy_all(&self) -> BTreeMap<K, Arc<V>> {
         self.iter()
@@ -171,7 +217,9 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
             }
             let (generation, key) = entry.remove_entry();
             self.changes.remove(&generation);
-            self.entries.remove(&key);
+            if let Some(slot) = self.entries.remove(&key) {
+                self.free_slots.push(slot.slot);
+            }
         }
     }
 }
