@@ -85,12 +85,49 @@ impl Default for Origin {
     }
 }
 
-/// What a snapshot update did, for logs and benchmarks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a snapshot update did, for logs and benchmarks, and what it let go of.
+#[derive(Debug)]
 pub struct SnapshotUpdate {
     pub full_rebuild: bool,
     /// Entries (nodes, jobs, unbound pods, ...) copied or removed.
     pub entries_synced: usize,
+    /// The versions the snapshot held that the cache had already replaced: their last copies.
+    /// Freeing them (the copied tree paths, the pods that changed) is most of an update's work, and
+    /// happens when this value is dropped: a caller holding the cache's lock drops it after releasing
+    /// the lock, so that the watches need not wait for it.
+    pub retired: Retired,
+}
+
+/// Versions a snapshot update replaced, freed when this is dropped.
+#[derive(Default)]
+pub struct Retired {
+    nodes: Vec<Arc<NodeState>>,
+    jobs: Vec<Arc<JobState>>,
+    pods: Vec<Arc<PodInfo>>,
+    /// A snapshot rebuilt in full lets go of its whole previous self.
+    snapshot: Option<Box<Snapshot>>,
+}
+
+impl Retired {
+    /// Node, job and unbound-pod versions let go of (a whole previous snapshot counts as one).
+    pub fn len(&self) -> usize {
+        self.nodes.len() + self.jobs.len() + self.pods.len() + usize::from(self.snapshot.is_some())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl std::fmt::Debug for Retired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retired")
+            .field("nodes", &self.nodes.len())
+            .field("jobs", &self.jobs.len())
+            .field("pods", &self.pods.len())
+            .field("snapshot", &self.snapshot.is_some())
+            .finish()
+    }
 }
 
 impl ClusterCache {
@@ -460,8 +497,9 @@ impl ClusterCache {
         let full_rebuild = foreign
             || snapshot.generation < self.pruned_through
             || snapshot.generation > self.generation;
+        let mut retired = Retired::default();
         let entries_synced = if full_rebuild {
-            *snapshot = Snapshot {
+            let rebuilt = Snapshot {
                 generation: 0,
                 origin: self.origin.0,
                 nodes: self.nodes.copy_all_map(),
@@ -475,19 +513,40 @@ impl ClusterCache {
                 node_usage: self.node_usage.copy_all(),
                 pod_usage: self.pod_usage.copy_all(),
             };
+            retired.snapshot = Some(Box::new(std::mem::replace(snapshot, rebuilt)));
             snapshot.nodes.len() + snapshot.jobs.len() + snapshot.unscheduled.len()
         } else {
             let since = snapshot.generation;
-            self.nodes.sync_into_map(since, &mut snapshot.nodes)
-                + self.unscheduled.sync_into(since, &mut snapshot.unscheduled)
-                + self.jobs.sync_into_map(since, &mut snapshot.jobs)
-                + self.podgroups.sync_into(since, &mut snapshot.podgroups)
-                + self.pdbs.sync_into(since, &mut snapshot.pdbs)
-                + self.zones.sync_into(since, &mut snapshot.zones)
-                + self.policies.sync_into(since, &mut snapshot.policies)
-                + self.namespaces.sync_into(since, &mut snapshot.namespaces)
-                + self.node_usage.sync_into(since, &mut snapshot.node_usage)
-                + self.pod_usage.sync_into(since, &mut snapshot.pod_usage)
+            // Only nodes, jobs and unbound pods carry much to free; the rest goes at once.
+            self.nodes
+                .sync_into_map(since, &mut snapshot.nodes, &mut retired.nodes)
+                + self
+                    .unscheduled
+                    .sync_into(since, &mut snapshot.unscheduled, &mut retired.pods)
+                + self
+                    .jobs
+                    .sync_into_map(since, &mut snapshot.jobs, &mut retired.jobs)
+                + self
+                    .podgroups
+                    .sync_into(since, &mut snapshot.podgroups, &mut Vec::new())
+                + self
+                    .pdbs
+                    .sync_into(since, &mut snapshot.pdbs, &mut Vec::new())
+                + self
+                    .zones
+                    .sync_into(since, &mut snapshot.zones, &mut Vec::new())
+                + self
+                    .policies
+                    .sync_into(since, &mut snapshot.policies, &mut Vec::new())
+                + self
+                    .namespaces
+                    .sync_into(since, &mut snapshot.namespaces, &mut Vec::new())
+                + self
+                    .node_usage
+                    .sync_into(since, &mut snapshot.node_usage, &mut Vec::new())
+                + self
+                    .pod_usage
+                    .sync_into(since, &mut snapshot.pod_usage, &mut Vec::new())
         };
         snapshot.generation = self.generation;
         snapshot.origin = self.origin.0;
@@ -495,6 +554,7 @@ impl ClusterCache {
         SnapshotUpdate {
             full_rebuild,
             entries_synced,
+            retired,
         }
     }
 
@@ -771,6 +831,49 @@ mod tests {
         );
         assert!(snapshot.node("n2").is_none(), "the emptied node is gone");
         assert_eq!(snapshot.jobs.len(), 1, "the emptied job is gone");
+    }
+
+    #[test]
+    fn an_update_hands_over_the_last_copies_of_what_it_replaced() {
+        let mut cache = ClusterCache::new();
+        let at = Timestamp::UNIX_EPOCH;
+        cache.apply_node(crate::testkit::node("n0").build());
+        for n in 0..20 {
+            cache.apply_pod(daemon_pod(n, "n0"), at);
+        }
+        let mut snapshot = cache.snapshot();
+        let old_pod = Arc::downgrade(cache.pod(&ObjectKey::new("ns", "ds-003")).unwrap());
+        let old_node = Arc::downgrade(&snapshot.nodes["n0"]);
+        let mut moved = daemon_pod(3, "n1");
+        moved.phase = crate::cluster::PodPhase::Pending;
+        cache.apply_pod(moved, at);
+
+        let update = cache.update_snapshot(&mut snapshot);
+        assert!(!update.full_rebuild);
+        assert!(!update.retired.is_empty());
+        assert!(
+            old_pod.upgrade().is_some() && old_node.upgrade().is_some(),
+            "only the update's result still holds the old versions"
+        );
+        assert!(snapshot.node("n1").unwrap().pods.len() == 1);
+        drop(update);
+        assert!(
+            old_pod.upgrade().is_none(),
+            "freed with the result, not leaked"
+        );
+        assert!(old_node.upgrade().is_none());
+
+        // A full rebuild hands over the whole previous snapshot the same way.
+        let mut stale = snapshot.clone();
+        let held = Arc::downgrade(&stale.nodes["n1"]);
+        cache.apply_pod(daemon_pod(3, "n0"), at);
+        cache.update_snapshot(&mut snapshot);
+        drop(snapshot);
+        let update = cache.update_snapshot(&mut stale);
+        assert!(update.full_rebuild);
+        assert!(held.upgrade().is_some());
+        drop(update);
+        assert!(held.upgrade().is_none());
     }
 
     #[test]

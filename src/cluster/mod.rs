@@ -25,7 +25,7 @@ pub(crate) mod usage;
 pub(crate) mod versioned;
 pub(crate) mod workload;
 
-pub use cache::{ClusterCache, Unreadable};
+pub use cache::{ClusterCache, Retired, SnapshotUpdate, Unreadable};
 pub use config::{PolicyInfo, ZoneInfo};
 pub use constraints::Constraints;
 pub use ingest::{Ingest, ObjectKind, Unnamed};

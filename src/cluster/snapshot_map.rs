@@ -133,11 +133,22 @@ impl<K, V> SnapshotMap<K, V> {
     }
 }
 
-/// Keys that appeared in, or went from, the cache since the last update: they change the key order.
-#[derive(Default)]
-pub(crate) struct Reshape {
+/// What an update changed beyond values in place: keys that appeared in, or went from, the cache
+/// (they change the key order), and the versions the map let go of.
+pub(crate) struct Reshape<V> {
     added: Vec<usize>,
     removed: Vec<usize>,
+    retired: Vec<Arc<V>>,
+}
+
+impl<V> Default for Reshape<V> {
+    fn default() -> Self {
+        Reshape {
+            added: Vec::new(),
+            removed: Vec::new(),
+            retired: Vec::new(),
+        }
+    }
 }
 
 impl<K: Ord, V> SnapshotMap<K, V> {
@@ -167,7 +178,7 @@ impl<K: Ord, V> SnapshotMap<K, V> {
     #[inline]
     pub(crate) fn set(
         &mut self,
-        reshape: &mut Reshape,
+        reshape: &mut Reshape<V>,
         slot: usize,
         key: impl FnOnce() -> K,
         value: Arc<V>,
@@ -178,7 +189,7 @@ impl<K: Ord, V> SnapshotMap<K, V> {
         match &mut self.slots[slot] {
             // Keys of one slot are equal between updates from one cache (a slot is reused only once
             // the snapshot saw its key go), so only the value changes.
-            Some((_, held)) => *held = value,
+            Some((_, held)) => reshape.retired.push(std::mem::replace(held, value)),
             vacant => {
                 *vacant = Some((key(), value));
                 reshape.added.push(slot);
@@ -188,19 +199,24 @@ impl<K: Ord, V> SnapshotMap<K, V> {
 
     /// Notes that the key in cache slot `slot` is gone; it leaves at [`reshape`](Self::reshape).
     #[inline]
-    pub(crate) fn remove(&self, reshape: &mut Reshape, slot: usize) {
+    pub(crate) fn remove(&self, reshape: &mut Reshape<V>, slot: usize) {
         if self.entry(slot).is_some() {
             reshape.removed.push(slot);
         }
     }
 
-    /// Brings the key order up to date with the keys noted added and removed, and drops the removed
-    /// entries. Each change is placed by a binary search, then the order is edited in place in one
-    /// pass per kind: a new vector here would be a large allocation on every update.
-    pub(crate) fn reshape(&mut self, reshape: Reshape) {
-        let Reshape { added, removed } = reshape;
+    /// Brings the key order up to date with the keys noted added and removed, and takes out the
+    /// removed entries. Each change is placed by a binary search, then the order is edited in place in
+    /// one pass per kind: a new vector here would be a large allocation on every update. Returns the
+    /// values this update replaced or removed, for the caller to free when it suits it.
+    pub(crate) fn reshape(&mut self, reshape: Reshape<V>) -> Vec<Arc<V>> {
+        let Reshape {
+            added,
+            removed,
+            mut retired,
+        } = reshape;
         if added.is_empty() && removed.is_empty() {
-            return;
+            return retired;
         }
         // Positions in the current order.
         let mut removals: Vec<usize> = Vec::with_capacity(removed.len());
@@ -222,8 +238,8 @@ impl<K: Ord, V> SnapshotMap<K, V> {
                         && !removed.contains(&old)
                     {
                         removals.push(at);
-                        if let Some(entry) = self.slots.get_mut(old) {
-                            *entry = None;
+                        if let Some((_, value)) = self.slots.get_mut(old).and_then(Option::take) {
+                            retired.push(value);
                         }
                     }
                 }
@@ -242,10 +258,11 @@ impl<K: Ord, V> SnapshotMap<K, V> {
         inserts.sort_unstable_by(|(a, x), (b, y)| a.cmp(b).then_with(|| key(*x).cmp(&key(*y))));
         self.insert_at_positions(&inserts);
         for slot in removed {
-            if let Some(entry) = self.slots.get_mut(slot) {
-                *entry = None;
+            if let Some((_, value)) = self.slots.get_mut(slot).and_then(Option::take) {
+                retired.push(value);
             }
         }
+        retired
     }
 
     /// Removes the slots at `positions` (ascending, distinct) from the order, shifting the rest down.

@@ -153,28 +153,36 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
     }
 
     /// Brings `target` up to date with every change made after generation `since`; returns how many
-    /// entries it copied or removed.
-    pub(crate) fn sync_into(&self, since: u64, target: &mut BTreeMap<K, Arc<V>>) -> usize {
+    /// entries it copied or removed. The versions `target` let go of go to `retired`, for the caller
+    /// to free when it suits it (they may be the last copies of whole aggregates).
+    pub(crate) fn sync_into(
+        &self,
+        since: u64,
+        target: &mut BTreeMap<K, Arc<V>>,
+        retired: &mut Vec<Arc<V>>,
+    ) -> usize {
         let mut touched = 0;
         for (_, key) in self.changes.range(since + 1..) {
             touched += 1;
-            match (self.get(key), target.get_mut(key)) {
+            let previous = match (self.get(key), target.get_mut(key)) {
                 // In place: no key to clone (a node's name would be an allocation).
-                (Some(value), Some(slot)) => *slot = Arc::clone(value),
-                (Some(value), None) => {
-                    target.insert(key.clone(), Arc::clone(value));
-                }
-                (None, _) => {
-                    target.remove(key);
-                }
-            }
+                (Some(value), Some(slot)) => Some(std::mem::replace(slot, Arc::clone(value))),
+                (Some(value), None) => target.insert(key.clone(), Arc::clone(value)),
+                (None, _) => target.remove(key),
+            };
+            retired.extend(previous);
         }
         touched
     }
 
     /// [`sync_into`](Self::sync_into) for a [`SnapshotMap`] of this map's entries: changed entries are
     /// found by slot, and keys that came or went are merged in at once.
-    pub(crate) fn sync_into_map(&self, since: u64, target: &mut SnapshotMap<K, V>) -> usize {
+    pub(crate) fn sync_into_map(
+        &self,
+        since: u64,
+        target: &mut SnapshotMap<K, V>,
+        retired: &mut Vec<Arc<V>>,
+    ) -> usize {
         let mut touched = 0;
         let mut reshape = Reshape::default();
         for (_, key) in self.changes.range(since + 1..) {
@@ -190,7 +198,7 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
                 None => target.remove(&mut reshape, slot.slot),
             }
         }
-        target.reshape(reshape);
+        retired.extend(target.reshape(reshape));
         touched
     }
 
@@ -252,7 +260,13 @@ mod tests {
         map.update(&mut generation, &"a", |v| *v = 10);
         map.remove(&mut generation, &"b");
         map.insert(&mut generation, "c", 3);
-        assert_eq!(map.sync_into(mark, &mut target), 3);
+        let mut retired = Vec::new();
+        assert_eq!(map.sync_into(mark, &mut target, &mut retired), 3);
+        assert_eq!(
+            retired,
+            [Arc::new(1), Arc::new(2)],
+            "the versions replaced and removed"
+        );
         assert_eq!(
             target,
             BTreeMap::from([("a", Arc::new(10)), ("c", Arc::new(3))])
