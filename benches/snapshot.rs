@@ -2,9 +2,11 @@
 //! - `full_build`: a snapshot from scratch (`ClusterCache::snapshot`) of an unchanged cache, dropped outside
 //!   the timing;
 //! - `churn_1pct/*`: 1% of the pods change (about 1,500 pod events and 15 node events), then the long-lived
-//!   snapshot is brought up to date: the events alone, the update alone, both, and for comparison a full
-//!   rebuild in place of the update (replacing, and so dropping, the previous snapshot), and the events
-//!   with no snapshot outstanding (no copy-on-write);
+//!   snapshot is brought up to date: the events alone, the update alone (what the cache's lock is held
+//!   for; the versions it let go of are freed after the clock stops), freeing those alone, events and
+//!   update and freeing together, and for comparison a full rebuild in place of the update (the previous
+//!   snapshot freed after the clock stops, or within it), and the events with no snapshot outstanding
+//!   (no copy-on-write);
 //! - `ingest/*`: the whole cluster fed to an empty cache, as on start-up or relist: converting the API
 //!   objects and applying them, and applying already converted ones.
 //!
@@ -77,12 +79,26 @@ fn benches(c: &mut Criterion) {
             })
         })
     });
+    // The update as the cache's lock sees it: the versions it let go of are freed after the clock
+    // stops, as a caller does once it released the lock (`free_retired` times that part).
     group.bench_function("churn_1pct/update_snapshot", |b| {
         b.iter_custom(|iters| {
             timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
                 swing.step(cache);
                 let start = Instant::now();
-                black_box(cache.update_snapshot(live));
+                let update = black_box(cache.update_snapshot(live));
+                *elapsed += start.elapsed();
+                drop(update);
+            })
+        })
+    });
+    group.bench_function("churn_1pct/free_retired", |b| {
+        b.iter_custom(|iters| {
+            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                swing.step(cache);
+                let update = black_box(cache.update_snapshot(live));
+                let start = Instant::now();
+                drop(update);
                 *elapsed += start.elapsed();
             })
         })
@@ -97,8 +113,20 @@ fn benches(c: &mut Criterion) {
             })
         })
     });
-    // The same cycle without increments: rebuild from scratch and drop the previous snapshot.
+    // The same cycle without increments: rebuild from scratch, the previous snapshot freed after the
+    // clock stops as `update_snapshot` frees what it let go of (`full_rebuild_and_free` with it).
     group.bench_function("churn_1pct/full_rebuild", |b| {
+        b.iter_custom(|iters| {
+            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                swing.step(cache);
+                let start = Instant::now();
+                let previous = std::mem::replace(live, cache.snapshot());
+                *elapsed += start.elapsed();
+                drop(previous);
+            })
+        })
+    });
+    group.bench_function("churn_1pct/full_rebuild_and_free", |b| {
         b.iter_custom(|iters| {
             timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
                 swing.step(cache);

@@ -25,6 +25,9 @@ use super::{
 
 #[derive(Debug, Default)]
 pub struct ClusterCache {
+    /// Tells this cache's snapshots from others': an update in place relies on this cache's slot
+    /// numbers, so a snapshot of another cache is rebuilt in full.
+    origin: Origin,
     generation: u64,
     /// Removals up to this generation are forgotten; older snapshots are rebuilt in full.
     pruned_through: u64,
@@ -71,12 +74,60 @@ struct InFlight {
     since: Timestamp,
 }
 
-/// What a snapshot update did, for logs and benchmarks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A number unique to each cache of the process; never 0, the origin of a default snapshot.
+#[derive(Debug)]
+struct Origin(u64);
+
+impl Default for Origin {
+    fn default() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Origin(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// What a snapshot update did, for logs and benchmarks, and what it let go of.
+#[derive(Debug)]
 pub struct SnapshotUpdate {
     pub full_rebuild: bool,
     /// Entries (nodes, jobs, unbound pods, ...) copied or removed.
     pub entries_synced: usize,
+    /// The versions the snapshot held that the cache had already replaced: their last copies.
+    /// Freeing them (the copied tree paths, the pods that changed) is most of an update's work, and
+    /// happens when this value is dropped: a caller holding the cache's lock drops it after releasing
+    /// the lock, so that the watches need not wait for it.
+    pub retired: Retired,
+}
+
+/// Versions a snapshot update replaced, freed when this is dropped.
+#[derive(Default)]
+pub struct Retired {
+    nodes: Vec<Arc<NodeState>>,
+    jobs: Vec<Arc<JobState>>,
+    pods: Vec<Arc<PodInfo>>,
+    /// A snapshot rebuilt in full lets go of its whole previous self.
+    snapshot: Option<Box<Snapshot>>,
+}
+
+impl Retired {
+    /// Node, job and unbound-pod versions let go of (a whole previous snapshot counts as one).
+    pub fn len(&self) -> usize {
+        self.nodes.len() + self.jobs.len() + self.pods.len() + usize::from(self.snapshot.is_some())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl std::fmt::Debug for Retired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retired")
+            .field("nodes", &self.nodes.len())
+            .field("jobs", &self.jobs.len())
+            .field("pods", &self.pods.len())
+            .field("snapshot", &self.snapshot.is_some())
+            .finish()
+    }
 }
 
 impl ClusterCache {
@@ -417,7 +468,8 @@ impl ClusterCache {
     /// everything, and independent of the planning snapshot's incremental updates.
     pub fn nodes_and_zones(&self) -> Snapshot {
         Snapshot {
-            nodes: self.nodes.copy_all(),
+            origin: self.origin.0,
+            nodes: self.nodes.copy_all_map(),
             zones: self.zones.copy_all(),
             ..Snapshot::default()
         }
@@ -440,14 +492,19 @@ impl ClusterCache {
     /// nodes and jobs stay shared with the cache). Meant for one long-lived snapshot per cache: removals
     /// are forgotten afterwards, so any older snapshot passed here later is rebuilt in full.
     pub fn update_snapshot(&mut self, snapshot: &mut Snapshot) -> SnapshotUpdate {
-        let full_rebuild =
-            snapshot.generation < self.pruned_through || snapshot.generation > self.generation;
+        // A default snapshot (origin 0) is empty at generation 0: what any cache was once.
+        let foreign = snapshot.origin != 0 && snapshot.origin != self.origin.0;
+        let full_rebuild = foreign
+            || snapshot.generation < self.pruned_through
+            || snapshot.generation > self.generation;
+        let mut retired = Retired::default();
         let entries_synced = if full_rebuild {
-            *snapshot = Snapshot {
+            let rebuilt = Snapshot {
                 generation: 0,
-                nodes: self.nodes.copy_all(),
+                origin: self.origin.0,
+                nodes: self.nodes.copy_all_map(),
                 unscheduled: self.unscheduled.copy_all(),
-                jobs: self.jobs.copy_all(),
+                jobs: self.jobs.copy_all_map(),
                 podgroups: self.podgroups.copy_all(),
                 pdbs: self.pdbs.copy_all(),
                 zones: self.zones.copy_all(),
@@ -456,25 +513,48 @@ impl ClusterCache {
                 node_usage: self.node_usage.copy_all(),
                 pod_usage: self.pod_usage.copy_all(),
             };
+            retired.snapshot = Some(Box::new(std::mem::replace(snapshot, rebuilt)));
             snapshot.nodes.len() + snapshot.jobs.len() + snapshot.unscheduled.len()
         } else {
             let since = snapshot.generation;
-            self.nodes.sync_into(since, &mut snapshot.nodes)
-                + self.unscheduled.sync_into(since, &mut snapshot.unscheduled)
-                + self.jobs.sync_into(since, &mut snapshot.jobs)
-                + self.podgroups.sync_into(since, &mut snapshot.podgroups)
-                + self.pdbs.sync_into(since, &mut snapshot.pdbs)
-                + self.zones.sync_into(since, &mut snapshot.zones)
-                + self.policies.sync_into(since, &mut snapshot.policies)
-                + self.namespaces.sync_into(since, &mut snapshot.namespaces)
-                + self.node_usage.sync_into(since, &mut snapshot.node_usage)
-                + self.pod_usage.sync_into(since, &mut snapshot.pod_usage)
+            // Only nodes, jobs and unbound pods carry much to free; the rest goes at once.
+            self.nodes
+                .sync_into_map(since, &mut snapshot.nodes, &mut retired.nodes)
+                + self
+                    .unscheduled
+                    .sync_into(since, &mut snapshot.unscheduled, &mut retired.pods)
+                + self
+                    .jobs
+                    .sync_into_map(since, &mut snapshot.jobs, &mut retired.jobs)
+                + self
+                    .podgroups
+                    .sync_into(since, &mut snapshot.podgroups, &mut Vec::new())
+                + self
+                    .pdbs
+                    .sync_into(since, &mut snapshot.pdbs, &mut Vec::new())
+                + self
+                    .zones
+                    .sync_into(since, &mut snapshot.zones, &mut Vec::new())
+                + self
+                    .policies
+                    .sync_into(since, &mut snapshot.policies, &mut Vec::new())
+                + self
+                    .namespaces
+                    .sync_into(since, &mut snapshot.namespaces, &mut Vec::new())
+                + self
+                    .node_usage
+                    .sync_into(since, &mut snapshot.node_usage, &mut Vec::new())
+                + self
+                    .pod_usage
+                    .sync_into(since, &mut snapshot.pod_usage, &mut Vec::new())
         };
         snapshot.generation = self.generation;
+        snapshot.origin = self.origin.0;
         self.prune(self.generation);
         SnapshotUpdate {
             full_rebuild,
             entries_synced,
+            retired,
         }
     }
 
@@ -765,6 +845,73 @@ mod tests {
         );
         assert!(snapshot.node("n2").is_none(), "the emptied node is gone");
         assert_eq!(snapshot.jobs.len(), 1, "the emptied job is gone");
+    }
+
+    #[test]
+    fn an_update_hands_over_the_last_copies_of_what_it_replaced() {
+        let mut cache = ClusterCache::new();
+        let at = Timestamp::UNIX_EPOCH;
+        cache.apply_node(crate::testkit::node("n0").build());
+        for n in 0..20 {
+            cache.apply_pod(daemon_pod(n, "n0"), at);
+        }
+        let mut snapshot = cache.snapshot();
+        let old_pod = Arc::downgrade(cache.pod(&ObjectKey::new("ns", "ds-003")).unwrap());
+        let old_node = Arc::downgrade(&snapshot.nodes["n0"]);
+        let mut moved = daemon_pod(3, "n1");
+        moved.phase = crate::cluster::PodPhase::Pending;
+        cache.apply_pod(moved, at);
+
+        let update = cache.update_snapshot(&mut snapshot);
+        assert!(!update.full_rebuild);
+        assert!(!update.retired.is_empty());
+        assert!(
+            old_pod.upgrade().is_some() && old_node.upgrade().is_some(),
+            "only the update's result still holds the old versions"
+        );
+        assert!(snapshot.node("n1").unwrap().pods.len() == 1);
+        drop(update);
+        assert!(
+            old_pod.upgrade().is_none(),
+            "freed with the result, not leaked"
+        );
+        assert!(old_node.upgrade().is_none());
+
+        // A full rebuild hands over the whole previous snapshot the same way.
+        let mut stale = snapshot.clone();
+        let held = Arc::downgrade(&stale.nodes["n1"]);
+        cache.apply_pod(daemon_pod(3, "n0"), at);
+        cache.update_snapshot(&mut snapshot);
+        drop(snapshot);
+        let update = cache.update_snapshot(&mut stale);
+        assert!(update.full_rebuild);
+        assert!(held.upgrade().is_some());
+        drop(update);
+        assert!(held.upgrade().is_none());
+    }
+
+    #[test]
+    fn a_snapshot_of_another_cache_is_rebuilt_not_patched() {
+        // Slot numbers are per cache: the same slots name different nodes in these two.
+        let at = Timestamp::UNIX_EPOCH;
+        let mut a = ClusterCache::new();
+        let mut b = ClusterCache::new();
+        for name in ["a0", "a1"] {
+            a.apply_node(crate::testkit::node(name).build());
+        }
+        for name in ["b0", "b1", "b2"] {
+            b.apply_node(crate::testkit::node(name).build());
+        }
+        let mut snapshot = a.snapshot();
+        a.update_snapshot(&mut snapshot);
+        b.apply_pod(running_pod("p", "b1"), at);
+        let update = b.update_snapshot(&mut snapshot);
+        assert!(update.full_rebuild);
+        assert!(snapshot.same_content(&b.snapshot()));
+        assert_eq!(
+            snapshot.nodes.keys().collect::<Vec<_>>(),
+            ["b0", "b1", "b2"]
+        );
     }
 
     fn cpu_sample(at: Timestamp, milli_cpu: i64) -> UsageSample {

@@ -10,6 +10,7 @@ use super::{
     pod::PodInfo,
     pod_map::PodMap,
     resources::Resources,
+    snapshot_map::SnapshotMap,
     usage::UsageSeries,
     versioned::Aggregate,
     workload::{PdbInfo, PodGroupInfo},
@@ -132,10 +133,12 @@ impl JobState {
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
     pub(super) generation: u64,
-    pub nodes: BTreeMap<String, Arc<NodeState>>,
+    /// The cache this snapshot was taken from: only that cache can bring it up to date in place.
+    pub(super) origin: u64,
+    pub nodes: SnapshotMap<String, NodeState>,
     /// Pods not bound to any node.
     pub unscheduled: BTreeMap<ObjectKey, Arc<PodInfo>>,
-    pub jobs: BTreeMap<JobKey, Arc<JobState>>,
+    pub jobs: SnapshotMap<JobKey, JobState>,
     pub podgroups: BTreeMap<ObjectKey, Arc<PodGroupInfo>>,
     pub pdbs: BTreeMap<ObjectKey, Arc<PdbInfo>>,
     pub zones: BTreeMap<String, Arc<ZoneInfo>>,

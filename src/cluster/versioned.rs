@@ -8,6 +8,8 @@
 
 use std::{collections::BTreeMap, hash::Hash, sync::Arc};
 
+use super::snapshot_map::{Reshape, SnapshotMap};
+
 /// Keys are names of cluster objects, hashed on every event and every snapshot update: foldhash rather
 /// than SipHash, seeded per process as std's maps are.
 type HashMap<K, V> = foldhash::HashMap<K, V>;
@@ -25,12 +27,19 @@ pub(crate) struct Versioned<K, V> {
     /// Removals by generation, so that pruning never scans live entries.
     tombstones: BTreeMap<u64, K>,
     live: usize,
+    /// Slot numbers freed by pruning, for new keys to take.
+    free_slots: Vec<usize>,
+    /// Slot numbers handed out so far.
+    slots: usize,
 }
 
 #[derive(Debug)]
 struct Slot<V> {
     generation: u64,
     value: Option<Arc<V>>,
+    /// A number for the key, unique among the keys held (tombstones included): a [`SnapshotMap`] finds
+    /// the key's entry by it. Reused only once the key is pruned, that is once the snapshot saw it go.
+    slot: usize,
 }
 
 impl<K, V> Default for Versioned<K, V> {
@@ -40,6 +49,8 @@ impl<K, V> Default for Versioned<K, V> {
             changes: BTreeMap::new(),
             tombstones: BTreeMap::new(),
             live: 0,
+            free_slots: Vec::new(),
+            slots: 0,
         }
     }
 }
@@ -121,11 +132,16 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
                     return;
                 }
                 self.live += 1;
+                let slot = self.free_slots.pop().unwrap_or_else(|| {
+                    self.slots += 1;
+                    self.slots - 1
+                });
                 self.entries.insert(
                     key.clone(),
                     Slot {
                         generation: now,
                         value,
+                        slot,
                     },
                 );
             }
@@ -137,23 +153,61 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
     }
 
     /// Brings `target` up to date with every change made after generation `since`; returns how many
-    /// entries it copied or removed.
-    pub(crate) fn sync_into(&self, since: u64, target: &mut BTreeMap<K, Arc<V>>) -> usize {
+    /// entries it copied or removed. The versions `target` let go of go to `retired`, for the caller
+    /// to free when it suits it (they may be the last copies of whole aggregates).
+    pub(crate) fn sync_into(
+        &self,
+        since: u64,
+        target: &mut BTreeMap<K, Arc<V>>,
+        retired: &mut Vec<Arc<V>>,
+    ) -> usize {
         let mut touched = 0;
         for (_, key) in self.changes.range(since + 1..) {
             touched += 1;
-            match (self.get(key), target.get_mut(key)) {
+            let previous = match (self.get(key), target.get_mut(key)) {
                 // In place: no key to clone (a node's name would be an allocation).
-                (Some(value), Some(slot)) => *slot = Arc::clone(value),
-                (Some(value), None) => {
-                    target.insert(key.clone(), Arc::clone(value));
-                }
-                (None, _) => {
-                    target.remove(key);
-                }
-            }
+                (Some(value), Some(slot)) => Some(std::mem::replace(slot, Arc::clone(value))),
+                (Some(value), None) => target.insert(key.clone(), Arc::clone(value)),
+                (None, _) => target.remove(key),
+            };
+            retired.extend(previous);
         }
         touched
+    }
+
+    /// [`sync_into`](Self::sync_into) for a [`SnapshotMap`] of this map's entries: changed entries are
+    /// found by slot, and keys that came or went are merged in at once.
+    pub(crate) fn sync_into_map(
+        &self,
+        since: u64,
+        target: &mut SnapshotMap<K, V>,
+        retired: &mut Vec<Arc<V>>,
+    ) -> usize {
+        let mut touched = 0;
+        let mut reshape = Reshape::default();
+        for (_, key) in self.changes.range(since + 1..) {
+            touched += 1;
+            // Every change names an entry: pruning forgets both together.
+            let Some(slot) = self.entries.get(key) else {
+                continue;
+            };
+            match &slot.value {
+                Some(value) => {
+                    target.set(&mut reshape, slot.slot, || key.clone(), Arc::clone(value))
+                }
+                None => target.remove(&mut reshape, slot.slot),
+            }
+        }
+        retired.extend(target.reshape(reshape));
+        touched
+    }
+
+    /// Every live entry as a [`SnapshotMap`].
+    pub(crate) fn copy_all_map(&self) -> SnapshotMap<K, V> {
+        SnapshotMap::build(self.entries.iter().filter_map(|(key, slot)| {
+            let value = slot.value.as_ref()?;
+            Some((key.clone(), Arc::clone(value), slot.slot))
+        }))
     }
 
     /// Every live entry, for a snapshot that cannot be brought up to date incrementally.
@@ -171,7 +225,9 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
             }
             let (generation, key) = entry.remove_entry();
             self.changes.remove(&generation);
-            self.entries.remove(&key);
+            if let Some(slot) = self.entries.remove(&key) {
+                self.free_slots.push(slot.slot);
+            }
         }
     }
 }
@@ -204,7 +260,13 @@ mod tests {
         map.update(&mut generation, &"a", |v| *v = 10);
         map.remove(&mut generation, &"b");
         map.insert(&mut generation, "c", 3);
-        assert_eq!(map.sync_into(mark, &mut target), 3);
+        let mut retired = Vec::new();
+        assert_eq!(map.sync_into(mark, &mut target, &mut retired), 3);
+        assert_eq!(
+            retired,
+            [Arc::new(1), Arc::new(2)],
+            "the versions replaced and removed"
+        );
         assert_eq!(
             target,
             BTreeMap::from([("a", Arc::new(10)), ("c", Arc::new(3))])
