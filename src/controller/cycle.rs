@@ -16,7 +16,7 @@ use tracing::{info, warn};
 use super::schedule::{PolicyClock, Trigger, ZoneClock, zone_clock};
 use crate::{
     api::PolicyMode,
-    cluster::{ObjectKey, ObjectKind, PolicyInfo, SharedCache, Snapshot},
+    cluster::{ObjectKey, ObjectKind, PolicyInfo, Retired, SharedCache, Snapshot},
     controller::evictor::{EvictionRequest, Evictor, Guard, Halt, Outcome},
     controller::metrics::{
         EvictionLabels, Metrics, PolicyStrategy, SkipLabels, TriggerLabel, ZoneGauges,
@@ -360,8 +360,10 @@ impl Runtime {
         (policies, zones)
     }
 
-    /// Brings the long-lived snapshot up to `now`: expired in-flight marks dropped.
-    fn refresh_snapshot(&mut self, now: Timestamp) {
+    /// Brings the long-lived snapshot up to `now`: expired in-flight marks dropped. Returns the
+    /// versions the update let go of, for the caller to free once the plan is made: outside the
+    /// cache's lock, so the watches do not wait, and outside the plan's latency.
+    fn refresh_snapshot(&mut self, now: Timestamp) -> Retired {
         let mut cache = self.shared.write();
         let expired = cache.expire_evictions(now, self.settings.in_flight_ttl);
         if !expired.is_empty() {
@@ -370,7 +372,7 @@ impl Runtime {
                 "in-flight evictions expired without the pods going away; they count again"
             );
         }
-        cache.update_snapshot(&mut self.snapshot);
+        cache.update_snapshot(&mut self.snapshot).retired
     }
 
     pub async fn run_cycle(
@@ -380,7 +382,7 @@ impl Runtime {
         trigger: Trigger,
     ) -> CycleResult {
         let started = Instant::now();
-        self.refresh_snapshot(now);
+        let retired = self.refresh_snapshot(now);
         let selected: Vec<Arc<PolicyInfo>> = policies
             .iter()
             .filter_map(|name| self.snapshot.policies.get(name).cloned())
@@ -390,6 +392,7 @@ impl Runtime {
         self.metrics
             .plan_duration
             .observe(started.elapsed().as_secs_f64());
+        drop(retired);
         for plan in &cycle.plans {
             for (strategy, took) in &plan.strategy_durations {
                 let labels = PolicyStrategy {
