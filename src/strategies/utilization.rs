@@ -16,7 +16,7 @@ use crate::{
         NodeInfo, NodeState, PodInfo, Resources,
         resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS},
     },
-    framework::{Admission, PlanContext},
+    framework::{Admission, PlacementGroups, PlanContext},
 };
 
 /// The resources every utilization strategy bounds its moves by, listed or not.
@@ -353,6 +353,8 @@ pub(crate) struct Room<'s> {
     /// searched, so that a move costs one update per signature that searches again, not one per
     /// signature seen.
     taken: Vec<usize>,
+    /// The PodGroups placement keys read, found once per run.
+    groups: PlacementGroups<'s>,
     /// What the move being searched for needs on each slot, kept to spare an allocation per search.
     need: Vec<i64>,
     /// The room left as reasons write it (`cpu 1500m, memory 3Gi, pods 20`), until the next move is
@@ -494,6 +496,7 @@ impl<'s> Room<'s> {
             total,
             reachable: HashMap::default(),
             taken: Vec::new(),
+            groups: PlacementGroups::default(),
             need: Vec::new(),
             left: None,
         }
@@ -511,10 +514,11 @@ impl<'s> Room<'s> {
         &mut self,
         pod: &PodInfo,
         usage: &Resources,
-        ctx: &PlanContext<'_>,
+        ctx: &PlanContext<'s>,
     ) -> Option<usize> {
         // Which destinations allow a pod: its constraints and what the placement rules read of it.
-        let signature = signature_hash((pod.constraints.signature, ctx.placement_key(pod)));
+        let placement = ctx.placement_key_in(pod, &mut self.groups);
+        let signature = signature_hash((pod.constraints.signature, placement));
         let requests = &pod.requests;
         // One lookup: Room weighs every pod of every overutilized node.
         let Room {
