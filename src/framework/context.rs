@@ -23,7 +23,7 @@ pub struct PlanContext<'a> {
     pub planned_elsewhere: &'a HashSet<ObjectKey>,
 }
 
-impl PlanContext<'_> {
+impl<'a> PlanContext<'a> {
     /// The pod's own value (label, then annotation), else its PodGroup's, else the policy default.
     pub fn preemptable(&self, pod: &PodInfo) -> Setting<bool> {
         self.declared_preemptable(pod)
@@ -67,9 +67,35 @@ impl PlanContext<'_> {
         placement::placement_key(pod, &preemptable)
     }
 
+    /// [`Self::placement_key`], with the PodGroups it reads remembered in `groups`: a search of the
+    /// snapshot's PodGroups compares names as strings, and balancing strategies ask for every pod they
+    /// weigh, most of them in a few groups.
+    pub(crate) fn placement_key_in(&self, pod: &PodInfo, groups: &mut PlacementGroups<'a>) -> u64 {
+        let group = match (&pod.preemptable, pod.group_name.as_deref()) {
+            (Setting::Unset, Some(name)) => {
+                let namespace = pod.key.namespace.as_str();
+                // The strings themselves, by address and length: the snapshot holds them for the whole
+                // plan, so equal pairs are the same names (and different copies of one name only
+                // miss the cache).
+                let names = [
+                    namespace.as_ptr().addr(),
+                    namespace.len(),
+                    name.as_ptr().addr(),
+                    name.len(),
+                ];
+                *groups
+                    .0
+                    .entry(names)
+                    .or_insert_with(|| self.snapshot.podgroup_of(pod))
+            }
+            _ => None,
+        };
+        placement::placement_key(pod, &placement::preemptable(pod, group))
+    }
+
     /// The PodGroup [`placement::preemptable`] would read: none when the pod says for itself, since the
     /// group is read only when the pod does not (looking it up builds a key, for every pod weighed).
-    fn placement_group(&self, pod: &PodInfo) -> Option<&PodGroupInfo> {
+    fn placement_group(&self, pod: &PodInfo) -> Option<&'a PodGroupInfo> {
         match pod.preemptable {
             Setting::Unset => self.snapshot.podgroup_of(pod),
             Setting::Valid(_) | Setting::Invalid(_) => None,
@@ -140,6 +166,11 @@ impl PlanContext<'_> {
         state.leaving == 0 && self.planned_elsewhere.is_empty() && !admission.admitted_any()
     }
 }
+
+/// PodGroups found for [`PlanContext::placement_key_in`], by the address and length of their namespace
+/// and name strings. Valid for one plan (one snapshot).
+#[derive(Default)]
+pub(crate) struct PlacementGroups<'a>(foldhash::HashMap<[usize; 4], Option<&'a PodGroupInfo>>);
 
 /// The budget the pods of a job carry. Pods of one job normally share a template; if they disagree we
 /// cannot know which budget the owner meant, so the job is refused rather than given the looser one.

@@ -14,6 +14,7 @@ mod zones;
 
 pub use admission::{AcceptAll, Admission};
 pub use candidate::{Candidate, Exemptions, PlannedEviction, Skipped};
+pub(crate) use context::PlacementGroups;
 pub use context::PlanContext;
 pub use gate::Gate;
 pub use strategy::{Balancing, Plugin, PodByPod, Strategy, StrategyId};

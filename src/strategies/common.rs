@@ -46,12 +46,16 @@ pub(crate) fn victim_order(pod: &PodInfo) -> (Option<i32>, QosClass, &crate::clu
     (pod.priority, pod.qos, &pod.key)
 }
 
-/// [`victim_order`] without the key: enough to sort pods that are already in key order with a stable
-/// sort.
-pub(crate) type VictimRank = (Option<i32>, QosClass);
-
-pub(crate) fn victim_rank(pod: &PodInfo) -> VictimRank {
-    (pod.priority, pod.qos)
+/// [`victim_order`] as one number, for a pod at `position` among pods listed in key order: its priority
+/// and QoS class, then that position in place of the key. Keys are distinct, so an unstable sort of
+/// them gives victim order, comparing integers rather than tuples (a sort per overutilized node).
+pub(crate) fn victim_key(pod: &PodInfo, position: usize) -> u128 {
+    // No priority before every priority; flipping the sign bit keeps i32 order among unsigned values.
+    let priority = pod
+        .priority
+        .map_or(0, |p| 1 + u64::from(p.cast_unsigned() ^ 0x8000_0000));
+    let rank = priority << 2 | pod.qos as u64;
+    u128::from(rank) << 64 | position as u128
 }
 
 /// Oldest first (by creation), then by name: for age-based strategies.
@@ -160,4 +164,40 @@ pub(crate) fn fits_elsewhere<'s>(pod: &PodInfo, ctx: &PlanContext<'s>) -> Option
             Some(name.as_str()) != pod.node_name.as_deref() && fits_on(pod, state, ctx)
         })
         .map(|(name, _)| name.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{victim_key, victim_order};
+    use crate::testkit::pod;
+
+    #[test]
+    fn victim_keys_sort_as_victim_order() {
+        let mut pods = Vec::new();
+        for (i, priority) in [
+            None,
+            Some(i32::MIN),
+            Some(-10),
+            Some(0),
+            Some(7),
+            Some(i32::MAX),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            for qos in ["Guaranteed", "BestEffort", "Burstable"] {
+                let mut builder = pod(&format!("a/p{i}-{qos}"), "n1").qos(qos);
+                if let Some(priority) = priority {
+                    builder = builder.priority(priority);
+                }
+                pods.push(builder.build());
+            }
+        }
+        pods.sort_by(|a, b| a.key.cmp(&b.key));
+        let mut by_key: Vec<usize> = (0..pods.len()).collect();
+        by_key.sort_unstable_by_key(|&at| victim_key(&pods[at], at));
+        let mut by_order: Vec<usize> = (0..pods.len()).collect();
+        by_order.sort_by(|&a, &b| victim_order(&pods[a]).cmp(&victim_order(&pods[b])));
+        assert_eq!(by_key, by_order);
+    }
 }

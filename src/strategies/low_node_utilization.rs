@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use super::{
-    common::{Selection, VictimRank, still_movable, victim_rank},
+    common::{Selection, still_movable, victim_key},
     utilization::{
         NodeUsage, Room, Slot, above_any, below_all, bounded_resources, describe_percent,
         node_usages, percent, pod_usage, resolve_thresholds, validate_thresholds,
@@ -125,21 +125,20 @@ impl Balancing for LowNodeUtilization {
             let over_on = |usage: &Resources, (slot, target): &(Slot, f64)| {
                 percent(slot.get(usage), slot.get(&source.node.allocatable)) > *target
             };
-            let mut pods: Vec<(VictimRank, &Arc<PodInfo>)> =
-                Vec::with_capacity(source.state.pods.len());
+            let mut pods: Vec<(u128, &Arc<PodInfo>)> = Vec::with_capacity(source.state.pods.len());
             pods.extend(
                 source
                     .state
                     .pods
                     .values()
                     .filter(|p| still_movable(p, ctx, admission) && selection.admits(p))
-                    .map(|p| (victim_rank(p), p)),
+                    .enumerate()
+                    .map(|(at, p)| (victim_key(p, at), p)),
             );
-            // The node's pods come in key order, so a stable sort by rank alone gives victim order
-            // (rank, then key) without comparing keys, each in its own allocation. Often every pod
-            // has the same rank (no priorities, one QoS class): then they are in order already.
-            if !pods.is_sorted_by_key(|(rank, _)| *rank) {
-                pods.sort_by_key(|(rank, _)| *rank);
+            // The node's pods come in key order, so their positions stand in for their keys. Often
+            // every pod has the same rank (no priorities, one QoS class): then they are in order already.
+            if !pods.is_sorted_by_key(|(key, _)| *key) {
+                pods.sort_unstable_by_key(|(key, _)| *key);
             }
             // Written when the node's first candidate is offered: a node none of whose pods fits
             // anywhere offers none.

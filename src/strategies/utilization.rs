@@ -16,7 +16,7 @@ use crate::{
         NodeInfo, NodeState, PodInfo, Resources,
         resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS},
     },
-    framework::{Admission, PlanContext},
+    framework::{Admission, PlacementGroups, PlanContext},
 };
 
 /// The resources every utilization strategy bounds its moves by, listed or not.
@@ -256,9 +256,6 @@ struct Destination<'s> {
     free: Resources,
 }
 
-/// A hash of a move's placement signature, usage and requests.
-type ShapeKey = u64;
-
 /// A bounded resource, its name matched once: [`Resources::get`] matches names as strings, and Room
 /// reads amounts for every destination it tries for every pod it weighs.
 pub(crate) enum Slot {
@@ -333,10 +330,16 @@ fn fits(
 /// The spare room of the destinations of one strategy run, kept per destination. A pod moves only if
 /// one destination it may run on fits all of it — every bounded resource within that destination's
 /// cap, every other resource it requests (extended ones included) within what the destination has
-/// free — and that destination is charged. Room only shrinks, so it never goes negative, and a
-/// destination that cannot fit a shape of move never can later in the run: each shape's search resumes
-/// where the last one stopped, and shapes at least as large as one that fit nowhere are refused at
-/// once. A run costs about one pass over the destinations per shape, not one per pod.
+/// free — and that destination is charged: the first such destination in name order. Room only
+/// shrinks, so it never goes negative, and shapes of move at least as large as one that fit nowhere
+/// are refused at once.
+///
+/// A search passes over the destinations the pod's placement signature allows, up to the first that
+/// fits: most it passes are full on some bounded resource, so each signature keeps its destinations'
+/// spare room in columns of plain numbers, one per bounded resource, which the search reads instead of
+/// the destinations themselves. (A tree of maxima over the destinations was tried and cost more: the
+/// destinations it must pass are full on different resources, so the maxima of a run of them fit
+/// nearly every move and prune little.)
 pub(crate) struct Room<'s> {
     resources: Vec<String>,
     /// `resources`, matched once.
@@ -344,20 +347,115 @@ pub(crate) struct Room<'s> {
     destinations: Vec<Destination<'s>>,
     /// The sum of the destinations' spare room, per bounded resource.
     total: Resources,
-    /// Destinations (by index, in name order) allowing each placement signature.
-    allowed: HashMap<u64, Vec<usize>>,
-    /// Per shape of move: the position in its signature's allowed list where its search resumes.
-    resume: HashMap<ShapeKey, usize>,
-    /// Per placement signature: moves that fit no destination (a few, to bound the cost of checking).
-    failed: HashMap<u64, Vec<(Resources, Resources)>>,
+    /// Per placement signature: the destinations allowing it, and their room.
+    reachable: HashMap<u64, Reachable>,
+    /// Destinations charged so far, in order: each signature's columns catch up when it is next
+    /// searched, so that a move costs one update per signature that searches again, not one per
+    /// signature seen.
+    taken: Vec<usize>,
+    /// The PodGroups placement keys read, found once per run.
+    groups: PlacementGroups<'s>,
+    /// What the move being searched for needs on each slot, kept to spare an allocation per search.
+    need: Vec<i64>,
     /// The room left as reasons write it (`cpu 1500m, memory 3Gi, pods 20`), until the next move is
     /// taken: candidates refused in between say the same.
     left: Option<String>,
 }
 
-/// A signature or shape of move, hashed with a fixed seed (as SipHash's `DefaultHasher` did before, at a
-/// fraction of its cost: Room hashes twice per pod it weighs).
-fn shape_hash(value: impl Hash) -> u64 {
+/// The destinations a placement signature allows and their spare room.
+struct Reachable {
+    /// Indexes into [`Room::destinations`], ascending (name order).
+    destinations: Vec<usize>,
+    /// Per index into [`Room::destinations`], its position in `destinations`, if it is there.
+    position: Vec<Option<u32>>,
+    /// Their spare room per slot, a column per slot (`spare[slot * len + at]`), as of the first `seen`
+    /// entries of [`Room::taken`].
+    spare: Vec<i64>,
+    seen: usize,
+    /// Moves that fit none of them (a few, to bound the cost of checking).
+    failed: Vec<Failed>,
+}
+
+/// A move that fit no destination: what it needed on each slot, and its requests.
+struct Failed {
+    need: Vec<i64>,
+    requests: Resources,
+}
+
+impl Failed {
+    /// A move needing `need` and requesting `requests` is at least as large: it fits nowhere either.
+    fn covers(&self, need: &[i64], requests: &Resources) -> bool {
+        self.need
+            .iter()
+            .zip(need)
+            .all(|(failed, need)| need >= failed)
+            && within(&self.requests, requests)
+    }
+}
+
+impl Reachable {
+    fn new(destinations: Vec<usize>, all: &[Destination<'_>], slots: &[Slot], seen: usize) -> Self {
+        let spare = slots
+            .iter()
+            .flat_map(|slot| destinations.iter().map(|&i| slot.get(&all[i].spare)))
+            .collect();
+        let mut position = vec![None; all.len()];
+        for (at, &index) in destinations.iter().enumerate() {
+            position[index] = u32::try_from(at).ok();
+        }
+        Reachable {
+            destinations,
+            position,
+            spare,
+            seen,
+            failed: Vec::new(),
+        }
+    }
+
+    /// Brings the columns up to date with the destinations charged since they were last read.
+    fn catch_up(&mut self, taken: &[usize], all: &[Destination<'_>], slots: &[Slot]) {
+        let len = self.destinations.len();
+        for &index in &taken[self.seen..] {
+            if let Some(at) = self.position[index] {
+                let at = at as usize;
+                for (s, slot) in slots.iter().enumerate() {
+                    self.spare[s * len + at] = slot.get(&all[index].spare);
+                }
+            }
+        }
+        self.seen = taken.len();
+    }
+
+    /// The first destination (its position here) with at least `need` spare room on every slot and
+    /// that `accept` takes, asked only of those.
+    fn first(&self, need: &[i64], mut accept: impl FnMut(usize) -> bool) -> Option<usize> {
+        let len = self.destinations.len();
+        let Some((&lead_need, rest_need)) = need.split_first() else {
+            return (0..len).find(|&at| accept(at));
+        };
+        if len == 0 {
+            return None;
+        }
+        let (lead, rest) = self.spare.split_at(len);
+        let mut from = 0;
+        while let Some(skipped) = lead[from..].iter().position(|&spare| spare >= lead_need) {
+            let at = from + skipped;
+            let room_on_rest = rest
+                .chunks_exact(len)
+                .zip(rest_need)
+                .all(|(column, need)| column[at] >= *need);
+            if room_on_rest && accept(at) {
+                return Some(at);
+            }
+            from = at + 1;
+        }
+        None
+    }
+}
+
+/// A placement signature, hashed with a fixed seed (as SipHash's `DefaultHasher` did before, at a
+/// fraction of its cost: Room hashes one for every pod it weighs).
+fn signature_hash(value: impl Hash) -> u64 {
     foldhash::quality::FixedState::default().hash_one(value)
 }
 
@@ -396,9 +494,10 @@ impl<'s> Room<'s> {
             resources,
             destinations,
             total,
-            allowed: HashMap::default(),
-            resume: HashMap::default(),
-            failed: HashMap::default(),
+            reachable: HashMap::default(),
+            taken: Vec::new(),
+            groups: PlacementGroups::default(),
+            need: Vec::new(),
             left: None,
         }
     }
@@ -410,53 +509,56 @@ impl<'s> Room<'s> {
 
     /// A destination that would take `pod` (ready, schedulable, selector, required affinity, hard
     /// taints, tidal's revocable-zone rules) and has room for a move using `usage` here and
-    /// requesting the pod's requests there.
+    /// requesting the pod's requests there: the first in name order.
     pub(crate) fn find(
         &mut self,
         pod: &PodInfo,
         usage: &Resources,
-        ctx: &PlanContext<'_>,
+        ctx: &PlanContext<'s>,
     ) -> Option<usize> {
         // Which destinations allow a pod: its constraints and what the placement rules read of it.
-        let signature = shape_hash((pod.constraints.signature, ctx.placement_key(pod)));
+        let placement = ctx.placement_key_in(pod, &mut self.groups);
+        let signature = signature_hash((pod.constraints.signature, placement));
         let requests = &pod.requests;
-        let dominates = |(u, q): &(Resources, Resources)| {
-            self.slots.iter().all(|s| s.get(usage) >= s.get(u)) && within(q, requests)
-        };
-        if self
-            .failed
-            .get(&signature)
-            .is_some_and(|failed| failed.iter().any(dominates))
-        {
-            return None;
-        }
-        // One lookup per map: Room weighs every pod of every overutilized node.
+        // One lookup: Room weighs every pod of every overutilized node.
         let Room {
             slots,
             destinations,
-            allowed,
-            resume,
+            reachable,
+            taken,
+            need,
             ..
         } = self;
-        let allowed = allowed.entry(signature).or_insert_with(|| {
-            (0..destinations.len())
+        let reach = reachable.entry(signature).or_insert_with(|| {
+            let allowed = (0..destinations.len())
                 .filter(|&i| {
                     pod.constraints.allows_node(destinations[i].node)
                         && ctx.may_run_on(pod, destinations[i].node)
                 })
-                .collect()
+                .collect();
+            Reachable::new(allowed, destinations, slots, taken.len())
         });
-        let shape = shape_hash((signature, usage, requests));
-        let from = resume.entry(shape).or_insert(0);
-        let found = (*from..allowed.len())
-            .find(|&at| fits(slots, &destinations[allowed[at]], usage, requests));
-        *from = found.unwrap_or(allowed.len());
-        let destination = found.map(|at| allowed[at]);
-        if destination.is_none() {
-            let failed = self.failed.entry(signature).or_default();
-            if failed.len() < FAILED_KEPT {
-                failed.push((usage.clone(), requests.clone()));
-            }
+        need.clear();
+        need.extend(slots.iter().map(|s| s.get(usage)));
+        if reach
+            .failed
+            .iter()
+            .any(|failed| failed.covers(need, requests))
+        {
+            return None;
+        }
+        reach.catch_up(taken, destinations, slots);
+        let allowed = &reach.destinations;
+        let destination = reach
+            .first(need, |at| {
+                fits(slots, &destinations[allowed[at]], usage, requests)
+            })
+            .map(|at| allowed[at]);
+        if destination.is_none() && reach.failed.len() < FAILED_KEPT {
+            reach.failed.push(Failed {
+                need: need.clone(),
+                requests: requests.clone(),
+            });
         }
         destination
     }
@@ -472,6 +574,7 @@ impl<'s> Room<'s> {
             slot.set(&mut self.total, total);
         }
         destination.free.sub(&pod.requests);
+        self.taken.push(index);
         self.left = None;
     }
 
