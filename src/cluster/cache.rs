@@ -520,33 +520,21 @@ impl ClusterCache {
             // Only nodes, jobs and unbound pods carry much to free; the rest goes at once.
             self.nodes
                 .sync_into_map(since, &mut snapshot.nodes, &mut retired.nodes)
-                + self
-                    .unscheduled
-                    .sync_into(since, &mut snapshot.unscheduled, &mut retired.pods)
+                + self.unscheduled.sync_into_retiring(
+                    since,
+                    &mut snapshot.unscheduled,
+                    &mut retired.pods,
+                )
                 + self
                     .jobs
                     .sync_into_map(since, &mut snapshot.jobs, &mut retired.jobs)
-                + self
-                    .podgroups
-                    .sync_into(since, &mut snapshot.podgroups, &mut Vec::new())
-                + self
-                    .pdbs
-                    .sync_into(since, &mut snapshot.pdbs, &mut Vec::new())
-                + self
-                    .zones
-                    .sync_into(since, &mut snapshot.zones, &mut Vec::new())
-                + self
-                    .policies
-                    .sync_into(since, &mut snapshot.policies, &mut Vec::new())
-                + self
-                    .namespaces
-                    .sync_into(since, &mut snapshot.namespaces, &mut Vec::new())
-                + self
-                    .node_usage
-                    .sync_into(since, &mut snapshot.node_usage, &mut Vec::new())
-                + self
-                    .pod_usage
-                    .sync_into(since, &mut snapshot.pod_usage, &mut Vec::new())
+                + self.podgroups.sync_into(since, &mut snapshot.podgroups)
+                + self.pdbs.sync_into(since, &mut snapshot.pdbs)
+                + self.zones.sync_into(since, &mut snapshot.zones)
+                + self.policies.sync_into(since, &mut snapshot.policies)
+                + self.namespaces.sync_into(since, &mut snapshot.namespaces)
+                + self.node_usage.sync_into(since, &mut snapshot.node_usage)
+                + self.pod_usage.sync_into(since, &mut snapshot.pod_usage)
         };
         snapshot.generation = self.generation;
         snapshot.origin = self.origin.0;

@@ -155,7 +155,7 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
     /// Brings `target` up to date with every change made after generation `since`; returns how many
     /// entries it copied or removed. The versions `target` let go of go to `retired`, for the caller
     /// to free when it suits it (they may be the last copies of whole aggregates).
-    pub(crate) fn sync_into(
+    pub(crate) fn sync_into_retiring(
         &self,
         since: u64,
         target: &mut BTreeMap<K, Arc<V>>,
@@ -177,6 +177,11 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
 
     /// [`sync_into`](Self::sync_into) for a [`SnapshotMap`] of this map's entries: changed entries are
     /// found by slot, and keys that came or went are merged in at once.
+    /// [`Self::sync_into_retiring`] for small values: what `target` lets go of is freed at once.
+    pub(crate) fn sync_into(&self, since: u64, target: &mut BTreeMap<K, Arc<V>>) -> usize {
+        self.sync_into_retiring(since, target, &mut Vec::new())
+    }
+
     pub(crate) fn sync_into_map(
         &self,
         since: u64,
@@ -261,7 +266,7 @@ mod tests {
         map.remove(&mut generation, &"b");
         map.insert(&mut generation, "c", 3);
         let mut retired = Vec::new();
-        assert_eq!(map.sync_into(mark, &mut target, &mut retired), 3);
+        assert_eq!(map.sync_into_retiring(mark, &mut target, &mut retired), 3);
         assert_eq!(
             retired,
             [Arc::new(1), Arc::new(2)],
