@@ -301,9 +301,7 @@ impl ClusterCache {
                 .unscheduled
                 .insert_shared(generation, pod.key.clone(), Arc::clone(pod)),
         }
-        self.jobs.update(generation, &pod.job, |j| {
-            j.pods.insert(Arc::clone(pod));
-        });
+        self.jobs.update(generation, &pod.job, |j| j.add_pod(pod));
     }
 
     fn detach(&mut self, pod: &PodInfo) {
@@ -316,9 +314,8 @@ impl ClusterCache {
                 self.unscheduled.remove(generation, &pod.key);
             }
         }
-        self.jobs.update(generation, &pod.job, |j| {
-            j.pods.remove(&pod.key);
-        });
+        self.jobs
+            .update(generation, &pod.job, |j| j.remove_pod(pod));
     }
 
     pub fn apply_node(&mut self, node: NodeInfo) {

@@ -4,12 +4,14 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use super::{
     config::{PolicyInfo, ZoneInfo},
+    job_budget::JobBudget,
     keys::{JobKey, ObjectKey},
     namespace::NamespaceInfo,
     node::NodeInfo,
     pod::PodInfo,
     pod_map::PodMap,
     resources::Resources,
+    setting::Setting,
     snapshot_map::SnapshotMap,
     usage::UsageSeries,
     versioned::Aggregate,
@@ -85,6 +87,9 @@ pub struct JobState {
     /// Shared with the cache node by node: a change to one pod of a DaemonSet's 5,000 copies a few
     /// tree nodes, not the job.
     pub pods: PodMap,
+    /// Kept by [`Self::add_pod`] and [`Self::remove_pod`]: the gates read every job of a plan, and
+    /// walking each job's pods (a tree of pointers) for counts that rarely change took a tenth of it.
+    summary: JobSummary,
 }
 
 impl Aggregate for JobState {
@@ -110,23 +115,257 @@ impl JobStats {
     pub fn unavailable(&self) -> u32 {
         self.total - self.finished - self.running
     }
+
+    /// The counter `pod` adds to, `leaving` saying whether it counts as gone. The one rule for both
+    /// the walk and the kept summary, so that they cannot drift apart.
+    fn counter(&mut self, pod: &PodInfo, leaving: bool) -> Option<&mut u32> {
+        if pod.phase.is_finished() {
+            Some(&mut self.finished)
+        } else if leaving {
+            Some(&mut self.leaving)
+        } else if pod.is_available() {
+            Some(&mut self.running)
+        } else {
+            None
+        }
+    }
+
+    fn add(&mut self, pod: &PodInfo, leaving: bool) {
+        self.total += 1;
+        if let Some(counter) = self.counter(pod, leaving) {
+            *counter += 1;
+        }
+    }
+
+    fn remove(&mut self, pod: &PodInfo, leaving: bool) {
+        self.total = self.total.saturating_sub(1);
+        if let Some(counter) = self.counter(pod, leaving) {
+            *counter = counter.saturating_sub(1);
+        }
+    }
+}
+
+/// What a job's pods add up to, counted as they come and go.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct JobSummary {
+    /// [`JobState::stats`] with leaving meaning [`PodInfo::is_leaving`].
+    stats: JobStats,
+    budgets: BudgetTally,
+}
+
+impl JobSummary {
+    fn add(&mut self, pod: &PodInfo) {
+        self.stats.add(pod, pod.is_leaving());
+        self.budgets.add(&pod.budget);
+    }
+
+    fn remove(&mut self, pod: &PodInfo) {
+        self.stats.remove(pod, pod.is_leaving());
+        self.budgets.remove(&pod.budget);
+    }
+}
+
+/// The budgets a job's pods carry (`pod.budget`), counted.
+#[derive(Clone, Debug, Default)]
+struct BudgetTally {
+    invalid: u32,
+    /// Distinct values with the number of pods carrying each. Pods of a job normally share a template,
+    /// so this holds one entry, or none.
+    valid: Vec<(JobBudget, u32)>,
+}
+
+impl BudgetTally {
+    fn add(&mut self, budget: &Setting<JobBudget>) {
+        match budget {
+            Setting::Unset => {}
+            Setting::Invalid(_) => self.invalid += 1,
+            Setting::Valid(budget) => match self.valid.iter_mut().find(|(b, _)| b == budget) {
+                Some((_, count)) => *count += 1,
+                None => self.valid.push((*budget, 1)),
+            },
+        }
+    }
+
+    fn remove(&mut self, budget: &Setting<JobBudget>) {
+        match budget {
+            Setting::Unset => {}
+            Setting::Invalid(_) => self.invalid = self.invalid.saturating_sub(1),
+            Setting::Valid(budget) => {
+                if let Some(at) = self.valid.iter().position(|(b, _)| b == budget) {
+                    self.valid[at].1 -= 1;
+                    if self.valid[at].1 == 0 {
+                        self.valid.swap_remove(at);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Equal when the same values have the same counts: the order of `valid` is that of arrivals, which a
+/// rebuild of the same pods need not repeat.
+impl PartialEq for BudgetTally {
+    fn eq(&self, other: &Self) -> bool {
+        self.invalid == other.invalid
+            && self.valid.len() == other.valid.len()
+            && self.valid.iter().all(|entry| other.valid.contains(entry))
+    }
+}
+
+/// The budgets a job's pods carry, as far as the counts alone tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PodBudgets {
+    /// No pod carries one.
+    None,
+    /// Every pod carrying one carries this one, and none carries an invalid one.
+    Agreed(JobBudget),
+    /// Some pod's is invalid, or the pods' differ: what to report depends on which pod comes first,
+    /// so the caller walks the pods.
+    Mixed,
 }
 
 impl JobState {
+    pub(super) fn add_pod(&mut self, pod: &Arc<PodInfo>) {
+        if let Some(replaced) = self.pods.insert(Arc::clone(pod)) {
+            self.summary.remove(&replaced);
+        }
+        self.summary.add(pod);
+    }
+
+    /// Removes the pod with `pod`'s key, counted by the version stored (the one leaving), so that a
+    /// caller holding another version of it cannot miscount.
+    pub(super) fn remove_pod(&mut self, pod: &PodInfo) {
+        if let Some(stored) = self.pods.remove(&pod.key) {
+            self.summary.remove(&stored);
+        }
+    }
+
     /// Counts the job's pods; `leaving` marks pods to count as already gone (e.g. planned this cycle).
+    /// A walk over the pods: when `leaving` would be [`PodInfo::is_leaving`], [`Self::stats_as_is`]
+    /// answers the same at once.
     pub fn stats(&self, leaving: impl Fn(&PodInfo) -> bool) -> JobStats {
         let mut stats = JobStats::default();
         for pod in self.pods.values() {
-            stats.total += 1;
-            if pod.phase.is_finished() {
-                stats.finished += 1;
-            } else if leaving(pod) {
-                stats.leaving += 1;
-            } else if pod.is_available() {
-                stats.running += 1;
-            }
+            stats.add(pod, leaving(pod));
         }
         stats
+    }
+
+    /// [`Self::stats`] with nothing counted as gone beyond what the pods say of themselves
+    /// ([`PodInfo::is_leaving`]), kept as pods come and go rather than counted.
+    pub fn stats_as_is(&self) -> JobStats {
+        self.summary.stats
+    }
+
+    /// The budgets the job's pods carry, from counts kept as pods come and go.
+    pub(crate) fn pod_budgets(&self) -> PodBudgets {
+        let tally = &self.summary.budgets;
+        match (tally.invalid, tally.valid.as_slice()) {
+            (0, []) => PodBudgets::None,
+            (0, [(budget, _)]) => PodBudgets::Agreed(*budget),
+            _ => PodBudgets::Mixed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod job_summary_tests {
+    use std::sync::Arc;
+
+    use super::{JobState, JobStats, PodBudgets};
+    use crate::{
+        cluster::{IntOrPercent, JobBudget, PodInfo},
+        testkit::*,
+    };
+
+    fn build(pod: PodBuilder) -> Arc<PodInfo> {
+        Arc::new(pod.build())
+    }
+
+    fn stats(total: u32, running: u32, finished: u32, leaving: u32) -> JobStats {
+        JobStats {
+            total,
+            running,
+            finished,
+            leaving,
+        }
+    }
+
+    /// The kept counts, checked against a walk every time.
+    fn kept(job: &JobState) -> JobStats {
+        assert_eq!(job.stats_as_is(), job.stats(PodInfo::is_leaving));
+        job.stats_as_is()
+    }
+
+    #[test]
+    fn a_pod_counts_by_its_latest_version_as_it_runs_terminates_and_finishes() {
+        let mut job = JobState::default();
+        job.add_pod(&build(pod("a/p", "n1").phase("Pending")));
+        job.add_pod(&build(pod("a/other", "n1")));
+        assert_eq!(kept(&job), stats(2, 1, 0, 0));
+
+        // Versions replace one another, as the cache applies them: removed, then added.
+        let running = build(pod("a/p", "n1"));
+        job.remove_pod(&running);
+        job.add_pod(&running);
+        assert_eq!(kept(&job), stats(2, 2, 0, 0));
+
+        let terminating = build(pod("a/p", "n1").terminating());
+        job.remove_pod(&terminating);
+        job.add_pod(&terminating);
+        assert_eq!(kept(&job), stats(2, 1, 0, 1));
+
+        // Added over the stored version without its removal: still counted once.
+        let finished = build(pod("a/p", "n1").terminating().phase("Succeeded"));
+        job.add_pod(&finished);
+        assert_eq!(kept(&job), stats(2, 1, 1, 0));
+
+        // Removal counts by the stored version, whatever version the caller holds.
+        job.remove_pod(&running);
+        assert_eq!(kept(&job), stats(1, 1, 0, 0));
+        job.remove_pod(&build(pod("a/other", "n1").phase("Failed")));
+        assert_eq!(kept(&job), JobStats::default());
+        assert_eq!(job, JobState::default(), "nothing lingers once empty");
+    }
+
+    #[test]
+    fn removing_a_pod_that_is_not_there_changes_nothing() {
+        let mut job = JobState::default();
+        job.add_pod(&build(pod("a/p", "n1").terminating()));
+        let before = job.clone();
+        job.remove_pod(&build(pod("a/absent", "n1").terminating()));
+        assert_eq!(kept(&job), stats(1, 0, 0, 1));
+        assert_eq!(job, before);
+    }
+
+    #[test]
+    fn pod_budgets_are_agreed_only_while_no_pod_disagrees_or_is_invalid() {
+        let carrying = |name: &str, value: &str| {
+            build(
+                pod(&format!("a/{name}"), "n1").annotation("volcano.sh/jdb-max-unavailable", value),
+            )
+        };
+        let gone = |name: &str| build(pod(&format!("a/{name}"), "n1"));
+        let one = JobBudget::MaxUnavailable(IntOrPercent::Int(1));
+        let mut job = JobState::default();
+        job.add_pod(&gone("plain"));
+        assert_eq!(job.pod_budgets(), PodBudgets::None);
+        job.add_pod(&carrying("a", "1"));
+        job.add_pod(&carrying("b", "1"));
+        assert_eq!(job.pod_budgets(), PodBudgets::Agreed(one));
+        job.add_pod(&carrying("c", "2"));
+        assert_eq!(job.pod_budgets(), PodBudgets::Mixed);
+        job.remove_pod(&gone("c"));
+        assert_eq!(job.pod_budgets(), PodBudgets::Agreed(one));
+        job.add_pod(&carrying("d", "lots"));
+        assert_eq!(job.pod_budgets(), PodBudgets::Mixed);
+        // The invalid version replaced by a valid one: agreed again.
+        job.add_pod(&carrying("d", "1"));
+        assert_eq!(job.pod_budgets(), PodBudgets::Agreed(one));
+        for name in ["a", "b", "d"] {
+            job.remove_pod(&gone(name));
+        }
+        assert_eq!(job.pod_budgets(), PodBudgets::None);
     }
 }
 

@@ -10,7 +10,7 @@ use crate::{
     api::GoDuration,
     cluster::{
         InvalidValue, JobBudget, JobKey, JobState, NodeInfo, NodeState, ObjectKey, PodGroupInfo,
-        PodInfo, PolicyInfo, Setting, Snapshot, placement,
+        PodInfo, PolicyInfo, Setting, Snapshot, placement, snapshot::PodBudgets,
     },
 };
 
@@ -132,7 +132,7 @@ impl<'a> PlanContext<'a> {
             .and_then(|pod| self.snapshot.podgroup_of(pod))
             .map_or(Setting::Unset, |g| g.budget.clone());
         from_group
-            .or_else(|| agreed_pod_budget(job, state.pods.values().map(|p| &p.budget)))
+            .or_else(|| agreed_pod_budget(job, state))
             .or_else(|| match &self.policy.default_budget {
                 Ok(Some(budget)) => Setting::Valid(*budget),
                 Ok(None) => Setting::Unset,
@@ -174,7 +174,17 @@ pub(crate) struct PlacementGroups<'a>(foldhash::HashMap<[usize; 4], Option<&'a P
 
 /// The budget the pods of a job carry. Pods of one job normally share a template; if they disagree we
 /// cannot know which budget the owner meant, so the job is refused rather than given the looser one.
-fn agreed_pod_budget<'p>(
+fn agreed_pod_budget(job: &JobKey, state: &JobState) -> Setting<JobBudget> {
+    match state.pod_budgets() {
+        PodBudgets::None => Setting::Unset,
+        PodBudgets::Agreed(budget) => Setting::Valid(budget),
+        // The error names the first invalid or differing budget in pod order: only a walk knows it.
+        PodBudgets::Mixed => walk_pod_budgets(job, state.pods.values().map(|p| &p.budget)),
+    }
+}
+
+/// [`agreed_pod_budget`] by visiting the budgets one by one.
+fn walk_pod_budgets<'p>(
     job: &JobKey,
     budgets: impl Iterator<Item = &'p Setting<JobBudget>>,
 ) -> Setting<JobBudget> {
@@ -198,4 +208,145 @@ fn agreed_pod_budget<'p>(
         }
     }
     agreed.map_or(Setting::Unset, Setting::Valid)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{agreed_pod_budget, walk_pod_budgets};
+    use crate::{
+        cluster::{
+            ClusterCache, JobKey, JobState, ObjectKey, PodInfo, Setting, Snapshot,
+            snapshot::PodBudgets,
+        },
+        testkit::*,
+    };
+
+    const PHASES: [&str; 5] = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];
+    /// No budget, two agreeing-or-not maximums, a minimum, and one that does not parse.
+    const BUDGETS: [Option<(&str, &str)>; 5] = [
+        None,
+        Some(("volcano.sh/jdb-max-unavailable", "1")),
+        Some(("volcano.sh/jdb-max-unavailable", "2")),
+        Some(("volcano.sh/jdb-min-available", "50%")),
+        Some(("volcano.sh/jdb-max-unavailable", "lots")),
+    ];
+
+    #[derive(Clone, Debug)]
+    enum Event {
+        Apply {
+            slot: u8,
+            job: u8,
+            node: Option<u8>,
+            phase: usize,
+            terminating: bool,
+            budget: usize,
+        },
+        Delete(u8),
+        Evict(u8),
+        /// Brings the long-lived snapshot up to date and checks it.
+        Update,
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        prop_oneof![
+            6 => (0u8..10, 0u8..3, prop::option::of(0u8..3), 0..PHASES.len(), any::<bool>(), 0..BUDGETS.len())
+                .prop_map(|(slot, job, node, phase, terminating, budget)| Event::Apply {
+                    slot, job, node, phase, terminating, budget,
+                }),
+            2 => (0u8..10).prop_map(Event::Delete),
+            1 => (0u8..10).prop_map(Event::Evict),
+            1 => Just(Event::Update),
+        ]
+    }
+
+    fn key(slot: u8) -> ObjectKey {
+        ObjectKey::new("ns", format!("p{slot}"))
+    }
+
+    fn apply(cache: &mut ClusterCache, event: &Event) {
+        let at = jiff::Timestamp::UNIX_EPOCH;
+        match *event {
+            Event::Apply {
+                slot,
+                job,
+                node,
+                phase,
+                terminating,
+                budget,
+            } => {
+                let node = node.map(|n| format!("n{n}")).unwrap_or_default();
+                let mut pod = pod(&format!("ns/p{slot}"), &node)
+                    .owned_by("Job", &format!("j{job}"))
+                    .phase(PHASES[phase]);
+                if terminating {
+                    pod = pod.terminating();
+                }
+                if let Some((key, value)) = BUDGETS[budget] {
+                    pod = pod.annotation(key, value);
+                }
+                cache.apply_pod(pod.build(), at);
+            }
+            Event::Delete(slot) => cache.delete_pod(&key(slot), at),
+            Event::Evict(slot) => {
+                cache.mark_evicting(&key(slot), at);
+            }
+            Event::Update => {}
+        }
+    }
+
+    /// What the job keeps counted must be what a walk over its pods finds.
+    fn check_job(key: &JobKey, job: &JobState) -> Result<(), TestCaseError> {
+        prop_assert_eq!(job.stats_as_is(), job.stats(PodInfo::is_leaving), "{}", key);
+        let walked = walk_pod_budgets(key, job.pods.values().map(|p| &p.budget));
+        prop_assert_eq!(&agreed_pod_budget(key, job), &walked, "{}", key);
+        let expected = match walked {
+            Setting::Unset => PodBudgets::None,
+            Setting::Valid(budget) => PodBudgets::Agreed(budget),
+            Setting::Invalid(_) => PodBudgets::Mixed,
+        };
+        prop_assert_eq!(job.pod_budgets(), expected, "{}", key);
+        Ok(())
+    }
+
+    fn check(snapshot: &Snapshot) -> Result<(), TestCaseError> {
+        for (key, job) in &snapshot.jobs {
+            check_job(key, job)?;
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 200,
+            rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
+            ..ProptestConfig::default()
+        })]
+
+        /// Through the cache and the copy-on-write of its snapshots: a long-lived snapshot brought up
+        /// to date at random points, and the snapshots taken along the way, which must keep what they
+        /// had however the cache changes afterwards.
+        #[test]
+        fn job_summaries_equal_a_walk_over_the_job_s_pods(
+            events in prop::collection::vec(event(), 1..60)
+        ) {
+            let mut cache = ClusterCache::new();
+            let mut live = Snapshot::default();
+            let mut taken = Vec::new();
+            for event in &events {
+                apply(&mut cache, event);
+                if matches!(event, Event::Update) {
+                    cache.update_snapshot(&mut live);
+                    check(&live)?;
+                    taken.push(live.clone());
+                }
+            }
+            cache.update_snapshot(&mut live);
+            check(&live)?;
+            for snapshot in &taken {
+                check(snapshot)?;
+            }
+        }
+    }
 }

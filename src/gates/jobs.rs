@@ -6,7 +6,7 @@ use std::{cell::RefCell, rc::Rc};
 
 use super::budget::allowed_evictions;
 use crate::{
-    cluster::{JobBudget, JobKey, JobStats, Setting},
+    cluster::{JobBudget, JobKey, JobState, JobStats, Setting},
     framework::PlanContext,
 };
 
@@ -25,9 +25,7 @@ impl JobEntry {
     fn read(job: &JobKey, ctx: &PlanContext<'_>) -> Self {
         let state = ctx.snapshot.job(job);
         let budget = ctx.job_budget_in(job, state);
-        let stats = state
-            .map(|state| state.stats(|pod| ctx.is_leaving(pod)))
-            .unwrap_or_default();
+        let stats = state.map(|state| stats(state, ctx)).unwrap_or_default();
         // An invalid budget never reaches gate `budget` (gate `invalid` refuses it first).
         let valid = match &budget {
             Setting::Valid(budget) => Some(*budget),
@@ -40,6 +38,17 @@ impl JobEntry {
             remaining: allowed_evictions(valid, stats),
             admitted: 0,
         }
+    }
+}
+
+/// The job's pod counts with [`PlanContext::is_leaving`] counting as gone. With nothing planned
+/// elsewhere that is what the pods say of themselves, which the job keeps counted; otherwise the pods
+/// are walked.
+fn stats(state: &JobState, ctx: &PlanContext<'_>) -> JobStats {
+    if ctx.planned_elsewhere.is_empty() {
+        state.stats_as_is()
+    } else {
+        state.stats(|pod| ctx.is_leaving(pod))
     }
 }
 
