@@ -1,7 +1,10 @@
 //! Everything a strategy or gate may read during one policy's planning, and the rules that combine a
 //! pod's own settings with its PodGroup's and the policy's defaults.
 
-use std::collections::{BTreeMap, HashSet};
+use std::{
+    collections::{BTreeMap, HashSet},
+    sync::Arc,
+};
 
 use jiff::Timestamp;
 
@@ -9,8 +12,9 @@ use super::{admission::Admission, zones::ZoneView};
 use crate::{
     api::GoDuration,
     cluster::{
-        InvalidValue, JobBudget, JobKey, JobState, NodeInfo, NodeState, ObjectKey, PodGroupInfo,
-        PodInfo, PolicyInfo, Setting, Snapshot, placement, snapshot::PodBudgets,
+        InvalidValue, JobBudget, JobKey, JobKind, JobState, NodeInfo, NodeState, ObjectKey,
+        PodGroupInfo, PodInfo, PolicyInfo, Setting, Snapshot, placement,
+        snapshot::{NamespacedName, PodBudgets},
     },
 };
 
@@ -125,11 +129,8 @@ impl<'a> PlanContext<'a> {
         let Some(state) = state else {
             return Setting::Unset;
         };
-        let from_group = state
-            .pods
-            .values()
-            .next()
-            .and_then(|pod| self.snapshot.podgroup_of(pod))
+        let from_group = self
+            .job_podgroup(job, state)
             .map_or(Setting::Unset, |g| g.budget.clone());
         from_group
             .or_else(|| agreed_pod_budget(job, state))
@@ -143,6 +144,18 @@ impl<'a> PlanContext<'a> {
                     error: error.clone(),
                 })),
             })
+    }
+
+    /// The PodGroup the pods of `job` name, if it exists: what [`Snapshot::podgroup_of`] finds for any
+    /// of them. Read from the job's key, not from a pod (a descent of the pods' tree and a pointer to
+    /// follow, for every job a plan reads): a pod naming a group is the job of that group (`job_of`),
+    /// and the pods of any other job name none.
+    fn job_podgroup(&self, job: &JobKey, state: &JobState) -> Option<&'a PodGroupInfo> {
+        if !matches!(job.kind, JobKind::PodGroup) || state.pods.is_empty() {
+            return None;
+        }
+        let key: &dyn NamespacedName = &(job.namespace.as_str(), job.name.as_str());
+        self.snapshot.podgroups.get(key).map(Arc::as_ref)
     }
 
     /// Counts as gone already: terminating, evicted earlier, or planned by another policy this cycle.
@@ -212,10 +225,14 @@ fn walk_pod_budgets<'p>(
 
 #[cfg(test)]
 mod tests {
-    use proptest::prelude::*;
+    use std::collections::{BTreeMap, HashSet};
 
-    use super::{agreed_pod_budget, walk_pod_budgets};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::{PlanContext, agreed_pod_budget, walk_pod_budgets};
     use crate::{
+        api::labels,
         cluster::{
             ClusterCache, JobKey, JobState, ObjectKey, PodInfo, Setting, Snapshot,
             snapshot::PodBudgets,
@@ -232,6 +249,8 @@ mod tests {
         Some(("volcano.sh/jdb-min-available", "50%")),
         Some(("volcano.sh/jdb-max-unavailable", "lots")),
     ];
+    /// Jobs below this are controllers' (`Job j<n>`); from it on, PodGroups' (`g<n - GROUPS_FROM>`).
+    const GROUPS_FROM: u8 = 2;
 
     #[derive(Clone, Debug)]
     enum Event {
@@ -245,18 +264,25 @@ mod tests {
         },
         Delete(u8),
         Evict(u8),
+        ApplyGroup {
+            group: u8,
+            budget: usize,
+        },
+        DeleteGroup(u8),
         /// Brings the long-lived snapshot up to date and checks it.
         Update,
     }
 
     fn event() -> impl Strategy<Value = Event> {
         prop_oneof![
-            6 => (0u8..10, 0u8..3, prop::option::of(0u8..3), 0..PHASES.len(), any::<bool>(), 0..BUDGETS.len())
+            6 => (0u8..10, 0..GROUPS_FROM + 2, prop::option::of(0u8..3), 0..PHASES.len(), any::<bool>(), 0..BUDGETS.len())
                 .prop_map(|(slot, job, node, phase, terminating, budget)| Event::Apply {
                     slot, job, node, phase, terminating, budget,
                 }),
             2 => (0u8..10).prop_map(Event::Delete),
             1 => (0u8..10).prop_map(Event::Evict),
+            1 => (0u8..2, 0..BUDGETS.len()).prop_map(|(group, budget)| Event::ApplyGroup { group, budget }),
+            1 => (0u8..2).prop_map(Event::DeleteGroup),
             1 => Just(Event::Update),
         ]
     }
@@ -280,6 +306,9 @@ mod tests {
                 let mut pod = pod(&format!("ns/p{slot}"), &node)
                     .owned_by("Job", &format!("j{job}"))
                     .phase(PHASES[phase]);
+                if job >= GROUPS_FROM {
+                    pod = pod.annotation(labels::GROUP_NAME, &format!("g{}", job - GROUPS_FROM));
+                }
                 if terminating {
                     pod = pod.terminating();
                 }
@@ -292,27 +321,59 @@ mod tests {
             Event::Evict(slot) => {
                 cache.mark_evicting(&key(slot), at);
             }
+            Event::ApplyGroup { group, budget } => {
+                let mut group = podgroup(&format!("ns/g{group}"));
+                if let Some((key, value)) = BUDGETS[budget] {
+                    group = group.annotation(key, value);
+                }
+                cache.apply_podgroup(group.build());
+            }
+            Event::DeleteGroup(group) => {
+                cache.delete_podgroup(&ObjectKey::new("ns", format!("g{group}")));
+            }
             Event::Update => {}
         }
     }
 
-    /// What the job keeps counted must be what a walk over its pods finds.
-    fn check_job(key: &JobKey, job: &JobState) -> Result<(), TestCaseError> {
+    /// What the job keeps counted must be what a walk over its pods finds, and its budget what the
+    /// PodGroup of its first pod, then a walk over its pods' budgets, say.
+    fn check_job(ctx: &PlanContext<'_>, key: &JobKey, job: &JobState) -> Result<(), TestCaseError> {
         prop_assert_eq!(job.stats_as_is(), job.stats(PodInfo::is_leaving), "{}", key);
         let walked = walk_pod_budgets(key, job.pods.values().map(|p| &p.budget));
         prop_assert_eq!(&agreed_pod_budget(key, job), &walked, "{}", key);
-        let expected = match walked {
+        let expected = match &walked {
             Setting::Unset => PodBudgets::None,
-            Setting::Valid(budget) => PodBudgets::Agreed(budget),
+            Setting::Valid(budget) => PodBudgets::Agreed(*budget),
             Setting::Invalid(_) => PodBudgets::Mixed,
         };
         prop_assert_eq!(job.pod_budgets(), expected, "{}", key);
+
+        let group_of = |pod: &PodInfo| ctx.snapshot.podgroup_of(pod).map(|g| g.key.clone());
+        let group = job.pods.values().next().and_then(|pod| group_of(pod));
+        for pod in job.pods.values() {
+            prop_assert_eq!(group_of(pod), group.clone(), "{}: one group for all", key);
+        }
+        let from_first_pod = group
+            .map_or(Setting::Unset, |g| {
+                ctx.snapshot.podgroups[&g].budget.clone()
+            })
+            .or_else(|| walked);
+        prop_assert_eq!(ctx.job_budget_in(key, Some(job)), from_first_pod, "{}", key);
         Ok(())
     }
 
     fn check(snapshot: &Snapshot) -> Result<(), TestCaseError> {
+        // No default budget: what a job's budget is comes from its PodGroup and its pods alone.
+        let policy = policy(json!({}));
+        let ctx = PlanContext {
+            snapshot,
+            policy: &policy,
+            now: now(),
+            zones: &BTreeMap::new(),
+            planned_elsewhere: &HashSet::new(),
+        };
         for (key, job) in &snapshot.jobs {
-            check_job(key, job)?;
+            check_job(&ctx, key, job)?;
         }
         Ok(())
     }
