@@ -34,7 +34,7 @@ pub use k8s_openapi::api::core::v1::Taint;
 pub use keys::{JobKey, JobKind, ObjectKey};
 pub use namespace::NamespaceInfo;
 pub use node::NodeInfo;
-pub use pod::{PodInfo, PodPhase, QosClass, VolumeKinds};
+pub use pod::{ControllerKind, PodBrief, PodInfo, PodPhase, QosClass, VolumeKinds};
 pub use pod_map::PodMap;
 pub use pod_status::{ContainerScope, PodStatusSummary};
 pub use resources::Resources;

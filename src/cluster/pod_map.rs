@@ -6,13 +6,17 @@
 //! sorted map would copy the whole aggregate (5,000 pods for a DaemonSet's job) and the snapshot update
 //! would then free the old one, one reference count per pod. Pods carry their own key, so the tree holds
 //! only the pods: an inner node finds a child by the key of the child's first pod rather than by
-//! separator keys, which would be more reference counts on every copy.
+//! separator keys, which would be more reference counts on every copy. Beside each pod a leaf keeps its
+//! [`PodBrief`], so that strategies can pass over a node's pods without reading each pod's memory.
 
 use std::{fmt, iter::FusedIterator, sync::Arc};
 
 use smallvec::SmallVec;
 
-use super::{keys::ObjectKey, pod::PodInfo};
+use super::{
+    keys::ObjectKey,
+    pod::{PodBrief, PodInfo},
+};
 
 /// Entries (pods or children) per tree node at most. Small, because each change copies one node per
 /// level (a count per entry), and a node's pods are 30 on average: one leaf copied out of four or so.
@@ -29,9 +33,25 @@ pub struct PodMap {
 #[derive(Clone)]
 enum Node {
     /// Pods in key order.
-    Leaf(Vec<Arc<PodInfo>>),
+    Leaf(Vec<Entry>),
     /// Subtrees in key order.
     Inner(Vec<Arc<Node>>),
+}
+
+/// A pod and its brief, computed once when the pod is put in.
+#[derive(Clone)]
+struct Entry {
+    pod: Arc<PodInfo>,
+    brief: PodBrief,
+}
+
+impl Entry {
+    fn new(pod: Arc<PodInfo>) -> Self {
+        Entry {
+            brief: pod.brief(),
+            pod,
+        }
+    }
 }
 
 impl Node {
@@ -47,7 +67,7 @@ impl Node {
         let mut node = self;
         loop {
             match node {
-                Node::Leaf(pods) => return pods.first().map(|pod| &pod.key),
+                Node::Leaf(pods) => return pods.first().map(|entry| &entry.pod.key),
                 Node::Inner(children) => node = children.first()?,
             }
         }
@@ -70,7 +90,12 @@ impl PodMap {
         let mut node = self.root.as_deref()?;
         loop {
             match node {
-                Node::Leaf(pods) => return search(pods, key).ok().and_then(|at| pods.get(at)),
+                Node::Leaf(pods) => {
+                    return search(pods, key)
+                        .ok()
+                        .and_then(|at| pods.get(at))
+                        .map(|entry| &entry.pod);
+                }
                 Node::Inner(children) => node = children.get(child_for(children, key))?,
             }
         }
@@ -85,6 +110,13 @@ impl PodMap {
     #[inline]
     pub fn values(&self) -> Values<'_> {
         Values::new(self)
+    }
+
+    /// The pods in key order, each with its [`PodBrief`].
+    #[inline]
+    pub fn briefed(&self) -> impl Iterator<Item = (&Arc<PodInfo>, PodBrief)> {
+        let mut values = self.values();
+        std::iter::from_fn(move || values.next_entry().map(|entry| (&entry.pod, entry.brief)))
     }
 
     #[inline]
@@ -128,8 +160,8 @@ impl PodMap {
 }
 
 #[inline]
-fn search(pods: &[Arc<PodInfo>], key: &ObjectKey) -> Result<usize, usize> {
-    pods.binary_search_by(|pod| pod.key.cmp(key))
+fn search(pods: &[Entry], key: &ObjectKey) -> Result<usize, usize> {
+    pods.binary_search_by(|entry| entry.pod.key.cmp(key))
 }
 
 /// The child whose range holds `key`: the last one whose first key is not above it (or the first).
@@ -147,9 +179,9 @@ fn insert_into(
 ) -> (Option<Arc<PodInfo>>, Option<Arc<Node>>) {
     match Arc::make_mut(node) {
         Node::Leaf(pods) => match search(pods, &pod.key) {
-            Ok(at) => (Some(std::mem::replace(&mut pods[at], pod)), None),
+            Ok(at) => (Some(std::mem::replace(&mut pods[at], Entry::new(pod)).pod), None),
             Err(at) => {
-                let right = insert_or_split(pods, at, pod);
+                let right = insert_or_split(pods, at, Entry::new(pod));
                 (None, right.map(|right| Arc::new(Node::Leaf(right))))
             }
         },
@@ -187,7 +219,7 @@ fn remove_from(node: &mut Arc<Node>, key: &ObjectKey) -> Option<Arc<PodInfo>> {
     match Arc::make_mut(node) {
         Node::Leaf(pods) => {
             let at = search(pods, key).ok()?;
-            Some(pods.remove(at))
+            Some(pods.remove(at).pod)
         }
         Node::Inner(children) => {
             let at = child_for(children, key);
@@ -271,7 +303,7 @@ impl FromIterator<Arc<PodInfo>> for PodMap {
 pub struct Values<'a> {
     /// Per inner level above the current leaf, the children not visited yet.
     pending: SmallVec<[std::slice::Iter<'a, Arc<Node>>; 4]>,
-    leaf: std::slice::Iter<'a, Arc<PodInfo>>,
+    leaf: std::slice::Iter<'a, Entry>,
     remaining: usize,
 }
 
@@ -307,6 +339,19 @@ impl<'a> Values<'a> {
         }
     }
 
+    #[inline]
+    fn next_entry(&mut self) -> Option<&'a Entry> {
+        loop {
+            if let Some(entry) = self.leaf.next() {
+                self.remaining = self.remaining.saturating_sub(1);
+                return Some(entry);
+            }
+            if !self.next_leaf() {
+                return None;
+            }
+        }
+    }
+
     /// Moves to the next leaf; false when there is none.
     fn next_leaf(&mut self) -> bool {
         while let Some(level) = self.pending.last_mut() {
@@ -329,15 +374,7 @@ impl<'a> Iterator for Values<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<&'a Arc<PodInfo>> {
-        loop {
-            if let Some(pod) = self.leaf.next() {
-                self.remaining = self.remaining.saturating_sub(1);
-                return Some(pod);
-            }
-            if !self.next_leaf() {
-                return None;
-            }
-        }
+        self.next_entry().map(|entry| &entry.pod)
     }
 
     #[inline]
@@ -358,14 +395,22 @@ mod tests {
 
     use super::*;
 
-    /// A new version of pod `ns/name`: a distinct allocation, told apart from others by pointer.
+    /// A new version of pod `ns/name`: a distinct allocation, told apart from others by pointer, and
+    /// each version with another brief than the last (priority, and every third one terminating).
     fn pod(name: &str) -> Arc<PodInfo> {
         thread_local! {
             static BASE: PodInfo = crate::testkit::pod("ns/base", "n1").build();
+            static VERSION: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
         }
+        let version = VERSION.with(|v| {
+            v.set(v.get() + 1);
+            v.get()
+        });
         BASE.with(|base| {
             let mut pod = base.clone();
             pod.key = ObjectKey::new("ns", name);
+            pod.priority = Some(version % 11 - 5);
+            pod.terminating = version % 3 == 0;
             Arc::new(pod)
         })
     }
@@ -405,6 +450,10 @@ mod tests {
     fn holds_exactly(map: &PodMap, model: &BTreeMap<ObjectKey, Arc<PodInfo>>) -> bool {
         check_shape(map);
         map.len() == model.len()
+            && map
+                .briefed()
+                .zip(model.values())
+                .all(|((pod, brief), version)| Arc::ptr_eq(pod, version) && brief == version.brief())
             && map
                 .iter()
                 .zip(model)

@@ -32,6 +32,9 @@ pub struct NodeState {
     /// Pods holding resources that are on their way out (terminating or being evicted). Strategies
     /// take such pods off a node's load; on a node with none, they need not visit its pods for that.
     pub leaving: u32,
+    /// Pods with a value tidal cannot read ([`PodInfo::problems`]), finished or not: the planner's
+    /// warning about them need not visit the pods of every other node.
+    pub pods_with_problems: u32,
 }
 
 impl NodeState {
@@ -55,6 +58,9 @@ impl NodeState {
                 self.leaving += 1;
             }
         }
+        if !pod.problems().is_empty() {
+            self.pods_with_problems += 1;
+        }
         self.pods.insert(Arc::clone(pod));
     }
 
@@ -71,6 +77,9 @@ impl NodeState {
         // Counted by the version that was added, which is the one leaving.
         if stored.holds_resources() && stored.is_leaving() {
             self.leaving = self.leaving.saturating_sub(1);
+        }
+        if !stored.problems().is_empty() {
+            self.pods_with_problems = self.pods_with_problems.saturating_sub(1);
         }
     }
 }
@@ -401,6 +410,17 @@ impl Snapshot {
             .chain(self.unscheduled.values())
     }
 
+    /// The pods of [`Self::pods`] that have problems ([`PodInfo::problems`]), in the same order,
+    /// visiting only the nodes that hold any.
+    pub fn pods_with_problems(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
+        self.nodes
+            .values()
+            .filter(|n| n.pods_with_problems > 0)
+            .flat_map(|n| n.pods.values())
+            .chain(self.unscheduled.values())
+            .filter(|p| !p.problems().is_empty())
+    }
+
     pub fn pod_count(&self) -> usize {
         self.nodes.values().map(|n| n.pods.len()).sum::<usize>() + self.unscheduled.len()
     }
@@ -508,6 +528,7 @@ mod tests {
             "only the readable request counts"
         );
         assert_eq!(n1.unreadable_requests, 2);
+        assert_eq!(n1.pods_with_problems, 2);
         assert!(!n1.load_known());
         // Finishing and deleting undo exactly what adding did.
         let mut cluster = cluster.pod(
@@ -523,5 +544,16 @@ mod tests {
         assert_eq!(n1.requested.pods, 1);
         assert_eq!(n1.unreadable_requests, 0);
         assert!(n1.load_known());
+        // A finished pod holds nothing, but its value is still unreadable.
+        assert_eq!(n1.pods_with_problems, 1);
+        let named: Vec<String> = snapshot
+            .pods_with_problems()
+            .map(|p| p.key.to_string())
+            .collect();
+        assert_eq!(named, ["a/bad"]);
+        let mut cluster = cluster.pod(pod("a/bad", "n1").requests("1", "1Gi"));
+        let snapshot = cluster.cache.snapshot();
+        assert_eq!(snapshot.node("n1").unwrap().pods_with_problems, 0);
+        assert_eq!(snapshot.pods_with_problems().count(), 0);
     }
 }

@@ -161,8 +161,12 @@ impl<'a> PlanContext<'a> {
     /// Counts as gone already: terminating, evicted earlier, or planned by another policy this cycle.
     pub fn is_leaving(&self, pod: &PodInfo) -> bool {
         // Strategies ask this of every pod they look at: skip hashing the key when nothing is planned.
-        pod.is_leaving()
-            || (!self.planned_elsewhere.is_empty() && self.planned_elsewhere.contains(&pod.key))
+        pod.is_leaving() || self.planned_elsewhere(pod)
+    }
+
+    /// An earlier policy of this cycle plans to evict `pod`.
+    pub fn planned_elsewhere(&self, pod: &PodInfo) -> bool {
+        !self.planned_elsewhere.is_empty() && self.planned_elsewhere.contains(&pod.key)
     }
 
     /// What a running strategy must count as gone: leaving, or admitted for eviction earlier in this

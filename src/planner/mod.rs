@@ -244,7 +244,7 @@ pub fn missing_podgroups(snapshot: &Snapshot) -> Vec<String> {
 /// node's load counts as unknown, so no strategy proposes them and they would otherwise go unseen.
 /// One line for all, naming the first few.
 pub fn unreadable_pods(snapshot: &Snapshot) -> Option<String> {
-    let pods = snapshot.pods().filter(|p| !p.problems().is_empty());
+    let pods = snapshot.pods_with_problems();
     first_few(pods, |pod| pod.problems()[0].to_string()).map(|(count, named)| {
         format!(
             "{count} pod(s) have values tidal cannot read; they are never evicted and their nodes' load \

@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use crate::api::args::OwnerKinds;
 use crate::{
     api::args::NamespaceFilter,
-    cluster::{NodeState, PodInfo, QosClass, Resources, matching, resources},
+    cluster::{NodeState, PodBrief, PodInfo, QosClass, Resources, matching, resources},
     framework::{Admission, PlanContext},
 };
 
@@ -32,6 +32,13 @@ impl Selection<'_> {
         }
     }
 
+    /// Admits every pod, without reading any.
+    pub(crate) fn admits_all(&self) -> bool {
+        self.namespaces.include.is_empty()
+            && self.namespaces.exclude.is_empty()
+            && self.label_selector.is_none()
+    }
+
     pub(crate) fn admits(&self, pod: &PodInfo) -> bool {
         self.namespaces.admits(&pod.key.namespace)
             && self
@@ -47,15 +54,11 @@ pub(crate) fn victim_order(pod: &PodInfo) -> (Option<i32>, QosClass, &crate::clu
 }
 
 /// [`victim_order`] as one number, for a pod at `position` among pods listed in key order: its priority
-/// and QoS class, then that position in place of the key. Keys are distinct, so an unstable sort of
-/// them gives victim order, comparing integers rather than tuples (a sort per overutilized node).
-pub(crate) fn victim_key(pod: &PodInfo, position: usize) -> u128 {
-    // No priority before every priority; flipping the sign bit keeps i32 order among unsigned values.
-    let priority = pod
-        .priority
-        .map_or(0, |p| 1 + u64::from(p.cast_unsigned() ^ 0x8000_0000));
-    let rank = priority << 2 | pod.qos as u64;
-    u128::from(rank) << 64 | position as u128
+/// and QoS class (its brief's victim rank), then that position in place of the key. Keys are distinct,
+/// so an unstable sort of them gives victim order, comparing integers rather than tuples (a sort per
+/// overutilized node).
+pub(crate) fn victim_key(brief: PodBrief, position: usize) -> u128 {
+    u128::from(brief.victim_rank()) << 64 | position as u128
 }
 
 /// Oldest first (by creation), then by name: for age-based strategies.
@@ -74,6 +77,17 @@ pub(crate) fn newest_first(
 /// Everything else (protections, budgets, ...) is for the gates to decide and report.
 pub(crate) fn movable(pod: &PodInfo, ctx: &PlanContext<'_>) -> bool {
     pod.node_name.is_some() && !pod.is_static() && !pod.phase.is_finished() && !ctx.is_leaving(pod)
+}
+
+/// [`still_movable`] from a pod's brief ([`crate::cluster::PodMap::briefed`]), reading the pod itself
+/// only if other policies plan evictions this cycle.
+pub(crate) fn still_movable_briefed(
+    pod: &PodInfo,
+    brief: PodBrief,
+    ctx: &PlanContext<'_>,
+    admission: &dyn Admission,
+) -> bool {
+    brief.movable() && !ctx.planned_elsewhere(pod) && !admission.admitted(pod)
 }
 
 /// [`movable`], and not admitted for eviction earlier in this plan: what strategies that weigh pods
@@ -195,7 +209,7 @@ mod tests {
         }
         pods.sort_by(|a, b| a.key.cmp(&b.key));
         let mut by_key: Vec<usize> = (0..pods.len()).collect();
-        by_key.sort_unstable_by_key(|&at| victim_key(&pods[at], at));
+        by_key.sort_unstable_by_key(|&at| victim_key(pods[at].brief(), at));
         let mut by_order: Vec<usize> = (0..pods.len()).collect();
         by_order.sort_by(|&a, &b| victim_order(&pods[a]).cmp(&victim_order(&pods[b])));
         assert_eq!(by_key, by_order);

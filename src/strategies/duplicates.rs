@@ -83,7 +83,7 @@ impl Balancing for RemoveDuplicates {
         for (node, state) in &ctx.snapshot.nodes {
             for pod in state.pods.values() {
                 let Some(owner) = &pod.owner else { continue };
-                if owner.kind == "DaemonSet"
+                if pod.is_daemon_set_pod()
                     || !movable(pod, ctx)
                     || !selection.admits(pod)
                     || pod

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use super::{
-    common::{Selection, still_movable, victim_key},
+    common::{Selection, still_movable_briefed, victim_key},
     utilization::{
         NodeUsage, Room, Slot, above_any, below_all, bounded_resources, describe_percent,
         node_usages, percent, pod_usage, resolve_thresholds, validate_thresholds,
@@ -126,14 +126,20 @@ impl Balancing for LowNodeUtilization {
                 percent(slot.get(usage), slot.get(&source.node.allocatable)) > *target
             };
             let mut pods: Vec<(u128, &Arc<PodInfo>)> = Vec::with_capacity(source.state.pods.len());
+            // By the pods' briefs: most of a busy node's pods are never weighed (it is back under its
+            // target first), so only those weighed are read.
+            let admits_all = selection.admits_all();
             pods.extend(
                 source
                     .state
                     .pods
-                    .values()
-                    .filter(|p| still_movable(p, ctx, admission) && selection.admits(p))
+                    .briefed()
+                    .filter(|(p, brief)| {
+                        still_movable_briefed(p, *brief, ctx, admission)
+                            && (admits_all || selection.admits(p))
+                    })
                     .enumerate()
-                    .map(|(at, p)| (victim_key(p, at), p)),
+                    .map(|(at, (p, brief))| (victim_key(brief, at), p)),
             );
             // The node's pods come in key order, so their positions stand in for their keys. Often
             // every pod has the same rank (no priorities, one QoS class): then they are in order already.
