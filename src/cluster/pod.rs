@@ -529,14 +529,21 @@ mod tests {
         assert!(!movable(
             pod("kube-system/etcd", "n1").annotation(labels::MIRROR_POD, "x")
         ));
-        assert!(!movable(pod("kube-system/static", "n1").owned_by("Node", "n1")));
+        assert!(!movable(
+            pod("kube-system/static", "n1").owned_by("Node", "n1")
+        ));
         let mut evicting = pod("a/evicting", "n1").build();
         evicting.evicting_since = Some(Box::new(Timestamp::UNIX_EPOCH));
         assert!(!evicting.brief().movable());
         // The rank ignores whether the pod is movable.
         assert_eq!(
             pod("a/x", "n1").priority(7).build().brief().victim_rank(),
-            pod("a/y", "n1").priority(7).phase("Succeeded").build().brief().victim_rank()
+            pod("a/y", "n1")
+                .priority(7)
+                .phase("Succeeded")
+                .build()
+                .brief()
+                .victim_rank()
         );
     }
 

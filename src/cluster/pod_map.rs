@@ -179,7 +179,10 @@ fn insert_into(
 ) -> (Option<Arc<PodInfo>>, Option<Arc<Node>>) {
     match Arc::make_mut(node) {
         Node::Leaf(pods) => match search(pods, &pod.key) {
-            Ok(at) => (Some(std::mem::replace(&mut pods[at], Entry::new(pod)).pod), None),
+            Ok(at) => (
+                Some(std::mem::replace(&mut pods[at], Entry::new(pod)).pod),
+                None,
+            ),
             Err(at) => {
                 let right = insert_or_split(pods, at, Entry::new(pod));
                 (None, right.map(|right| Arc::new(Node::Leaf(right))))
@@ -453,7 +456,9 @@ mod tests {
             && map
                 .briefed()
                 .zip(model.values())
-                .all(|((pod, brief), version)| Arc::ptr_eq(pod, version) && brief == version.brief())
+                .all(|((pod, brief), version)| {
+                    Arc::ptr_eq(pod, version) && brief == version.brief()
+                })
             && map
                 .iter()
                 .zip(model)
