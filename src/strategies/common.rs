@@ -76,7 +76,8 @@ pub(crate) fn newest_first(
 /// A bound pod a strategy may consider moving at all: not static, not finished, not on its way out.
 /// Everything else (protections, budgets, ...) is for the gates to decide and report.
 pub(crate) fn movable(pod: &PodInfo, ctx: &PlanContext<'_>) -> bool {
-    pod.node_name.is_some() && !pod.is_static() && !pod.phase.is_finished() && !ctx.is_leaving(pod)
+    // The brief holds the rule, so that strategies reading it from the pod maps decide alike.
+    pod.brief().movable() && !ctx.planned_elsewhere(pod)
 }
 
 /// [`still_movable`] from a pod's brief ([`crate::cluster::PodMap::briefed`]), reading the pod itself
