@@ -99,7 +99,7 @@ pub(crate) fn still_movable(
     ctx: &PlanContext<'_>,
     admission: &dyn Admission,
 ) -> bool {
-    movable(pod, ctx) && !admission.admitted(pod)
+    still_movable_briefed(pod, pod.brief(), ctx, admission)
 }
 
 impl OwnerKinds {
