@@ -24,8 +24,9 @@ pub trait Admission {
     /// DaemonSet pod of every busy node.
     fn protected(&mut self, pod: &Arc<PodInfo>) -> bool;
 
-    /// The pod was already evicted or refused earlier in this plan.
-    fn decided(&self, pod: &ObjectKey) -> bool;
+    /// The pod was already evicted or refused earlier in this plan. `pod` is the plan snapshot's own
+    /// entry for the pod, as for [`Self::admitted`].
+    fn decided(&self, pod: &PodInfo) -> bool;
 
     /// The pod will be evicted: an earlier offer in this plan was admitted. Strategies count such pods
     /// as gone, or a later strategy would act on a node as if the earlier evictions never happened.
@@ -79,8 +80,8 @@ impl Admission for AcceptAll {
         false
     }
 
-    fn decided(&self, pod: &ObjectKey) -> bool {
-        self.seen.contains_key(pod)
+    fn decided(&self, pod: &PodInfo) -> bool {
+        self.seen.contains_key(&pod.key)
     }
 
     fn admitted(&self, pod: &PodInfo) -> bool {

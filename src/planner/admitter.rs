@@ -2,14 +2,14 @@
 //! then every gate in order, with the tallies of the gates kept consistent across all-or-none offers.
 
 use std::{
-    collections::{BTreeMap, HashSet},
+    collections::{BTreeMap, HashMap, HashSet},
     hash::{BuildHasherDefault, Hasher},
     sync::Arc,
 };
 
 use super::SkipRows;
 use crate::{
-    cluster::{ObjectKey, PodInfo},
+    cluster::PodInfo,
     framework::{
         Admission, Candidate, Gate, GateId, PlanContext, PlannedEviction, Refusal, SkipReason,
         Skipped, Strategy, StrategyId,
@@ -22,15 +22,25 @@ pub struct Admitter<'c, 'a> {
     gates: Vec<Box<dyn Gate>>,
     /// Which of `gates` answer [`Admission::protected`], found once: strategies probe every pod they weigh.
     protecting: Vec<usize>,
-    decided: foldhash::HashSet<ObjectKey>,
-    /// The pods that will be evicted, by the address of their snapshot entry (see [`AddressHasher`]).
-    admitted: HashSet<usize, BuildHasherDefault<AddressHasher>>,
+    /// The pods offered so far and whether they will be evicted, by the address of their snapshot
+    /// entry (see [`AddressHasher`]): a key would be hashed from its strings, one more cache miss per
+    /// pod offered, and again each time the table grows.
+    decided: HashMap<usize, Outcome, BuildHasherDefault<AddressHasher>>,
+    /// How many of `decided` will be evicted.
+    admitted: usize,
     pub evictions: Vec<PlannedEviction>,
     pub skipped: Vec<Skipped>,
     pub skip_counts: BTreeMap<SkipReason, u32>,
     rows: SkipRows,
     /// The strategy whose candidates are being offered.
     proposer: Option<StrategyId>,
+}
+
+/// What became of a pod offered in this plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Admitted,
+    Skipped,
 }
 
 /// Why a candidate is not even put to the gates.
@@ -51,8 +61,8 @@ impl<'c, 'a> Admitter<'c, 'a> {
             ctx,
             gates,
             protecting,
-            decided: foldhash::HashSet::default(),
-            admitted: HashSet::default(),
+            decided: HashMap::default(),
+            admitted: 0,
             evictions: Vec::new(),
             skipped: Vec::new(),
             skip_counts: BTreeMap::new(),
@@ -73,7 +83,7 @@ impl<'c, 'a> Admitter<'c, 'a> {
         let pod = &candidate.pod;
         if !self.ctx.policy.spec.namespaces.admits(&pod.key.namespace)
             || self.ctx.is_leaving(pod)
-            || self.decided.contains(&pod.key)
+            || self.decided.contains_key(&address(pod))
         {
             return Precheck::Drop;
         }
@@ -104,13 +114,20 @@ impl<'c, 'a> Admitter<'c, 'a> {
     }
 
     fn record(&mut self, candidate: Candidate) {
-        self.decided.insert(candidate.pod.key.clone());
-        self.admitted.insert(address(&candidate.pod));
+        self.decide(&candidate.pod, Outcome::Admitted);
         self.evictions.push(PlannedEviction { candidate });
     }
 
+    fn decide(&mut self, pod: &PodInfo, outcome: Outcome) {
+        let earlier = self.decided.insert(address(pod), outcome);
+        debug_assert!(earlier.is_none(), "{} decided twice", pod.key);
+        if outcome == Outcome::Admitted {
+            self.admitted += 1;
+        }
+    }
+
     fn skip(&mut self, candidate: Candidate, refusal: Refusal) {
-        self.decided.insert(candidate.pod.key.clone());
+        self.decide(&candidate.pod, Outcome::Skipped);
         *self.skip_counts.entry(refusal.reason).or_default() += 1;
         let listed = match self.rows {
             SkipRows::All => true,
@@ -154,10 +171,10 @@ impl Admission for Admitter<'_, '_> {
     }
 
     fn offer_all(&mut self, candidates: Vec<Candidate>) -> bool {
-        let mut unique = foldhash::HashSet::default();
+        let mut unique = HashSet::<usize, BuildHasherDefault<AddressHasher>>::default();
         for candidate in &candidates {
             if !matches!(self.precheck(candidate), Precheck::Go)
-                || !unique.insert(candidate.pod.key.clone())
+                || !unique.insert(address(&candidate.pod))
             {
                 return false;
             }
@@ -204,16 +221,16 @@ impl Admission for Admitter<'_, '_> {
         self.protecting.iter().any(|&i| gates[i].protects(pod, ctx))
     }
 
-    fn decided(&self, pod: &ObjectKey) -> bool {
-        self.decided.contains(pod)
+    fn decided(&self, pod: &PodInfo) -> bool {
+        self.decided.contains_key(&address(pod))
     }
 
     fn admitted(&self, pod: &PodInfo) -> bool {
-        !self.admitted.is_empty() && self.admitted.contains(&address(pod))
+        self.admitted_any() && self.decided.get(&address(pod)) == Some(&Outcome::Admitted)
     }
 
     fn admitted_any(&self) -> bool {
-        !self.admitted.is_empty()
+        self.admitted > 0
     }
 }
 
@@ -223,7 +240,7 @@ fn address(pod: &PodInfo) -> usize {
     std::ptr::from_ref(pod).addr()
 }
 
-/// Hashes pod addresses for [`Admitter::admitted`]. Strategies ask about nearly every pod they weigh,
+/// Hashes pod addresses for [`Admitter::decided`]. Strategies ask about nearly every pod they weigh,
 /// hundreds of thousands of times per plan: an address hashes in a multiplication, where a namespace and
 /// a name take SipHash over both strings.
 #[derive(Default)]

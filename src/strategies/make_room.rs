@@ -240,7 +240,7 @@ impl MakeRoom {
                 .iter()
                 .copied()
                 .filter(|p| {
-                    !admission.decided(&p.key)
+                    !admission.decided(p)
                         && admission
                             .would_admit(&Candidate::new(p, ID, String::new()).exempt(MUST_LEAVE))
                 })

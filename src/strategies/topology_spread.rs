@@ -247,7 +247,7 @@ impl TopologySpread {
             let mut moved = false;
             while let Some(pod) = movable[largest].get(next_victim[largest]).copied() {
                 next_victim[largest] += 1;
-                if admission.protected(pod) || admission.decided(&pod.key) {
+                if admission.protected(pod) || admission.decided(pod) {
                     continue;
                 }
                 // With node fit, the move needs a node with room in a smaller domain (the smallest
