@@ -82,8 +82,9 @@ pub struct OwnerRef {
 
 /// Fields in the order they are laid out (`repr(C)`): what strategies read of every pod they pass over
 /// (collecting a node's candidates reads the first 48 bytes), what the protections read of every pod
-/// a balancing strategy weighs, then what strategies and gates read of the pods they weigh, then the
-/// rest. Left to the compiler, the fields a strategy reads of each pod were spread
+/// a balancing strategy weighs, what the strategy reads of it next (its requests, and what its
+/// placement depends on), then what the gates read of the few weighed pods that are offered to them,
+/// then the rest. Left to the compiler, the fields a strategy reads of each pod were spread
 /// over the whole struct, five or six cache lines, and at 150,000 pods the plan waited on memory.
 #[derive(Clone, Debug, PartialEq)]
 #[repr(C)]
@@ -120,12 +121,16 @@ pub struct PodInfo {
     /// Shared between pods of one shape (the cache interns it): replicas of a workload carry the same
     /// selector, affinity, tolerations and spread constraints.
     pub constraints: Arc<Constraints>,
-    pub job: JobKey,
-    pub key: ObjectKey,
     /// The pod's own `volcano.sh/preemptable` (label first, then annotation).
     pub preemptable: Setting<bool>,
     /// `scheduling.k8s.io/group-name`: the Volcano PodGroup the pod belongs to.
     pub group_name: Option<Name>,
+    /// `volcano.sh/revocable-zone` annotation: the zone (or `*`) the pod opted into. An empty value
+    /// names no zone and reads as no annotation, so that admission and the sweep agree on it.
+    pub zone_opt_in: Option<Name>,
+    pub key: ObjectKey,
+    // What only the candidates offered to the gates read, after what every pod weighed reads.
+    pub job: JobKey,
     /// Job budget annotations on the pod (read when its PodGroup carries none).
     pub budget: Setting<JobBudget>,
     /// `volcano.sh/cooldown-time` (label first, then annotation).
@@ -135,10 +140,6 @@ pub struct PodInfo {
     pub created_at: Option<Timestamp>,
     /// When `PodScheduled` last became true: cooldown counts from here.
     pub scheduled_at: Option<Timestamp>,
-    /// `volcano.sh/revocable-zone` annotation: the zone (or `*`) the pod opted into. An empty value
-    /// names no zone and reads as no annotation, so that admission and the sweep agree on it.
-    pub zone_opt_in: Option<Name>,
-    /// Hash of the sorted container images: pods of one owner with equal hashes are duplicates.
     pub images_hash: u64,
     pub status: PodStatusSummary,
 }
@@ -209,7 +210,29 @@ pub struct VolumeKinds {
     pub pvc: bool,
 }
 
+/// How much of a pod, from its start, a balancing strategy and the protections read of each pod
+/// weighed: everything laid out before what only the gates read (see the layout test).
+const WEIGHED_BYTES: usize = std::mem::offset_of!(PodInfo, job);
+
 impl PodInfo {
+    /// Asks the processor to start loading what weighing reads of this pod ([`WEIGHED_BYTES`]), without
+    /// waiting for it. At 150,000 pods nearly every pod weighed is a cache miss on each of its lines, and
+    /// a strategy does little work per pod: prefetching the pods a few places ahead lets their misses
+    /// overlap instead of following one another. A hint only: nothing is read, nothing can fault.
+    #[inline]
+    pub fn prefetch_weighed(&self) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let start = std::ptr::from_ref(self).cast::<i8>();
+            for offset in (0..WEIGHED_BYTES).step_by(64).chain([WEIGHED_BYTES - 1]) {
+                // SAFETY: SSE is part of every x86_64 processor, and a prefetch never faults, whatever
+                // the address (these are within the pod anyway).
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
+            }
+        }
+    }
+
     /// Converts an API pod. Fails only if the pod has no name, which the API server never sends.
     pub fn from_pod(pod: &Pod) -> Result<PodInfo, Unnamed> {
         let meta = &pod.metadata;
@@ -562,21 +585,33 @@ mod tests {
             offset_of!(PodInfo, controller_kind) + 1,
         ];
         assert!(ends.iter().all(|end| 16 + end <= 64), "{ends:?}");
-        // And what the protections, strategies and gates read of the pods they weigh in the next three.
-        let weighed = [
-            offset_of!(PodInfo, priority_class_name),
-            offset_of!(PodInfo, owner),
-            offset_of!(PodInfo, requests),
-            offset_of!(PodInfo, constraints),
-            offset_of!(PodInfo, key),
+        // What the protections and a balancing strategy read of every pod it weighs (tens of
+        // thousands per plan, most of them never offered) comes before what only the gates read of
+        // the candidates offered, so that weighing a pod reads four cache lines, not six.
+        let weighed_ends = [
+            offset_of!(PodInfo, priority_class_name) + size_of::<Option<Name>>(),
+            offset_of!(PodInfo, owner) + size_of::<Option<Arc<OwnerRef>>>(),
+            offset_of!(PodInfo, requests) + size_of::<Resources>(),
+            offset_of!(PodInfo, constraints) + size_of::<Arc<Constraints>>(),
+            offset_of!(PodInfo, preemptable) + size_of::<Setting<bool>>(),
+            offset_of!(PodInfo, group_name) + size_of::<Option<Name>>(),
+            offset_of!(PodInfo, zone_opt_in) + size_of::<Option<Name>>(),
+            offset_of!(PodInfo, key) + size_of::<ObjectKey>(),
+        ];
+        let offered = [
             offset_of!(PodInfo, job),
-            offset_of!(PodInfo, preemptable),
-            offset_of!(PodInfo, group_name),
             offset_of!(PodInfo, budget),
             offset_of!(PodInfo, cooldown),
-            offset_of!(PodInfo, rare),
+            offset_of!(PodInfo, labels),
+            offset_of!(PodInfo, uid),
+            offset_of!(PodInfo, created_at),
+            offset_of!(PodInfo, scheduled_at),
+            offset_of!(PodInfo, images_hash),
+            offset_of!(PodInfo, status),
         ];
-        assert!(weighed.iter().all(|at| 16 + at < 4 * 64), "{weighed:?}");
+        let weighed_end = weighed_ends.iter().max().copied().unwrap_or_default();
+        assert!(16 + weighed_end <= 4 * 64, "{weighed_ends:?}");
+        assert!(offered.iter().all(|&at| at >= weighed_end), "{offered:?}");
     }
 
     #[test]

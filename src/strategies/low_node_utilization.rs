@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use super::{
-    common::{Selection, still_movable_briefed, victim_key},
+    common::{Selection, still_movable_briefed, victim_key, weighed_in_order},
     utilization::{
         NodeUsage, Room, Slot, above_any, below_all, bounded_resources, describe_percent,
         node_usages, percent, pod_usage, resolve_thresholds, validate_thresholds,
@@ -150,7 +150,7 @@ impl Balancing for LowNodeUtilization {
             // anywhere offers none.
             let mut why = None;
             let mut evicted = 0u32;
-            for (_, pod) in pods {
+            for pod in weighed_in_order(&pods) {
                 if room.exhausted() {
                     return;
                 }
