@@ -1,7 +1,15 @@
 //! Identities of the things tidal keeps: namespaced objects and jobs, and the shared strings they are
 //! made of.
 
-use std::{borrow::Borrow, collections::HashSet, fmt, hash::Hash, ops::Deref, sync::Arc};
+use std::{
+    borrow::Borrow,
+    cmp::Ordering,
+    collections::HashSet,
+    fmt,
+    hash::{BuildHasher, Hash, Hasher},
+    ops::Deref,
+    sync::Arc,
+};
 
 use serde::Serialize;
 
@@ -243,9 +251,19 @@ impl fmt::Display for ObjectKey {
 /// Shared by reference count: every pod of a job holds its key, and the cache interns it, so that a
 /// pod pays a pointer for it rather than three names (a job's pods and its entries in the cache's
 /// maps all point at one copy). Reads as its parts (`job.namespace`, `job.kind`, `job.name`);
-/// compares, hashes and orders as they do.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct JobKey(Arc<JobParts>);
+/// compares and orders as they do, and hashes as a hash of them taken once.
+#[derive(Clone)]
+pub struct JobKey(Arc<HashedParts>);
+
+/// A key's parts and their hash, taken when the key is made. Planning hashes a job for every
+/// candidate it weighs (the gates' ledger, the snapshot's jobs), and hashing the parts reads the
+/// job's name, another allocation and often another cache miss; a map that grows re-hashes every key.
+struct HashedParts {
+    /// [`JobParts::hash_code`] of `parts`: only [`JobKey::new`] makes one, and interning only swaps
+    /// in equal names, so it never goes stale.
+    hash: u64,
+    parts: JobParts,
+}
 
 /// What a [`JobKey`] is made of.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -265,21 +283,40 @@ pub enum JobKind {
     Pod,
 }
 
+impl JobParts {
+    /// A deterministic function of the parts (fixed seed): equal parts hash equally in any key.
+    fn hash_code(&self) -> u64 {
+        foldhash::quality::FixedState::default().hash_one(self)
+    }
+}
+
 impl JobKey {
     pub fn new(namespace: impl Into<Name>, kind: JobKind, name: impl Into<Name>) -> Self {
-        JobKey(Arc::new(JobParts {
+        let parts = JobParts {
             namespace: namespace.into(),
             kind,
             name: name.into(),
+        };
+        JobKey(Arc::new(HashedParts {
+            hash: parts.hash_code(),
+            parts,
         }))
+    }
+
+    /// The hash of the parts, as [`Hash`] writes it: equal keys have equal ones, and it is well
+    /// mixed in every bit, so a table may use it as it is.
+    pub(crate) fn hash_code(&self) -> u64 {
+        self.0.hash
     }
 
     /// Shares this key with the pods of the same job; a key seen for the first time shares its
     /// names with other keys.
     pub(crate) fn intern(&mut self, keys: &mut Interner<JobKey>, names: &mut Interner) {
         keys.intern_new(self, |fresh| {
-            // Only this pod holds a key seen for the first time, so it can still be changed.
-            if let Some(parts) = Arc::get_mut(&mut fresh.0) {
+            // Only this pod holds a key seen for the first time, so it can still be changed. The
+            // names swapped in are equal to those they replace, so the key's hash stays right.
+            if let Some(HashedParts { hash, parts }) = Arc::get_mut(&mut fresh.0) {
+                debug_assert_eq!(*hash, parts.hash_code());
                 names.intern(&mut parts.namespace);
                 match &mut parts.kind {
                     JobKind::Controller(kind) => names.intern(kind),
@@ -297,7 +334,39 @@ impl JobKey {
 impl Deref for JobKey {
     type Target = JobParts;
     fn deref(&self) -> &JobParts {
-        &self.0
+        &self.0.parts
+    }
+}
+
+impl PartialEq for JobKey {
+    fn eq(&self, other: &Self) -> bool {
+        // The pods of a job share its key, so most comparisons end at the pointer; unequal hashes
+        // turn most other keys away without reading their names.
+        Arc::ptr_eq(&self.0, &other.0)
+            || (self.0.hash == other.0.hash && self.0.parts == other.0.parts)
+    }
+}
+
+impl Eq for JobKey {}
+
+impl Hash for JobKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0.hash);
+    }
+}
+
+impl PartialOrd for JobKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for JobKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        if Arc::ptr_eq(&self.0, &other.0) {
+            return Ordering::Equal;
+        }
+        self.0.parts.cmp(&other.0.parts)
     }
 }
 
@@ -323,7 +392,7 @@ impl fmt::Debug for JobKey {
 
 impl Serialize for JobKey {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        self.0.parts.serialize(serializer)
     }
 }
 
@@ -471,6 +540,93 @@ mod tests {
         let mut again = Name::from("ns");
         interner.intern(&mut again);
         assert!(again.ptr_eq(&first), "names still held survive sweeps");
+    }
+
+    fn controller(namespace: &str, kind: &str, name: impl Into<Name>) -> JobKey {
+        JobKey::new(namespace, JobKind::Controller(Name::from(kind)), name)
+    }
+
+    /// As a map hashes it (one seed for all values).
+    fn hashed(value: impl Hash) -> u64 {
+        foldhash::fast::FixedState::default().hash_one(value)
+    }
+
+    #[test]
+    fn job_keys_made_apart_are_equal_by_their_parts() {
+        let key = controller("ns", "ReplicaSet", "web");
+        let twin = controller("ns", "ReplicaSet", "web".to_owned());
+        assert!(!key.same(&twin), "made apart");
+        assert_eq!(key, twin);
+        assert_eq!(key.hash_code(), twin.hash_code());
+        assert_eq!(hashed(&key), hashed(&twin));
+        assert_eq!(key.cmp(&twin), Ordering::Equal);
+        let set: HashSet<JobKey> = [key.clone()].into();
+        assert!(set.contains(&twin));
+        for other in [
+            controller("ns", "StatefulSet", "web"),
+            controller("ns", "ReplicaSet", "web-2"),
+            controller("ns-2", "ReplicaSet", "web"),
+            JobKey::new("ns", JobKind::PodGroup, "web"),
+            JobKey::new("ns", JobKind::Pod, "web"),
+        ] {
+            assert_ne!(key, other, "{other:?}");
+            assert_ne!(key.hash_code(), other.hash_code(), "{other:?}");
+            assert!(!set.contains(&other), "{other:?}");
+        }
+        assert_ne!(hashed(&key), hashed(controller("ns", "ReplicaSet", "api")));
+    }
+
+    #[test]
+    fn job_keys_order_print_and_serialize_as_their_parts() {
+        let keys = [
+            controller("b", "ReplicaSet", "x"),
+            JobKey::new("a", JobKind::Pod, "p"),
+            controller("a", "StatefulSet", "x"),
+            controller("a", "ReplicaSet", "y"),
+            JobKey::new("a", JobKind::PodGroup, "z"),
+            controller("a", "ReplicaSet", "x"),
+        ];
+        let mut sorted = keys.to_vec();
+        sorted.sort();
+        let mut parts: Vec<JobParts> = keys.iter().map(|key| (**key).clone()).collect();
+        parts.sort();
+        assert_eq!(
+            sorted.iter().map(|key| (**key).clone()).collect::<Vec<_>>(),
+            parts
+        );
+        let key = &keys[5];
+        assert_eq!(
+            serde_json::to_string(key).unwrap(),
+            r#"{"namespace":"a","kind":{"Controller":"ReplicaSet"},"name":"x"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(key).unwrap(),
+            serde_json::to_string(&**key).unwrap()
+        );
+        assert_eq!(
+            format!("{key:?}"),
+            r#"JobKey { namespace: "a", kind: Controller("ReplicaSet"), name: "x" }"#
+        );
+        assert_eq!(key.to_string(), "ReplicaSet a/x");
+    }
+
+    #[test]
+    fn interning_a_job_key_keeps_its_hash() {
+        let (mut keys, mut names) = (Interner::default(), Interner::default());
+        let mut shared_namespace = Name::from("ns");
+        names.intern(&mut shared_namespace);
+        let mut first = controller("ns", "ReplicaSet", "web");
+        let hash = first.hash_code();
+        first.intern(&mut keys, &mut names);
+        assert!(first.namespace.ptr_eq(&shared_namespace), "names interned");
+        assert_eq!(first.hash_code(), hash);
+        assert_eq!(first.hash_code(), first.0.parts.hash_code());
+        let mut second = controller("ns", "ReplicaSet", "web");
+        second.intern(&mut keys, &mut names);
+        assert!(second.same(&first), "one key per job");
+        let made_apart = controller("ns", "ReplicaSet", "web");
+        assert_eq!(made_apart, first);
+        assert_eq!(hashed(&made_apart), hashed(&first));
     }
 
     #[test]
