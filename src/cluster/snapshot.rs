@@ -441,13 +441,6 @@ impl Snapshot {
         self.podgroups.get(key).map(Arc::as_ref)
     }
 
-    /// A PodGroup of this name exists, looked up by borrowed parts (the planner asks for every job
-    /// named after a group, each plan).
-    pub fn has_podgroup(&self, namespace: &str, name: &str) -> bool {
-        let key: &dyn NamespacedName = &(namespace, name);
-        self.podgroups.contains_key(key)
-    }
-
     /// Nodes labelled with `zone`, in name order.
     pub fn zone_nodes<'a>(&'a self, zone: &'a str) -> impl Iterator<Item = &'a NodeState> + 'a {
         self.nodes.values().map(Arc::as_ref).filter(move |n| {

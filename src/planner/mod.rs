@@ -223,7 +223,11 @@ pub fn missing_podgroups(snapshot: &Snapshot) -> Vec<String> {
         .jobs
         .iter()
         .filter(|(job, _)| job.kind == crate::cluster::JobKind::PodGroup)
-        .filter(|(job, _)| !snapshot.has_podgroup(&job.namespace, &job.name))
+        .filter(|(job, _)| {
+            !snapshot
+                .podgroups
+                .contains_key(&ObjectKey::new(job.namespace.clone(), job.name.clone()))
+        })
         .map(|(job, state)| {
             format!(
                 "{} pod(s) name PodGroup {}/{} (scheduling.k8s.io/group-name), which does not exist: \
