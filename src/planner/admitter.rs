@@ -26,8 +26,6 @@ pub struct Admitter<'c, 'a> {
     /// entry (see [`AddressHasher`]): a key would be hashed from its strings, one more cache miss per
     /// pod offered, and again each time the table grows.
     decided: HashMap<usize, Outcome, BuildHasherDefault<AddressHasher>>,
-    /// How many of `decided` will be evicted.
-    admitted: usize,
     pub evictions: Vec<PlannedEviction>,
     pub skipped: Vec<Skipped>,
     pub skip_counts: BTreeMap<SkipReason, u32>,
@@ -62,7 +60,6 @@ impl<'c, 'a> Admitter<'c, 'a> {
             gates,
             protecting,
             decided: HashMap::default(),
-            admitted: 0,
             evictions: Vec::new(),
             skipped: Vec::new(),
             skip_counts: BTreeMap::new(),
@@ -121,9 +118,6 @@ impl<'c, 'a> Admitter<'c, 'a> {
     fn decide(&mut self, pod: &PodInfo, outcome: Outcome) {
         let earlier = self.decided.insert(address(pod), outcome);
         debug_assert!(earlier.is_none(), "{} decided twice", pod.key);
-        if outcome == Outcome::Admitted {
-            self.admitted += 1;
-        }
     }
 
     fn skip(&mut self, candidate: Candidate, refusal: Refusal) {
@@ -230,7 +224,8 @@ impl Admission for Admitter<'_, '_> {
     }
 
     fn admitted_any(&self) -> bool {
-        self.admitted > 0
+        // Every admitted pod is recorded as an eviction, and nothing else is.
+        !self.evictions.is_empty()
     }
 }
 
