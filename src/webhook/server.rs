@@ -200,9 +200,9 @@ async fn admission_response(state: &WebhookState, endpoint: Endpoint, body: &[u8
     (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
-/// Returns the allocator's free memory to the system. glibc only trims the top of the main heap by
-/// itself; `malloc_trim` also releases free pages inside every arena. Other allocators (musl's, which
-/// the image links) return large blocks as they are freed, so there is nothing to do.
+/// Returns the allocator's free memory to the system. glibc (which the image links) only trims the top
+/// of the main heap by itself; `malloc_trim` also releases free pages inside every arena. Other
+/// allocators (musl's) return large blocks as they are freed, so there is nothing to do.
 fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists; it has no preconditions.
