@@ -16,6 +16,11 @@
 //!   (the versions the update let go of are freed after the plan, outside the timing, as the controller
 //!   frees them; the plan itself is dropped within it).
 //!
+//! - `steady_cycle_real_server_shape`: the same, over the cluster the real-server runs of
+//!   docs/performance.md populated (uniform nodes, one ReplicaSet per ten pods, 15% of the nodes
+//!   nearly empty and 15% at 75% cpu) with their policy, and no churn: what `tidal run` measured
+//!   there, so that the bench and the live controller can be compared on one cluster.
+//!
 //! Churn swings the cache back and forth (events, then their undo), so every iteration sees the same
 //! cluster size. Run with `cargo bench --bench snapshot` (`-- steady_cycle` for the cycle alone).
 
@@ -25,6 +30,7 @@ use std::{
 };
 
 use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use tidal::{
     api::DeschedulingPolicySpec,
     cluster::{ClusterCache, NodeInfo, PodInfo, PolicyInfo, Snapshot},
@@ -282,5 +288,105 @@ fn steady_cycle(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(snapshot, benches, steady_cycle);
+criterion_group!(
+    snapshot,
+    benches,
+    steady_cycle,
+    steady_cycle_real_server_shape
+);
 criterion_main!(snapshot);
+
+/// The policy of the real-server runs (`bench-lnu` in docs/performance.md).
+const REAL_SERVER_LNU: &str = "mode: DryRun
+strategies:
+  lowNodeUtilization:
+    thresholds: {cpu: 20, memory: 20, pods: 20}
+    targetThresholds: {cpu: 50, memory: 50, pods: 50}
+    usage: {source: Requests}
+";
+
+/// The cluster the real-server runs populated, as its populator built it: 5,000 nodes of 32 cpu,
+/// 128Gi and 110 pods over three zones; per 20 nodes, 3 with 10 pods of 100m / 256Mi, 3 with 45 of
+/// 533m / 2184Mi and 14 with 31 (32 on 250 of them) of 360m / 1480Mi; the pods spread over 200
+/// namespaces in turn, ten consecutive pods of a namespace to a ReplicaSet, all running and ready.
+fn real_server_shape() -> ClusterCache {
+    const NAMESPACES: usize = 200;
+    let mut cache = ClusterCache::new();
+    let heartbeat = "2026-11-25T00:00:00Z";
+    let mut i = 0usize;
+    for n in 0..5_000usize {
+        let name = format!("node-{n:04}");
+        let resources = serde_json::json!({"cpu": "32", "memory": "128Gi", "pods": "110"});
+        let node: Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "labels": {
+                "kubernetes.io/hostname": name, "topology.kubernetes.io/zone": format!("zone-{}", n % 3)}},
+            "status": {"capacity": resources, "allocatable": resources, "conditions": [{
+                "type": "Ready", "status": "True", "reason": "KubeletReady",
+                "lastHeartbeatTime": heartbeat, "lastTransitionTime": heartbeat}]},
+        }))
+        .expect("a node");
+        cache.apply_node(NodeInfo::from_node(&node).expect("named"));
+        let (count, cpu, memory) = match n % 20 {
+            0..3 => (10, "100m", "256Mi"),
+            3..6 => (45, "533m", "2184Mi"),
+            6 if n / 20 < 250 => (32, "360m", "1480Mi"),
+            _ => (31, "360m", "1480Mi"),
+        };
+        for _ in 0..count {
+            let namespace = format!("bench-{:03}", i % NAMESPACES);
+            let replica_set = format!("rs-{:05}", i / NAMESPACES / 10);
+            let pod: Pod = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": format!("pod-{i:06}"), "namespace": namespace,
+                    "labels": {"app": replica_set},
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                        "name": replica_set, "uid": format!("rs-{}-{replica_set}", &namespace[6..]),
+                        "controller": true, "blockOwnerDeletion": true}]},
+                "spec": {"nodeName": name, "containers": [{"name": "app",
+                    "image": "registry.example/app:1",
+                    "resources": {"requests": {"cpu": cpu, "memory": memory}}}]},
+                "status": {"phase": "Running", "startTime": heartbeat,
+                    "conditions": [{"type": "Ready", "status": "True"}]},
+            }))
+            .expect("a pod");
+            cache.apply_pod(
+                PodInfo::from_pod(&pod).expect("named"),
+                jiff::Timestamp::UNIX_EPOCH,
+            );
+            i += 1;
+        }
+    }
+    cache
+}
+
+fn steady_cycle_real_server_shape(c: &mut Criterion) {
+    let mut cache = real_server_shape();
+    let spec: DeschedulingPolicySpec =
+        serde_saphyr::from_str(REAL_SERVER_LNU).expect("the bench's policy");
+    let policy = PolicyInfo::new("bench-lnu".into(), None, spec);
+    let now = jiff::Timestamp::constant(1_795_000_000, 0);
+    let mut live = cache.snapshot();
+    let cycle = |cache: &mut ClusterCache, live: &mut Snapshot| {
+        drop(cache.update_snapshot(live));
+        let cycle = planner::plan_all_with(live, &[&policy], now, SKIP_ROWS);
+        let plan = &cycle.plans[0];
+        assert!(plan.error.is_none(), "{:?}", plan.error);
+        let skips: u32 = plan.skip_counts.values().sum();
+        (plan.evictions.len(), skips)
+    };
+    let (evictions, skips) = cycle(&mut cache, &mut live);
+    eprintln!(
+        "steady_cycle_real_server_shape: {} nodes, {} pods; {evictions} evictions planned, {skips} skipped",
+        live.nodes.len(),
+        live.pod_count(),
+    );
+    let mut group = c.benchmark_group("cycle_5000_nodes_150000_pods");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(10));
+    group.bench_function("steady_cycle_real_server_shape", |b| {
+        b.iter(|| black_box(cycle(&mut cache, &mut live)))
+    });
+    group.finish();
+}
