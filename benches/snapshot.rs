@@ -29,7 +29,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use criterion::{
+    BatchSize, BenchmarkGroup, Criterion, SamplingMode, Throughput, criterion_group,
+    criterion_main, measurement::WallTime,
+};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use tidal::{
     api::DeschedulingPolicySpec,
@@ -55,17 +58,26 @@ impl Swing {
     }
 }
 
-fn benches(c: &mut Criterion) {
-    let cluster = generate(&SyntheticSpec::large());
-    let mut cache = cluster.to_cache();
-    let mut group = c.benchmark_group("snapshot_5000_nodes_150000_pods");
-    // Flat sampling: iterations take tens to hundreds of milliseconds, and the whole run should stay
-    // within a couple of minutes.
+/// Ten samples, flat: iterations take tens to hundreds of milliseconds, and the whole run should stay
+/// within a couple of minutes.
+fn flat_group<'c>(
+    c: &'c mut Criterion,
+    name: &str,
+    measurement: Duration,
+) -> BenchmarkGroup<'c, WallTime> {
+    let mut group = c.benchmark_group(name);
     group
         .sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(5));
+        .measurement_time(measurement);
+    group
+}
+
+fn benches(c: &mut Criterion) {
+    let cluster = generate(&SyntheticSpec::large());
+    let mut cache = cluster.to_cache();
+    let mut group = flat_group(c, "snapshot_5000_nodes_150000_pods", Duration::from_secs(5));
 
     group.bench_function("full_build", |b| {
         b.iter_with_large_drop(|| cache.snapshot())
@@ -265,12 +277,7 @@ fn steady_cycle(c: &mut Criterion) {
         swing.step(&mut cache);
         cache.update_snapshot(&mut live);
     }
-    let mut group = c.benchmark_group("cycle_5000_nodes_150000_pods");
-    group
-        .sample_size(10)
-        .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(10));
+    let mut group = flat_group(c, "cycle_5000_nodes_150000_pods", Duration::from_secs(10));
     group.bench_function("steady_cycle", |b| {
         b.iter_custom(|iters| {
             timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
@@ -379,12 +386,7 @@ fn steady_cycle_real_server_shape(c: &mut Criterion) {
         live.nodes.len(),
         live.pod_count(),
     );
-    let mut group = c.benchmark_group("cycle_5000_nodes_150000_pods");
-    group
-        .sample_size(10)
-        .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(10));
+    let mut group = flat_group(c, "cycle_5000_nodes_150000_pods", Duration::from_secs(10));
     group.bench_function("steady_cycle_real_server_shape", |b| {
         b.iter(|| black_box(cycle(&mut cache, &mut live)))
     });
