@@ -30,13 +30,21 @@ pub struct PodMap {
 }
 
 /// Every leaf is at the same depth, and no node is empty except a root being emptied.
+///
+/// Entries are held inline, in the node's own allocation: a separate buffer was a second allocation
+/// per tree node, so a second dependent cache miss on every level a read goes down, and a second
+/// allocation and free on every copy on write and on every snapshot update that lets a copy go.
 #[derive(Clone)]
 enum Node {
     /// Pods in key order.
-    Leaf(Vec<Entry>),
+    Leaf(Pods),
     /// Subtrees in key order.
-    Inner(Vec<Arc<Node>>),
+    Inner(Children),
 }
+
+/// Never spills to the heap: a node holds at most [`MAX`] entries (see [`insert_or_split`]).
+type Pods = SmallVec<[Entry; MAX]>;
+type Children = SmallVec<[Arc<Node>; MAX]>;
 
 /// A pod and its brief, computed once when the pod is put in.
 #[derive(Clone)]
@@ -134,10 +142,10 @@ impl PodMap {
         let mut root = self
             .root
             .take()
-            .unwrap_or_else(|| Arc::new(Node::Leaf(Vec::new())));
+            .unwrap_or_else(|| Arc::new(Node::Leaf(Pods::new())));
         let (previous, split) = insert_into(&mut root, pod);
         self.root = Some(match split {
-            Some(right) => Arc::new(Node::Inner(vec![root, right])),
+            Some(right) => Arc::new(Node::Inner(smallvec::smallvec![root, right])),
             None => root,
         });
         if previous.is_none() {
@@ -197,18 +205,19 @@ fn insert_into(
     }
 }
 
-/// Inserts `item` at `at`; a full node is split in two halves first, and the right one returned.
-fn insert_or_split<T>(items: &mut Vec<T>, at: usize, item: T) -> Option<Vec<T>> {
+/// Inserts `item` at `at`; a full node is split in two halves first, and the right one returned. So a
+/// node never holds more than [`MAX`] entries, and never spills out of its own allocation.
+fn insert_or_split<A: smallvec::Array>(
+    items: &mut SmallVec<A>,
+    at: usize,
+    item: A::Item,
+) -> Option<SmallVec<A>> {
     if items.len() < MAX {
-        // Grown by doubling up to MAX, never past it: a node never holds more.
-        if items.len() == items.capacity() {
-            items.reserve_exact(items.len().clamp(1, MAX - items.len()));
-        }
         items.insert(at, item);
         return None;
     }
     let half = MAX / 2;
-    let mut right = Vec::with_capacity(MAX);
+    let mut right = SmallVec::new();
     right.extend(items.drain(half..));
     if at <= half {
         items.insert(at, item);
@@ -236,7 +245,7 @@ fn remove_from(node: &mut Arc<Node>, key: &ObjectKey) -> Option<Arc<PodInfo>> {
 /// After a removal under `children[at]`: drops that child if it is empty, else merges it with a
 /// neighbour if both fit in one node. Every two neighbours then hold more than `MAX` entries together,
 /// so nodes stay about half full on average and the tree stays shallow under churn.
-fn rebalance(children: &mut Vec<Arc<Node>>, mut at: usize) {
+fn rebalance(children: &mut Children, mut at: usize) {
     if children.get(at).is_some_and(|child| child.len() == 0) {
         children.remove(at);
         return;
@@ -255,7 +264,7 @@ fn rebalance(children: &mut Vec<Arc<Node>>, mut at: usize) {
     }
 }
 
-fn merge_with_next(children: &mut Vec<Arc<Node>>, at: usize) {
+fn merge_with_next(children: &mut Children, at: usize) {
     if at + 1 >= children.len() {
         return;
     }
@@ -422,15 +431,19 @@ mod tests {
         ObjectKey::new("ns", name)
     }
 
-    /// The tree's invariants: leaves at one depth, no empty or overfull node, keys in order, the
-    /// count right.
+    /// The tree's invariants: leaves at one depth, no empty or overfull node, entries inline, keys in
+    /// order, the count right.
     fn check_shape(map: &PodMap) {
         fn depths(node: &Node, depth: usize, out: &mut Vec<usize>) {
             assert!(node.len() > 0, "empty node");
             assert!(node.len() <= MAX, "overfull node");
             match node {
-                Node::Leaf(_) => out.push(depth),
+                Node::Leaf(pods) => {
+                    assert!(!pods.spilled(), "pods out of their node's allocation");
+                    out.push(depth);
+                }
                 Node::Inner(children) => {
+                    assert!(!children.spilled(), "children out of their node's allocation");
                     for child in children {
                         depths(child, depth + 1, out);
                     }
