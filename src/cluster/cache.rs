@@ -502,7 +502,7 @@ impl ClusterCache {
                 nodes: self.nodes.copy_all_map(),
                 unscheduled: self.unscheduled.copy_all(),
                 jobs: self.jobs.copy_all_map(),
-                podgroups: self.podgroups.copy_all(),
+                podgroups: self.podgroups.copy_all_map(),
                 pdbs: self.pdbs.copy_all(),
                 zones: self.zones.copy_all(),
                 policies: self.policies.copy_all(),
@@ -525,7 +525,9 @@ impl ClusterCache {
                 + self
                     .jobs
                     .sync_into_map(since, &mut snapshot.jobs, &mut retired.jobs)
-                + self.podgroups.sync_into(since, &mut snapshot.podgroups)
+                + self
+                    .podgroups
+                    .sync_into_map(since, &mut snapshot.podgroups, &mut Vec::new())
                 + self.pdbs.sync_into(since, &mut snapshot.pdbs)
                 + self.zones.sync_into(since, &mut snapshot.zones)
                 + self.policies.sync_into(since, &mut snapshot.policies)

@@ -387,7 +387,9 @@ pub struct Snapshot {
     /// Pods not bound to any node.
     pub unscheduled: BTreeMap<ObjectKey, Arc<PodInfo>>,
     pub jobs: SnapshotMap<JobKey, JobState>,
-    pub podgroups: BTreeMap<ObjectKey, Arc<PodGroupInfo>>,
+    /// A map with a hash index: placement and the job budgets look up the PodGroup of every pod and
+    /// job they weigh, and a search of a sorted map compared names as strings a dozen times each.
+    pub podgroups: SnapshotMap<ObjectKey, PodGroupInfo>,
     pub pdbs: BTreeMap<ObjectKey, Arc<PdbInfo>>,
     pub zones: BTreeMap<String, Arc<ZoneInfo>>,
     pub policies: BTreeMap<String, Arc<PolicyInfo>>,
@@ -435,9 +437,13 @@ impl Snapshot {
 
     /// The Volcano PodGroup a pod names, if that PodGroup exists.
     pub fn podgroup_of(&self, pod: &PodInfo) -> Option<&PodGroupInfo> {
-        let group = pod.group_name.as_deref()?;
-        // Looked up by borrowed parts: placement asks this for every pod it weighs.
-        let key: &dyn NamespacedName = &(pod.key.namespace.as_str(), group);
+        self.podgroup(&pod.key.namespace, pod.group_name.as_deref()?)
+    }
+
+    /// The PodGroup `namespace/name`, looked up by borrowed parts: placement and the job budgets ask
+    /// for every pod and job they weigh, and building a key would clone both names.
+    pub fn podgroup(&self, namespace: &str, name: &str) -> Option<&PodGroupInfo> {
+        let key: &dyn NamespacedName = &(namespace, name);
         self.podgroups.get(key).map(Arc::as_ref)
     }
 
@@ -496,6 +502,15 @@ impl PartialEq for dyn NamespacedName + '_ {
 }
 
 impl Eq for dyn NamespacedName + '_ {}
+
+/// As `ObjectKey` hashes (namespace, then name, each as a `str`), as `Borrow` requires.
+impl std::hash::Hash for dyn NamespacedName + '_ {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let (namespace, name) = self.parts();
+        namespace.hash(state);
+        name.hash(state);
+    }
+}
 
 impl PartialOrd for dyn NamespacedName + '_ {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {

@@ -1,10 +1,7 @@
 //! Everything a strategy or gate may read during one policy's planning, and the rules that combine a
 //! pod's own settings with its PodGroup's and the policy's defaults.
 
-use std::{
-    collections::{BTreeMap, HashSet},
-    sync::Arc,
-};
+use std::collections::{BTreeMap, HashSet};
 
 use jiff::Timestamp;
 
@@ -14,7 +11,7 @@ use crate::{
     cluster::{
         InvalidValue, JobBudget, JobKey, JobKind, JobState, NodeInfo, NodeState, ObjectKey,
         PodGroupInfo, PodInfo, PolicyInfo, Setting, Snapshot, placement,
-        snapshot::{NamespacedName, PodBudgets},
+        snapshot::PodBudgets,
     },
 };
 
@@ -154,8 +151,7 @@ impl<'a> PlanContext<'a> {
         if !matches!(job.kind, JobKind::PodGroup) || state.pods.is_empty() {
             return None;
         }
-        let key: &dyn NamespacedName = &(job.namespace.as_str(), job.name.as_str());
-        self.snapshot.podgroups.get(key).map(Arc::as_ref)
+        self.snapshot.podgroup(&job.namespace, &job.name)
     }
 
     /// Counts as gone already: terminating, evicted earlier, or planned by another policy this cycle.

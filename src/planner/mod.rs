@@ -224,9 +224,7 @@ pub fn missing_podgroups(snapshot: &Snapshot) -> Vec<String> {
         .iter()
         .filter(|(job, _)| job.kind == crate::cluster::JobKind::PodGroup)
         .filter(|(job, _)| {
-            !snapshot
-                .podgroups
-                .contains_key(&ObjectKey::new(job.namespace.clone(), job.name.clone()))
+            snapshot.podgroup(&job.namespace, &job.name).is_none()
         })
         .map(|(job, state)| {
             format!(
