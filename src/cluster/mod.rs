@@ -15,6 +15,7 @@ pub(crate) mod pod;
 pub(crate) mod pod_labels;
 pub(crate) mod pod_map;
 pub(crate) mod pod_status;
+pub(crate) mod prefetch;
 pub(crate) mod quantity;
 pub(crate) mod resources;
 pub(crate) mod setting;

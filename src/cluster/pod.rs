@@ -221,19 +221,7 @@ impl PodInfo {
     /// overlap instead of following one another. A hint only: nothing is read, nothing can fault.
     #[inline]
     pub fn prefetch_weighed(&self) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            const LINE: usize = 64;
-            let start = std::ptr::from_ref(self).cast::<i8>();
-            // Each line the bytes touch, once: a pod need not start on a line.
-            let first_line = start.addr() / LINE * LINE;
-            for line in (first_line..start.addr() + WEIGHED_BYTES).step_by(LINE) {
-                // SAFETY: SSE is part of every x86_64 processor, and a prefetch never faults, whatever
-                // the address (these lines hold the pod anyway).
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(start.with_addr(line)) };
-            }
-        }
+        super::prefetch::bytes(std::ptr::from_ref(self), WEIGHED_BYTES);
     }
 
     /// Converts an API pod. Fails only if the pod has no name, which the API server never sends.

@@ -16,6 +16,7 @@ use smallvec::SmallVec;
 use super::{
     keys::ObjectKey,
     pod::{PodBrief, PodInfo},
+    prefetch,
 };
 
 /// Entries (pods or children) per tree node at most. Small, because each change copies one node per
@@ -342,6 +343,12 @@ impl<'a> Values<'a> {
                     return;
                 }
                 Node::Inner(children) => {
+                    // The children are visited next, one after the other, and each is a miss of
+                    // its own (the pods of a node were inserted over the whole listing, so their
+                    // tree is spread over the heap): asked for together, the misses overlap.
+                    for child in children {
+                        prefetch::bytes(Arc::as_ptr(child), size_of::<Node>());
+                    }
                     let mut rest = children.iter();
                     let Some(first) = rest.next() else { return };
                     self.pending.push(rest);
