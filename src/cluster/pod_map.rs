@@ -446,11 +446,11 @@ mod tests {
             assert!(node.len() <= MAX, "overfull node");
             match node {
                 Node::Leaf(pods) => {
-                    assert!(!pods.spilled(), "pods out of their node's allocation");
+                    assert!(!pods.spilled(), "leaf's pods spilled");
                     out.push(depth);
                 }
                 Node::Inner(children) => {
-                    assert!(!children.spilled(), "children out of their node's allocation");
+                    assert!(!children.spilled(), "inner node's children spilled");
                     for child in children {
                         depths(child, depth + 1, out);
                     }

@@ -10,8 +10,7 @@ use crate::{
     api::GoDuration,
     cluster::{
         InvalidValue, JobBudget, JobKey, JobKind, JobState, NodeInfo, NodeState, ObjectKey,
-        PodGroupInfo, PodInfo, PolicyInfo, Setting, Snapshot, placement,
-        snapshot::PodBudgets,
+        PodGroupInfo, PodInfo, PolicyInfo, Setting, Snapshot, placement, snapshot::PodBudgets,
     },
 };
 
