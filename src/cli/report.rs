@@ -80,11 +80,11 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
     render_report(&snapshot, &cycle, &Verification::default(), notes, args)
 }
 
-/// `tidal report` against the live cluster: one list of everything, one plan, no eviction; with
-/// `--verify`, a server-side dry-run eviction per planned eviction.
 /// How long `tidal report` waits for the API server's first answer before saying it cannot reach it.
 const REACHABLE_WITHIN: Duration = Duration::from_secs(10);
 
+/// `tidal report` against the live cluster: one list of everything, one plan, no eviction; with
+/// `--verify`, a server-side dry-run eviction per planned eviction.
 pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
     let config = args.client.config().await?;
     let url = config.cluster_url.to_string();
