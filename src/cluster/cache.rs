@@ -2,11 +2,14 @@
 //! per-node and per-job aggregates up to date and hands out snapshots that copy only what changed.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::BTreeMap,
     sync::{Arc, Weak},
     time::Duration,
 };
 
+// Every pod event hashes its key here, and its names in the interner: foldhash rather than SipHash,
+// seeded per process as std's maps are (as in `Versioned`).
+use foldhash::HashMap;
 use jiff::Timestamp;
 
 use super::{

@@ -4,13 +4,13 @@
 use std::{
     borrow::Borrow,
     cmp::Ordering,
-    collections::HashSet,
     fmt,
     hash::{BuildHasher, Hash, Hasher},
     ops::Deref,
     sync::Arc,
 };
 
+use foldhash::HashSet;
 use serde::Serialize;
 
 /// An immutable string shared by reference count. At 150,000 pods the same few thousand strings
@@ -175,7 +175,7 @@ pub struct Interner<T = Name> {
 impl<T> Default for Interner<T> {
     fn default() -> Self {
         Interner {
-            known: HashSet::new(),
+            known: HashSet::default(),
             sweep_at: 0,
         }
     }
@@ -507,7 +507,7 @@ impl PartialEq<PodUid> for String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, HashSet};
 
     use super::*;
 
