@@ -16,7 +16,7 @@ use super::{
     config::{PolicyInfo, ZoneInfo},
     constraints::Constraints,
     ingest::ObjectKind,
-    keys::ObjectKey,
+    keys::{Name, ObjectKey},
     namespace::NamespaceInfo,
     node::NodeInfo,
     pod::{PodInfo, PodInterner},
@@ -34,7 +34,7 @@ pub struct ClusterCache {
     generation: u64,
     /// Removals up to this generation are forgotten; older snapshots are rebuilt in full.
     pruned_through: u64,
-    nodes: Versioned<String, NodeState>,
+    nodes: Versioned<Name, NodeState>,
     unscheduled: Versioned<ObjectKey, PodInfo>,
     jobs: Versioned<crate::cluster::JobKey, JobState>,
     /// The current version of every pod, to find what an update or delete replaces.
@@ -297,9 +297,7 @@ impl ClusterCache {
     fn attach(&mut self, pod: &Arc<PodInfo>) {
         let generation = &mut self.generation;
         match &pod.node_name {
-            Some(node) => self
-                .nodes
-                .update(generation, &node.to_string(), |n| n.add_pod(pod)),
+            Some(node) => self.nodes.update(generation, node, |n| n.add_pod(pod)),
             None => self
                 .unscheduled
                 .insert_shared(generation, pod.key.clone(), Arc::clone(pod)),
@@ -310,9 +308,7 @@ impl ClusterCache {
     fn detach(&mut self, pod: &PodInfo) {
         let generation = &mut self.generation;
         match &pod.node_name {
-            Some(node) => self
-                .nodes
-                .update(generation, &node.to_string(), |n| n.remove_pod(pod)),
+            Some(node) => self.nodes.update(generation, node, |n| n.remove_pod(pod)),
             None => {
                 self.unscheduled.remove(generation, &pod.key);
             }
@@ -322,7 +318,7 @@ impl ClusterCache {
     }
 
     pub fn apply_node(&mut self, node: NodeInfo) {
-        let name = node.name.clone();
+        let name = Name::from(node.name.as_str());
         let node = Arc::new(node);
         self.nodes
             .update(&mut self.generation, &name, |n| n.node = Some(node));
@@ -331,7 +327,7 @@ impl ClusterCache {
     /// Forgets a node. Its pods stay until their own deletions arrive, as they do from a watch.
     pub fn delete_node(&mut self, name: &str) {
         self.nodes
-            .update(&mut self.generation, &name.to_owned(), |n| n.node = None);
+            .update(&mut self.generation, &Name::from(name), |n| n.node = None);
         self.node_usage
             .remove(&mut self.generation, &name.to_owned());
     }
@@ -578,8 +574,10 @@ impl ClusterCache {
 
     /// Keys of every object of a kind, for a watcher's relist to find which ones vanished while it was away.
     pub fn object_keys(&self, kind: ObjectKind) -> Vec<ObjectKey> {
-        fn named<'a, V: 'a>(it: impl Iterator<Item = (&'a String, V)>) -> Vec<ObjectKey> {
-            it.map(|(name, _)| ObjectKey::new("", name.clone()))
+        fn named<'a, K: AsRef<str> + 'a, V: 'a>(
+            it: impl Iterator<Item = (&'a K, V)>,
+        ) -> Vec<ObjectKey> {
+            it.map(|(name, _)| ObjectKey::new("", name.as_ref()))
                 .collect()
         }
         match kind {
@@ -604,11 +602,11 @@ impl ClusterCache {
     }
 
     pub fn zone(&self, name: &str) -> Option<&Arc<ZoneInfo>> {
-        self.zones.get(&name.to_owned())
+        self.zones.get(name)
     }
 
     pub fn policy(&self, name: &str) -> Option<&Arc<PolicyInfo>> {
-        self.policies.get(&name.to_owned())
+        self.policies.get(name)
     }
 
     pub fn podgroup(&self, key: &ObjectKey) -> Option<&Arc<PodGroupInfo>> {
@@ -616,9 +614,7 @@ impl ClusterCache {
     }
 
     pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
-        self.nodes
-            .get(&name.to_owned())
-            .and_then(|state| state.node.as_ref())
+        self.nodes.get(name).and_then(|state| state.node.as_ref())
     }
 }
 

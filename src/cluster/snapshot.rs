@@ -5,7 +5,7 @@ use std::{collections::BTreeMap, sync::Arc};
 use super::{
     config::{PolicyInfo, ZoneInfo},
     job_budget::JobBudget,
-    keys::{JobKey, ObjectKey},
+    keys::{JobKey, Name, ObjectKey},
     namespace::NamespaceInfo,
     node::NodeInfo,
     pod::PodInfo,
@@ -383,7 +383,7 @@ pub struct Snapshot {
     pub(super) generation: u64,
     /// The cache this snapshot was taken from: only that cache can bring it up to date in place.
     pub(super) origin: u64,
-    pub nodes: SnapshotMap<String, NodeState>,
+    pub nodes: SnapshotMap<Name, NodeState>,
     /// Pods not bound to any node.
     pub unscheduled: BTreeMap<ObjectKey, Arc<PodInfo>>,
     pub jobs: SnapshotMap<JobKey, JobState>,

@@ -6,7 +6,7 @@
 //! Aggregates keep that copy shallow (their pods are a [`PodMap`](super::PodMap), which shares its
 //! tree), since the snapshot update frees every old version the cache copied.
 
-use std::{collections::BTreeMap, hash::Hash, sync::Arc};
+use std::{borrow::Borrow, collections::BTreeMap, hash::Hash, sync::Arc};
 
 use super::snapshot_map::{Reshape, SnapshotMap};
 
@@ -56,7 +56,11 @@ impl<K, V> Default for Versioned<K, V> {
 }
 
 impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
-    pub(crate) fn get(&self, key: &K) -> Option<&Arc<V>> {
+    pub(crate) fn get<Q>(&self, key: &Q) -> Option<&Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.entries.get(key).and_then(|slot| slot.value.as_ref())
     }
 

@@ -13,16 +13,16 @@
 use std::{collections::HashMap, hash::BuildHasher, ops::Bound};
 
 use crate::{
-    cluster::{NodeState, ObjectKey, PodInfo, Resources, resources},
+    cluster::{NodeState, ObjectKey, PodInfo, Resources, keys::Name, resources},
     framework::{Candidate, Gate, GateId, PlanContext},
 };
 
 #[derive(Default)]
 pub(crate) struct NodeFit {
     /// Requests of pods admitted this plan, by the node they were found to fit.
-    reserved: HashMap<String, Resources>,
+    reserved: HashMap<Name, Resources>,
     /// The node found for each pod by its last successful check.
-    chosen: HashMap<ObjectKey, String>,
+    chosen: HashMap<ObjectKey, Name>,
     /// How far each shape's search got.
     progress: HashMap<u64, Progress>,
 }
@@ -31,9 +31,9 @@ pub(crate) struct NodeFit {
 /// searching pod's own node and so was never tried.
 #[derive(Clone, Debug, Default)]
 struct Progress {
-    from: Option<String>,
+    from: Option<Name>,
     exhausted: bool,
-    hole: Option<String>,
+    hole: Option<Name>,
     /// Rejections of the nodes known not to take the shape, by reason.
     rejected: [usize; 6],
 }
@@ -71,7 +71,7 @@ impl NodeFit {
         if !state.load_known() {
             return Err(Reject::UnknownLoad);
         }
-        let fits = match self.reserved.get(&node.name) {
+        let fits = match self.reserved.get(node.name.as_str()) {
             Some(reserved) => {
                 let mut requested = state.requested.clone();
                 requested.add(reserved);
@@ -88,7 +88,7 @@ impl NodeFit {
         &mut self,
         pod: &PodInfo,
         ctx: &PlanContext<'_>,
-    ) -> Result<String, String> {
+    ) -> Result<Name, String> {
         let shape = Self::shape(pod, ctx);
         let mut progress = self.progress.remove(&shape).unwrap_or_default();
         let found = self.search(pod, ctx, &mut progress);
@@ -115,7 +115,7 @@ impl NodeFit {
         pod: &PodInfo,
         ctx: &PlanContext<'_>,
         progress: &mut Progress,
-    ) -> Option<String> {
+    ) -> Option<Name> {
         let own = pod.node_name.as_deref();
         if let Some(hole) = progress.hole.clone()
             && Some(hole.as_str()) != own

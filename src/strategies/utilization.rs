@@ -133,7 +133,7 @@ pub(crate) fn node_usages<'s>(
             let measured = ctx
                 .snapshot
                 .node_usage
-                .get(name)
+                .get(name.as_str())
                 .and_then(|series| series.average(ctx.now, source.window));
             let Some(measured) = measured.filter(|_| measurable) else {
                 unmeasured.push(name.as_str());

@@ -616,7 +616,7 @@ fn check(snapshot: &Snapshot, model: &Model, cache: &ClusterCache) -> Result<(),
         );
         prop_assert_eq!(
             state.node.as_ref().map(|n| &n.name),
-            model.nodes.get(name).map(|n| &n.name)
+            model.nodes.get(name.as_str()).map(|n| &n.name)
         );
         let mut requested = Resources::default();
         for pod in state.pods.values() {
@@ -859,8 +859,8 @@ fn node_requests_do_not_drift_when_their_sum_saturates() {
     fresh.apply_pod(huge_pod("big-1"), jiff::Timestamp::UNIX_EPOCH);
     let rebuilt = fresh.snapshot();
     assert_eq!(
-        live.nodes[&node_name(0)].requested.memory,
-        rebuilt.nodes[&node_name(0)].requested.memory
+        live.nodes[node_name(0).as_str()].requested.memory,
+        rebuilt.nodes[node_name(0).as_str()].requested.memory
     );
     assert!(live.same_content(&rebuilt));
 }
