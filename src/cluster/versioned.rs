@@ -69,6 +69,11 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
         self.live
     }
 
+    /// Removals remembered for snapshots that have not seen them yet (until [`Self::prune`]).
+    pub(crate) fn removals(&self) -> usize {
+        self.tombstones.len()
+    }
+
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &Arc<V>)> {
         self.entries
             .iter()
