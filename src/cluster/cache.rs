@@ -53,6 +53,8 @@ pub struct ClusterCache {
     local_rounds: HashMap<String, Timestamp>,
     /// Distinct pod constraints, by signature: pods of one shape share one copy.
     shapes: HashMap<u64, Vec<Weak<Constraints>>>,
+    /// Shapes held when `shapes` is next swept of the ones no pod has any more (see `intern`).
+    shapes_sweep_at: usize,
     /// What pods repeat (names, label sets, owners, job keys, conditions), one copy each.
     interner: PodInterner,
     policies: Versioned<String, PolicyInfo>,
@@ -232,6 +234,16 @@ impl ClusterCache {
     /// The shared copy of `constraints`, if a pod of the same shape is cached; else this one, which
     /// later pods of its shape then share.
     fn intern(&mut self, constraints: Arc<Constraints>) -> Arc<Constraints> {
+        // A shape nobody has any more is dropped when its bucket is next visited; shapes never seen
+        // again (a batch job's own affinity, say) go in a sweep each time the map has doubled, as the
+        // interner does, so that they do not pile up for the life of the process.
+        if self.shapes.len() >= self.shapes_sweep_at {
+            self.shapes.retain(|_, bucket| {
+                bucket.retain(|known| known.strong_count() > 0);
+                !bucket.is_empty()
+            });
+            self.shapes_sweep_at = (self.shapes.len() * 2).max(1024);
+        }
         let bucket = self.shapes.entry(constraints.signature).or_default();
         bucket.retain(|known| known.strong_count() > 0);
         if let Some(shared) = bucket
@@ -742,6 +754,28 @@ mod tests {
         assert!(Arc::ptr_eq(&get("a"), &get("b")));
         assert!(!Arc::ptr_eq(&get("a"), &get("c")));
         assert_eq!(get("c").tolerations[0].key.as_deref(), Some("spot"));
+    }
+
+    #[test]
+    fn shapes_no_pod_has_are_forgotten() {
+        let mut cache = ClusterCache::new();
+        let at = Timestamp::UNIX_EPOCH;
+        for n in 0..3_000 {
+            let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "job-pod", "namespace": "ns", "uid": n.to_string()},
+                "spec": {"nodeName": "n1", "containers": [{"name": "c"}],
+                         "nodeSelector": {"job": n.to_string()}},
+                "status": {"phase": "Running"},
+            }))
+            .unwrap();
+            cache.apply_pod(PodInfo::from_pod(&pod).unwrap(), at);
+            cache.delete_pod(&ObjectKey::new("ns", "job-pod"), at);
+        }
+        assert!(
+            cache.shapes.len() <= 1024,
+            "{} shapes held",
+            cache.shapes.len()
+        );
     }
 
     fn running_pod(name: &str, node: &str) -> PodInfo {
