@@ -6,7 +6,8 @@
 //!   for; the versions it let go of are freed after the clock stops), freeing those alone, events and
 //!   update and freeing together, and for comparison a full rebuild in place of the update (the previous
 //!   snapshot freed after the clock stops, or within it), and the events with no snapshot outstanding
-//!   (no copy-on-write);
+//!   (no copy-on-write); the freeing is also split in two: the pod versions the churn replaced or
+//!   deleted, and the rest;
 //! - `ingest/*`: the whole cluster fed to an empty cache, as on start-up or relist: converting the API
 //!   objects and applying them, and applying already converted ones.
 //!
@@ -26,6 +27,7 @@
 
 use std::{
     hint::black_box,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -36,10 +38,12 @@ use criterion::{
 use k8s_openapi::api::core::v1::{Node, Pod};
 use tidal::{
     api::DeschedulingPolicySpec,
-    cluster::{ClusterCache, NodeInfo, PodInfo, PolicyInfo, Snapshot},
+    cluster::{ClusterCache, NodeInfo, ObjectKey, PodInfo, PolicyInfo, Snapshot},
     planner::{self, SkipRows},
 };
-use tidal_testkit::synthetic::{Churn, SyntheticCluster, SyntheticSpec, churn, generate};
+use tidal_testkit::synthetic::{
+    Churn, ChurnEvent, SyntheticCluster, SyntheticSpec, churn, generate,
+};
 
 /// Alternates between applying a churn and undoing it.
 struct Swing {
@@ -119,6 +123,47 @@ fn benches(c: &mut Criterion) {
                 let update = black_box(cache.update_snapshot(live));
                 let start = Instant::now();
                 drop(update);
+                *elapsed += start.elapsed();
+            })
+        })
+    });
+    // How much of `free_retired` is the pods themselves: the versions the churn replaced or deleted,
+    // which a cache without a snapshot frees too, as it applies the events. Here they are held past the
+    // update, so that `free_retired_but_pods` times the rest (copied tree paths, node and job versions)
+    // and `free_replaced_pods` the pods alone.
+    let churned: Vec<ObjectKey> = swing
+        .churn
+        .events
+        .iter()
+        .filter_map(ChurnEvent::pod_key)
+        .collect();
+    let held = |cache: &ClusterCache| -> Vec<Arc<PodInfo>> {
+        churned
+            .iter()
+            .filter_map(|key| cache.pod(key).cloned())
+            .collect()
+    };
+    group.bench_function("churn_1pct/free_retired_but_pods", |b| {
+        b.iter_custom(|iters| {
+            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                let replaced = held(cache);
+                swing.step(cache);
+                let update = black_box(cache.update_snapshot(live));
+                let start = Instant::now();
+                drop(update);
+                *elapsed += start.elapsed();
+                drop(replaced);
+            })
+        })
+    });
+    group.bench_function("churn_1pct/free_replaced_pods", |b| {
+        b.iter_custom(|iters| {
+            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                let replaced = held(cache);
+                swing.step(cache);
+                drop(black_box(cache.update_snapshot(live)));
+                let start = Instant::now();
+                drop(replaced);
                 *elapsed += start.elapsed();
             })
         })

@@ -256,6 +256,15 @@ impl ChurnEvent {
     pub fn is_pod_event(&self) -> bool {
         !matches!(self, ChurnEvent::NodeApplied(_))
     }
+
+    /// The pod the event adds, changes or deletes.
+    pub fn pod_key(&self) -> Option<ObjectKey> {
+        match self {
+            ChurnEvent::PodApplied(pod) => Some(key_of(&pod.metadata)),
+            ChurnEvent::PodDeleted(key) => Some(key.clone()),
+            ChurnEvent::NodeApplied(_) => None,
+        }
+    }
 }
 
 /// Events that change a generated cluster, and the events that change it back.
