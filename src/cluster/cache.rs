@@ -19,6 +19,7 @@ use super::{
     keys::{Name, ObjectKey},
     namespace::NamespaceInfo,
     node::NodeInfo,
+    pile::Pile,
     pod::{PodInfo, PodInterner},
     snapshot::{JobState, NodeState, Snapshot},
     usage::{UsageSample, UsageSeries},
@@ -106,9 +107,9 @@ pub struct SnapshotUpdate {
 /// Versions a snapshot update replaced, freed when this is dropped.
 #[derive(Default)]
 pub struct Retired {
-    nodes: Vec<Arc<NodeState>>,
-    jobs: Vec<Arc<JobState>>,
-    pods: Vec<Arc<PodInfo>>,
+    nodes: Pile<Arc<NodeState>>,
+    jobs: Pile<Arc<JobState>>,
+    pods: Pile<Arc<PodInfo>>,
     /// A snapshot rebuilt in full lets go of its whole previous self.
     snapshot: Option<Box<Snapshot>>,
 }
@@ -360,7 +361,10 @@ impl ClusterCache {
     }
 
     pub fn apply_node(&mut self, node: NodeInfo) {
-        let name = Name::from(node.name.as_str());
+        // The pods bound to the node hold the interned copy of its name: with the entry keyed by that
+        // copy too, their events find the entry by address rather than by comparing names.
+        let mut name = Name::from(node.name.as_str());
+        self.interner.intern_name(&mut name);
         let node = Arc::new(node);
         self.nodes
             .update(&mut self.generation, &name, |n| n.node = Some(node));
@@ -574,7 +578,7 @@ impl ClusterCache {
                     .sync_into_map(since, &mut snapshot.jobs, &mut retired.jobs)
                 + self
                     .podgroups
-                    .sync_into_map(since, &mut snapshot.podgroups, &mut Vec::new())
+                    .sync_into_map(since, &mut snapshot.podgroups, &mut Pile::default())
                 + self.pdbs.sync_into(since, &mut snapshot.pdbs)
                 + self.zones.sync_into(since, &mut snapshot.zones)
                 + self.policies.sync_into(since, &mut snapshot.policies)
@@ -782,6 +786,29 @@ mod tests {
         crate::testkit::pod(&format!("ns/{name}"), node)
             .patch(serde_json::json!({"metadata": {"uid": name}}))
             .build()
+    }
+
+    #[test]
+    fn a_node_entry_and_its_pods_share_one_copy_of_the_name() {
+        for node_first in [true, false] {
+            let mut cache = ClusterCache::new();
+            if node_first {
+                cache.apply_node(crate::testkit::node("n1").build());
+            }
+            cache.apply_pod(running_pod("web-0", "n1"), Timestamp::UNIX_EPOCH);
+            if !node_first {
+                cache.apply_node(crate::testkit::node("n1").build());
+            }
+            let pod_node = cache.pods[&ObjectKey::new("ns", "web-0")]
+                .node_name
+                .clone()
+                .unwrap();
+            let (entry, _) = cache.nodes.iter().next().unwrap();
+            assert!(
+                entry.ptr_eq(&pod_node),
+                "node first: {node_first}: the pod's events find the entry by address"
+            );
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub(crate) mod keys;
 pub(crate) mod matching;
 pub(crate) mod namespace;
 pub(crate) mod node;
+pub(crate) mod pile;
 pub(crate) mod placement;
 pub(crate) mod pod;
 pub(crate) mod pod_labels;

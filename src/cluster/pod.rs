@@ -192,6 +192,13 @@ pub struct PodInterner {
     conditions: Interner<Arc<ConditionState>>,
 }
 
+impl PodInterner {
+    /// Shares `name` with the pods that name the same thing (a node a pod is bound to, say).
+    pub(crate) fn intern_name(&mut self, name: &mut Name) {
+        self.names.intern(name);
+    }
+}
+
 /// The parts of a pod that almost every pod lacks.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Rare {

@@ -15,6 +15,8 @@ use std::{
     sync::Arc,
 };
 
+use super::pile::Pile;
+
 /// Entries in key order. Reads as the `BTreeMap<K, Arc<V>>` it replaces does.
 #[derive(Clone)]
 pub struct SnapshotMap<K, V> {
@@ -144,7 +146,7 @@ impl<K, V> SnapshotMap<K, V> {
 pub(crate) struct Reshape<V> {
     added: Vec<usize>,
     removed: Vec<usize>,
-    retired: Vec<Arc<V>>,
+    retired: Pile<Arc<V>>,
 }
 
 impl<V> Default for Reshape<V> {
@@ -152,7 +154,7 @@ impl<V> Default for Reshape<V> {
         Reshape {
             added: Vec::new(),
             removed: Vec::new(),
-            retired: Vec::new(),
+            retired: Pile::default(),
         }
     }
 }
@@ -221,7 +223,7 @@ impl<K: Ord + Hash + Clone, V> SnapshotMap<K, V> {
     /// removed entries. Each change is placed by a binary search, then the order is edited in place in
     /// one pass per kind: a new vector here would be a large allocation on every update. Returns the
     /// values this update replaced or removed, for the caller to free when it suits it.
-    pub(crate) fn reshape(&mut self, reshape: Reshape<V>) -> Vec<Arc<V>> {
+    pub(crate) fn reshape(&mut self, reshape: Reshape<V>) -> Pile<Arc<V>> {
         let Reshape {
             added,
             removed,

@@ -6,9 +6,17 @@
 //! Aggregates keep that copy shallow (their pods are a [`PodMap`](super::PodMap), which shares its
 //! tree), since the snapshot update frees every old version the cache copied.
 
-use std::{borrow::Borrow, collections::BTreeMap, hash::Hash, sync::Arc};
+use std::{
+    borrow::Borrow,
+    collections::{BTreeMap, hash_map::Entry},
+    hash::Hash,
+    sync::Arc,
+};
 
-use super::snapshot_map::{Reshape, SnapshotMap};
+use super::{
+    pile::Pile,
+    snapshot_map::{Reshape, SnapshotMap},
+};
 
 /// Keys are names of cluster objects, hashed on every event and every snapshot update: foldhash rather
 /// than SipHash, seeded per process as std's maps are.
@@ -124,8 +132,13 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
         *generation += 1;
         let now = *generation;
         let is_live = value.is_some();
-        match self.entries.get_mut(&key) {
-            Some(slot) => {
+        // The change log and the tombstones hold the entry's own key, not the caller's equal copy: the
+        // snapshot update looks each change up by it, and the same allocation compares equal at its
+        // address, where an equal copy compares its text.
+        let key = match self.entries.entry(key) {
+            Entry::Occupied(occupied) => {
+                let key = occupied.key().clone();
+                let slot = occupied.into_mut();
                 self.changes.remove(&slot.generation);
                 let was_live = self.tombstones.remove(&slot.generation).is_none();
                 match (was_live, is_live) {
@@ -135,8 +148,9 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
                 }
                 slot.generation = now;
                 slot.value = value;
+                key
             }
-            None => {
+            Entry::Vacant(vacant) => {
                 if !is_live {
                     return;
                 }
@@ -145,16 +159,15 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
                     self.slots += 1;
                     self.slots - 1
                 });
-                self.entries.insert(
-                    key.clone(),
-                    Slot {
-                        generation: now,
-                        value,
-                        slot,
-                    },
-                );
+                let key = vacant.key().clone();
+                vacant.insert(Slot {
+                    generation: now,
+                    value,
+                    slot,
+                });
+                key
             }
-        }
+        };
         if !is_live {
             self.tombstones.insert(now, key.clone());
         }
@@ -168,7 +181,7 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
         &self,
         since: u64,
         target: &mut BTreeMap<K, Arc<V>>,
-        retired: &mut Vec<Arc<V>>,
+        retired: &mut Pile<Arc<V>>,
     ) -> usize {
         let mut touched = 0;
         for (_, key) in self.changes.range(since + 1..) {
@@ -188,14 +201,14 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
     /// found by slot, and keys that came or went are merged in at once.
     /// [`Self::sync_into_retiring`] for small values: what `target` lets go of is freed at once.
     pub(crate) fn sync_into(&self, since: u64, target: &mut BTreeMap<K, Arc<V>>) -> usize {
-        self.sync_into_retiring(since, target, &mut Vec::new())
+        self.sync_into_retiring(since, target, &mut Pile::default())
     }
 
     pub(crate) fn sync_into_map(
         &self,
         since: u64,
         target: &mut SnapshotMap<K, V>,
-        retired: &mut Vec<Arc<V>>,
+        retired: &mut Pile<Arc<V>>,
     ) -> usize {
         let mut touched = 0;
         let mut reshape = Reshape::default();
@@ -212,7 +225,7 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
                 None => target.remove(&mut reshape, slot.slot),
             }
         }
-        retired.extend(target.reshape(reshape));
+        retired.append(target.reshape(reshape));
         touched
     }
 
@@ -274,10 +287,10 @@ mod tests {
         map.update(&mut generation, &"a", |v| *v = 10);
         map.remove(&mut generation, &"b");
         map.insert(&mut generation, "c", 3);
-        let mut retired = Vec::new();
+        let mut retired = Pile::default();
         assert_eq!(map.sync_into_retiring(mark, &mut target, &mut retired), 3);
         assert_eq!(
-            retired,
+            retired.iter().cloned().collect::<Vec<_>>(),
             [Arc::new(1), Arc::new(2)],
             "the versions replaced and removed"
         );
@@ -286,6 +299,27 @@ mod tests {
             BTreeMap::from([("a", Arc::new(10)), ("c", Arc::new(3))])
         );
         assert_eq!(map.len(), 2);
+    }
+
+    #[test]
+    fn changes_name_the_entry_by_its_own_key() {
+        let mut generation = 0;
+        let mut map: Versioned<Arc<str>, i32> = Versioned::default();
+        let first: Arc<str> = Arc::from("node-a");
+        map.insert(&mut generation, Arc::clone(&first), 1);
+        // An equal key in another allocation, as a pod's copy of its node's name.
+        map.insert(&mut generation, Arc::from("node-a"), 2);
+        map.remove(&mut generation, &Arc::from("node-a"));
+        let logged: Vec<&Arc<str>> = map
+            .changes
+            .values()
+            .chain(map.tombstones.values())
+            .collect();
+        assert_eq!(logged.len(), 2);
+        assert!(
+            logged.iter().all(|key| Arc::ptr_eq(key, &first)),
+            "the log holds the entry's key, found again by address"
+        );
     }
 
     #[test]
