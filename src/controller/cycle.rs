@@ -530,13 +530,15 @@ impl Runtime {
                 .read()
                 .zone(&view.name)
                 .and_then(|z| z.last_eviction_round);
+            let uid = self.uid_of(ObjectKind::RevocableZone, &view.name);
+            self.status
+                .identify("RevocableZone", &view.name, uid.as_deref());
             let preemptable = status::preemptable_pods(&self.snapshot, &view.name);
             let previous = self.status.zone_ready(&view.name);
             let written =
                 status::zone_status(view, preemptable, last_round, now, previous.as_ref());
             self.status.zone(&view.name, &written).await;
             let error = view.state.as_ref().err().map(String::as_str);
-            let uid = self.uid_of(ObjectKind::RevocableZone, &view.name);
             self.status
                 .warn_invalid("RevocableZone", &view.name, uid.as_deref(), error)
                 .await;
@@ -570,10 +572,12 @@ impl Runtime {
                 .policies
                 .get(&plan.policy)
                 .and_then(|p| p.generation);
+            let uid = self.uid_of(ObjectKind::DeschedulingPolicy, &plan.policy);
+            self.status
+                .identify("DeschedulingPolicy", &plan.policy, uid.as_deref());
             let previous = self.status.policy_ready(&plan.policy);
             let written = status::policy_status(plan, &counts, generation, now, previous.as_ref());
             self.status.policy(&plan.policy, &written).await;
-            let uid = self.uid_of(ObjectKind::DeschedulingPolicy, &plan.policy);
             self.status
                 .warn_invalid(
                     "DeschedulingPolicy",
@@ -589,6 +593,12 @@ impl Runtime {
                     .await;
             }
         }
+        let snapshot = &self.snapshot;
+        self.status
+            .retain("RevocableZone", |name| snapshot.zones.contains_key(name));
+        self.status.retain("DeschedulingPolicy", |name| {
+            snapshot.policies.contains_key(name)
+        });
     }
 
     fn count(&self, cycle: &CycleResult, trigger: Trigger, started: Instant) {

@@ -634,6 +634,44 @@ async fn a_pod_with_an_unreadable_budget_is_not_evicted_and_warned_once() {
     controller.stop().await;
 }
 
+/// `kubectl delete` then `kubectl apply` of the same zone: the new object has no status and was never
+/// warned about, even if its spec, and so what tidal would write, is the same as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zone_deleted_and_created_again_gets_its_status_and_warning() {
+    let server = Scenario::start().await;
+    base(&server, "1h", "Evict");
+    server.apply(zone("broken", "25:00-26:00", "1m"));
+    let controller = server.controller();
+    let first_uid = server.get("revocablezones", "", "broken").unwrap()["metadata"]["uid"].clone();
+    eventually("the first zone's warning", || {
+        events_about(&server, "broken", "InvalidZone")
+            .iter()
+            .any(|e| e["regarding"]["uid"] == first_uid)
+            .then_some(())
+    })
+    .await;
+    assert!(zone_status(&server, "broken")["conditions"].is_array());
+
+    server.delete("revocablezones", "", "broken");
+    server.apply(zone("broken", "25:00-26:00", "1m"));
+    let second_uid = server.get("revocablezones", "", "broken").unwrap()["metadata"]["uid"].clone();
+    assert_ne!(first_uid, second_uid);
+    let status = eventually("the new zone's status", || {
+        let status = zone_status(&server, "broken");
+        status["conditions"].is_array().then_some(status)
+    })
+    .await;
+    assert_eq!(status["conditions"][0]["reason"], json!("InvalidWindows"));
+    eventually("a warning about the new zone", || {
+        events_about(&server, "broken", "InvalidZone")
+            .iter()
+            .any(|e| e["regarding"]["uid"] == second_uid)
+            .then_some(())
+    })
+    .await;
+    controller.stop().await;
+}
+
 fn zone_status(server: &FakeApiServer, name: &str) -> serde_json::Value {
     server
         .get("revocablezones", "", name)

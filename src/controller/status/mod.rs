@@ -57,6 +57,10 @@ pub struct StatusWriter {
     metrics: Arc<Metrics>,
     written: HashMap<(&'static str, String), serde_json::Value>,
     warned: HashMap<(&'static str, String), String>,
+    /// The uid of each zone and policy that `written` and `warned` remember something of. A name that
+    /// comes back with another uid is another object (deleted and created again): it has no status
+    /// and was never warned about, whatever was remembered of its namesake.
+    uids: HashMap<(&'static str, String), String>,
 }
 
 impl StatusWriter {
@@ -80,6 +84,7 @@ impl StatusWriter {
             metrics,
             written: HashMap::new(),
             warned: HashMap::new(),
+            uids: HashMap::new(),
         }
     }
 
@@ -87,6 +92,29 @@ impl StatusWriter {
     pub fn forget(&mut self) {
         self.written.clear();
         self.warned.clear();
+        self.uids.clear();
+    }
+
+    /// Notes which object the zone or policy `name` is, before its status and warnings: what was
+    /// remembered of a namesake with another uid is forgotten.
+    pub fn identify(&mut self, kind: &'static str, name: &str, uid: Option<&str>) {
+        let Some(uid) = uid else {
+            return;
+        };
+        let key = (kind, name.to_owned());
+        if self.uids.get(&key).is_some_and(|known| known != uid) {
+            self.written.remove(&key);
+            self.warned.remove(&key);
+        }
+        self.uids.insert(key, uid.to_owned());
+    }
+
+    /// Forgets the zones or policies of `kind` that no longer exist.
+    pub fn retain(&mut self, kind: &'static str, exists: impl Fn(&str) -> bool) {
+        let keep = |key: &(&'static str, String)| key.0 != kind || exists(&key.1);
+        self.written.retain(|key, _| keep(key));
+        self.warned.retain(|key, _| keep(key));
+        self.uids.retain(|key, _| keep(key));
     }
 
     /// The Ready condition last written for a policy, for transition times.
