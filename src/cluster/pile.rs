@@ -2,9 +2,9 @@
 //! chunks too small for glibc's allocator to treat as large requests.
 //!
 //! The update runs under the cache's lock and collects about 3,000 versions per 1% churn. In one `Vec`
-//! growing by doubling, each growth past 1 KiB was a large request, and before serving one glibc's
-//! malloc consolidates every small block freed since the last: the previous update's leftovers and
-//! the watches' garbage. That was a quarter of the update's time, spent under the lock on frees that
+//! growing by doubling, each growth past 1 KiB was a large request. Before serving one, glibc's
+//! malloc consolidates its fast bins, which hold the small blocks freed since the last such request:
+//! the previous update's leftovers and the watches' garbage. That was a quarter of the update's time, spent under the lock on frees that
 //! had happened outside it. Chunks below that size are served from the small bins, which never
 //! consolidate; the next large request, outside the lock, does it instead.
 
