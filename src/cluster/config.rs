@@ -52,6 +52,9 @@ fn schedule_of(spec: &RevocableZoneSpec) -> Result<ZoneSchedule, String> {
 #[derive(Clone, Debug)]
 pub struct PolicyInfo {
     pub name: String,
+    /// Tells a policy from a namesake that was deleted before it was created: both start at
+    /// generation 1.
+    pub uid: Option<String>,
     pub generation: Option<i64>,
     pub spec: DeschedulingPolicySpec,
     /// The default job budget, checked once. An invalid one stops the policy rather than being ignored.
@@ -65,11 +68,10 @@ impl PolicyInfo {
             .name
             .clone()
             .ok_or(Unnamed::name("DeschedulingPolicy"))?;
-        Ok(PolicyInfo::new(
-            name,
-            policy.metadata.generation,
-            policy.spec.clone(),
-        ))
+        Ok(PolicyInfo {
+            uid: policy.metadata.uid.clone(),
+            ..PolicyInfo::new(name, policy.metadata.generation, policy.spec.clone())
+        })
     }
 
     pub fn new(name: String, generation: Option<i64>, spec: DeschedulingPolicySpec) -> PolicyInfo {
@@ -82,9 +84,28 @@ impl PolicyInfo {
             .map_err(|e| format!("DeschedulingPolicy {name}: spec.defaults.jobBudget: {e}"));
         PolicyInfo {
             name,
+            uid: None,
             generation,
             spec,
             default_budget,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_keeps_its_uid_to_tell_it_from_a_namesake() {
+        let policy: DeschedulingPolicy = serde_json::from_value(serde_json::json!({
+            "apiVersion": "tidal.dev/v1alpha1", "kind": "DeschedulingPolicy",
+            "metadata": {"name": "p", "uid": "0b5e-1", "generation": 1},
+            "spec": {"mode": "DryRun", "strategies": {"tdm": {}}},
+        }))
+        .unwrap();
+        let info = PolicyInfo::from_policy(&policy).unwrap();
+        assert_eq!(info.uid.as_deref(), Some("0b5e-1"));
+        assert_eq!(info.generation, Some(1));
     }
 }

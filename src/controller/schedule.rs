@@ -19,6 +19,7 @@ pub struct PolicyClock {
     pub name: String,
     pub interval: Duration,
     pub generation: Option<i64>,
+    pub uid: Option<String>,
 }
 
 impl PolicyClock {
@@ -27,6 +28,7 @@ impl PolicyClock {
             name: policy.name.clone(),
             interval: policy.spec.interval.as_std().max(min_interval),
             generation: policy.generation,
+            uid: policy.uid.clone(),
         }
     }
 }
@@ -132,6 +134,7 @@ pub(crate) struct Due {
 struct LastRun {
     at: Timestamp,
     generation: Option<i64>,
+    uid: Option<String>,
 }
 
 /// The scheduler's memory: when each policy last ran and the zone phases the last cycle saw.
@@ -180,7 +183,11 @@ impl Scheduler {
         for policy in policies {
             let why = match self.runs.get(&policy.name) {
                 None => Some(Trigger::Config),
-                Some(last) if last.generation != policy.generation => Some(Trigger::Config),
+                // Another uid is a policy deleted and created again, maybe at the same generation:
+                // as new as a policy never seen.
+                Some(last) if last.generation != policy.generation || last.uid != policy.uid => {
+                    Some(Trigger::Config)
+                }
                 Some(last) if next_run(last.at, policy.interval) <= now => Some(Trigger::Interval),
                 Some(_) => None,
             };
@@ -213,6 +220,7 @@ impl Scheduler {
                 LastRun {
                     at: now,
                     generation: policy.generation,
+                    uid: policy.uid.clone(),
                 },
             );
         }
@@ -291,6 +299,7 @@ mod tests {
             name: name.to_owned(),
             interval: Duration::from_secs(interval),
             generation: Some(generation),
+            uid: Some(format!("{name}-uid")),
         }
     }
 
@@ -414,6 +423,29 @@ mod tests {
             .due(&added, &[], t0 + SignedDuration::from_secs(1))
             .unwrap();
         assert_eq!(due.policies, vec!["r"]);
+    }
+
+    #[test]
+    fn a_policy_deleted_and_created_again_runs_at_once() {
+        let t0 = at("2026-03-02T12:00:00Z");
+        let mut s = Scheduler::default();
+        let policies = [policy("p", 300, 1), policy("q", 300, 1)];
+        s.record(&["p".to_owned(), "q".to_owned()], &policies, &[], t0);
+        // No cycle saw it gone: the new object has the old one's name and generation.
+        let again = [
+            PolicyClock {
+                uid: Some("p-uid-2".to_owned()),
+                ..policy("p", 300, 1)
+            },
+            policy("q", 300, 1),
+        ];
+        let due = s
+            .due(&again, &[], t0 + SignedDuration::from_secs(1))
+            .unwrap();
+        assert_eq!(
+            (due.trigger, due.policies),
+            (Trigger::Config, vec!["p".to_owned()])
+        );
     }
 
     #[test]
