@@ -315,8 +315,6 @@ impl Metrics {
         self.note_series(&labels.policy.clone(), PolicySeries::Skip(labels));
     }
 
-    /// Drops the per-policy series of every policy not in `current` (deleted ones): a dashboard
-    /// should not show a policy that no longer exists.
     /// Replaces the per-zone gauges: zones that no longer exist (or cannot be read) drop out.
     pub fn set_zones(&self, zones: &[ZoneGauges]) {
         for family in [&self.zone_open, &self.zone_draining, &self.zone_preemptable] {
@@ -340,6 +338,8 @@ impl Metrics {
         }
     }
 
+    /// Drops the per-policy series of every policy not in `current` (deleted ones): a dashboard
+    /// should not show a policy that no longer exists.
     pub fn retain_policies<'a>(&self, current: impl IntoIterator<Item = &'a String>) {
         let current: BTreeSet<&String> = current.into_iter().collect();
         let mut all = self
