@@ -43,8 +43,6 @@ pub struct ClusterCache {
     /// Pods tidal evicted and has not yet seen terminate: the uid it evicted and when. The uid
     /// matters: a pod recreated under the same name is a different pod, still running.
     evicting: HashMap<ObjectKey, InFlight>,
-    /// uids of zones and policies, for the events tidal sends about them.
-    config_uids: HashMap<(ObjectKind, String), String>,
     podgroups: Versioned<ObjectKey, PodGroupInfo>,
     pdbs: Versioned<ObjectKey, PdbInfo>,
     zones: Versioned<String, ZoneInfo>,
@@ -468,36 +466,16 @@ impl ClusterCache {
     pub fn delete_zone(&mut self, name: &str) {
         self.zones.remove(&mut self.generation, &name.to_owned());
         self.local_rounds.remove(name);
-        self.config_uids
-            .remove(&(ObjectKind::RevocableZone, name.to_owned()));
         self.bound_removals();
     }
 
-    /// Remembers the uid of a zone or policy (other kinds are ignored: their slim forms carry what
-    /// tidal needs).
-    pub fn note_uid(&mut self, kind: ObjectKind, name: &str, uid: Option<&str>) {
-        if !matches!(
-            kind,
-            ObjectKind::RevocableZone | ObjectKind::DeschedulingPolicy
-        ) {
-            return;
-        }
-        let key = (kind, name.to_owned());
-        match uid {
-            Some(uid) => {
-                self.config_uids.insert(key, uid.to_owned());
-            }
-            None => {
-                self.config_uids.remove(&key);
-            }
-        }
-    }
-
-    /// The uid of a zone or policy, as last seen by the watch.
+    /// The uid of a zone or policy, as last seen by the watch (other kinds: none).
     pub fn uid_of(&self, kind: ObjectKind, name: &str) -> Option<&str> {
-        self.config_uids
-            .get(&(kind, name.to_owned()))
-            .map(String::as_str)
+        match kind {
+            ObjectKind::RevocableZone => self.zone(name)?.uid.as_deref(),
+            ObjectKind::DeschedulingPolicy => self.policy(name)?.uid.as_deref(),
+            _ => None,
+        }
     }
 
     pub fn apply_policy(&mut self, policy: PolicyInfo) {
@@ -507,8 +485,6 @@ impl ClusterCache {
 
     pub fn delete_policy(&mut self, name: &str) {
         self.policies.remove(&mut self.generation, &name.to_owned());
-        self.config_uids
-            .remove(&(ObjectKind::DeschedulingPolicy, name.to_owned()));
         self.bound_removals();
     }
 

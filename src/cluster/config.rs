@@ -12,6 +12,8 @@ use crate::{
 #[derive(Clone, Debug)]
 pub struct ZoneInfo {
     pub name: String,
+    /// For the events tidal sends about the zone, and to tell it from a namesake deleted before it.
+    pub uid: Option<String>,
     pub spec: RevocableZoneSpec,
     /// The parsed windows, or why they could not be parsed. A zone that does not parse evicts nothing.
     pub schedule: Result<ZoneSchedule, String>,
@@ -33,6 +35,7 @@ impl ZoneInfo {
                 .as_ref()
                 .and_then(|s| s.last_eviction_round.as_ref())
                 .map(|t| t.0),
+            uid: zone.metadata.uid.clone(),
             spec: zone.spec.clone(),
             name,
         })
@@ -52,8 +55,8 @@ fn schedule_of(spec: &RevocableZoneSpec) -> Result<ZoneSchedule, String> {
 #[derive(Clone, Debug)]
 pub struct PolicyInfo {
     pub name: String,
-    /// Tells a policy from a namesake that was deleted before it was created: both start at
-    /// generation 1.
+    /// For the events tidal sends about the policy, and to tell it from a namesake deleted before it:
+    /// both start at generation 1.
     pub uid: Option<String>,
     pub generation: Option<i64>,
     pub spec: DeschedulingPolicySpec,

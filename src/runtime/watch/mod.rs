@@ -444,16 +444,8 @@ fn taint_inputs<K: Ingest>(
 
 fn ingest<K: Ingest>(shared: &SharedCache, object: &K, at: Timestamp) {
     let mut cache = shared.write();
-    match object.apply_to(&mut cache, at) {
-        Ok(()) => {
-            let meta = object.meta();
-            cache.note_uid(
-                K::KIND,
-                meta.name.as_deref().unwrap_or_default(),
-                meta.uid.as_deref(),
-            );
-        }
-        Err(error) => warn!(kind = K::KIND.as_str(), %error, "ignoring object"),
+    if let Err(error) = object.apply_to(&mut cache, at) {
+        warn!(kind = K::KIND.as_str(), %error, "ignoring object");
     }
 }
 
