@@ -634,6 +634,38 @@ async fn a_pod_with_an_unreadable_budget_is_not_evicted_and_warned_once() {
     controller.stop().await;
 }
 
+/// `kubectl delete` then `kubectl apply` of the same policy: the new object runs at once, as any new
+/// policy does, not an interval later, although it is at the same generation as its namesake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_deleted_and_created_again_runs_at_once() {
+    let server = Scenario::start().await;
+    server.apply(node("rev-1", Some("rz")));
+    server.apply(zone("rz", &closed_window(), "1h"));
+    server.apply(policy("tdm", "Evict", "1h"));
+    let generation = |server: &FakeApiServer| {
+        server.get("deschedulingpolicies", "", "tdm").unwrap()["metadata"]["generation"].clone()
+    };
+    let first_generation = generation(&server);
+    let controller = server.controller();
+    eventually("a first cycle", || {
+        policy_status(&server, "tdm")["planned"]
+            .is_number()
+            .then_some(())
+    })
+    .await;
+
+    server.delete("deschedulingpolicies", "", "tdm");
+    server.apply(policy("tdm", "Evict", "1h"));
+    assert_eq!(generation(&server), first_generation);
+    eventually("a cycle of the new policy", || {
+        policy_status(&server, "tdm")["planned"]
+            .is_number()
+            .then_some(())
+    })
+    .await;
+    controller.stop().await;
+}
+
 /// `kubectl delete` then `kubectl apply` of the same zone: the new object has no status and was never
 /// warned about, even if its spec, and so what tidal would write, is the same as before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
