@@ -532,12 +532,7 @@ async fn policy_edit_takes_effect_without_restart() {
     });
     server.apply(pod(NS, "misplaced", "rev-1"));
     let controller = server.controller();
-    eventually("a first cycle", || {
-        policy_status(&server, "tdm")["planned"]
-            .is_number()
-            .then_some(())
-    })
-    .await;
+    policy_ran(&server, "tdm", "a first cycle").await;
     assert_eq!(policy_status(&server, "tdm")["planned"], json!(0));
     assert!(server.evictions().is_empty());
 
@@ -647,22 +642,12 @@ async fn a_policy_deleted_and_created_again_runs_at_once() {
     };
     let first_generation = generation(&server);
     let controller = server.controller();
-    eventually("a first cycle", || {
-        policy_status(&server, "tdm")["planned"]
-            .is_number()
-            .then_some(())
-    })
-    .await;
+    policy_ran(&server, "tdm", "a first cycle").await;
 
     server.delete("deschedulingpolicies", "", "tdm");
     server.apply(policy("tdm", "Evict", "1h"));
     assert_eq!(generation(&server), first_generation);
-    eventually("a cycle of the new policy", || {
-        policy_status(&server, "tdm")["planned"]
-            .is_number()
-            .then_some(())
-    })
-    .await;
+    policy_ran(&server, "tdm", "a cycle of the new policy").await;
     controller.stop().await;
 }
 
@@ -702,6 +687,16 @@ async fn a_zone_deleted_and_created_again_gets_its_status_and_warning() {
     })
     .await;
     controller.stop().await;
+}
+
+/// Waits until policy `name` has a status from a cycle.
+async fn policy_ran(server: &FakeApiServer, name: &str, what: &str) {
+    eventually(what, || {
+        policy_status(server, name)["planned"]
+            .is_number()
+            .then_some(())
+    })
+    .await;
 }
 
 fn zone_status(server: &FakeApiServer, name: &str) -> serde_json::Value {
@@ -775,12 +770,7 @@ async fn a_podgroup_crd_installed_later_is_watched_and_one_removed_is_forgotten(
         server.apply(pod(NS, &format!("m-{i}"), "rev-1").in_group("pg"));
     }
     let controller = server.controller();
-    eventually("a first cycle", || {
-        policy_status(&server, "tdm")["planned"]
-            .is_number()
-            .then_some(())
-    })
-    .await;
+    policy_ran(&server, "tdm", "a first cycle").await;
     assert_eq!(zone_status(&server, "rz")["preemptablePods"], json!(0));
 
     server.serve_podgroups(true);
