@@ -661,10 +661,7 @@ async fn a_zone_deleted_and_created_again_gets_its_status_and_warning() {
     let controller = server.controller();
     let first_uid = server.get("revocablezones", "", "broken").unwrap()["metadata"]["uid"].clone();
     eventually("the first zone's warning", || {
-        events_about(&server, "broken", "InvalidZone")
-            .iter()
-            .any(|e| e["regarding"]["uid"] == first_uid)
-            .then_some(())
+        invalid_zone_warned(&server, &first_uid).then_some(())
     })
     .await;
     assert!(zone_status(&server, "broken")["conditions"].is_array());
@@ -680,13 +677,18 @@ async fn a_zone_deleted_and_created_again_gets_its_status_and_warning() {
     .await;
     assert_eq!(status["conditions"][0]["reason"], json!("InvalidWindows"));
     eventually("a warning about the new zone", || {
-        events_about(&server, "broken", "InvalidZone")
-            .iter()
-            .any(|e| e["regarding"]["uid"] == second_uid)
-            .then_some(())
+        invalid_zone_warned(&server, &second_uid).then_some(())
     })
     .await;
     controller.stop().await;
+}
+
+/// Whether an InvalidZone warning went to zone `broken` with this uid (which `kubectl describe`
+/// filters by).
+fn invalid_zone_warned(server: &FakeApiServer, uid: &serde_json::Value) -> bool {
+    events_about(server, "broken", "InvalidZone")
+        .iter()
+        .any(|e| e["regarding"]["uid"] == *uid)
 }
 
 /// Waits until policy `name` has a status from a cycle.
