@@ -192,7 +192,11 @@ impl ClusterCache {
             if !pod.holds_resources() {
                 self.note_departure(&previous, at);
             }
-            self.detach(&previous);
+            // A pod that stays on its node and in its job is replaced where it is by `attach`; taking
+            // it out first would search each tree twice more and restructure it twice.
+            if previous.node_name != pod.node_name || previous.job != pod.job {
+                self.detach(&previous);
+            }
         }
         self.attach(&pod);
         self.bound_removals();

@@ -48,7 +48,24 @@ impl NodeState {
         self.unreadable_requests == 0
     }
 
+    /// Adds `pod`, or replaces the version stored under its key: a pod that changes in place (its
+    /// status, mostly) costs one search of the tree rather than a removal and an insertion.
     pub(super) fn add_pod(&mut self, pod: &Arc<PodInfo>) {
+        if let Some(replaced) = self.pods.insert(Arc::clone(pod)) {
+            self.uncount(&replaced);
+        }
+        self.count(pod);
+    }
+
+    /// Removes the pod with `pod`'s key, counted by the version stored (the one that was added), so
+    /// that a caller holding another version of it cannot miscount.
+    pub(super) fn remove_pod(&mut self, pod: &PodInfo) {
+        if let Some(stored) = self.pods.remove(&pod.key) {
+            self.uncount(&stored);
+        }
+    }
+
+    fn count(&mut self, pod: &PodInfo) {
         if pod.holds_resources() {
             self.requested.add(&pod.requests);
             if !pod.requests_known {
@@ -61,24 +78,19 @@ impl NodeState {
         if !pod.problems().is_empty() {
             self.pods_with_problems += 1;
         }
-        self.pods.insert(Arc::clone(pod));
     }
 
-    pub(super) fn remove_pod(&mut self, pod: &PodInfo) {
-        let Some(stored) = self.pods.remove(&pod.key) else {
-            return;
-        };
+    fn uncount(&mut self, pod: &PodInfo) {
         if pod.holds_resources() {
             self.requested.sub(&pod.requests);
             if !pod.requests_known {
                 self.unreadable_requests = self.unreadable_requests.saturating_sub(1);
             }
+            if pod.is_leaving() {
+                self.leaving = self.leaving.saturating_sub(1);
+            }
         }
-        // Counted by the version that was added, which is the one leaving.
-        if stored.holds_resources() && stored.is_leaving() {
-            self.leaving = self.leaving.saturating_sub(1);
-        }
-        if !stored.problems().is_empty() {
+        if !pod.problems().is_empty() {
             self.pods_with_problems = self.pods_with_problems.saturating_sub(1);
         }
     }
@@ -278,10 +290,10 @@ impl JobState {
 }
 
 #[cfg(test)]
-mod job_summary_tests {
+mod aggregate_tests {
     use std::sync::Arc;
 
-    use super::{JobState, JobStats, PodBudgets};
+    use super::{JobState, JobStats, NodeState, PodBudgets};
     use crate::{
         cluster::{IntOrPercent, JobBudget, PodInfo},
         testkit::*,
@@ -335,6 +347,38 @@ mod job_summary_tests {
         job.remove_pod(&build(pod("a/other", "n1").phase("Failed")));
         assert_eq!(kept(&job), JobStats::default());
         assert_eq!(job, JobState::default(), "nothing lingers once empty");
+    }
+
+    /// A node's counts after `pods` were added to an empty node, one version each.
+    fn counted(pods: &[&Arc<PodInfo>]) -> NodeState {
+        let mut node = NodeState::default();
+        for pod in pods {
+            node.add_pod(pod);
+        }
+        node
+    }
+
+    #[test]
+    fn a_node_counts_a_pod_replaced_in_place_by_its_latest_version() {
+        let other = build(pod("a/other", "n1").requests("1", "1Gi"));
+        let pending = build(pod("a/p", "n1").requests("2", "2Gi").phase("Pending"));
+        let terminating = build(pod("a/p", "n1").requests("2", "2Gi").terminating());
+        let unreadable = build(pod("a/p", "n1").requests("9 cores", "2Gi"));
+        let finished = build(pod("a/p", "n1").requests("2", "2Gi").phase("Succeeded"));
+        let mut node = counted(&[&other]);
+        for version in [&pending, &terminating, &unreadable, &finished, &pending] {
+            // Added over the stored version, as the cache replaces a pod that stays on its node.
+            node.add_pod(version);
+            assert_eq!(node, counted(&[&other, version]), "{:?}", version.phase);
+        }
+        assert_eq!(node.leaving, 0);
+        node.add_pod(&terminating);
+        assert_eq!((node.leaving, node.requested.pods), (1, 2));
+        // Removal counts by the stored version, whatever version the caller holds.
+        node.remove_pod(&pending);
+        assert_eq!(node, counted(&[&other]));
+        node.remove_pod(&other);
+        assert_eq!(node, NodeState::default(), "nothing lingers once empty");
     }
 
     #[test]
