@@ -9,6 +9,8 @@
 //!   (no copy-on-write); the freeing is also split in two: the pod versions the churn replaced or
 //!   deleted, and the rest; `apply_converted` (and `_unshared`) time the cache's side of the events
 //!   alone, the API objects converted before the clock starts;
+//! - `relist_unchanged/apply_and_update`: every pod applied again as the cache already holds it (a
+//!   relist after a 410 Gone that finds nothing changed), then the snapshot update and its frees;
 //! - `ingest/*`: the whole cluster fed to an empty cache, as on start-up or relist: converting the API
 //!   objects and applying them, and applying already converted ones.
 //!
@@ -217,8 +219,44 @@ fn benches(c: &mut Criterion) {
             })
         })
     });
+    // A relist that finds every pod as the cache holds it (after a 410 Gone, say): each pod applied
+    // again, then the long-lived snapshot brought up to date and what it let go of freed.
+    if !converted.forward {
+        apply_converted(&mut cache, converted.next_batch());
+        cache.update_snapshot(&mut live);
+    }
+    let unchanged = Converted::of(&cluster).pods;
+    let relist = |cache: &mut ClusterCache, live: &mut Snapshot, pods: Vec<PodInfo>| {
+        for pod in pods {
+            cache.apply_pod(pod, jiff::Timestamp::UNIX_EPOCH);
+        }
+        cache.update_snapshot(live)
+    };
+    let update = relist(&mut cache, &mut live, unchanged.clone());
+    eprintln!(
+        "relist_unchanged: the update after it synced {} entries",
+        update.entries_synced
+    );
+    drop(update);
+    group
+        .measurement_time(Duration::from_secs(15))
+        .throughput(Throughput::Elements(unchanged.len() as u64));
+    group.bench_function("relist_unchanged/apply_and_update", |b| {
+        b.iter_custom(|iters| {
+            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                let pods = unchanged.clone();
+                let start = Instant::now();
+                drop(relist(cache, live, pods));
+                *elapsed += start.elapsed();
+            })
+        })
+    });
+    drop(unchanged);
+    group
+        .measurement_time(Duration::from_secs(5))
+        .throughput(Throughput::Elements(swing.churn.events.len() as u64));
     // The events again with no snapshot sharing the cache's aggregates: the difference with
-    // `apply_events` is what copy-on-write costs.
+    // `apply_events` (and `apply_converted`) is what copy-on-write costs.
     drop(live);
     group.bench_function("churn_1pct/apply_converted_unshared", |b| {
         b.iter_custom(|iters| {

@@ -187,6 +187,12 @@ impl ClusterCache {
             }
             None => pod.evicting_since = None,
         }
+        // Nothing tidal keeps of the pod changed: a relist that finds the pod as it was, or an update
+        // of fields tidal does not read. Replacing it would touch its node's and its job's entries all
+        // the same, and the next snapshot update would copy them: after a relist, every entry.
+        if self.pods.get(&pod.key).is_some_and(|held| **held == pod) {
+            return;
+        }
         let pod = Arc::new(pod);
         if let Some(previous) = self.pods.insert(pod.key.clone(), Arc::clone(&pod)) {
             if !pod.holds_resources() {
@@ -367,6 +373,16 @@ impl ClusterCache {
         // copy too, their events find the entry by address rather than by comparing names.
         let mut name = Name::from(node.name.as_str());
         self.interner.intern_name(&mut name);
+        // Most node updates are the kubelet's status reports, whose heartbeat times tidal does not
+        // keep: the node entry (and the snapshot's copy of it) stays as it is.
+        if self
+            .nodes
+            .get(&name)
+            .and_then(|held| held.node.as_deref())
+            .is_some_and(|held| *held == node)
+        {
+            return;
+        }
         let node = Arc::new(node);
         self.nodes
             .update(&mut self.generation, &name, |n| n.node = Some(node));
@@ -789,6 +805,45 @@ mod tests {
                 "node first: {node_first}: the pod's events find the entry by address"
             );
         }
+    }
+
+    #[test]
+    fn objects_applied_again_unchanged_leave_the_snapshot_nothing_to_copy() {
+        let mut cache = ClusterCache::new();
+        cache.apply_node(crate::testkit::node("n1").build());
+        let key = ObjectKey::new("ns", "web-0");
+        cache.apply_pod(running_pod("web-0", "n1"), Timestamp::UNIX_EPOCH);
+        assert!(cache.mark_evicting(&key, Timestamp::UNIX_EPOCH));
+        let mut snapshot = cache.snapshot();
+        let held = Arc::clone(&cache.pods[&key]);
+        // As a relist reads them again: the same node, the same pod, the eviction mark still on it.
+        cache.apply_node(crate::testkit::node("n1").build());
+        cache.apply_pod(running_pod("web-0", "n1"), Timestamp::UNIX_EPOCH);
+        assert!(
+            Arc::ptr_eq(&held, &cache.pods[&key]),
+            "the held version stays"
+        );
+        assert_eq!(cache.update_snapshot(&mut snapshot).entries_synced, 0);
+        // Any change the cache keeps is applied.
+        let labelled = crate::testkit::pod("ns/web-0", "n1")
+            .patch(serde_json::json!({"metadata": {"uid": "web-0", "labels": {"tier": "web"}}}))
+            .build();
+        cache.apply_pod(labelled, Timestamp::UNIX_EPOCH);
+        assert!(!Arc::ptr_eq(&held, &cache.pods[&key]));
+        assert!(cache.update_snapshot(&mut snapshot).entries_synced > 0);
+        assert!(snapshot.same_content(&cache.snapshot()));
+        assert!(cache.pods[&key].evicting_since.is_some(), "still marked");
+        cache.apply_node(crate::testkit::node("n1").unschedulable().build());
+        assert_eq!(cache.update_snapshot(&mut snapshot).entries_synced, 1);
+        assert!(
+            snapshot
+                .node("n1")
+                .unwrap()
+                .node
+                .as_ref()
+                .unwrap()
+                .unschedulable
+        );
     }
 
     #[test]
