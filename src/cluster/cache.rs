@@ -399,7 +399,7 @@ impl ClusterCache {
 
     pub fn apply_namespace(&mut self, namespace: NamespaceInfo) {
         self.namespaces
-            .insert(&mut self.generation, namespace.name.clone(), namespace);
+            .insert_if_changed(&mut self.generation, namespace.name.clone(), namespace);
     }
 
     pub fn delete_namespace(&mut self, name: &str) {
@@ -425,7 +425,7 @@ impl ClusterCache {
 
     pub fn apply_podgroup(&mut self, group: PodGroupInfo) {
         self.podgroups
-            .insert(&mut self.generation, group.key.clone(), group);
+            .insert_if_changed(&mut self.generation, group.key.clone(), group);
     }
 
     pub fn delete_podgroup(&mut self, key: &ObjectKey) {
@@ -434,7 +434,8 @@ impl ClusterCache {
     }
 
     pub fn apply_pdb(&mut self, pdb: PdbInfo) {
-        self.pdbs.insert(&mut self.generation, pdb.key.clone(), pdb);
+        self.pdbs
+            .insert_if_changed(&mut self.generation, pdb.key.clone(), pdb);
     }
 
     pub fn delete_pdb(&mut self, key: &ObjectKey) {

@@ -92,6 +92,17 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
         self.insert_shared(generation, key, Arc::new(value));
     }
 
+    /// [`insert`](Self::insert), unless `key` holds an equal value already: a relist reads every
+    /// object again, and one that did not change must not count as a change for the snapshot to copy.
+    pub(crate) fn insert_if_changed(&mut self, generation: &mut u64, key: K, value: V)
+    where
+        V: PartialEq,
+    {
+        if self.get(&key).is_none_or(|held| **held != value) {
+            self.insert(generation, key, value);
+        }
+    }
+
     pub(crate) fn insert_shared(&mut self, generation: &mut u64, key: K, value: Arc<V>) {
         self.set(generation, key, Some(value));
     }
@@ -299,6 +310,25 @@ mod tests {
             BTreeMap::from([("a", Arc::new(10)), ("c", Arc::new(3))])
         );
         assert_eq!(map.len(), 2);
+    }
+
+    #[test]
+    fn an_equal_value_inserted_again_is_no_change() {
+        let mut generation = 0;
+        let mut map: Versioned<&str, i32> = Versioned::default();
+        map.insert_if_changed(&mut generation, "a", 1);
+        let mut target = map.copy_all();
+        let mark = generation;
+        map.insert_if_changed(&mut generation, "a", 1);
+        assert_eq!(generation, mark, "nothing logged");
+        map.insert_if_changed(&mut generation, "a", 2);
+        map.insert_if_changed(&mut generation, "b", 1);
+        let mut retired = Pile::default();
+        assert_eq!(map.sync_into_retiring(mark, &mut target, &mut retired), 2);
+        assert_eq!(
+            target,
+            BTreeMap::from([("a", Arc::new(2)), ("b", Arc::new(1))])
+        );
     }
 
     #[test]
