@@ -11,7 +11,7 @@ use futures::{StreamExt, future::BoxFuture};
 use jiff::Timestamp;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::schedule::{PolicyClock, Trigger, ZoneClock, zone_clock};
 use crate::{
@@ -372,7 +372,14 @@ impl Runtime {
                 "in-flight evictions expired without the pods going away; they count again"
             );
         }
-        cache.update_snapshot(&mut self.snapshot).retired
+        let update = cache.update_snapshot(&mut self.snapshot);
+        debug!(
+            entries = update.entries_synced,
+            full_rebuild = update.full_rebuild,
+            retired = update.retired.len(),
+            "snapshot updated"
+        );
+        update.retired
     }
 
     pub async fn run_cycle(
