@@ -187,14 +187,25 @@ impl ClusterCache {
             }
             None => pod.evicting_since = None,
         }
-        // Nothing tidal keeps of the pod changed: a relist that finds the pod as it was, or an update
-        // of fields tidal does not read. Replacing it would touch its node's and its job's entries all
-        // the same, and the next snapshot update would copy them: after a relist, every entry.
-        if self.pods.get(&pod.key).is_some_and(|held| **held == pod) {
-            return;
-        }
-        let pod = Arc::new(pod);
-        if let Some(previous) = self.pods.insert(pod.key.clone(), Arc::clone(&pod)) {
+        // One lookup for the comparison and the replacement: this runs for every pod event.
+        let (pod, previous) = match self.pods.get_mut(&pod.key) {
+            // Nothing tidal keeps of the pod changed: a relist that finds the pod as it was, or an
+            // update of fields tidal does not read. Replacing it would touch its node's and its job's
+            // entries all the same, and the next snapshot update would copy them: after a relist,
+            // every entry.
+            Some(held) if **held == pod => return,
+            Some(held) => {
+                let pod = Arc::new(pod);
+                let previous = std::mem::replace(held, Arc::clone(&pod));
+                (pod, Some(previous))
+            }
+            None => {
+                let pod = Arc::new(pod);
+                self.pods.insert(pod.key.clone(), Arc::clone(&pod));
+                (pod, None)
+            }
+        };
+        if let Some(previous) = previous {
             if !pod.holds_resources() {
                 self.note_departure(&previous, at);
             }
