@@ -8,7 +8,9 @@
 //!   snapshot freed after the clock stops, or within it), and the events with no snapshot outstanding
 //!   (no copy-on-write); the freeing is also split in two: the pod versions the churn replaced or
 //!   deleted, and the rest; `apply_converted` (and `_unshared`) time the cache's side of the events
-//!   alone, the API objects converted before the clock starts;
+//!   alone, the API objects converted before the clock starts; `churn_1pct/lent/*` do the same with the
+//!   snapshot's nodes and jobs lent to the cache while the churn is applied, as the controller lends
+//!   them between cycles (the update, its frees, both, and the cache's side of the events);
 //! - `relist_unchanged/apply_and_update`: every pod applied again as the cache already holds it (a
 //!   relist after a 410 Gone that finds nothing changed), then the snapshot update and its frees;
 //! - `ingest/*`: the whole cluster fed to an empty cache, as on start-up or relist: converting the API
@@ -18,7 +20,8 @@
 //!   the timing): the snapshot update and the lowNodeUtilization policy of issue 10 (thresholds 20/20/20,
 //!   targets 50/50/50) planned through the full gate chain, as `tidal_plan_duration_seconds` measures it
 //!   (the versions the update let go of are freed after the plan, outside the timing, as the controller
-//!   frees them; the plan itself is dropped within it).
+//!   frees them, and the snapshot is lent to the cache until the next update; the plan itself is
+//!   dropped within it).
 //!
 //! - `steady_cycle_real_server_shape`: the same, over the cluster the real-server runs of
 //!   docs/performance.md populated (uniform nodes, one ReplicaSet per ten pods, 15% of the nodes
@@ -204,6 +207,44 @@ fn benches(c: &mut Criterion) {
             })
         })
     });
+    // The controller's way: once a cycle's plan is made, the snapshot lends its nodes and jobs to the
+    // cache until the next update, so that the churn changes the aggregates in place and the update
+    // replaces stand-ins. The update as the lock sees it, freeing what it let go of, and both.
+    group.bench_function("churn_1pct/lent/update_snapshot", |b| {
+        b.iter_custom(|iters| {
+            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                cache.lend_snapshot(live);
+                swing.step(cache);
+                let start = Instant::now();
+                let update = black_box(cache.update_snapshot(live));
+                *elapsed += start.elapsed();
+                drop(update);
+            })
+        })
+    });
+    group.bench_function("churn_1pct/lent/free_retired", |b| {
+        b.iter_custom(|iters| {
+            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                cache.lend_snapshot(live);
+                swing.step(cache);
+                let update = black_box(cache.update_snapshot(live));
+                let start = Instant::now();
+                drop(update);
+                *elapsed += start.elapsed();
+            })
+        })
+    });
+    group.bench_function("churn_1pct/lent/update_and_free", |b| {
+        b.iter_custom(|iters| {
+            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                cache.lend_snapshot(live);
+                swing.step(cache);
+                let start = Instant::now();
+                drop(black_box(cache.update_snapshot(live)));
+                *elapsed += start.elapsed();
+            })
+        })
+    });
     // The cache's side of the events alone: the churn converted to the cache's types before the clock
     // starts, so that what is timed is what applying them to the cache costs (copies on write
     // included), not the conversion of API objects that dominates `apply_events`.
@@ -212,6 +253,18 @@ fn benches(c: &mut Criterion) {
         b.iter_custom(|iters| {
             timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
                 let batch = converted.next_batch();
+                let start = Instant::now();
+                apply_converted(cache, batch);
+                *elapsed += start.elapsed();
+                cache.update_snapshot(live);
+            })
+        })
+    });
+    group.bench_function("churn_1pct/lent/apply_converted", |b| {
+        b.iter_custom(|iters| {
+            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                let batch = converted.next_batch();
+                cache.lend_snapshot(live);
                 let start = Instant::now();
                 apply_converted(cache, batch);
                 *elapsed += start.elapsed();
@@ -460,8 +513,10 @@ fn steady_cycle(c: &mut Criterion) {
                 black_box(plan(live));
                 *elapsed += start.elapsed();
                 // As the controller does: what the update let go of is freed once the plan is made
-                // (`churn_1pct/free_retired` times that).
+                // (`churn_1pct/lent/free_retired` times that), and the snapshot's nodes and jobs are
+                // lent to the cache until the next update.
                 drop(update);
+                cache.lend_snapshot(live);
             })
         })
     });

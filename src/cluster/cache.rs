@@ -121,6 +121,11 @@ impl Retired {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Node and job versions let go of: the copies the cache made while the snapshot shared them.
+    pub fn aggregates(&self) -> usize {
+        self.nodes.len() + self.jobs.len()
+    }
 }
 
 impl std::fmt::Debug for Retired {
@@ -550,13 +555,19 @@ impl ClusterCache {
     pub fn update_snapshot(&mut self, snapshot: &mut Snapshot) -> SnapshotUpdate {
         // A default snapshot (origin 0) is empty at generation 0: what any cache was once.
         let foreign = snapshot.origin != 0 && snapshot.origin != self.origin.0;
+        // A lent snapshot's maps come back, unless the cache dropped them (it forgot removals since)
+        // or another snapshot took them: without them it is rebuilt.
+        let lent = std::mem::take(&mut snapshot.lent);
+        let returned = lent && !foreign && self.reclaim(snapshot);
         let full_rebuild = foreign
+            || lent && !returned
             || snapshot.generation < self.pruned_through
             || snapshot.generation > self.generation;
         let mut retired = Retired::default();
         let entries_synced = if full_rebuild {
             let rebuilt = Snapshot {
                 generation: 0,
+                lent: false,
                 origin: self.origin.0,
                 nodes: self.nodes.copy_all_map(),
                 unscheduled: self.unscheduled.copy_all(),
@@ -602,6 +613,45 @@ impl ClusterCache {
             entries_synced,
             retired,
         }
+    }
+
+    /// Lends `snapshot`'s nodes and jobs to the cache until the snapshot's next update takes them
+    /// back; they read empty meanwhile. A controller lends its snapshot once a cycle no longer reads
+    /// them. While the snapshot holds the cache's aggregates, each change the watches make copies the
+    /// changed part of one (its tree path), and the next update frees the copies the snapshot kept:
+    /// about 1.1 µs per event. Lent, the maps let go of an aggregate before the cache changes it, so
+    /// the change is made in place and the update has nothing but stand-ins to replace.
+    pub fn lend_snapshot(&mut self, snapshot: &mut Snapshot) {
+        // Only a snapshot the next update will patch: any other is rebuilt from scratch anyway.
+        let patchable = snapshot.origin == self.origin.0
+            && !snapshot.lent
+            && (self.pruned_through..=self.generation).contains(&snapshot.generation);
+        if !patchable {
+            return;
+        }
+        let generation = snapshot.generation;
+        // Maps another snapshot lent and did not take back are dropped: it will be rebuilt.
+        drop(
+            self.nodes
+                .lend(std::mem::take(&mut snapshot.nodes), generation),
+        );
+        drop(
+            self.jobs
+                .lend(std::mem::take(&mut snapshot.jobs), generation),
+        );
+        snapshot.lent = true;
+    }
+
+    /// Puts the maps `snapshot` lent back in it, if the cache still holds them.
+    fn reclaim(&mut self, snapshot: &mut Snapshot) -> bool {
+        let nodes = self.nodes.reclaim(snapshot.generation);
+        let jobs = self.jobs.reclaim(snapshot.generation);
+        let (Some(nodes), Some(jobs)) = (nodes, jobs) else {
+            return false;
+        };
+        snapshot.nodes = nodes;
+        snapshot.jobs = jobs;
+        true
     }
 
     fn prune(&mut self, through: u64) {
@@ -817,6 +867,94 @@ mod tests {
                 "node first: {node_first}: the pod's events find the entry by address"
             );
         }
+    }
+
+    /// A cache with pods on two nodes, and its snapshot.
+    fn two_nodes() -> (ClusterCache, Snapshot) {
+        let mut cache = ClusterCache::new();
+        for (pod, node) in [("web-0", "n1"), ("web-1", "n1"), ("db-0", "n2")] {
+            cache.apply_node(crate::testkit::node(node).build());
+            cache.apply_pod(running_pod(pod, node), Timestamp::UNIX_EPOCH);
+        }
+        let snapshot = cache.snapshot();
+        (cache, snapshot)
+    }
+
+    fn node_entry(cache: &ClusterCache, name: &str) -> Arc<NodeState> {
+        Arc::clone(cache.nodes.get(name).expect("a node entry"))
+    }
+
+    #[test]
+    fn a_lent_snapshot_lets_the_cache_change_its_aggregates_in_place() {
+        let (mut cache, mut snapshot) = two_nodes();
+        cache.lend_snapshot(&mut snapshot);
+        assert!(
+            snapshot.nodes.is_empty() && snapshot.jobs.is_empty(),
+            "lent"
+        );
+        let before = Arc::as_ptr(&node_entry(&cache, "n1"));
+        cache.apply_pod(running_pod("web-2", "n1"), Timestamp::UNIX_EPOCH);
+        cache.delete_pod(&ObjectKey::new("ns", "web-0"), Timestamp::UNIX_EPOCH);
+        assert_eq!(
+            Arc::as_ptr(&node_entry(&cache, "n1")),
+            before,
+            "changed where it is, not copied"
+        );
+        assert_eq!(
+            Arc::strong_count(&node_entry(&cache, "n2")),
+            3,
+            "still shared"
+        );
+
+        let update = cache.update_snapshot(&mut snapshot);
+        assert!(!update.full_rebuild);
+        assert_eq!(update.retired.aggregates(), 0, "no copies to free");
+        assert!(snapshot.same_content(&cache.snapshot()));
+        assert_eq!(snapshot.node("n1").unwrap().pods.len(), 2);
+        assert_eq!(snapshot.node("n2").unwrap().pods.len(), 1, "unchanged");
+    }
+
+    #[test]
+    fn a_lent_snapshot_is_rebuilt_when_its_maps_are_gone() {
+        // Another snapshot's update made the cache forget past the lent maps.
+        let (mut cache, mut snapshot) = two_nodes();
+        cache.lend_snapshot(&mut snapshot);
+        cache.apply_pod(running_pod("web-2", "n2"), Timestamp::UNIX_EPOCH);
+        let other = cache.snapshot();
+        assert_eq!(
+            Arc::strong_count(&node_entry(&cache, "n1")),
+            3,
+            "the lent maps let go (the cache, `other`, and this count)"
+        );
+        let update = cache.update_snapshot(&mut snapshot);
+        assert!(update.full_rebuild);
+        assert!(snapshot.same_content(&other));
+
+        // A copy of a lent snapshot takes the maps back in its place, and the original is rebuilt.
+        cache.lend_snapshot(&mut snapshot);
+        let mut copy = snapshot.clone();
+        cache.apply_pod(running_pod("db-1", "n2"), Timestamp::UNIX_EPOCH);
+        assert!(!cache.update_snapshot(&mut copy).full_rebuild);
+        assert!(cache.update_snapshot(&mut snapshot).full_rebuild);
+        assert!(copy.same_content(&snapshot));
+        assert_eq!(snapshot.node("n2").unwrap().pods.len(), 3);
+
+        // A snapshot lent while another's maps are out keeps its own.
+        cache.lend_snapshot(&mut copy);
+        cache.lend_snapshot(&mut snapshot);
+        cache.apply_pod(running_pod("db-2", "n2"), Timestamp::UNIX_EPOCH);
+        assert!(!cache.update_snapshot(&mut snapshot).full_rebuild);
+        assert!(cache.update_snapshot(&mut copy).full_rebuild);
+        assert!(copy.same_content(&snapshot));
+
+        // Nor does the update of a snapshot lent earlier take the maps of one lent since.
+        cache.lend_snapshot(&mut copy);
+        cache.apply_pod(running_pod("db-3", "n2"), Timestamp::UNIX_EPOCH);
+        cache.update_snapshot(&mut snapshot);
+        cache.lend_snapshot(&mut snapshot);
+        assert!(cache.update_snapshot(&mut copy).full_rebuild);
+        assert!(!cache.update_snapshot(&mut snapshot).full_rebuild);
+        assert!(copy.same_content(&snapshot));
     }
 
     #[test]

@@ -427,6 +427,11 @@ pub struct Snapshot {
     pub(super) generation: u64,
     /// The cache this snapshot was taken from: only that cache can bring it up to date in place.
     pub(super) origin: u64,
+    /// `nodes` and `jobs` are lent to that cache ([`ClusterCache::lend_snapshot`]) and read empty
+    /// until the next update brings them back.
+    ///
+    /// [`ClusterCache::lend_snapshot`]: super::ClusterCache::lend_snapshot
+    pub(super) lent: bool,
     pub nodes: SnapshotMap<Name, NodeState>,
     /// Pods not bound to any node.
     pub unscheduled: BTreeMap<ObjectKey, Arc<PodInfo>>,

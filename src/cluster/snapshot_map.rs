@@ -113,6 +113,18 @@ impl<K, V> SnapshotMap<K, V> {
         self.iter().map(|(_, value)| value)
     }
 
+    /// Puts `stand_in` in place of the value in cache slot `slot`, if it has one: the map is lent back
+    /// to the cache, which is about to change that entry and must find its own version unshared. The
+    /// key stays, for the order; the next update replaces the stand-in.
+    #[inline]
+    pub(crate) fn vacate(&mut self, slot: usize, stand_in: &Arc<V>) {
+        if let Some(Some((_, held))) = self.slots.get_mut(slot)
+            && !Arc::ptr_eq(held, stand_in)
+        {
+            *held = Arc::clone(stand_in);
+        }
+    }
+
     #[inline]
     fn entry(&self, slot: usize) -> Option<&(K, Arc<V>)> {
         self.slots.get(slot)?.as_ref()
@@ -147,14 +159,34 @@ pub(crate) struct Reshape<V> {
     added: Vec<usize>,
     removed: Vec<usize>,
     retired: Pile<Arc<V>>,
+    /// The value a lent map holds for entries changed while it was lent ([`SnapshotMap::vacate`]):
+    /// replaced, it is dropped rather than retired.
+    stand_in: Option<Arc<V>>,
 }
 
 impl<V> Default for Reshape<V> {
     fn default() -> Self {
+        Self::replacing(None)
+    }
+}
+
+impl<V> Reshape<V> {
+    pub(crate) fn replacing(stand_in: Option<Arc<V>>) -> Self {
         Reshape {
             added: Vec::new(),
             removed: Vec::new(),
             retired: Pile::default(),
+            stand_in,
+        }
+    }
+
+    fn retire(&mut self, value: Arc<V>) {
+        let stood_in = self
+            .stand_in
+            .as_ref()
+            .is_some_and(|stand_in| Arc::ptr_eq(stand_in, &value));
+        if !stood_in {
+            self.retired.push(value);
         }
     }
 }
@@ -199,7 +231,7 @@ impl<K: Ord + Hash + Clone, V> SnapshotMap<K, V> {
         match &mut self.slots[slot] {
             // Keys of one slot are equal between updates from one cache (a slot is reused only once
             // the snapshot saw its key go), so only the value changes.
-            Some((_, held)) => reshape.retired.push(std::mem::replace(held, value)),
+            Some((_, held)) => reshape.retire(std::mem::replace(held, value)),
             vacant => {
                 let key = key();
                 // A key already indexed under another slot comes only from a map misused across
@@ -223,14 +255,11 @@ impl<K: Ord + Hash + Clone, V> SnapshotMap<K, V> {
     /// removed entries. Each change is placed by a binary search, then the order is edited in place in
     /// one pass per kind: a new vector here would be a large allocation on every update. Returns the
     /// values this update replaced or removed, for the caller to free when it suits it.
-    pub(crate) fn reshape(&mut self, reshape: Reshape<V>) -> Pile<Arc<V>> {
-        let Reshape {
-            added,
-            removed,
-            mut retired,
-        } = reshape;
+    pub(crate) fn reshape(&mut self, mut reshape: Reshape<V>) -> Pile<Arc<V>> {
+        let added = std::mem::take(&mut reshape.added);
+        let removed = std::mem::take(&mut reshape.removed);
         if added.is_empty() && removed.is_empty() {
-            return retired;
+            return reshape.retired;
         }
         // Positions in the current order.
         let mut removals: Vec<usize> = Vec::with_capacity(removed.len());
@@ -253,7 +282,7 @@ impl<K: Ord + Hash + Clone, V> SnapshotMap<K, V> {
                     {
                         removals.push(at);
                         if let Some((_, value)) = self.slots.get_mut(old).and_then(Option::take) {
-                            retired.push(value);
+                            reshape.retire(value);
                         }
                     }
                 }
@@ -276,10 +305,10 @@ impl<K: Ord + Hash + Clone, V> SnapshotMap<K, V> {
                 if self.index.get(&key) == Some(&slot) {
                     self.index.remove(&key);
                 }
-                retired.push(value);
+                reshape.retire(value);
             }
         }
-        retired
+        reshape.retired
     }
 
     /// Removes the slots at `positions` (ascending, distinct) from the order, shifting the rest down.

@@ -39,6 +39,20 @@ pub(crate) struct Versioned<K, V> {
     free_slots: Vec<usize>,
     /// Slot numbers handed out so far.
     slots: usize,
+    /// The snapshot's copy of this map while the snapshot is lent back to the cache between cycles
+    /// (see [`Self::lend`]).
+    lent: Option<Lent<K, V>>,
+    /// What a lent map holds, once lent, in place of each version the cache changed since: one shared
+    /// empty value (created at the first lending).
+    stand_in: Option<Arc<V>>,
+}
+
+/// A snapshot's copy of a [`Versioned`] map, lent back to it.
+#[derive(Debug)]
+struct Lent<K, V> {
+    map: SnapshotMap<K, V>,
+    /// The generation the map was up to date with when lent.
+    generation: u64,
 }
 
 #[derive(Debug)]
@@ -59,6 +73,8 @@ impl<K, V> Default for Versioned<K, V> {
             live: 0,
             free_slots: Vec::new(),
             slots: 0,
+            lent: None,
+            stand_in: None,
         }
     }
 }
@@ -120,10 +136,14 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
     {
         // Taking the value out of its slot leaves this map's reference the only one unless a snapshot
         // shares it, so `make_mut` copies exactly when a snapshot still needs the old version.
+        // A lent map lets go of its version first, so that the snapshot's copy no longer forces one.
         let mut value = self
             .entries
             .get_mut(key)
-            .and_then(|slot| slot.value.take())
+            .and_then(|slot| {
+                vacate(&mut self.lent, self.stand_in.as_ref(), slot.slot);
+                slot.value.take()
+            })
             .unwrap_or_default();
         let result = f(Arc::make_mut(&mut value));
         let value = (!value.is_empty()).then_some(value);
@@ -150,6 +170,7 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
             Entry::Occupied(occupied) => {
                 let key = occupied.key().clone();
                 let slot = occupied.into_mut();
+                vacate(&mut self.lent, self.stand_in.as_ref(), slot.slot);
                 self.changes.remove(&slot.generation);
                 let was_live = self.tombstones.remove(&slot.generation).is_none();
                 match (was_live, is_live) {
@@ -208,13 +229,14 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
         touched
     }
 
-    /// [`sync_into`](Self::sync_into) for a [`SnapshotMap`] of this map's entries: changed entries are
-    /// found by slot, and keys that came or went are merged in at once.
     /// [`Self::sync_into_retiring`] for small values: what `target` lets go of is freed at once.
     pub(crate) fn sync_into(&self, since: u64, target: &mut BTreeMap<K, Arc<V>>) -> usize {
         self.sync_into_retiring(since, target, &mut Pile::default())
     }
 
+    /// [`sync_into`](Self::sync_into) for a [`SnapshotMap`] of this map's entries: changed entries are
+    /// found by slot, and keys that came or went are merged in at once. The stand-ins of a map that was
+    /// lent are dropped, not retired: they are no versions of anything.
     pub(crate) fn sync_into_map(
         &self,
         since: u64,
@@ -222,7 +244,7 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
         retired: &mut Pile<Arc<V>>,
     ) -> usize {
         let mut touched = 0;
-        let mut reshape = Reshape::default();
+        let mut reshape = Reshape::replacing(self.stand_in.clone());
         for (_, key) in self.changes.range(since + 1..) {
             touched += 1;
             // Every change names an entry: pruning forgets both together.
@@ -248,6 +270,32 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
         }))
     }
 
+    /// Takes `map`, a snapshot's copy of this map as of `generation`, until [`Self::reclaim`]. Meanwhile
+    /// each change lets go of the map's version of its entry before changing it, so the cache changes
+    /// its values in place where a snapshot holding them would make it copy each one (and the update
+    /// free the copies). Returns a map lent before and not reclaimed.
+    pub(crate) fn lend(
+        &mut self,
+        map: SnapshotMap<K, V>,
+        generation: u64,
+    ) -> Option<SnapshotMap<K, V>>
+    where
+        V: Aggregate,
+    {
+        self.stand_in.get_or_insert_with(Arc::default);
+        let previous = self.lent.replace(Lent { map, generation });
+        previous.map(|lent| lent.map)
+    }
+
+    /// The map lent at `generation`, back, with stand-ins where the cache changed entries since:
+    /// [`Self::sync_into_map`] from `generation` replaces every one of them.
+    pub(crate) fn reclaim(&mut self, generation: u64) -> Option<SnapshotMap<K, V>> {
+        if self.lent.as_ref()?.generation != generation {
+            return None;
+        }
+        self.lent.take().map(|lent| lent.map)
+    }
+
     /// Every live entry, for a snapshot that cannot be brought up to date incrementally.
     pub(crate) fn copy_all(&self) -> BTreeMap<K, Arc<V>> {
         self.iter()
@@ -255,8 +303,16 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
             .collect()
     }
 
-    /// Forgets removals at or before `through`; snapshots older than that must be rebuilt in full.
+    /// Forgets removals at or before `through`; snapshots older than that must be rebuilt in full. A
+    /// lent map older than that is dropped: its snapshot is rebuilt, and its slots may be reused.
     pub(crate) fn prune(&mut self, through: u64) {
+        if self
+            .lent
+            .as_ref()
+            .is_some_and(|lent| lent.generation < through)
+        {
+            self.lent = None;
+        }
         while let Some(entry) = self.tombstones.first_entry() {
             if *entry.key() > through {
                 break;
@@ -267,6 +323,14 @@ impl<K: Clone + Eq + Hash + Ord, V: Clone> Versioned<K, V> {
                 self.free_slots.push(slot.slot);
             }
         }
+    }
+}
+
+/// Makes a lent map let go of its version of the entry in `slot`, if it still holds one.
+#[inline]
+fn vacate<K, V>(lent: &mut Option<Lent<K, V>>, stand_in: Option<&Arc<V>>, slot: usize) {
+    if let (Some(lent), Some(stand_in)) = (lent, stand_in) {
+        lent.map.vacate(slot, stand_in);
     }
 }
 

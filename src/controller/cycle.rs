@@ -200,6 +200,8 @@ impl PolicyResult {
 pub struct CycleResult {
     pub now: Timestamp,
     pub zones: BTreeMap<String, ZoneView>,
+    /// Running preemptable pods per zone, as the plan saw them.
+    pub preemptable: BTreeMap<String, u32>,
     pub policies: Vec<PolicyResult>,
 }
 
@@ -309,6 +311,9 @@ pub(crate) fn tallies(policies: &[PolicyResult]) -> Tallies {
 pub struct Runtime {
     pub client: kube::Client,
     pub shared: SharedCache,
+    /// Brought up to date at the start of each cycle. Once the plan is made, its nodes and jobs are
+    /// lent to the cache until the next cycle (`ClusterCache::lend_snapshot`): only its policies and
+    /// zones can be read between cycles.
     pub snapshot: Snapshot,
     pub evictor: Evictor,
     pub guard: ActGuard,
@@ -400,6 +405,14 @@ impl Runtime {
             .plan_duration
             .observe(started.elapsed().as_secs_f64());
         drop(retired);
+        let preemptable = cycle
+            .zones
+            .keys()
+            .map(|zone| (zone.clone(), status::preemptable_pods(&self.snapshot, zone)))
+            .collect();
+        // Nothing below reads the snapshot's nodes or jobs: while the evictions go out, the watches
+        // change the cache's aggregates in place instead of copying what the snapshot shares.
+        self.shared.write().lend_snapshot(&mut self.snapshot);
         for plan in &cycle.plans {
             for (strategy, took) in &plan.strategy_durations {
                 let labels = PolicyStrategy {
@@ -450,6 +463,7 @@ impl Runtime {
         let result = CycleResult {
             now,
             zones: cycle.zones,
+            preemptable,
             policies,
         };
 
@@ -540,7 +554,7 @@ impl Runtime {
             let uid = self.uid_of(ObjectKind::RevocableZone, &view.name);
             self.status
                 .identify("RevocableZone", &view.name, uid.as_deref());
-            let preemptable = status::preemptable_pods(&self.snapshot, &view.name);
+            let preemptable = cycle.preemptable.get(&view.name).copied().unwrap_or(0);
             let previous = self.status.zone_ready(&view.name);
             let written =
                 status::zone_status(view, preemptable, last_round, now, previous.as_ref());
@@ -632,7 +646,7 @@ impl Runtime {
             m.add_skips(labels, n);
         }
         m.set_zones(&zone_gauges(&cycle.zones, |zone| {
-            status::preemptable_pods(&self.snapshot, zone)
+            cycle.preemptable.get(zone).copied().unwrap_or(0)
         }));
         m.retain_policies(self.snapshot.policies.keys());
         let cache = self.shared.read();

@@ -224,6 +224,8 @@ pub fn simulate(
         }
         cache.update_snapshot(&mut snapshot);
         let cycle = planner::plan_all(&snapshot, &evicting, at);
+        // Read no more this cycle: the simulated evictions change the cache's aggregates in place.
+        cache.lend_snapshot(&mut snapshot);
         if cycle_number == 0 {
             warnings.extend(cycle.warnings.iter().cloned());
             for plan in &cycle.plans {

@@ -116,6 +116,9 @@ enum Event {
     },
     /// Brings the long-lived snapshot up to date and checks it.
     Update,
+    /// Lends the long-lived snapshot's nodes and jobs to the cache until its next update, as the
+    /// controller does between cycles.
+    Lend,
     /// Keeps a copy of the long-lived snapshot as it is now, to be updated (much) later.
     KeepOld,
     UpdateOld(u8),
@@ -183,6 +186,7 @@ fn event() -> impl Strategy<Value = Event> {
         3 => (0..POD_SLOTS, 0..1_000u16).prop_map(|(slot, at)| Event::MarkEvicting { slot, at }),
         2 => (0..2_000u16, 0..1_000u16).prop_map(|(now, ttl)| Event::ExpireEvictions { now, ttl }),
         4 => Just(Event::Update),
+        3 => Just(Event::Lend),
         1 => Just(Event::KeepOld),
         1 => (0..4u8).prop_map(Event::UpdateOld),
     ]
@@ -422,6 +426,8 @@ struct Run {
     old: Vec<Snapshot>,
     /// The generation of the latest snapshot update: removals up to it are forgotten by the cache.
     pruned_through: u64,
+    /// `live` lent its nodes and jobs, and reads empty until its next update.
+    lent: bool,
 }
 
 impl Run {
@@ -432,6 +438,7 @@ impl Run {
             live: Snapshot::default(),
             old: Vec::new(),
             pruned_through: 0,
+            lent: false,
         }
     }
 
@@ -535,8 +542,11 @@ impl Run {
                 prop_assert_eq!(expired, expected);
             }
             Event::Update => {
+                // A lent snapshot whose maps the cache dropped (it forgot removals since) is older
+                // than the pruning too: the one rule covers both.
                 let must_rebuild = self.live.generation() < self.pruned_through;
                 let update = self.cache.update_snapshot(&mut self.live);
+                self.lent = false;
                 prop_assert_eq!(
                     update.full_rebuild,
                     must_rebuild,
@@ -545,6 +555,13 @@ impl Run {
                 self.pruned_through = self.live.generation();
                 check(&self.live, &self.model, &self.cache)?;
             }
+            Event::Lend => {
+                self.cache.lend_snapshot(&mut self.live);
+                self.lent = true;
+            }
+            // A copy of a lent snapshot would take its maps back in its place (see the cache's
+            // unit tests); the copies here are of whole snapshots.
+            Event::KeepOld if self.lent => {}
             Event::KeepOld => self.old.push(self.live.clone()),
             Event::UpdateOld(index) => {
                 if self.old.is_empty() {
@@ -798,13 +815,26 @@ fn synthetic_churn_snapshots_equal_a_fresh_ingest() {
             "seed {seed}"
         );
     }
-    // Churns left applied pile up; the snapshot follows a cache fed the same events.
+    // Churns left applied pile up; the snapshot follows a cache fed the same events, also when it
+    // lends its nodes and jobs to the cache between updates, as the controller does.
     let mut fresh = cluster.to_cache();
-    for seed in 10..13 {
+    for seed in 10..16 {
         let churn = churn(&cluster, 0.05, seed);
+        let lend = seed % 2 == 0;
+        if lend {
+            cache.lend_snapshot(&mut live);
+        }
         churn.apply(&mut cache);
         churn.apply(&mut fresh);
-        cache.update_snapshot(&mut live);
+        let update = cache.update_snapshot(&mut live);
+        assert!(!update.full_rebuild, "seed {seed}");
+        if lend {
+            assert_eq!(
+                update.retired.aggregates(),
+                0,
+                "changed in place: {update:?}"
+            );
+        }
     }
     assert!(live.same_content(&fresh.snapshot()));
 }
