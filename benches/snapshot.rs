@@ -21,7 +21,8 @@
 //!   targets 50/50/50) planned through the full gate chain, as `tidal_plan_duration_seconds` measures it
 //!   (the versions the update let go of are freed after the plan, outside the timing, as the controller
 //!   frees them, and the snapshot is lent to the cache until the next update; the plan itself is
-//!   dropped within it).
+//!   dropped within it); `steady_cycle_shared` keeps the snapshot sharing the aggregates between
+//!   cycles instead, as the controller did before it lent them.
 //!
 //! - `steady_cycle_real_server_shape`: the same, over the cluster the real-server runs of
 //!   docs/performance.md populated (uniform nodes, one ReplicaSet per ten pods, 15% of the nodes
@@ -517,6 +518,21 @@ fn steady_cycle(c: &mut Criterion) {
                 // lent to the cache until the next update.
                 drop(update);
                 cache.lend_snapshot(live);
+            })
+        })
+    });
+    // The same with the snapshot sharing the aggregates between cycles, as before the controller lent
+    // it: the churn copies on write, and the update frees the copies (after the clock).
+    cache.update_snapshot(&mut live);
+    group.bench_function("steady_cycle_shared", |b| {
+        b.iter_custom(|iters| {
+            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                swing.step(cache);
+                let start = Instant::now();
+                let update = cache.update_snapshot(live);
+                black_box(plan(live));
+                *elapsed += start.elapsed();
+                drop(update);
             })
         })
     });
