@@ -111,29 +111,52 @@ fn benches(c: &mut Criterion) {
         })
     });
     // The update as the cache's lock sees it: the versions it let go of are freed after the clock
-    // stops, as a caller does once it released the lock (`free_retired` times that part).
-    group.bench_function("churn_1pct/update_snapshot", |b| {
-        b.iter_custom(|iters| {
-            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
-                swing.step(cache);
-                let start = Instant::now();
-                let update = black_box(cache.update_snapshot(live));
-                *elapsed += start.elapsed();
-                drop(update);
+    // stops, as a caller does once it released the lock (`free_retired` times that part). Each also
+    // the controller's way (`lent/`): once a cycle's plan is made, the snapshot lends its nodes and
+    // jobs to the cache until the next update, so that the churn changes the aggregates in place and
+    // the update replaces stand-ins.
+    for (prefix, lend) in [("churn_1pct/", false), ("churn_1pct/lent/", true)] {
+        let mut churn_while = |cache: &mut ClusterCache, live: &mut Snapshot| {
+            if lend {
+                cache.lend_snapshot(live);
+            }
+            swing.step(cache);
+        };
+        group.bench_function(format!("{prefix}update_snapshot"), |b| {
+            b.iter_custom(|iters| {
+                timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                    churn_while(cache, live);
+                    let start = Instant::now();
+                    let update = black_box(cache.update_snapshot(live));
+                    *elapsed += start.elapsed();
+                    drop(update);
+                })
             })
-        })
-    });
-    group.bench_function("churn_1pct/free_retired", |b| {
-        b.iter_custom(|iters| {
-            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
-                swing.step(cache);
-                let update = black_box(cache.update_snapshot(live));
-                let start = Instant::now();
-                drop(update);
-                *elapsed += start.elapsed();
+        });
+        group.bench_function(format!("{prefix}free_retired"), |b| {
+            b.iter_custom(|iters| {
+                timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                    churn_while(cache, live);
+                    let update = black_box(cache.update_snapshot(live));
+                    let start = Instant::now();
+                    drop(update);
+                    *elapsed += start.elapsed();
+                })
             })
-        })
-    });
+        });
+        if lend {
+            group.bench_function(format!("{prefix}update_and_free"), |b| {
+                b.iter_custom(|iters| {
+                    timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                        churn_while(cache, live);
+                        let start = Instant::now();
+                        drop(black_box(cache.update_snapshot(live)));
+                        *elapsed += start.elapsed();
+                    })
+                })
+            });
+        }
+    }
     // How much of `free_retired` is the pods themselves: the versions the churn replaced or deleted,
     // which a cache without a snapshot frees too, as it applies the events. Here they are held past the
     // update, so that `free_retired_but_pods` times the rest (copied tree paths, node and job versions)
@@ -208,71 +231,26 @@ fn benches(c: &mut Criterion) {
             })
         })
     });
-    // The controller's way: once a cycle's plan is made, the snapshot lends its nodes and jobs to the
-    // cache until the next update, so that the churn changes the aggregates in place and the update
-    // replaces stand-ins. The update as the lock sees it, freeing what it let go of, and both.
-    group.bench_function("churn_1pct/lent/update_snapshot", |b| {
-        b.iter_custom(|iters| {
-            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
-                cache.lend_snapshot(live);
-                swing.step(cache);
-                let start = Instant::now();
-                let update = black_box(cache.update_snapshot(live));
-                *elapsed += start.elapsed();
-                drop(update);
-            })
-        })
-    });
-    group.bench_function("churn_1pct/lent/free_retired", |b| {
-        b.iter_custom(|iters| {
-            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
-                cache.lend_snapshot(live);
-                swing.step(cache);
-                let update = black_box(cache.update_snapshot(live));
-                let start = Instant::now();
-                drop(update);
-                *elapsed += start.elapsed();
-            })
-        })
-    });
-    group.bench_function("churn_1pct/lent/update_and_free", |b| {
-        b.iter_custom(|iters| {
-            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
-                cache.lend_snapshot(live);
-                swing.step(cache);
-                let start = Instant::now();
-                drop(black_box(cache.update_snapshot(live)));
-                *elapsed += start.elapsed();
-            })
-        })
-    });
     // The cache's side of the events alone: the churn converted to the cache's types before the clock
     // starts, so that what is timed is what applying them to the cache costs (copies on write
     // included), not the conversion of API objects that dominates `apply_events`.
     let mut converted = ConvertedSwing::of(&swing);
-    group.bench_function("churn_1pct/apply_converted", |b| {
-        b.iter_custom(|iters| {
-            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
-                let batch = converted.next_batch();
-                let start = Instant::now();
-                apply_converted(cache, batch);
-                *elapsed += start.elapsed();
-                cache.update_snapshot(live);
+    for (prefix, lend) in [("churn_1pct/", false), ("churn_1pct/lent/", true)] {
+        group.bench_function(format!("{prefix}apply_converted"), |b| {
+            b.iter_custom(|iters| {
+                timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                    let batch = converted.next_batch();
+                    if lend {
+                        cache.lend_snapshot(live);
+                    }
+                    let start = Instant::now();
+                    apply_converted(cache, batch);
+                    *elapsed += start.elapsed();
+                    cache.update_snapshot(live);
+                })
             })
-        })
-    });
-    group.bench_function("churn_1pct/lent/apply_converted", |b| {
-        b.iter_custom(|iters| {
-            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
-                let batch = converted.next_batch();
-                cache.lend_snapshot(live);
-                let start = Instant::now();
-                apply_converted(cache, batch);
-                *elapsed += start.elapsed();
-                cache.update_snapshot(live);
-            })
-        })
-    });
+        });
+    }
     // A relist that finds every pod as the cache holds it (after a 410 Gone, say): each pod applied
     // again, then the long-lived snapshot brought up to date and what it let go of freed.
     if !converted.forward {
@@ -505,37 +483,30 @@ fn steady_cycle(c: &mut Criterion) {
         cache.update_snapshot(&mut live);
     }
     let mut group = flat_group(c, "cycle_5000_nodes_150000_pods", Duration::from_secs(10));
-    group.bench_function("steady_cycle", |b| {
-        b.iter_custom(|iters| {
-            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
-                swing.step(cache);
-                let start = Instant::now();
-                let update = cache.update_snapshot(live);
-                black_box(plan(live));
-                *elapsed += start.elapsed();
-                // As the controller does: what the update let go of is freed once the plan is made
-                // (`churn_1pct/lent/free_retired` times that), and the snapshot's nodes and jobs are
-                // lent to the cache until the next update.
-                drop(update);
-                cache.lend_snapshot(live);
+    // As the controller does: what the update let go of is freed once the plan is made
+    // (`churn_1pct/lent/free_retired` times that), and the snapshot's nodes and jobs are lent to the
+    // cache until the next update. `steady_cycle_shared` keeps the snapshot sharing the aggregates
+    // between cycles instead, as before the controller lent them: the churn copies on write, and the
+    // update frees the copies (after the clock).
+    for (name, lend) in [("steady_cycle", true), ("steady_cycle_shared", false)] {
+        // Whatever the previous bench left lent comes back.
+        cache.update_snapshot(&mut live);
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
+                    swing.step(cache);
+                    let start = Instant::now();
+                    let update = cache.update_snapshot(live);
+                    black_box(plan(live));
+                    *elapsed += start.elapsed();
+                    drop(update);
+                    if lend {
+                        cache.lend_snapshot(live);
+                    }
+                })
             })
-        })
-    });
-    // The same with the snapshot sharing the aggregates between cycles, as before the controller lent
-    // it: the churn copies on write, and the update frees the copies (after the clock).
-    cache.update_snapshot(&mut live);
-    group.bench_function("steady_cycle_shared", |b| {
-        b.iter_custom(|iters| {
-            timed(iters, &mut cache, &mut live, |cache, live, elapsed| {
-                swing.step(cache);
-                let start = Instant::now();
-                let update = cache.update_snapshot(live);
-                black_box(plan(live));
-                *elapsed += start.elapsed();
-                drop(update);
-            })
-        })
-    });
+        });
+    }
     group.finish();
 }
 
