@@ -15,7 +15,7 @@ use std::{
     time::Instant,
 };
 
-use tidal::report::dump::Dump;
+use tidal::{cluster::dump::Dump, planner};
 use tidal_testkit::{
     alloc::{self, Counting},
     synthetic::{SyntheticCluster, SyntheticSpec, generate},
@@ -132,7 +132,8 @@ fn main() {
     drop(cluster);
     for (name, path) in [("JSON", &json), ("YAML", &yaml)] {
         let started = Instant::now();
-        let (dump, peak, kept) = measure(|| Dump::load(&[PathBuf::from(path)]).unwrap());
+        let (dump, peak, kept) =
+            measure(|| Dump::load(&[PathBuf::from(path)], planner::check_policy).unwrap());
         eprintln!(
             "dump of {:.0} MB {name}: {:.1} s, peak {peak:.0} MB, kept {kept:.0} MB ({} pods)",
             size_mb(path),

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use jiff::SignedDuration;
-use tidal::{cluster::PolicyInfo, report::timeline};
+use tidal::{cluster::PolicyInfo, timeline};
 use tidal_testkit::synthetic::{SyntheticSpec, generate};
 
 fn main() {

@@ -1,5 +1,5 @@
 //! Which pods a policy must not evict: the evictor protections operators know from the Kubernetes
-//! descheduler. The rules themselves are applied by gate `protected` in `crate::gates::protections`.
+//! descheduler. The rules themselves are applied by gate `protected` in `crate::gates::protected`.
 
 // The schema derives (KubeSchema, CustomResource, JsonSchema) copy each type's visibility into items
 // they generate, which `unreachable_pub` then reports; these are the public CRD and window types.

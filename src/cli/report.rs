@@ -11,11 +11,12 @@ use crate::{
     api::{
         self, DeschedulingPolicySpec, GoDuration, PolicyMode, args::TdmArgs, policy::Strategies,
     },
-    cluster::{ClusterCache, PolicyInfo, Snapshot},
+    cluster::{ClusterCache, PolicyInfo, Snapshot, dump::Dump},
     controller::{self, evictor::EvictorConfig},
     planner::{self, CyclePlan, Verification},
-    report::{Format, Report, dump::Dump, timeline},
+    report::{Format, Report},
     runtime::{ClientArgs, client},
+    timeline,
 };
 
 #[derive(Debug, Args)]
@@ -72,7 +73,7 @@ pub struct TimelineArgs {
 }
 
 pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
-    let mut dump = Dump::load_capped(&args.clusters, args.max_input_size)?;
+    let mut dump = Dump::load_capped(&args.clusters, args.max_input_size, planner::check_policy)?;
     let snapshot = dump.cache.snapshot();
     let (cycle, mut notes) = plan_report(&snapshot, args)?;
     notes.extend(dump.ignored_note());
@@ -106,7 +107,11 @@ pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
 /// `tidal timeline` on saved clusters.
 pub fn timeline(args: &TimelineArgs) -> anyhow::Result<String> {
     let span = timeline_span(args)?;
-    let mut dump = Dump::load_capped(&args.input.clusters, args.input.max_input_size)?;
+    let mut dump = Dump::load_capped(
+        &args.input.clusters,
+        args.input.max_input_size,
+        planner::check_policy,
+    )?;
     let snapshot = dump.cache.snapshot();
     let (policies, mut notes) = select_policies(&snapshot, &args.input)?;
     notes.extend(dump.ignored_note());
@@ -243,7 +248,7 @@ fn select_policies(
 /// `4Gi`, `500Mi`, `1000000`: a positive Kubernetes quantity of bytes.
 fn parse_byte_size(text: &str) -> Result<u64, String> {
     let quantity = k8s_openapi::apimachinery::pkg::api::resource::Quantity(text.to_owned());
-    match crate::cluster::quantity::value(&quantity) {
+    match crate::cluster::model::quantity::value(&quantity) {
         Ok(bytes) if bytes > 0 => Ok(bytes.unsigned_abs()),
         Ok(_) => Err("must be more than 0 bytes".to_owned()),
         Err(error) => Err(error.to_string()),

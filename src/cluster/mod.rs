@@ -1,48 +1,31 @@
-//! What tidal knows about the cluster: slim objects, the event-fed cache and its snapshots.
+//! What tidal knows about the cluster. `model` holds the slim objects and the values read from labels
+//! and annotations; `rules` the scheduler's and tidal's placement rules over them, as pure functions;
+//! `ingest` the one path by which Kubernetes objects enter; `store` the event-fed cache and its
+//! snapshots; `dump` reads a saved cluster into a cache.
 
-pub(crate) mod cache;
-pub(crate) mod config;
-pub(crate) mod constraints;
-pub(crate) mod decode;
+pub mod dump;
 pub(crate) mod ingest;
-pub(crate) mod job_budget;
-pub(crate) mod keys;
-pub(crate) mod matching;
-pub(crate) mod namespace;
-pub(crate) mod node;
-pub(crate) mod pile;
-pub(crate) mod placement;
-pub(crate) mod pod;
-pub(crate) mod pod_labels;
-pub(crate) mod pod_map;
-pub(crate) mod pod_status;
-pub(crate) mod prefetch;
-pub(crate) mod quantity;
-pub(crate) mod resources;
-pub(crate) mod setting;
-pub(crate) mod shared;
-pub(crate) mod snapshot;
-pub(crate) mod snapshot_map;
-pub(crate) mod usage;
-pub(crate) mod versioned;
-pub(crate) mod workload;
+pub(crate) mod model;
+pub(crate) mod rules;
+pub(crate) mod store;
 
-pub use cache::{ClusterCache, Retired, SnapshotUpdate, Unreadable};
-pub use config::{PolicyInfo, ZoneInfo};
-pub use constraints::Constraints;
-pub use ingest::{Ingest, ObjectKind, Unnamed};
-pub use job_budget::{IntOrPercent, JobBudget};
+pub use ingest::{Ingest, ObjectKind};
 pub use k8s_openapi::api::core::v1::Taint;
-pub use keys::{JobKey, JobKind, ObjectKey};
-pub use namespace::NamespaceInfo;
-pub use node::NodeInfo;
-pub use pod::{ControllerKind, PodBrief, PodInfo, PodPhase, QosClass, VolumeKinds};
-pub use pod_map::PodMap;
-pub use pod_status::{ContainerScope, PodStatusSummary};
-pub use resources::Resources;
-pub use setting::{InvalidValue, Setting};
-pub use shared::SharedCache;
-pub use snapshot::{JobState, JobStats, NodeState, Snapshot};
-pub use snapshot_map::SnapshotMap;
-pub use usage::{UsageSample, UsageSeries};
-pub use workload::{PdbInfo, PodGroupInfo};
+pub use model::Unnamed;
+pub use model::config::{PolicyInfo, ZoneInfo};
+pub use model::constraints::Constraints;
+pub use model::job_budget::{IntOrPercent, JobBudget, JobStats};
+pub use model::keys::{JobKey, JobKind, ObjectKey};
+pub use model::namespace::NamespaceInfo;
+pub use model::node::NodeInfo;
+pub use model::pod::{ControllerKind, PodBrief, PodInfo, PodPhase, QosClass, VolumeKinds};
+pub use model::pod_status::{ContainerScope, PodStatusSummary};
+pub use model::resources::Resources;
+pub use model::setting::{InvalidValue, Setting};
+pub use model::usage::{UsageSample, UsageSeries};
+pub use model::workload::{PdbInfo, PodGroupInfo};
+pub use store::cache::{ClusterCache, Retired, SnapshotUpdate, Unreadable};
+pub use store::pod_map::PodMap;
+pub use store::shared::SharedCache;
+pub use store::snapshot::{JobState, NodeState, Snapshot};
+pub use store::snapshot_map::SnapshotMap;

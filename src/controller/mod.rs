@@ -9,12 +9,14 @@
 //! Entry point: [`run`] (what the binary calls).
 
 pub(crate) mod cycle;
+pub(crate) mod cycle_result;
+pub(crate) mod cycle_timer;
 pub mod evictor;
 pub(crate) mod metrics;
 pub(crate) mod oneshot;
-pub(crate) mod schedule;
 pub(crate) mod status;
 pub mod taints;
+pub(crate) mod verification;
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
@@ -25,8 +27,8 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-pub use cycle::{CycleSettings, Runtime};
-use schedule::Scheduler;
+pub use cycle::{CycleRunner, CycleSettings};
+use cycle_timer::CycleTimer;
 
 use self::{
     evictor::{Evictor, EvictorConfig},
@@ -178,7 +180,7 @@ pub async fn run_with_clients(
         .lease
         .as_ref()
         .map_or_else(leader::default_identity, |l| l.identity.clone());
-    let mut runtime = Runtime {
+    let mut runtime = CycleRunner {
         client: client.clone(),
         shared: shared.clone(),
         snapshot: Snapshot::default(),
@@ -218,19 +220,19 @@ impl Drop for AbortOnDrop {
 }
 
 async fn control_loop(
-    rt: &mut Runtime,
+    rt: &mut CycleRunner,
     config: &ControllerConfig,
     leader: LeaderHandle,
     shutdown: &CancellationToken,
 ) {
     const MAX_SLEEP: Duration = Duration::from_secs(30);
-    let mut scheduler = Scheduler::default();
+    let mut timer = CycleTimer::default();
     let mut leadership = leader.clone();
     let mut changes = rt.shared.config_changes();
     loop {
         let shared = rt.shared.clone();
         let following = || {
-            scheduler.reset();
+            timer.reset();
             rt.status.forget();
         };
         if !until_leading_and_synced("cycles", &leader, &shared, shutdown, following).await {
@@ -239,7 +241,7 @@ async fn control_loop(
 
         let now = Timestamp::now();
         let (policies, zones) = rt.clocks(now);
-        if let Some(due) = scheduler.due(&policies, &zones, now) {
+        if let Some(due) = timer.due(&policies, &zones, now) {
             info!(trigger = due.trigger.as_str(), policies = ?due.policies, "cycle");
             let finished = {
                 // Past the grace period, requests on the wire are cut (see `ActGuard`) and the cycle
@@ -263,11 +265,11 @@ async fn control_loop(
                 return;
             }
             let (policies, zones) = rt.snapshot_clocks(now);
-            scheduler.record(&due.policies, &policies, &zones, now);
+            timer.record(&due.policies, &policies, &zones, now);
             continue;
         }
 
-        let wake = schedule::sleep_for(scheduler.next_wakeup(&policies, &zones), now, MAX_SLEEP);
+        let wake = cycle_timer::sleep_for(timer.next_wakeup(&policies, &zones), now, MAX_SLEEP);
         tokio::select! {
             () = tokio::time::sleep(wake) => {}
             changed = changes.changed() => {

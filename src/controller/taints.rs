@@ -24,7 +24,7 @@ use tracing::{debug, info, warn};
 
 use crate::{
     cluster::{SharedCache, Snapshot},
-    controller::schedule,
+    controller::cycle_timer,
     framework::{ZoneView, zone_views},
     runtime::{leader::LeaderHandle, until_leading_and_synced},
 };
@@ -179,9 +179,9 @@ pub fn next_pass(
     let transition = snapshot
         .zones
         .values()
-        .filter_map(|zone| schedule::zone_clock(zone, None, now).phase.next)
+        .filter_map(|zone| cycle_timer::zone_clock(zone, None, now).phase.next)
         .min();
-    let mut wait = schedule::sleep_for(transition, now, settings.resync);
+    let mut wait = cycle_timer::sleep_for(transition, now, settings.resync);
     if failed {
         wait = wait.min(settings.retry);
     }

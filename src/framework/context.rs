@@ -5,12 +5,13 @@ use std::collections::{BTreeMap, HashSet};
 
 use jiff::Timestamp;
 
-use super::{admission::Admission, zones::ZoneView};
+use super::{gatekeeper::Gatekeeper, zones::ZoneView};
 use crate::{
     api::GoDuration,
     cluster::{
         InvalidValue, JobBudget, JobKey, JobKind, JobState, NodeInfo, NodeState, ObjectKey,
-        PodGroupInfo, PodInfo, PolicyInfo, Setting, Snapshot, placement, snapshot::PodBudgets,
+        PodGroupInfo, PodInfo, PolicyInfo, Setting, Snapshot, rules::placement,
+        store::snapshot::PodBudgets,
     },
 };
 
@@ -168,14 +169,14 @@ impl<'a> PlanContext<'a> {
     /// plan (by an earlier strategy, or by this one). Strategies that weigh other pods (node usage,
     /// counts per domain, violations between pods) ask this rather than [`Self::is_leaving`], or one
     /// policy's strategies would each act on the same surplus.
-    pub fn is_gone(&self, pod: &PodInfo, admission: &dyn Admission) -> bool {
-        self.is_leaving(pod) || admission.admitted(pod)
+    pub fn is_gone(&self, pod: &PodInfo, gatekeeper: &dyn Gatekeeper) -> bool {
+        self.is_leaving(pod) || gatekeeper.admitted(pod)
     }
 
     /// No pod of `state`'s node is gone ([`Self::is_gone`]) among those holding resources, known
     /// without visiting them: nothing is planned elsewhere or admitted yet, and none is leaving.
-    pub fn none_gone_on(&self, state: &NodeState, admission: &dyn Admission) -> bool {
-        state.leaving == 0 && self.planned_elsewhere.is_empty() && !admission.admitted_any()
+    pub fn none_gone_on(&self, state: &NodeState, gatekeeper: &dyn Gatekeeper) -> bool {
+        state.leaving == 0 && self.planned_elsewhere.is_empty() && !gatekeeper.admitted_any()
     }
 }
 
@@ -234,7 +235,7 @@ mod tests {
         api::labels,
         cluster::{
             ClusterCache, JobKey, JobState, ObjectKey, PodInfo, Setting, Snapshot,
-            snapshot::PodBudgets,
+            store::snapshot::PodBudgets,
         },
         testkit::*,
     };

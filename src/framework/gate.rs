@@ -12,7 +12,7 @@ pub trait Gate {
 
     /// Whether this gate refuses `pod` whatever the candidate says of it (a probe with no exemptions),
     /// without the refusal's sentence: balancing strategies ask it of every pod they weigh
-    /// ([`super::Admission::protected`]). Only gate `protected` answers; the others never refuse that way.
+    /// ([`super::Gatekeeper::protected`]). Only gate `protected` answers; the others never refuse that way.
     fn protects(&mut self, _pod: &PodInfo, _ctx: &PlanContext<'_>) -> bool {
         false
     }

@@ -1,22 +1,22 @@
 //! What strategies and gates are written against, and all they may depend on besides the API types and
 //! the cluster model: the [`Strategy`] and [`Gate`] traits, the [`Candidate`] a strategy proposes, the
-//! [`Admission`] handle through which it offers candidates to the gates, the [`PlanContext`] both read,
+//! [`Gatekeeper`] handle through which it offers candidates to the gates, the [`PlanContext`] both read,
 //! and the zone views computed once per cycle. The planner implements the handle and runs the plugins;
 //! plugins never import the planner or each other.
 
-mod admission;
 mod candidate;
 mod context;
 mod gate;
+mod gatekeeper;
 mod strategy;
 mod verdict;
 mod zones;
 
-pub use admission::{AcceptAll, Admission};
 pub use candidate::{Candidate, Exemptions, PlannedEviction, Skipped};
 pub(crate) use context::PlacementGroups;
 pub use context::PlanContext;
 pub use gate::Gate;
+pub use gatekeeper::{AcceptAll, Gatekeeper};
 pub use strategy::{Balancing, Plugin, PodByPod, Strategy, StrategyId};
 pub use verdict::{GateId, Refusal, SkipReason};
 pub use zones::{ZoneView, zone_views};

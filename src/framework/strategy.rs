@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::{Admission, Candidate, PlanContext};
+use super::{Candidate, Gatekeeper, PlanContext};
 
 /// The strategies tidal knows. `Display` is the name used in policies, reports, status and metric
 /// labels: the Kubernetes descheduler's plugin names, so that its users recognise them.
@@ -70,7 +70,7 @@ pub trait PodByPod: Plugin {
 /// it must know which of its candidates the gates admitted, or it would stop early (a refused pod
 /// counted as gone) or overshoot.
 pub trait Balancing: Plugin {
-    fn balance(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission);
+    fn balance(&self, ctx: &PlanContext<'_>, gatekeeper: &mut dyn Gatekeeper);
 }
 
 /// A strategy as the planner holds it.
@@ -96,14 +96,14 @@ impl Strategy {
     }
 
     /// Offers the strategy's candidates to the gates.
-    pub fn offer_candidates(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+    pub fn offer_candidates(&self, ctx: &PlanContext<'_>, gatekeeper: &mut dyn Gatekeeper) {
         match self {
             Strategy::PodByPod(s) => {
                 for candidate in s.propose(ctx) {
-                    admission.offer(candidate);
+                    gatekeeper.offer(candidate);
                 }
             }
-            Strategy::Balancing(s) => s.balance(ctx, admission),
+            Strategy::Balancing(s) => s.balance(ctx, gatekeeper),
         }
     }
 }

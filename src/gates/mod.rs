@@ -4,8 +4,10 @@
 
 pub(crate) mod budget;
 pub(crate) mod cooldown;
-pub(crate) mod jobs;
-pub(crate) mod limits;
+pub(crate) mod invalid;
+pub(crate) mod limit;
 pub(crate) mod nodefit;
-pub(crate) mod protections;
-pub(crate) mod validity;
+pub(crate) mod protected;
+mod shared;
+
+pub(crate) use shared::SharedLedger;

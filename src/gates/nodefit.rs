@@ -13,7 +13,7 @@
 use std::{collections::HashMap, hash::BuildHasher, ops::Bound};
 
 use crate::{
-    cluster::{NodeState, ObjectKey, PodInfo, Resources, keys::Name, resources},
+    cluster::{NodeState, ObjectKey, PodInfo, Resources, model::keys::Name, model::resources},
     framework::{Candidate, Gate, GateId, PlanContext},
 };
 
@@ -61,7 +61,7 @@ impl NodeFit {
         }
         if !pod
             .constraints
-            .tolerates_node(node, crate::cluster::matching::HARD_EFFECTS)
+            .tolerates_node(node, crate::cluster::rules::matching::HARD_EFFECTS)
         {
             return Err(Reject::Taints);
         }

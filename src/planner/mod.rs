@@ -1,8 +1,8 @@
 //! Planning: run a policy's strategies over a snapshot and pass every candidate through the gates.
 //! Pure: no clock, no I/O. The same plan feeds the report, the evictor and dry runs.
 
-mod admitter;
 mod chain;
+mod gatekeeper;
 mod registry;
 #[cfg(test)]
 mod tests;
@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use jiff::Timestamp;
 
-pub use admitter::Admitter;
+pub use gatekeeper::PlanGatekeeper;
 
 use crate::{
     api::PolicyMode,
@@ -143,16 +143,16 @@ pub fn plan_policy_with(
         planned_elsewhere,
     };
     // A pod is decided once per plan, by the first strategy that proposes it.
-    let mut admitter = Admitter::new(&ctx, chain::chain(policy), rows);
+    let mut gatekeeper = PlanGatekeeper::new(&ctx, chain::chain(policy), rows);
     for strategy in &strategies {
         let started = std::time::Instant::now();
-        admitter.admit_from(strategy);
+        gatekeeper.admit_from(strategy);
         plan.strategy_durations
             .push((strategy.id(), started.elapsed()));
     }
-    plan.evictions = admitter.evictions;
-    plan.skipped = admitter.skipped;
-    plan.skip_counts = admitter.skip_counts;
+    plan.evictions = gatekeeper.evictions;
+    plan.skipped = gatekeeper.skipped;
+    plan.skip_counts = gatekeeper.skip_counts;
     plan
 }
 
@@ -175,6 +175,11 @@ pub fn runnable_strategies(policy: &PolicyInfo) -> Result<Vec<Strategy>, String>
     } else {
         Err(invalid.join("; "))
     }
+}
+
+/// [`runnable_strategies`] as a check: the policy can run, or why not.
+pub fn check_policy(policy: &PolicyInfo) -> Result<(), String> {
+    runnable_strategies(policy).map(drop)
 }
 
 /// Plans every policy in the snapshot (by name), each seeing the evictions of the `Evict` policies before
@@ -256,7 +261,7 @@ pub fn unreadable_pods(snapshot: &Snapshot) -> Option<String> {
 /// strategies leave these nodes alone rather than drain them on its word. Said once per cycle, naming
 /// the first few, so that a node left out is never silent.
 pub fn implausible_capacity(snapshot: &Snapshot) -> Option<String> {
-    use crate::cluster::resources::format_amount;
+    use crate::cluster::model::resources::format_amount;
     let over = snapshot.nodes.iter().filter_map(|(name, state)| {
         let node = state.node.as_deref().filter(|n| n.ready)?;
         let resource = state

@@ -3,11 +3,8 @@
 //! The JSON form is a stable interface: fields are only ever added. Documented in README.md.
 
 pub(crate) mod clock;
-pub mod dump;
 mod markdown;
-mod table;
-pub mod timeline;
-mod timeline_table;
+pub(crate) mod table;
 
 use std::{
     collections::{BTreeMap, HashSet},
@@ -463,7 +460,7 @@ fn distinct<'a>(pods: impl Iterator<Item = (&'a String, &'a String)>) -> usize {
 }
 
 /// `ns/name`, the way kubectl users read pods.
-fn pod_ref(namespace: &str, name: &str) -> String {
+pub(crate) fn pod_ref(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
 }
 

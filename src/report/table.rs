@@ -31,7 +31,7 @@ impl Layout {
     }
 }
 
-pub(super) fn table(header: &[&str]) -> Table {
+pub(crate) fn table(header: &[&str]) -> Table {
     sized_table(header, Layout::Natural)
 }
 
@@ -55,7 +55,7 @@ fn sized_table(header: &[&str], layout: Layout) -> Table {
     table
 }
 
-pub(super) fn section(out: &mut String, title: &str, table: Table) {
+pub(crate) fn section(out: &mut String, title: &str, table: Table) {
     out.push_str(title);
     out.push('\n');
     for line in table.to_string().lines() {

@@ -10,11 +10,11 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement},
 };
 
-use super::common::{Selection, still_movable, victim_order};
+use super::shared::{Selection, still_movable, victim_order};
 use crate::api::args::AntiAffinityArgs;
 use crate::{
-    cluster::{NodeState, PodInfo, matching},
-    framework::{Admission, Balancing, Candidate, PlanContext, Plugin, StrategyId},
+    cluster::{NodeState, PodInfo, rules::matching},
+    framework::{Balancing, Candidate, Gatekeeper, PlanContext, Plugin, StrategyId},
 };
 
 const ID: StrategyId = StrategyId::InterPodAntiAffinity;
@@ -84,7 +84,7 @@ impl AntiAffinity {
         ctx: &PlanContext<'s>,
         domains: &mut Domains<'s>,
         pod: &PodInfo,
-        admission: &dyn Admission,
+        gatekeeper: &dyn Gatekeeper,
     ) -> Option<(&'s Arc<PodInfo>, String)> {
         let node = ctx
             .snapshot
@@ -122,7 +122,7 @@ impl AntiAffinity {
                         && matching::selector_matches(&selector, &other.labels)
                         && other.key != pod.key
                         && !other.phase.is_finished()
-                        && !ctx.is_gone(other, admission)
+                        && !ctx.is_gone(other, gatekeeper)
                 });
                 if let Some(other) = found {
                     return Some((other, format!("{}={value}", term.topology_key)));
@@ -144,14 +144,16 @@ impl Plugin for AntiAffinity {
 }
 
 impl Balancing for AntiAffinity {
-    fn balance(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+    fn balance(&self, ctx: &PlanContext<'_>, gatekeeper: &mut dyn Gatekeeper) {
         let selection = self.selection();
         let mut pods: Vec<&Arc<PodInfo>> = ctx
             .snapshot
             .nodes
             .values()
             .flat_map(|n| n.pods.values())
-            .filter(|p| !p.constraints.anti_affinity.is_empty() && still_movable(p, ctx, admission))
+            .filter(|p| {
+                !p.constraints.anti_affinity.is_empty() && still_movable(p, ctx, gatekeeper)
+            })
             .collect();
         pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
         let mut domains = Domains::default();
@@ -161,14 +163,14 @@ impl Balancing for AntiAffinity {
             }
             // Evictions admitted so far (by this strategy or an earlier one) no longer count against
             // the others: of two pods that repel each other, only one goes.
-            let Some((other, domain)) = Self::violation(ctx, &mut domains, pod, admission) else {
+            let Some((other, domain)) = Self::violation(ctx, &mut domains, pod, gatekeeper) else {
                 continue;
             };
             let reason = format!(
                 "required pod anti-affinity violated by {} (same {domain})",
                 other.key
             );
-            admission.offer(Candidate::new(pod, ID, reason));
+            gatekeeper.offer(Candidate::new(pod, ID, reason));
         }
     }
 }

@@ -14,11 +14,11 @@ use std::{
     sync::Arc,
 };
 
-use super::common::{Selection, movable, newest_first};
+use super::shared::{Selection, movable, newest_first};
 use crate::api::args::RemoveDuplicatesArgs;
 use crate::{
     cluster::PodInfo,
-    framework::{Admission, Balancing, Candidate, PlanContext, Plugin, StrategyId},
+    framework::{Balancing, Candidate, Gatekeeper, PlanContext, Plugin, StrategyId},
 };
 
 const ID: StrategyId = StrategyId::RemoveDuplicates;
@@ -77,7 +77,7 @@ impl Plugin for RemoveDuplicates {
 }
 
 impl Balancing for RemoveDuplicates {
-    fn balance(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+    fn balance(&self, ctx: &PlanContext<'_>, gatekeeper: &mut dyn Gatekeeper) {
         let selection = self.selection();
         let mut groups: HashMap<GroupKey<'_>, ByNode<'_>> = HashMap::new();
         for (node, state) in &ctx.snapshot.nodes {
@@ -111,7 +111,7 @@ impl Balancing for RemoveDuplicates {
             .map(|mut nodes| {
                 let total = nodes.values().map(Vec::len).sum();
                 for pods in nodes.values_mut() {
-                    pods.retain(|p| !admission.admitted(p));
+                    pods.retain(|p| !gatekeeper.admitted(p));
                 }
                 (total, nodes)
             })
@@ -168,7 +168,7 @@ impl Balancing for RemoveDuplicates {
                     if excess == 0 {
                         break;
                     }
-                    if admission.protected(pod) {
+                    if gatekeeper.protected(pod) {
                         continue;
                     }
                     // Its own placement must allow another node, or it would only come back
@@ -184,7 +184,7 @@ impl Balancing for RemoveDuplicates {
                          node ({total} pods over {feasible} feasible nodes)",
                         pod.job,
                     );
-                    if admission.offer(Candidate::new(pod, ID, reason)) {
+                    if gatekeeper.offer(Candidate::new(pod, ID, reason)) {
                         excess -= 1;
                     }
                 }

@@ -1,10 +1,7 @@
 //! removeFailedPods: evict pods in phase `Failed` (which otherwise stay until garbage collection),
 //! optionally only for given reasons or exit codes, older than a minimum, or not owned by given kinds.
 
-use super::{
-    common::{Selection, format_age, oldest_first, seconds_since},
-    pod_life_time::has_exit_code,
-};
+use super::shared::{Selection, format_age, has_exit_code, oldest_first, seconds_since};
 use crate::api::args::RemoveFailedPodsArgs;
 use crate::{
     cluster::{ContainerScope, PodInfo, PodPhase},

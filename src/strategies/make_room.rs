@@ -12,11 +12,11 @@
 
 use std::{collections::HashMap, sync::Arc};
 
-use super::common::{format_age, seconds_since, still_movable, victim_order};
+use super::shared::{format_age, seconds_since, still_movable, victim_order};
 use crate::api::args::MakeRoomArgs;
 use crate::{
     cluster::{NodeState, PodInfo, PodPhase, Resources, Setting},
-    framework::{Admission, Balancing, Candidate, Exemptions, PlanContext, Plugin, StrategyId},
+    framework::{Balancing, Candidate, Exemptions, Gatekeeper, PlanContext, Plugin, StrategyId},
 };
 
 const ID: StrategyId = StrategyId::MakeRoomForPending;
@@ -47,14 +47,14 @@ impl<'s> Ledger<'s> {
     fn requested(
         &mut self,
         ctx: &PlanContext<'s>,
-        admission: &dyn Admission,
+        gatekeeper: &dyn Gatekeeper,
         name: &'s str,
         state: &NodeState,
     ) -> &Resources {
         self.requested.entry(name).or_insert_with(|| {
             let mut requested = state.requested.clone();
             for pod in state.pods.values() {
-                if pod.holds_resources() && ctx.is_gone(pod, admission) {
+                if pod.holds_resources() && ctx.is_gone(pod, gatekeeper) {
                     requested.sub(&pod.requests);
                 }
             }
@@ -168,7 +168,7 @@ impl MakeRoom {
     /// The preemptable pods of a node (in victim order) and their total requests, computed once per run.
     fn preemptable<'s, 'p>(
         ctx: &PlanContext<'s>,
-        admission: &dyn Admission,
+        gatekeeper: &dyn Gatekeeper,
         name: &'s str,
         state: &'s NodeState,
         pools: &'p mut HashMap<&'s str, Pool<'s>>,
@@ -179,7 +179,7 @@ impl MakeRoom {
                 .values()
                 .filter(|p| {
                     p.holds_resources()
-                        && still_movable(p, ctx, admission)
+                        && still_movable(p, ctx, gatekeeper)
                         && ctx.preemptable(p) == Setting::Valid(true)
                 })
                 .collect();
@@ -200,7 +200,7 @@ impl MakeRoom {
         pending: &PodInfo,
         ledger: &mut Ledger<'s>,
         pools: &mut HashMap<&'s str, Pool<'s>>,
-        admission: &mut dyn Admission,
+        gatekeeper: &mut dyn Gatekeeper,
     ) -> Option<Choice<'s>> {
         let mut best: Option<Choice<'s>> = None;
         let mut needs: Vec<(&'s str, Resources)> = Vec::new();
@@ -216,7 +216,7 @@ impl MakeRoom {
             {
                 continue;
             }
-            let requested = ledger.requested(ctx, admission, name, state);
+            let requested = ledger.requested(ctx, gatekeeper, name, state);
             let need = shortfall(&pending.requests, &node.allocatable, requested);
             if need == Resources::default() {
                 // It fits here already (or will, once the pods already leaving are gone): evicting for
@@ -226,7 +226,7 @@ impl MakeRoom {
             // Even evicting every preemptable pod would not be enough: no need to ask the gates.
             if covered(
                 &need,
-                &Self::preemptable(ctx, admission, name, state, pools).total,
+                &Self::preemptable(ctx, gatekeeper, name, state, pools).total,
             ) {
                 needs.push((name.as_str(), need));
             }
@@ -240,8 +240,8 @@ impl MakeRoom {
                 .iter()
                 .copied()
                 .filter(|p| {
-                    !admission.decided(p)
-                        && admission
+                    !gatekeeper.decided(p)
+                        && gatekeeper
                             .would_admit(&Candidate::new(p, ID, String::new()).exempt(MUST_LEAVE))
                 })
                 .collect();
@@ -297,7 +297,7 @@ impl Plugin for MakeRoom {
 }
 
 impl Balancing for MakeRoom {
-    fn balance(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+    fn balance(&self, ctx: &PlanContext<'_>, gatekeeper: &mut dyn Gatekeeper) {
         let mut ledger = Ledger::default();
         let mut pools = HashMap::new();
         let pending = self.pending(ctx);
@@ -306,7 +306,7 @@ impl Balancing for MakeRoom {
             .take(self.args.max_pending_pods as usize)
         {
             for _ in 0..ATTEMPTS {
-                let Some(choice) = self.plan_for(ctx, pod, &mut ledger, &mut pools, admission)
+                let Some(choice) = self.plan_for(ctx, pod, &mut ledger, &mut pools, gatekeeper)
                 else {
                     break;
                 };
@@ -316,7 +316,7 @@ impl Balancing for MakeRoom {
                     choice.node,
                     pod.key,
                     format_age(waited),
-                    crate::cluster::resources::describe(&pod.requests),
+                    crate::cluster::model::resources::describe(&pod.requests),
                     choice.victims.len()
                 );
                 let candidates: Vec<Candidate> = choice
@@ -324,7 +324,7 @@ impl Balancing for MakeRoom {
                     .iter()
                     .map(|v| Candidate::new(v, ID, reason.clone()).exempt(MUST_LEAVE))
                     .collect();
-                if admission.offer_all(candidates) {
+                if gatekeeper.offer_all(candidates) {
                     // `plan_for` read this node's requests before the victims were admitted, so they
                     // are taken off here, once.
                     if let Some(requested) = ledger.requested.get_mut(choice.node) {
@@ -351,7 +351,7 @@ fn fits_after(pending: &PodInfo, state: &NodeState, victims: &[&Arc<PodInfo>]) -
         requested.sub(&victim.requests);
     }
     pending.constraints.allows_node(node)
-        && crate::cluster::resources::fits(&pending.requests, &node.allocatable, &requested)
+        && crate::cluster::model::resources::fits(&pending.requests, &node.allocatable, &requested)
 }
 
 #[cfg(test)]

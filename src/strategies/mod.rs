@@ -3,16 +3,14 @@
 //! arguments in `api` and one row in the planner's registry.
 
 pub(crate) mod anti_affinity;
-pub(crate) mod common;
 pub(crate) mod duplicates;
 pub(crate) mod failed_pods;
-pub(crate) mod high_node_utilization;
-pub(crate) mod low_node_utilization;
 pub(crate) mod make_room;
 pub(crate) mod node_affinity;
 pub(crate) mod node_taints;
+pub(crate) mod node_utilization;
 pub(crate) mod pod_life_time;
+mod shared;
 pub(crate) mod tdm;
 pub(crate) mod too_many_restarts;
 pub(crate) mod topology_spread;
-pub(crate) mod utilization;

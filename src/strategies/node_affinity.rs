@@ -6,7 +6,7 @@
 //! - `preferredDuringSchedulingIgnoredDuringExecution`: another node that would take the pod scores
 //!   strictly higher on the pod's preferred terms than its current node.
 
-use super::common::{Selection, fits_elsewhere, fits_on, movable};
+use super::shared::{Selection, fits_elsewhere, fits_on, movable};
 use crate::api::args::{AffinityType, NodeAffinityArgs};
 use crate::framework::{Candidate, PlanContext, Plugin, PodByPod, StrategyId};
 

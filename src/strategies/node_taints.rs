@@ -2,10 +2,10 @@
 //! (and, on request, a `PreferNoSchedule` one) — taints added after the pod was placed. `NoExecute`
 //! taints are left to the kubelet's taint manager, which already evicts for them.
 
-use super::common::{Selection, movable};
+use super::shared::{Selection, movable};
 use crate::api::args::NodeTaintsArgs;
 use crate::{
-    cluster::{Taint, matching},
+    cluster::{Taint, rules::matching},
     framework::{Candidate, PlanContext, Plugin, PodByPod, StrategyId},
 };
 

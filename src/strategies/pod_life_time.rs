@@ -4,7 +4,7 @@
 
 use jiff::Timestamp;
 
-use super::common::{Selection, format_age, seconds_since};
+use super::shared::{Selection, format_age, has_exit_code, seconds_since};
 use crate::api::args::{ConditionFilter, PodLifeTimeArgs};
 use crate::{
     cluster::{ContainerScope, PodInfo, PodPhase},
@@ -18,7 +18,7 @@ pub(crate) struct PodLifeTime {
 }
 
 impl ConditionFilter {
-    fn fields_match(&self, condition: &crate::cluster::pod_status::ConditionInfo) -> bool {
+    fn fields_match(&self, condition: &crate::cluster::model::pod_status::ConditionInfo) -> bool {
         self.type_.as_ref().is_none_or(|t| *t == condition.type_)
             && self.status.as_ref().is_none_or(|s| *s == condition.status)
             && self
@@ -48,20 +48,6 @@ pub(super) fn pod_states(pod: &PodInfo, scope: ContainerScope) -> impl Iterator<
                 .into_iter()
                 .chain(c.terminated.as_ref().and_then(|t| t.reason.as_deref()))
         }))
-}
-
-/// A terminated container of the pod exited with one of `codes`.
-pub(super) fn has_exit_code(pod: &PodInfo, codes: &[i32], scope: ContainerScope) -> bool {
-    pod.status
-        .containers_in(ContainerScope {
-            ephemeral: false,
-            ..scope
-        })
-        .any(|c| {
-            c.terminated
-                .as_ref()
-                .is_some_and(|t| codes.contains(&t.exit_code))
-        })
 }
 
 impl PodLifeTime {

@@ -1,7 +1,7 @@
 //! removePodsHavingTooManyRestarts: evict pods whose containers restarted at least `podRestartThreshold`
 //! times in all (a volume that never attaches, a node-local fault): another node may do better.
 
-use super::common::{Selection, movable};
+use super::shared::{Selection, movable};
 use crate::api::args::{RestartState, TooManyRestartsArgs};
 use crate::{
     cluster::{ContainerScope, PodPhase},

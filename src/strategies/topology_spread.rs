@@ -19,11 +19,11 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement},
 };
 
-use super::common::{Selection, fits_on_after, victim_order};
+use super::shared::{Selection, fits_on_after, victim_order};
 use crate::api::args::{TopologySpreadArgs, Unsatisfiable};
 use crate::{
-    cluster::{NodeInfo, NodeState, PodInfo, Resources, matching},
-    framework::{Admission, Balancing, Candidate, PlanContext, Plugin, StrategyId},
+    cluster::{NodeInfo, NodeState, PodInfo, Resources, rules::matching},
+    framework::{Balancing, Candidate, Gatekeeper, PlanContext, Plugin, StrategyId},
 };
 
 const ID: StrategyId = StrategyId::TopologySpread;
@@ -200,7 +200,7 @@ impl TopologySpread {
         group: &Group<'s>,
         domains: &DomainMap<'s>,
         pods: &NamespacePods<'s>,
-        admission: &mut dyn Admission,
+        gatekeeper: &mut dyn Gatekeeper,
         reserved: &mut HashMap<&'s str, Resources>,
     ) {
         let constraint = &group.constraint;
@@ -220,7 +220,7 @@ impl TopologySpread {
                 continue;
             };
             if pod.phase.is_finished()
-                || ctx.is_gone(pod, admission)
+                || ctx.is_gone(pod, gatekeeper)
                 || !matching::selector_matches(&group.selector, &pod.labels)
             {
                 continue;
@@ -247,7 +247,7 @@ impl TopologySpread {
             let mut moved = false;
             while let Some(pod) = movable[largest].get(next_victim[largest]).copied() {
                 next_victim[largest] += 1;
-                if admission.protected(pod) || admission.decided(pod) {
+                if gatekeeper.protected(pod) || gatekeeper.decided(pod) {
                     continue;
                 }
                 // With node fit, the move needs a node with room in a smaller domain (the smallest
@@ -275,7 +275,7 @@ impl TopologySpread {
                      domain {} has {min}",
                     constraint.topology_key, names[largest], names[smallest]
                 );
-                if admission.offer(Candidate::new(pod, ID, reason)) {
+                if gatekeeper.offer(Candidate::new(pod, ID, reason)) {
                     if let Some(node) = destination {
                         reserved.entry(node).or_default().add(&pod.requests);
                     }
@@ -357,7 +357,7 @@ impl Plugin for TopologySpread {
 }
 
 impl Balancing for TopologySpread {
-    fn balance(&self, ctx: &PlanContext<'_>, admission: &mut dyn Admission) {
+    fn balance(&self, ctx: &PlanContext<'_>, gatekeeper: &mut dyn Gatekeeper) {
         let groups = self.groups(ctx);
         if groups.is_empty() {
             return;
@@ -378,7 +378,7 @@ impl Balancing for TopologySpread {
             let pods = NamespacePods::new(by_namespace.remove(namespace).unwrap_or_default());
             for group in groups {
                 let domains = self.domains(ctx, group, &mut domain_cache);
-                self.balance(ctx, group, &domains, &pods, admission, &mut reserved);
+                self.balance(ctx, group, &domains, &pods, gatekeeper, &mut reserved);
             }
         }
     }

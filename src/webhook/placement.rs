@@ -9,12 +9,12 @@
 
 use jiff::Timestamp;
 
-pub(crate) use crate::cluster::placement::{Preemptable, is_exempt, preemptable};
+pub(crate) use crate::cluster::rules::placement::{Preemptable, is_exempt, preemptable};
 use crate::{
     api::labels,
     cluster::{
         NodeInfo, PodGroupInfo, PodInfo, ZoneInfo,
-        placement::{Refused, revocable_rule},
+        rules::placement::{Refused, revocable_rule},
     },
 };
 

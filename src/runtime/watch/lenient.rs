@@ -11,7 +11,7 @@ use kube::Resource;
 use serde::{Deserialize, Deserializer, de::DeserializeOwned};
 use serde_json::Value;
 
-use crate::cluster::decode;
+use crate::cluster::ingest::decode;
 
 /// One object of kind `K` as the API server sent it.
 #[derive(Clone, Debug)]

@@ -13,7 +13,7 @@ use crate::{
     api::usage::{NodeMetrics, PodMetrics},
     cluster::{
         SharedCache,
-        usage::{UsageSample, node_sample, pod_sample},
+        model::usage::{UsageSample, node_sample, pod_sample},
     },
 };
 

@@ -1,0 +1,261 @@
+//! The planner's side of the handle strategies offer candidates through: the policy's namespace filter,
+//! then every gate in order, with the tallies of the gates kept consistent across all-or-none offers.
+
+use std::{
+    collections::{BTreeMap, HashMap, HashSet},
+    hash::{BuildHasherDefault, Hasher},
+    sync::Arc,
+};
+
+use super::SkipRows;
+use crate::{
+    cluster::PodInfo,
+    framework::{
+        Candidate, Gate, GateId, Gatekeeper, PlanContext, PlannedEviction, Refusal, SkipReason,
+        Skipped, Strategy, StrategyId,
+    },
+};
+
+/// The real thing: the policy's namespace filter, then every gate in order.
+pub struct PlanGatekeeper<'c, 'a> {
+    ctx: &'c PlanContext<'a>,
+    gates: Vec<Box<dyn Gate>>,
+    /// Which of `gates` answer [`Gatekeeper::protected`], found once: strategies probe every pod they weigh.
+    protecting: Vec<usize>,
+    /// The pods offered so far and whether they will be evicted, by the address of their snapshot
+    /// entry (see [`AddressHasher`]): a key would be hashed from its strings, one more cache miss per
+    /// pod offered, and again each time the table grows.
+    decided: HashMap<usize, Outcome, BuildHasherDefault<AddressHasher>>,
+    pub evictions: Vec<PlannedEviction>,
+    pub skipped: Vec<Skipped>,
+    pub skip_counts: BTreeMap<SkipReason, u32>,
+    rows: SkipRows,
+    /// The strategy whose candidates are being offered.
+    proposer: Option<StrategyId>,
+}
+
+/// What became of a pod offered in this plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Admitted,
+    Skipped,
+}
+
+/// Why a candidate is not even put to the gates.
+enum Precheck {
+    Go,
+    /// Out of scope or already gone: dropped without a report line.
+    Drop,
+    /// Held back by the strategy's own arguments.
+    Held(String),
+}
+
+impl<'c, 'a> PlanGatekeeper<'c, 'a> {
+    pub fn new(ctx: &'c PlanContext<'a>, gates: Vec<Box<dyn Gate>>, rows: SkipRows) -> Self {
+        let protecting = (0..gates.len())
+            .filter(|&i| gates[i].id() == GateId::Protected)
+            .collect();
+        PlanGatekeeper {
+            ctx,
+            gates,
+            protecting,
+            decided: HashMap::default(),
+            evictions: Vec::new(),
+            skipped: Vec::new(),
+            skip_counts: BTreeMap::new(),
+            rows,
+            proposer: None,
+        }
+    }
+
+    /// Lets the strategy offer its candidates.
+    pub fn admit_from(&mut self, strategy: &Strategy) {
+        self.proposer = Some(strategy.id());
+        let ctx = self.ctx;
+        strategy.offer_candidates(ctx, self);
+        self.proposer = None;
+    }
+
+    fn precheck(&self, candidate: &Candidate) -> Precheck {
+        let pod = &candidate.pod;
+        if !self.ctx.policy.spec.namespaces.admits(&pod.key.namespace)
+            || self.ctx.is_leaving(pod)
+            || self.decided.contains_key(&address(pod))
+        {
+            return Precheck::Drop;
+        }
+        match &candidate.held {
+            Some(why) => Precheck::Held(why.clone()),
+            None => Precheck::Go,
+        }
+    }
+
+    fn run_gates(&mut self, candidate: &Candidate) -> Result<(), Refusal> {
+        let ctx = self.ctx;
+        self.gates.iter_mut().try_for_each(|gate| {
+            gate.check(candidate, ctx)
+                .map_err(|detail| Refusal::new(gate.id(), detail))
+        })
+    }
+
+    fn admit(&mut self, candidate: &Candidate) {
+        for gate in &mut self.gates {
+            gate.admit(candidate, self.ctx);
+        }
+    }
+
+    fn retract(&mut self, candidate: &Candidate) {
+        for gate in &mut self.gates {
+            gate.retract(candidate, self.ctx);
+        }
+    }
+
+    fn record(&mut self, candidate: Candidate) {
+        self.decide(&candidate.pod, Outcome::Admitted);
+        self.evictions.push(PlannedEviction { candidate });
+    }
+
+    fn decide(&mut self, pod: &PodInfo, outcome: Outcome) {
+        let earlier = self.decided.insert(address(pod), outcome);
+        debug_assert!(earlier.is_none(), "{} decided twice", pod.key);
+    }
+
+    fn skip(&mut self, candidate: Candidate, refusal: Refusal) {
+        self.decide(&candidate.pod, Outcome::Skipped);
+        *self.skip_counts.entry(refusal.reason).or_default() += 1;
+        let listed = match self.rows {
+            SkipRows::All => true,
+            // Unreadable settings are always listed: each gets its Warning Event.
+            SkipRows::AtMost(cap) => {
+                self.skipped.len() < cap || refusal.reason == SkipReason::Gate(GateId::Invalid)
+            }
+        };
+        if !listed {
+            return;
+        }
+        self.skipped.push(Skipped {
+            candidate,
+            reason: refusal.reason,
+            detail: refusal.detail,
+        });
+    }
+}
+
+impl Gatekeeper for PlanGatekeeper<'_, '_> {
+    fn offer(&mut self, candidate: Candidate) -> bool {
+        match self.precheck(&candidate) {
+            Precheck::Drop => return false,
+            Precheck::Held(why) => {
+                self.skip(candidate, Refusal::new(SkipReason::HeldByPolicy, why));
+                return false;
+            }
+            Precheck::Go => {}
+        }
+        match self.run_gates(&candidate) {
+            Err(refusal) => {
+                self.skip(candidate, refusal);
+                false
+            }
+            Ok(()) => {
+                self.admit(&candidate);
+                self.record(candidate);
+                true
+            }
+        }
+    }
+
+    fn offer_all(&mut self, candidates: Vec<Candidate>) -> bool {
+        let mut unique = HashSet::<usize, BuildHasherDefault<AddressHasher>>::default();
+        for candidate in &candidates {
+            if !matches!(self.precheck(candidate), Precheck::Go)
+                || !unique.insert(address(&candidate.pod))
+            {
+                return false;
+            }
+        }
+        // Admit one by one so that tallies (budgets, limits) see the earlier members; undo on refusal.
+        for (index, candidate) in candidates.iter().enumerate() {
+            if let Err(Refusal { reason, detail }) = self.run_gates(candidate) {
+                for admitted in candidates[..index].iter().rev() {
+                    self.retract(admitted);
+                }
+                let detail = if candidates.len() > 1 {
+                    format!(
+                        "{detail} (one of {} evictions that only help together; none made)",
+                        candidates.len()
+                    )
+                } else {
+                    detail
+                };
+                let refused = candidates.into_iter().nth(index);
+                if let Some(refused) = refused {
+                    self.skip(refused, Refusal::new(reason, detail));
+                }
+                return false;
+            }
+            self.admit(candidate);
+        }
+        for candidate in candidates {
+            self.record(candidate);
+        }
+        true
+    }
+
+    fn would_admit(&mut self, candidate: &Candidate) -> bool {
+        matches!(self.precheck(candidate), Precheck::Go) && self.run_gates(candidate).is_ok()
+    }
+
+    fn protected(&mut self, pod: &Arc<PodInfo>) -> bool {
+        // Only strategies ask, and only while they run.
+        if self.proposer.is_none() {
+            return false;
+        }
+        let ctx = self.ctx;
+        let gates = &mut self.gates;
+        self.protecting.iter().any(|&i| gates[i].protects(pod, ctx))
+    }
+
+    fn decided(&self, pod: &PodInfo) -> bool {
+        self.decided.contains_key(&address(pod))
+    }
+
+    fn admitted(&self, pod: &PodInfo) -> bool {
+        self.admitted_any() && self.decided.get(&address(pod)) == Some(&Outcome::Admitted)
+    }
+
+    fn admitted_any(&self) -> bool {
+        // Every admitted pod is recorded as an eviction, and nothing else is.
+        !self.evictions.is_empty()
+    }
+}
+
+/// Where the snapshot keeps a pod. Within one plan every pod has exactly one entry (the snapshot does
+/// not change while it is planned), so the address identifies the pod as well as its key does.
+fn address(pod: &PodInfo) -> usize {
+    std::ptr::from_ref(pod).addr()
+}
+
+/// Hashes pod addresses for [`PlanGatekeeper::decided`]. Strategies ask about nearly every pod they weigh,
+/// hundreds of thousands of times per plan: an address hashes in a multiplication, where a namespace and
+/// a name take SipHash over both strings.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.write_usize(usize::from(*byte) ^ (self.0 as usize));
+        }
+    }
+
+    fn write_usize(&mut self, address: usize) {
+        // Fibonacci hashing; the shift brings the well-mixed high bits down, as the table indexes by
+        // the low ones and aligned addresses end in zeros.
+        let mixed = (address as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = mixed ^ (mixed >> 32);
+    }
+}
