@@ -60,7 +60,7 @@ pub(crate) fn zone_clock(
     let next_round = last_round
         .and_then(|last| last.checked_add(zone.spec.evict_period.to_signed()).ok())
         .filter(|next| *next > now);
-    let phase = match &zone.schedule {
+    let phase = match zone.state_at(now) {
         Err(_) => ZonePhase {
             valid: false,
             open: false,
@@ -68,17 +68,11 @@ pub(crate) fn zone_clock(
             round_due: next_round.is_none(),
             next: None,
         },
-        Ok(schedule) => {
-            let drain = zone.spec.drain_before.as_std();
-            let state = schedule.state_at(now, drain);
+        Ok(state) => {
             let drain_start = state
                 .next_change
                 .filter(|_| state.open && !state.draining)
-                .and_then(|close| {
-                    close
-                        .checked_sub(SignedDuration::try_from(drain).unwrap_or(SignedDuration::MAX))
-                        .ok()
-                })
+                .and_then(|close| zone.fixed_drain_start(close))
                 .filter(|start| *start > now);
             let next = [state.next_change, drain_start, next_round]
                 .into_iter()
@@ -287,7 +281,9 @@ mod tests {
                 }],
                 time_zone: "UTC".to_owned(),
                 evict_period: GoDuration::from_secs(evict_period),
-                drain_before: GoDuration::from_secs(drain_before),
+                drain_before: crate::api::DrainBefore::Fixed(GoDuration::from_secs(drain_before)),
+                max_drain_before: crate::api::GoDuration::from_secs(7_200),
+                budgets_after_close: Default::default(),
                 taint_when_closed: true,
             },
         );

@@ -63,11 +63,7 @@ pub fn zone_views(
                 .ok()
                 .filter(|next| *next > now)
         });
-        let state = zone
-            .schedule
-            .as_ref()
-            .map(|s| s.state_at(now, zone.spec.drain_before.as_std()))
-            .map_err(Clone::clone);
+        let state = zone.state_at(now);
         let schedule = zone.spec.windows_line();
         views.insert(
             zone.name.clone(),

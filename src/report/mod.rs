@@ -251,7 +251,11 @@ impl Report {
             let tz = schedule.time_zone();
             let shown =
                 |at: Timestamp| format!("{} ({})", clock::local(tz, at), clock::relative(now, at));
-            let drain = zone.spec.drain_before.to_signed();
+            let drain = zone
+                .spec
+                .drain_before
+                .fixed()
+                .map_or(jiff::SignedDuration::ZERO, |lead| lead.to_signed());
             let drain_start = state
                 .next_change
                 .filter(|_| state.open && drain.is_positive())

@@ -98,7 +98,9 @@ pub fn check_binding(
             ));
         }
     };
-    let state = schedule.state_at(now, zone.spec.drain_before.as_std());
+    let Ok(state) = zone.state_at(now) else {
+        return Verdict::allow();
+    };
     if !state.evicting() {
         return Verdict::allow();
     }

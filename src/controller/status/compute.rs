@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};
 
 use crate::{
     api::{PolicyMode, policy::DeschedulingPolicyStatus, zone::RevocableZoneStatus},
@@ -137,9 +137,11 @@ pub(crate) fn zone_status(
     RevocableZoneStatus {
         schedule: Some(view.schedule.clone()),
         open: state.map(|s| s.open),
-        draining: state.map(|s| s.draining),
+        // Closed counts too: the zone's pods are being evicted either way.
+        draining: state.map(|s| s.evicting()),
         next_change: state.and_then(|s| s.next_change).map(Time),
-        last_eviction_round: last_round.map(Time),
+        last_eviction_round: last_round.map(MicroTime),
+        drain: None,
         nodes: Some(u32::try_from(view.nodes).unwrap_or(u32::MAX)),
         preemptable_pods: Some(preemptable_pods),
         observed_generation: None,
@@ -301,7 +303,7 @@ mod tests {
         assert_eq!(status.open, Some(false));
         assert_eq!(status.nodes, Some(2));
         assert_eq!(status.preemptable_pods, Some(5));
-        assert_eq!(status.last_eviction_round, Some(Time(now)));
+        assert_eq!(status.last_eviction_round, Some(MicroTime(now)));
         assert_eq!(status.conditions[0].status, "True");
         view.state = Err("bad window".into());
         let status = zone_status(&view, 0, None, now, None);
