@@ -5,9 +5,10 @@ use std::{cmp::Reverse, sync::Arc};
 
 use crate::api::args::TdmArgs;
 use crate::{
-    api::labels,
     cluster::{PodInfo, PodPhase, Setting},
-    framework::{Candidate, Exemptions, PlanContext, Plugin, PodByPod, StrategyId, ZoneView},
+    framework::{
+        Candidate, Exemptions, PlanContext, Plugin, PodByPod, StrategyId, ZonePlacement, ZoneView,
+    },
 };
 
 const ID: StrategyId = StrategyId::Tdm;
@@ -16,35 +17,9 @@ pub(crate) struct Tdm {
     args: TdmArgs,
 }
 
-/// Whether a pod may run on a node of a given zone.
-enum Placement {
-    /// Preemptable and not opted into a different zone.
-    Allowed,
-    Violation(String),
-    /// Its preemptable setting is unreadable; the `invalid` gate will refuse it with the details.
-    Unknown,
-}
-
 impl Tdm {
     pub(crate) fn new(args: TdmArgs) -> Self {
         Tdm { args }
-    }
-
-    fn placement(ctx: &PlanContext<'_>, pod: &PodInfo, zone: &str) -> Placement {
-        match ctx.preemptable(pod) {
-            Setting::Invalid(_) => Placement::Unknown,
-            Setting::Valid(false) | Setting::Unset => Placement::Violation(format!(
-                "not preemptable, on a node of revocable zone {zone}"
-            )),
-            // An empty annotation is read as no opt-in when the pod is parsed (cluster/pod.rs).
-            Setting::Valid(true) => match pod.zone_opt_in.as_deref() {
-                Some(opted) if opted != "*" && opted != zone => Placement::Violation(format!(
-                    "{}={opted} but runs in revocable zone {zone}",
-                    labels::REVOCABLE_ZONE
-                )),
-                _ => Placement::Allowed,
-            },
-        }
     }
 
     fn closing_reason(zone: &ZoneView) -> String {
@@ -98,17 +73,17 @@ impl PodByPod for Tdm {
                     {
                         continue;
                     }
-                    let candidate = match Self::placement(ctx, pod, &zone.name) {
-                        Placement::Allowed if evicting => {
+                    let candidate = match ctx.zone_placement(pod, &zone.name) {
+                        ZonePlacement::Allowed if evicting => {
                             Candidate::new(pod, ID, Self::closing_reason(zone))
                         }
-                        Placement::Allowed => continue,
-                        Placement::Unknown => Candidate::new(
+                        ZonePlacement::Allowed => continue,
+                        ZonePlacement::Unknown => Candidate::new(
                             pod,
                             ID,
                             format!("on revocable zone {}, preemptable unknown", zone.name),
                         ),
-                        Placement::Violation(why) => {
+                        ZonePlacement::Violation(why) => {
                             let candidate =
                                 Candidate::new(pod, ID, format!("placement violation: {why}"));
                             if self.args.evict_placement_violations {
@@ -154,6 +129,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::api::labels;
     use crate::{
         cluster::{ObjectKey, PolicyInfo},
         planner::plan_all,

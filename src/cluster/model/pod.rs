@@ -206,7 +206,12 @@ struct Rare {
     problems: Vec<InvalidValue>,
     /// Kinds of the owner references that are not the controller's (which `owner` holds).
     other_owner_kinds: Vec<Name>,
+    /// `spec.terminationGracePeriodSeconds` when it is not the API server's default.
+    termination_grace: Option<u32>,
 }
+
+/// The grace period the API server gives a pod that does not set one.
+pub(crate) const DEFAULT_TERMINATION_GRACE_SECONDS: u32 = 30;
 
 /// The kinds of volume the evictor protections care about.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -334,12 +339,20 @@ impl PodInfo {
             std::hash::Hasher::finish(&hasher)
         };
 
-        let rare = (!problems.is_empty() || !other_owner_kinds.is_empty()).then(|| {
-            Box::new(Rare {
-                problems,
-                other_owner_kinds,
-            })
-        });
+        // Negative values are refused by the API server; a hand-written dump's is read as none.
+        let termination_grace = spec
+            .and_then(|s| s.termination_grace_period_seconds)
+            .map(|seconds| u32::try_from(seconds.max(0)).unwrap_or(u32::MAX))
+            .filter(|seconds| *seconds != DEFAULT_TERMINATION_GRACE_SECONDS);
+        let rare =
+            (!problems.is_empty() || !other_owner_kinds.is_empty() || termination_grace.is_some())
+                .then(|| {
+                    Box::new(Rare {
+                        problems,
+                        other_owner_kinds,
+                        termination_grace,
+                    })
+                });
         let controller_kind = ControllerKind::of(owner.as_deref());
         Ok(PodInfo {
             priority_class_name: spec
@@ -389,6 +402,14 @@ impl PodInfo {
     /// Fields tidal could not read (e.g. malformed resource quantities); such a pod is never evicted.
     pub fn problems(&self) -> &[InvalidValue] {
         self.rare.as_ref().map_or(&[], |r| &r.problems)
+    }
+
+    /// How long the pod may take to terminate once evicted: its `terminationGracePeriodSeconds`.
+    pub fn termination_grace_seconds(&self) -> u32 {
+        self.rare
+            .as_ref()
+            .and_then(|r| r.termination_grace)
+            .unwrap_or(DEFAULT_TERMINATION_GRACE_SECONDS)
     }
 
     /// Kinds of every owner reference, controller or not (`excludeOwnerKinds` looks at all of them).

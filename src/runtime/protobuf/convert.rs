@@ -273,6 +273,7 @@ fn pod_spec(s: pb::PodSpec) -> api::PodSpec {
         resources: resources(s.resources),
         volumes: non_empty(s.volumes.into_iter().map(volume).collect()),
         scheduler_name: nz(s.scheduler_name),
+        termination_grace_period_seconds: s.termination_grace_period_seconds,
         ..api::PodSpec::default()
     }
 }

@@ -51,6 +51,38 @@ impl LocalZoneNotes {
     }
 }
 
+/// How long evicted pods took to go, as seen in one zone: the last few, for the drain estimate.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Terminations {
+    seconds: std::collections::VecDeque<f64>,
+}
+
+/// Terminations remembered per zone.
+const TERMINATIONS_KEPT: usize = 64;
+
+/// Terminations needed before they stand in for the pods' grace periods.
+const TERMINATIONS_TRUSTED: usize = 5;
+
+impl Terminations {
+    fn record(&mut self, took: jiff::SignedDuration) {
+        if self.seconds.len() == TERMINATIONS_KEPT {
+            self.seconds.pop_front();
+        }
+        self.seconds.push_back(took.as_secs_f64().max(0.0));
+    }
+
+    /// The 90th percentile of what was seen, once enough was.
+    fn typical(&self) -> Option<jiff::SignedDuration> {
+        if self.seconds.len() < TERMINATIONS_TRUSTED {
+            return None;
+        }
+        let mut sorted: Vec<f64> = self.seconds.iter().copied().collect();
+        sorted.sort_by(f64::total_cmp);
+        let at = (sorted.len() * 9).div_ceil(10).saturating_sub(1);
+        jiff::SignedDuration::try_from_secs_f64(sorted[at]).ok()
+    }
+}
+
 impl ClusterCache {
     /// Records that tidal evicted the pod at `at`, so that later cycles count it as leaving and never evict
     /// it again. Returns false if the pod is not in the cache.
@@ -146,6 +178,30 @@ impl ClusterCache {
             }
             new
         })
+    }
+
+    /// A pod this process evicted went, `took` after the eviction was accepted: what the drain
+    /// estimate of its zone assumes of the next ones, once it has seen a few.
+    pub(super) fn note_termination(
+        &mut self,
+        pod: &crate::cluster::PodInfo,
+        took: jiff::SignedDuration,
+    ) {
+        let Some(zone) = pod
+            .node_name
+            .as_ref()
+            .and_then(|node| self.node(node))
+            .and_then(|node| node.revocable_zone.clone())
+        else {
+            return;
+        };
+        self.terminations.entry(zone).or_default().record(took);
+    }
+
+    /// How long evicted pods of `zone` typically took to go (the 90th percentile of the last few),
+    /// once this process has seen enough of them.
+    pub fn observed_termination(&self, zone: &str) -> Option<jiff::SignedDuration> {
+        self.terminations.get(zone).and_then(Terminations::typical)
     }
 
     /// Changes the cached zone in place when `change` says it changed something.

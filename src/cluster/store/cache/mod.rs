@@ -14,7 +14,7 @@ use jiff::Timestamp;
 mod in_flight;
 mod snapshot_sync;
 
-use in_flight::{InFlight, LocalZoneNotes};
+use in_flight::{InFlight, LocalZoneNotes, Terminations};
 pub use snapshot_sync::{Retired, SnapshotUpdate};
 
 use crate::cluster::{
@@ -55,6 +55,8 @@ pub struct ClusterCache {
     /// delivers, because the status write may lag or have failed, and `evictPeriod` and a started
     /// drain must hold either way.
     local_notes: HashMap<String, LocalZoneNotes>,
+    /// How long pods this process evicted took to go, by zone.
+    terminations: HashMap<String, Terminations>,
     /// Distinct pod constraints, by signature: pods of one shape share one copy.
     shapes: HashMap<u64, Vec<Weak<Constraints>>>,
     /// Shapes held when `shapes` is next swept of the ones no pod has any more (see `intern`).
@@ -175,8 +177,11 @@ impl ClusterCache {
 
     /// Removes a pod whose deletion was observed at `at`.
     pub fn delete_pod(&mut self, key: &ObjectKey, at: Timestamp) {
-        self.evicting.remove(key);
+        let evicted = self.evicting.remove(key);
         if let Some(previous) = self.pods.remove(key) {
+            if let Some(mark) = evicted.filter(|mark| mark.uid == previous.uid) {
+                self.note_termination(&previous, at.duration_since(mark.since));
+            }
             self.note_departure(&previous, at);
             self.detach(&previous);
         }
