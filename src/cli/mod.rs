@@ -3,10 +3,12 @@
 //! dispatches.
 
 mod convert;
+mod pacing;
 mod report;
 mod run;
 
 pub use convert::{ConvertArgs, ConvertMode};
+pub use pacing::PacingArgs;
 pub use report::{
     ReportArgs, TimelineArgs, builtin_policy, report, report_live, timeline, timeline_live,
 };

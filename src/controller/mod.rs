@@ -66,6 +66,8 @@ pub struct ControllerConfig {
     pub watch: WatchOptions,
     /// How often to read metrics.k8s.io while a policy uses measured usage; `None` never reads it.
     pub usage_poll: Option<Duration>,
+    /// `auto` drains start this many times their estimated length before the close.
+    pub drain_margin: f64,
 }
 
 impl ControllerConfig {
@@ -82,6 +84,7 @@ impl ControllerConfig {
             zone_taints: None,
             watch: WatchOptions::default(),
             usage_poll: Some(Duration::from_secs(30)),
+            drain_margin: crate::drain::DEFAULT_MARGIN,
         }
     }
 }

@@ -32,6 +32,10 @@ pub struct Pacing {
 }
 
 impl Pacing {
+    /// What an eviction request is assumed to take where none has been seen answered: a loaded API
+    /// server answers in tens of milliseconds.
+    pub const ASSUMED_REQUEST: SignedDuration = SignedDuration::from_millis(100);
+
     /// Evictions per second the sender keeps up at length.
     pub fn rate(&self) -> f64 {
         let by_concurrency = f64::from(self.concurrency.max(1)) / self.request_secs();

@@ -32,9 +32,11 @@ pub struct EvictorConfig {
 impl Default for EvictorConfig {
     fn default() -> Self {
         EvictorConfig {
-            qps: 5.0,
-            burst: 10,
-            concurrency: 4,
+            // A zone of thousands of preemptable pods drains in minutes (6,000 in about 5 at 20/s), at a
+            // load an API server serving thousands of nodes does not notice.
+            qps: 20.0,
+            burst: 40,
+            concurrency: 8,
             request_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
         }
