@@ -26,6 +26,7 @@ const MUST_LEAVE: Exemptions = Exemptions {
     node_fit: true,
     switchable_protections: false,
     bare_pod: false,
+    budget: false,
 };
 
 /// How many times a pending pod's choice is redone after the gates refused a member of the set.

@@ -73,7 +73,9 @@ impl PodByPod for Tdm {
                     {
                         continue;
                     }
-                    let candidate = match ctx.zone_placement(pod, &zone.name) {
+                    let placement = ctx.zone_placement(pod, &zone.name);
+                    let lifts_budgets = placement == ZonePlacement::Allowed && zone.lifts_budgets();
+                    let candidate = match placement {
                         ZonePlacement::Allowed if evicting => {
                             Candidate::new(pod, ID, Self::closing_reason(zone))
                         }
@@ -100,6 +102,7 @@ impl PodByPod for Tdm {
                         switchable_protections: ctx.declared_preemptable(pod)
                             == Setting::Valid(true),
                         bare_pod: false,
+                        budget: lifts_budgets,
                     };
                     in_zone.push(candidate.in_zone(&zone.name).exempt(exempt));
                 }
@@ -351,6 +354,40 @@ mod tests {
             held.iter()
                 .all(|c| c.held.as_deref() == Some("evictPlacementViolations is off"))
         );
+    }
+
+    #[test]
+    fn a_closed_zone_that_lifts_budgets_evicts_a_whole_job_in_one_round_and_a_draining_one_does_not()
+     {
+        let job = |world: Cluster| {
+            world.pods((0..4).map(|i| {
+                pod(&format!("ns/big-{i}"), "rev-1")
+                    .owned_by("ReplicaSet", "big")
+                    .preemptable()
+                    .annotation("volcano.sh/jdb-max-unavailable", "1")
+            }))
+        };
+        let evicted = |world: &mut Cluster| {
+            let snapshot = world.snapshot();
+            let evict = policy(json!({"mode": "Evict"}));
+            plan_all(&snapshot, &[&evict], ts(NOW)).plans[0]
+                .evictions
+                .len()
+        };
+        let lifted = json!({"budgetsAfterClose": "Ignore"});
+        let mut closed = job(Cluster::new()
+            .node(node("rev-1").zone("z"))
+            .zone(closed_zone("z").spec(lifted.clone())));
+        assert_eq!(evicted(&mut closed), 4);
+        let mut respected = job(Cluster::revocable());
+        assert_eq!(evicted(&mut respected), 1);
+        // Open until 05:00 and draining: the close has not come, budgets hold.
+        let mut draining = job(Cluster::new().node(node("rev-1").zone("z")).zone(
+            zone("z")
+                .window("20:00-05:00")
+                .spec(json!({"drainBefore": "2h", "budgetsAfterClose": "Ignore"})),
+        ));
+        assert_eq!(evicted(&mut draining), 1);
     }
 
     #[test]

@@ -298,6 +298,7 @@ mod tests {
             round_due: true,
             next_round: None,
             nodes: 2,
+            budgets_after_close: Default::default(),
         };
         let status = zone_status(&view, 5, Some(now), now, None);
         assert_eq!(status.open, Some(false));
