@@ -17,12 +17,13 @@
 //!   objects and applying them, and applying already converted ones.
 //!
 //! - `steady_cycle`: what one steady controller cycle costs once the watches applied a 1% churn (outside
-//!   the timing): the snapshot update and the lowNodeUtilization policy of issue 10 (thresholds 20/20/20,
-//!   targets 50/50/50) planned through the full gate chain, as `tidal_plan_duration_seconds` measures it
+//!   the timing): the snapshot update and the lowNodeUtilization policy of the performance reference
+//!   (thresholds 20/20/20, targets 50/50/50) planned through the full gate chain, as
+//!   `tidal_plan_duration_seconds` measures it
 //!   (the versions the update let go of are freed after the plan, outside the timing, as the controller
 //!   frees them, and the snapshot is lent to the cache until the next update; the plan itself is
 //!   dropped within it); `steady_cycle_shared` keeps the snapshot sharing the aggregates between
-//!   cycles instead, as the controller did before it lent them.
+//!   cycles instead, for comparison with the lending.
 //!
 //! - `steady_cycle_real_server_shape`: the same, over the cluster the real-server runs of
 //!   docs/performance.md populated (uniform nodes, one ReplicaSet per ten pods, 15% of the nodes
@@ -440,7 +441,8 @@ impl Converted {
     }
 }
 
-/// The policy of issue 10's comparison with the descheduler, with the strategies bench's default budget.
+/// The policy of the comparison with the descheduler (docs/performance.md), with the strategies bench's
+/// default budget.
 const LNU: &str = "mode: Evict
 strategies:
   lowNodeUtilization:
@@ -486,8 +488,8 @@ fn steady_cycle(c: &mut Criterion) {
     // As the controller does: what the update let go of is freed once the plan is made
     // (`churn_1pct/lent/free_retired` times that), and the snapshot's nodes and jobs are lent to the
     // cache until the next update. `steady_cycle_shared` keeps the snapshot sharing the aggregates
-    // between cycles instead, as before the controller lent them: the churn copies on write, and the
-    // update frees the copies (after the clock).
+    // between cycles instead, for comparison: the churn copies on write, and the update frees the
+    // copies (after the clock).
     for (name, lend) in [("steady_cycle", true), ("steady_cycle_shared", false)] {
         // Whatever the previous bench left lent comes back.
         cache.update_snapshot(&mut live);

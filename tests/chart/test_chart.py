@@ -231,7 +231,7 @@ FOREIGN_SCHEMAS = {
 }
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chart():
     with helm.Chart.load(str(CHART)) as loaded:
         yield loaded

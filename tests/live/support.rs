@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use tidal_testkit::{
     fake_apiserver::{EvictionEffect, EvictionFault, EvictionRecord, FakeApiServer},
-    objects::{Object, node, pdb, pod, podgroup, policy, zone},
+    objects::{NodeBuilder, node, pdb, pod, podgroup, policy, zone},
 };
 
 /// Polls `check` until it returns `Some`; fails after a generous timeout (a safety net against hangs,
