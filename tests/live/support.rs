@@ -264,6 +264,17 @@ pub fn open_window() -> String {
     window_from_now(-1, 3)
 }
 
+/// A daily window open since an hour ago that closes `minutes` from now (at the end of that minute).
+pub fn window_closing_in(minutes: i64) -> String {
+    let now = Timestamp::now();
+    let hhmm = |t: Timestamp| t.strftime("%H:%M").to_string();
+    format!(
+        "{}-{}",
+        hhmm(now - SignedDuration::from_hours(1)),
+        hhmm(now + SignedDuration::from_mins(minutes))
+    )
+}
+
 fn window_from_now(start_hours: i64, end_hours: i64) -> String {
     let now = Timestamp::now();
     let hhmm = |hours: i64| {

@@ -591,6 +591,21 @@ mod tests {
     }
 
     #[test]
+    fn the_grace_period_is_the_pods_own_or_the_api_servers_default() {
+        use crate::testkit::pod;
+        let with = |seconds: i64| {
+            pod("a/x", "n1")
+                .spec("terminationGracePeriodSeconds", serde_json::json!(seconds))
+                .build()
+        };
+        assert_eq!(with(60).termination_grace_seconds(), 60);
+        assert_eq!(with(0).termination_grace_seconds(), 0);
+        assert_eq!(with(-5).termination_grace_seconds(), 0, "never negative");
+        assert_eq!(pod("a/y", "n1").build().termination_grace_seconds(), 30);
+        assert!(with(30).rare.is_none(), "the default costs nothing");
+    }
+
+    #[test]
     fn what_strategies_read_of_every_pod_sits_in_one_cache_line() {
         use std::mem::offset_of;
         // With the 16 bytes of the `Arc`'s counts before them.
