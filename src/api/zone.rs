@@ -86,8 +86,8 @@ pub struct RevocableZoneStatus {
     /// Whether the zone is open to Kubernetes now (inside one of its windows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open: Option<bool>,
-    /// Whether tidal is evicting the zone's preemptable pods now: the zone is closed, or closes within
-    /// `drainBefore`.
+    /// Whether the zone is open but closes within `drainBefore`, so that tidal already evicts its
+    /// preemptable pods (as it does while the zone is closed: see `open`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draining: Option<bool>,
     /// When the zone next opens or closes (RFC 3339, UTC).

@@ -466,6 +466,13 @@ def test_tdm_drains_a_closing_zone_round_by_round(kube, state):
     assert sorted(s["name"] for s in held) == sorted(on_node_names(kube)), report_after["skipped"]
     assert all("1 unavailable" in s["detail"] for s in held), held
 
+    # The zone's status: closed, not "draining" (that is an open zone closing within drainBefore; the
+    # CRD's description of the field says so), and the last round recorded.
+    status = kube.get(f"/apis/tidal.dev/v1alpha1/revocablezones/{ZONE}")["status"]
+    assert status["open"] is False and status["draining"] is False, status
+    last_round = dt.datetime.fromisoformat(status["lastEvictionRound"].replace("Z", "+00:00")).timestamp()
+    assert abs(last_round - rounds[-1][0]["terminating"]) < 3, (status, rounds[-1][0]["terminating"])
+
     # Where the pods went: the PodGroup pods are gone; the Deployment's evicted pod was recreated and
     # stays Pending, as does the non-preemptable web (never bound to the zone's node).
     pods = kube.get(f"/api/v1/namespaces/{TDM_NS}/pods")["items"]
