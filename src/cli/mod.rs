@@ -8,10 +8,10 @@ mod report;
 mod run;
 
 pub use convert::{ConvertArgs, ConvertMode};
+pub use register::RegisterArgs;
 pub use report::{
     ReportArgs, TimelineArgs, builtin_policy, report, report_live, timeline, timeline_live,
 };
-pub use register::RegisterArgs;
 pub use run::RunArgs;
 
 use anyhow::Context;

@@ -215,12 +215,10 @@ pub(crate) async fn register(args: &RegisterArgs) -> anyhow::Result<String> {
     for configuration in &configurations {
         let name = configuration.name();
         match configuration {
-            Configuration::Mutating(c) => {
-                Api::<MutatingWebhookConfiguration>::all(client.clone())
-                    .patch(&name, &params, &Patch::Apply(c))
-                    .await
-                    .map(drop)
-            }
+            Configuration::Mutating(c) => Api::<MutatingWebhookConfiguration>::all(client.clone())
+                .patch(&name, &params, &Patch::Apply(c))
+                .await
+                .map(drop),
             Configuration::Validating(c) => {
                 Api::<ValidatingWebhookConfiguration>::all(client.clone())
                     .patch(&name, &params, &Patch::Apply(c))
@@ -301,12 +299,19 @@ async fn probe(ip: &str, service: &ServiceRef) -> anyhow::Result<()> {
             .connect(server_name, tcp)
             .await
             .context("TLS handshake")?;
-        let request =
-            format!("GET /readyz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        let request = format!("GET /readyz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
         tls.write_all(request.as_bytes()).await?;
-        let mut head = vec![0; 64];
-        let read = tls.read(&mut head).await?;
-        let status_line = String::from_utf8_lossy(&head[..read]).into_owned();
+        // The status line is all that is needed; it may arrive in pieces.
+        let mut head = Vec::with_capacity(64);
+        let mut chunk = [0; 64];
+        while !head.contains(&b'\n') && head.len() < 1024 {
+            let read = tls.read(&mut chunk).await?;
+            if read == 0 {
+                break;
+            }
+            head.extend_from_slice(&chunk[..read]);
+        }
+        let status_line = String::from_utf8_lossy(&head).into_owned();
         match status_line.split_whitespace().nth(1) {
             Some("200") => Ok(()),
             _ => bail!(
@@ -322,12 +327,14 @@ async fn probe(ip: &str, service: &ServiceRef) -> anyhow::Result<()> {
 
 fn any_certificate_client() -> anyhow::Result<rustls::ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .context("TLS versions")?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-        .with_no_client_auth())
+    Ok(
+        rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .context("TLS versions")?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+            .with_no_client_auth(),
+    )
 }
 
 /// Accepts any server certificate, still checking that the handshake is signed by its key.
@@ -450,7 +457,10 @@ mod tests {
         let Configuration::Mutating(c) = configuration else {
             unreachable!()
         };
-        assert_eq!(c.metadata.owner_references.unwrap()[0].name, "tidal-webhook");
+        assert_eq!(
+            c.metadata.owner_references.unwrap()[0].name,
+            "tidal-webhook"
+        );
         assert_eq!(c.metadata.resource_version, None);
     }
 }
