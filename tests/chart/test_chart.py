@@ -819,12 +819,7 @@ def test_a_webhook_rollout_never_leaves_the_service_without_a_ready_pod(chart):
 
 
 def test_the_binary_accepts_the_register_args(chart):
-    binary = tidal_binary()
-    if binary is None:
-        pytest.skip("no tidal binary built (cargo build) and TIDAL_BIN unset")
-    probe = subprocess.run([str(binary), "register-webhooks", "--help"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.skip("this tidal binary has no `register-webhooks` command")
+    binary_with_command("register-webhooks")
     docs, _ = render(chart, {})
     container = register_hook(docs)["spec"]["template"]["spec"]["containers"][0]
     result = run_tidal(container)
@@ -999,6 +994,17 @@ def tidal_binary() -> pathlib.Path | None:
     return None
 
 
+def binary_with_command(command: str) -> pathlib.Path:
+    """The built tidal binary; skips the test when there is none, or when it has no `command`."""
+    binary = tidal_binary()
+    if binary is None:
+        pytest.skip("no tidal binary built (cargo build) and TIDAL_BIN unset")
+    probe = subprocess.run([str(binary), command, "--help"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"this tidal binary has no `{command}` command")
+    return binary
+
+
 def container_env(container: dict) -> dict[str, str]:
     """The container's environment as the kubelet would give it: literal values as rendered, the downward
     API fields the chart uses filled in."""
@@ -1041,12 +1047,7 @@ def test_the_binary_accepts_the_webhook_args(chart):
 
 
 def test_the_binary_accepts_the_controller_args(chart):
-    binary = tidal_binary()
-    if binary is None:
-        pytest.skip("no tidal binary built (cargo build) and TIDAL_BIN unset")
-    probe = subprocess.run([str(binary), "run", "--help"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.skip("this tidal binary has no `run` command")
+    binary_with_command("run")
     for variant in ["everything", "taints-off"]:
         docs, _ = render(chart, VARIANTS[variant])
         container = pod_spec(docs, "tidal-controller")["containers"][0]
