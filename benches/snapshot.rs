@@ -550,7 +550,10 @@ fn real_server_shape() -> ClusterCache {
 fn real_server_shape_with_zones(zone_nodes: usize) -> ClusterCache {
     const NAMESPACES: usize = 200;
     let mut cache = ClusterCache::new();
-    for zone in ["rz1", "rz2"].into_iter().take(if zone_nodes > 0 { 2 } else { 0 }) {
+    for zone in ["rz1", "rz2"]
+        .into_iter()
+        .take(if zone_nodes > 0 { 2 } else { 0 })
+    {
         let object: tidal::api::RevocableZone = serde_json::from_value(serde_json::json!({
             "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
             "metadata": {"name": zone},
