@@ -2,12 +2,14 @@
 //! from tidal's cache (never from the API server: a binding carries neither pod nor node labels, and
 //! the webhook must answer within the API server's timeout).
 
+use base64::Engine;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Binding, Pod};
 use kube::core::{
-    DynamicObject,
-    admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation},
+    DynamicObject, Status,
+    admission::{AdmissionRequest, AdmissionReview, Operation},
 };
+use serde::Serialize;
 
 use super::{
     mutate::{Mutation, mutate},
@@ -88,7 +90,8 @@ pub fn parse_review(body: &[u8]) -> Result<Request, ReviewError> {
 #[derive(Debug)]
 pub struct Answer {
     pub verdict: Verdict,
-    pub patch: Option<json_patch::Patch>,
+    /// A JSON patch (RFC 6902), serialized; `None` or empty for no change.
+    pub patch: Option<Vec<u8>>,
 }
 
 impl Answer {
@@ -154,45 +157,81 @@ pub fn not_ready_answer(unsynced: &str) -> Answer {
     )))
 }
 
-/// Builds the response for `request`.
-pub fn respond(request: &Request, answer: Answer) -> AdmissionResponse {
-    let response = AdmissionResponse::from(request);
-    match answer.verdict {
-        Verdict::Deny(message) => {
-            let mut response = response.deny(message);
-            response.result.code = 403;
-            response.result.reason = "Forbidden".to_owned();
-            response
-        }
-        Verdict::Allow { warnings } => {
-            let mut response = match answer.patch {
-                Some(patch) if !patch.0.is_empty() => match response.clone().with_patch(patch) {
-                    Ok(patched) => patched,
-                    Err(error) => {
-                        let mut unchanged = response;
-                        unchanged.warnings = Some(vec![format!(
-                            "tidal: could not encode its patch ({error}); pod admitted unchanged"
-                        )]);
-                        unchanged
-                    }
-                },
-                _ => response,
-            };
-            if !warnings.is_empty() {
-                response
-                    .warnings
-                    .get_or_insert_with(Vec::new)
-                    .extend(warnings);
-            }
-            response
-        }
-    }
+/// The `response` of an AdmissionReview, as the API server reads it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Response {
+    /// The request's uid, which the API server matches.
+    pub uid: String,
+    pub allowed: bool,
+    /// For a denial: the message, code 403 and reason `Forbidden`.
+    #[serde(rename = "status")]
+    pub result: Status,
+    /// The JSON patch, sent base64-encoded as the API specifies for a `[]byte` (kube's own
+    /// `AdmissionResponse` writes a byte array as a JSON array of numbers, 3.6 times the size).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "base64_bytes"
+    )]
+    pub patch: Option<Vec<u8>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patch_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
-/// Serializes the response review. `AdmissionReview` always serializes; the fallback is only there so
-/// that nothing on this path can panic.
-pub fn response_body(response: AdmissionResponse) -> Vec<u8> {
-    serde_json::to_vec(&response.into_review()).unwrap_or_else(|error| {
+fn base64_bytes<S: serde::Serializer>(
+    bytes: &Option<Vec<u8>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let bytes = bytes.as_deref().unwrap_or_default();
+    serializer.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// Builds the response for `request`.
+pub fn respond(request: &Request, answer: Answer) -> Response {
+    let mut response = Response {
+        uid: request.uid.clone(),
+        allowed: true,
+        result: Status::default(),
+        patch: None,
+        patch_type: None,
+        warnings: Vec::new(),
+    };
+    match answer.verdict {
+        Verdict::Deny(message) => {
+            response.allowed = false;
+            response.result.message = message;
+            response.result.code = 403;
+            response.result.reason = "Forbidden".to_owned();
+        }
+        Verdict::Allow { warnings } => {
+            if let Some(patch) = answer.patch.filter(|p| !p.is_empty()) {
+                response.patch = Some(patch);
+                response.patch_type = Some("JSONPatch");
+            }
+            response.warnings = warnings;
+        }
+    }
+    response
+}
+
+/// Serializes the response review. The review always serializes; the fallback is only there so that
+/// nothing on this path can panic.
+pub fn response_body(response: &Response) -> Vec<u8> {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Review<'a> {
+        api_version: &'static str,
+        kind: &'static str,
+        response: &'a Response,
+    }
+    let review = Review {
+        api_version: "admission.k8s.io/v1",
+        kind: "AdmissionReview",
+        response,
+    };
+    serde_json::to_vec(&review).unwrap_or_else(|error| {
         format!(r#"{{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{{"uid":"","allowed":true,"warnings":["tidal: {error}"]}}}}"#)
             .into_bytes()
     })
@@ -340,10 +379,17 @@ fn mutate_pod(request: &Request, cache: &ClusterCache, last_try: bool) -> Attemp
             ))));
         }
     };
-    let Mutation { patch, warnings } = mutate(&pod, &info, &preemptable(&info, group));
-    Attempt::Done(Answer {
-        verdict: Verdict::Allow { warnings },
-        patch: Some(patch),
+    let Mutation {
+        patch,
+        warnings,
+        refusal,
+    } = mutate(&pod, &info, &preemptable(&info, group));
+    Attempt::Done(match refusal {
+        Some(message) => Answer::verdict(Verdict::Deny(message)),
+        None => Answer {
+            verdict: Verdict::Allow { warnings },
+            patch: Some(patch),
+        },
     })
 }
 
@@ -585,7 +631,7 @@ mod tests {
         body: &[u8],
         cache: &ClusterCache,
         missing: &str,
-    ) -> (Vec<String>, Option<json_patch::Patch>) {
+    ) -> (Vec<String>, Option<Vec<u8>>) {
         let request = parse_review(body).unwrap();
         match decide(endpoint, &request, cache, DAY.parse().unwrap(), false) {
             Attempt::Retry(what) => assert_eq!(what, missing),
@@ -657,15 +703,16 @@ mod tests {
         let answer = done(Endpoint::MutatePods, &body, &cache(&[]), DAY, false);
         assert_eq!(answer.verdict, Verdict::allow());
         let patch = answer.patch.unwrap();
-        assert_eq!(patch.0.len(), 1);
+        let operations: Vec<Value> = serde_json::from_slice(&patch).unwrap();
+        assert_eq!(operations.len(), 1);
         let response = respond(
             &parse_review(&body).unwrap(),
             Answer {
                 verdict: Verdict::allow(),
-                patch: Some(patch),
+                patch: Some(patch.clone()),
             },
         );
-        let json: Value = serde_json::from_slice(&response_body(response)).unwrap();
+        let json: Value = serde_json::from_slice(&response_body(&response)).unwrap();
         assert_eq!(json["kind"], "AdmissionReview");
         assert_eq!(
             json["response"]["uid"],
@@ -673,6 +720,12 @@ mod tests {
         );
         assert_eq!(json["response"]["allowed"], true);
         assert_eq!(json["response"]["patchType"], "JSONPatch");
+        // A Go `[]byte`: a base64 string, not an array of numbers.
+        let encoded = json["response"]["patch"].as_str().expect("a base64 string");
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .unwrap();
+        assert_eq!(decoded, patch);
     }
 
     #[test]
@@ -681,7 +734,7 @@ mod tests {
             "metadata": {"generateName": "web-"}, "spec": {"containers": [{"name": "c"}]}});
         let body = review("pods", None, "", object);
         let answer = done(Endpoint::MutatePods, &body, &cache(&[]), DAY, false);
-        assert!(answer.patch.is_some_and(|p| !p.0.is_empty()));
+        assert!(answer.patch.is_some_and(|p| !p.is_empty()));
     }
 
     #[test]
@@ -698,7 +751,7 @@ mod tests {
             "metadata": {"name": "g", "namespace": "ns", "annotations": {"volcano.sh/preemptable": "true"}},
             "spec": {"minMember": 1}});
         let answer = done(Endpoint::MutatePods, &body, &cache(&[group]), DAY, false);
-        let patch = serde_json::to_value(answer.patch.unwrap()).unwrap();
+        let patch: Value = serde_json::from_slice(&answer.patch.unwrap()).unwrap();
         assert!(
             patch.to_string().contains("preferredDuringScheduling"),
             "{patch}"
@@ -840,7 +893,7 @@ mod tests {
             DAY,
             false,
         );
-        let patch = serde_json::to_value(answer.patch.unwrap()).unwrap();
+        let patch: Value = serde_json::from_slice(&answer.patch.unwrap()).unwrap();
         assert!(
             patch.to_string().contains(r#""operator":"Exists""#),
             "{patch}"
@@ -906,7 +959,7 @@ mod tests {
         let body = binding("web", "rev");
         let c = cache(&[pod_object("web", json!({}), json!({}))]);
         let answer = done(Endpoint::ValidateBindings, &body, &c, DAY, false);
-        let json: Value = serde_json::from_slice(&response_body(respond(
+        let json: Value = serde_json::from_slice(&response_body(&respond(
             &parse_review(&body).unwrap(),
             answer,
         )))

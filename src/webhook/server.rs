@@ -269,7 +269,7 @@ pub async fn admit(state: &WebhookState, endpoint: Endpoint, body: &[u8]) -> (St
     state
         .metrics
         .observe(endpoint, outcome, started.elapsed().as_secs_f64());
-    (StatusCode::OK, review::response_body(response))
+    (StatusCode::OK, review::response_body(&response))
 }
 
 /// Decides from the cache, retrying while an object the decision needs has not arrived yet (up to

@@ -283,11 +283,16 @@ fn cluster(open: bool, pods: &[Value]) -> ClusterCache {
     cache
 }
 
-/// Applies the response's JSON patch to `object`. kube serializes the patch bytes as a JSON array of
-/// numbers, which the API server's decoder reads as `[]byte` just like base64.
-fn apply_patch(response: &Value, object: &Value) -> Value {
-    let bytes: Vec<u8> = serde_json::from_value(response["response"]["patch"].clone())
-        .expect("the response carries a patch");
+/// Applies the response's JSON patch to `object`. The patch is a Go `[]byte`, which JSON carries as a
+/// base64 string.
+pub fn apply_patch(response: &Value, object: &Value) -> Value {
+    use base64::Engine;
+    let encoded = response["response"]["patch"]
+        .as_str()
+        .expect("the response carries a patch as a base64 string");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .expect("base64");
     let patch: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
     let mut patched = object.clone();
     json_patch::patch(&mut patched, &patch).unwrap();
