@@ -126,7 +126,7 @@ async fn start() -> Client {
         .ok()
         .and_then(|v| v.parse().ok())
     {
-        state = state.with_large_body_budget(kib);
+        state = state.with_memory_budget(kib);
     }
     tokio::spawn(server::serve_tls(
         listener,

@@ -28,12 +28,12 @@ use tokio::{
 use tokio_rustls::TlsConnector;
 
 /// A test CA and a way to issue serving certificates for `localhost` from it.
-struct Pki {
+pub struct Pki {
     ca: CertifiedIssuer<'static, KeyPair>,
 }
 
 impl Pki {
-    fn new() -> Pki {
+    pub fn new() -> Pki {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         Pki {
@@ -42,7 +42,7 @@ impl Pki {
     }
 
     /// A serving certificate and key (PEM), signed by the CA.
-    fn issue(&self) -> (String, String) {
+    pub fn issue(&self) -> (String, String) {
         let key = KeyPair::generate().unwrap();
         let params =
             CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
@@ -50,7 +50,7 @@ impl Pki {
         (cert.pem(), key.serialize_pem())
     }
 
-    fn client(&self) -> TlsConnector {
+    pub fn client(&self) -> TlsConnector {
         let mut roots = RootCertStore::empty();
         roots.add(self.ca.der().clone()).unwrap();
         let config = ClientConfig::builder_with_provider(tidal::webhook::tls::provider())
@@ -62,17 +62,17 @@ impl Pki {
     }
 }
 
-fn write_pair(dir: &Path, (cert, key): &(String, String)) {
+pub fn write_pair(dir: &Path, (cert, key): &(String, String)) {
     std::fs::write(dir.join("tls.crt"), cert).unwrap();
     std::fs::write(dir.join("tls.key"), key).unwrap();
 }
 
-struct Webhook {
-    addr: SocketAddr,
-    pki: Pki,
+pub struct Webhook {
+    pub addr: SocketAddr,
+    pub pki: Pki,
     store: Arc<CertStore>,
     dir: tempfile::TempDir,
-    stop: tokio::sync::oneshot::Sender<()>,
+    pub stop: tokio::sync::oneshot::Sender<()>,
 }
 
 /// Starts the HTTPS server on 127.0.0.1 with a fresh certificate, deciding from `cache`.
@@ -82,7 +82,7 @@ async fn start(cache: SharedCache) -> Webhook {
 }
 
 /// Starts the HTTPS server for `state` with `limits`; it stops when `until` resolves (or `stop`).
-async fn start_with(
+pub async fn start_with(
     state: WebhookState,
     limits: ServeLimits,
     until: impl Future<Output = ()> + Send + 'static,
@@ -117,21 +117,21 @@ async fn start_with(
     }
 }
 
-struct Reply {
-    status: StatusCode,
-    body: Vec<u8>,
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Vec<u8>,
     /// The certificate the server presented.
     served: CertificateDer<'static>,
 }
 
 impl Reply {
-    fn json(&self) -> Value {
+    pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap()
     }
 }
 
 /// A TLS connection to the webhook, as the API server opens it.
-async fn connect(hook: &Webhook) -> tokio_rustls::client::TlsStream<TcpStream> {
+pub async fn connect(hook: &Webhook) -> tokio_rustls::client::TlsStream<TcpStream> {
     let tcp = TcpStream::connect(hook.addr).await.unwrap();
     hook.pki
         .client()
@@ -140,7 +140,7 @@ async fn connect(hook: &Webhook) -> tokio_rustls::client::TlsStream<TcpStream> {
         .expect("TLS handshake with a certificate from the test CA")
 }
 
-async fn call(hook: &Webhook, method: &str, path: &str, body: Vec<u8>) -> Reply {
+pub async fn call(hook: &Webhook, method: &str, path: &str, body: Vec<u8>) -> Reply {
     let tls = connect(hook).await;
     let served = tls.get_ref().1.peer_certificates().unwrap()[0].clone();
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
@@ -165,7 +165,7 @@ async fn call(hook: &Webhook, method: &str, path: &str, body: Vec<u8>) -> Reply 
 }
 
 /// An AdmissionReview as the API server sends it (admission.k8s.io/v1).
-fn review(sub: Option<&str>, name: &str, object: Value) -> Vec<u8> {
+pub fn review(sub: Option<&str>, name: &str, object: Value) -> Vec<u8> {
     let kind = if sub.is_some() { "Binding" } else { "Pod" };
     let mut request = json!({
         "uid": "e911857d-c318-4a7d-8e34-6e3a37e7b3b5",
@@ -193,7 +193,7 @@ fn review(sub: Option<&str>, name: &str, object: Value) -> Vec<u8> {
     .unwrap()
 }
 
-fn pod(name: &str, annotations: Value, affinity: Option<Value>) -> Value {
+pub fn pod(name: &str, annotations: Value, affinity: Option<Value>) -> Value {
     let mut pod = json!({
         "kind": "Pod", "apiVersion": "v1",
         "metadata": {"name": name, "namespace": "team-a", "labels": {"app": "web"},
@@ -237,7 +237,7 @@ fn binding(pod: &str, node: &str) -> Value {
 
 /// Two ordinary nodes and two revocable ones in zone `nightly`, which is always open or always
 /// closed depending on `open`; the pods given are in the cache too.
-fn cluster(open: bool, pods: &[Value]) -> ClusterCache {
+pub fn cluster(open: bool, pods: &[Value]) -> ClusterCache {
     let mut cache = ClusterCache::new();
     for (name, zone) in [
         ("std-1", None),
@@ -753,7 +753,7 @@ async fn connections_over_the_cap_wait_for_a_free_slot() {
 
 /// A TCP connection to `addr` from the loopback address `from` (all of 127.0.0.0/8 is loopback on
 /// Linux): a distinct client address for the per-address cap.
-async fn tcp_from(addr: SocketAddr, from: &str) -> std::io::Result<TcpStream> {
+pub async fn tcp_from(addr: SocketAddr, from: &str) -> std::io::Result<TcpStream> {
     let socket = tokio::net::TcpSocket::new_v4()?;
     socket.bind(SocketAddr::new(from.parse().unwrap(), 0))?;
     socket.connect(addr).await
@@ -761,7 +761,7 @@ async fn tcp_from(addr: SocketAddr, from: &str) -> std::io::Result<TcpStream> {
 
 /// Whether the server closes `stream` (EOF or reset) before `bound`, reading and discarding whatever it
 /// sends. `bound` only guards against hanging.
-async fn closed_within(stream: &mut (impl AsyncReadExt + Unpin), bound: Duration) -> bool {
+pub async fn closed_within(stream: &mut (impl AsyncReadExt + Unpin), bound: Duration) -> bool {
     let mut sink = Vec::new();
     tokio::time::timeout(bound, stream.read_to_end(&mut sink))
         .await

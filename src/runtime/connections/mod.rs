@@ -1,41 +1,48 @@
 //! Serving an axum app over HTTP/1.1 connections with limits, for the webhook's HTTPS listener and
 //! the plain-HTTP admin listeners of both processes. Every connection costs a bounded time unless its
-//! client keeps sending complete requests: a handshake deadline, an idle deadline (keep-alive time and
-//! the next request's headers), and a deadline for each request's body and answer. The number of open
-//! connections is capped in total and per client address, so that one flooding client cannot take
-//! every slot.
+//! client keeps sending complete requests and reading the answers: a handshake deadline, an idle
+//! deadline (keep-alive time and the next request's headers), a deadline for each request's body
+//! and decision, and one for writing each answer. The number of open connections is capped in total
+//! and per client address, and a full listener gives the slot of a flooding address's oldest
+//! unfinished connection to a client from another address (`slots`), so that a flood from a few
+//! addresses cannot keep the API server's reviews or the kubelet's probes out.
 
-use std::{
-    collections::HashMap,
-    future::Future,
-    io,
-    net::{IpAddr, SocketAddr},
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+mod deadline;
+mod slots;
+
+use std::{future::Future, io, net::SocketAddr, sync::Arc, time::Duration};
 
 use axum::{
     Router,
     http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
+use hyper::body::Body as _;
 use hyper_util::{
     rt::{TokioIo, TokioTimer},
-    server::graceful::GracefulShutdown,
+    server::graceful::{GracefulShutdown, Watcher},
     service::TowerToHyperService,
 };
 use tokio::{
     io::{AsyncRead, AsyncWrite},
     net::{TcpListener, TcpStream},
-    sync::Semaphore,
 };
+use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 use tracing::{debug, warn};
+
+use self::{
+    deadline::{AnswerBody, Connection, RequestBody, WriteDeadline},
+    slots::{Phase, Refused, Slot, Slots},
+};
 
 /// Limits of one listener.
 #[derive(Clone, Copy, Debug)]
 pub struct ConnectionLimits {
-    /// Open connections at most; more clients wait in the listen backlog until one closes.
+    /// Open connections at most. When they are all taken, a new connection from an address holding
+    /// fewer than the largest holder takes the slot of that holder's oldest connection without a
+    /// request under way; one from the largest holder waits for a free slot (as long as an idle
+    /// connection may last, with at most this many waiting; more are closed at once).
     pub max_connections: usize,
     /// Open connections per client IP address at most; a connection over it is closed at once. Keeps
     /// room for the other clients when one floods the port.
@@ -48,6 +55,9 @@ pub struct ConnectionLimits {
     /// Time from a request's headers to its answer, reading the body included. A client that sends
     /// its body one byte at a time is answered 408 and disconnected when it runs out.
     pub request_timeout: Duration,
+    /// Time to write an answer, from its first byte until the last has left the process. A client
+    /// that does not read its answer is disconnected when it runs out, and the answer is freed.
+    pub write_timeout: Duration,
     /// Time in-flight requests get to finish once the listener stops.
     pub drain_timeout: Duration,
 }
@@ -62,50 +72,21 @@ impl ConnectionLimits {
         handshake_timeout: Duration::from_secs(5),
         idle_timeout: Duration::from_secs(10),
         request_timeout: Duration::from_secs(10),
+        write_timeout: Duration::from_secs(5),
         drain_timeout: Duration::from_secs(5),
     };
-}
 
-/// Counts open connections per client address; a [`PeerSlot`] gives its place back when dropped.
-#[derive(Clone, Default)]
-struct Peers {
-    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
-}
-
-struct PeerSlot {
-    peers: Peers,
-    ip: IpAddr,
-}
-
-impl Peers {
-    /// A place for one more connection from `ip`, or `None` when it already has `max`.
-    fn take(&self, ip: IpAddr, max: usize) -> Option<PeerSlot> {
-        // An IPv4 client on a dual-stack socket arrives as ::ffff:a.b.c.d: one client, one count.
-        let ip = ip.to_canonical();
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        let count = open.entry(ip).or_insert(0);
-        if *count >= max.max(1) {
-            return None;
-        }
-        *count += 1;
-        Some(PeerSlot {
-            peers: self.clone(),
-            ip,
-        })
+    /// How long a connection refused for a full listener waits for a slot: no longer than an idle
+    /// connection may last.
+    fn waiting_room_time(&self) -> Duration {
+        self.idle_timeout.max(self.handshake_timeout)
     }
 }
 
-impl Drop for PeerSlot {
-    fn drop(&mut self) {
-        let mut open = self.peers.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = open.get_mut(&self.ip) {
-            *count -= 1;
-            if *count == 0 {
-                open.remove(&self.ip);
-            }
-        }
-    }
-}
+/// Largest buffer hyper keeps per connection for reading a request head or writing an answer (its
+/// default is about 400 KiB): answers are handed to it in small pieces (`AnswerBody`), so a client
+/// that does not read holds at most this much outside the memory budget of the webhook.
+const MAX_BUF: usize = 64 * 1024;
 
 /// 408, and the connection closes: its unread body cannot be trusted to end.
 fn request_timed_out() -> Response {
@@ -126,7 +107,7 @@ pub async fn serve_plain(
 ) {
     serve(
         listener,
-        |stream| async move { Ok(stream) },
+        None::<fn(TcpStream) -> std::future::Ready<io::Result<TcpStream>>>,
         app,
         shutdown,
         limits,
@@ -134,16 +115,17 @@ pub async fn serve_plain(
     .await;
 }
 
-/// Serves `app` on the connections from `listener`, each set up by `handshake` (TLS, or nothing),
-/// until `shutdown` resolves; then lets in-flight requests finish for up to `limits.drain_timeout`.
+/// Serves `app` on the connections from `listener`, each set up by `handshake` (TLS; `None` for
+/// plain HTTP), until `shutdown` resolves; then lets in-flight requests finish for up to
+/// `limits.drain_timeout`.
 pub async fn serve<H, F, IO>(
     listener: TcpListener,
-    handshake: H,
+    handshake: Option<H>,
     app: Router,
     shutdown: impl Future<Output = ()>,
     limits: ConnectionLimits,
 ) where
-    H: Fn(TcpStream) -> F + Clone + Send + 'static,
+    H: Fn(TcpStream) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = io::Result<IO>> + Send,
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -154,21 +136,19 @@ pub async fn serve<H, F, IO>(
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.idle_timeout);
-    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let peers = Peers::default();
+        .header_read_timeout(limits.idle_timeout)
+        .max_buf_size(MAX_BUF);
+    let server = Arc::new(Server {
+        handshake,
+        app,
+        builder,
+        limits,
+        slots: Slots::new(limits.max_connections, limits.max_per_peer),
+        waiting_room: Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1))),
+        stopping: CancellationToken::new(),
+    });
     tokio::pin!(shutdown);
     loop {
-        // A slot first, then a connection: over the cap, clients wait in the backlog rather than
-        // being accepted and dropped.
-        let slot = tokio::select! {
-            slot = Arc::clone(&slots).acquire_owned() => match slot {
-                Ok(slot) => slot,
-                // The semaphore is never closed.
-                Err(_) => break,
-            },
-            () = &mut shutdown => break,
-        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -181,19 +161,37 @@ pub async fn serve<H, F, IO>(
             },
             () = &mut shutdown => break,
         };
-        let Some(peer_slot) = peers.take(peer.ip(), limits.max_per_peer) else {
-            // Dropping the stream closes it; the slot is free for the next client at once.
-            debug!(?local, %peer, "too many connections from this address: closed");
-            continue;
+        let first = if server.handshake.is_some() {
+            Phase::Handshake
+        } else {
+            Phase::Waiting
         };
-        let (handshake, app, builder) = (handshake.clone(), app.clone(), builder.clone());
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let _slots = (slot, peer_slot);
-            serve_one(stream, peer, handshake, app, builder, watcher, limits).await;
-        });
+        match server.slots.admit(peer.ip(), first) {
+            Ok(slot) => {
+                let (server, watcher) = (Arc::clone(&server), graceful.watcher());
+                tokio::spawn(async move { server.serve_one(stream, peer, slot, watcher).await });
+            }
+            Err(Refused::PerAddress) => {
+                // Dropping the stream closes it.
+                debug!(?local, %peer, "too many connections from this address: closed");
+            }
+            Err(Refused::Full) => match Arc::clone(&server.waiting_room).try_acquire_owned() {
+                Ok(place) => {
+                    let (server, watcher) = (Arc::clone(&server), graceful.watcher());
+                    tokio::spawn(async move {
+                        let slot = server.wait_for_slot(peer, first).await;
+                        drop(place);
+                        if let Some(slot) = slot {
+                            server.serve_one(stream, peer, slot, watcher).await;
+                        }
+                    });
+                }
+                Err(_) => debug!(?local, %peer, "no slot and no room to wait: closed"),
+            },
+        }
     }
     drop(listener);
+    server.stopping.cancel();
     if tokio::time::timeout(limits.drain_timeout, graceful.shutdown())
         .await
         .is_err()
@@ -202,67 +200,141 @@ pub async fn serve<H, F, IO>(
     }
 }
 
-async fn serve_one<H, F, IO>(
-    stream: TcpStream,
-    peer: SocketAddr,
-    handshake: H,
+/// What every connection of a listener shares.
+struct Server<H> {
+    /// The TLS handshake; `None` for plain HTTP.
+    handshake: Option<H>,
     app: Router,
     builder: hyper::server::conn::http1::Builder,
-    watcher: hyper_util::server::graceful::Watcher,
     limits: ConnectionLimits,
-) where
-    H: Fn(TcpStream) -> F,
-    F: Future<Output = io::Result<IO>>,
-    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let io = match tokio::time::timeout(limits.handshake_timeout, handshake(stream)).await {
-        Ok(Ok(io)) => io,
-        Ok(Err(error)) => {
-            debug!(%peer, %error, "handshake failed");
-            return;
-        }
-        Err(_) => {
-            debug!(%peer, "handshake timed out");
-            return;
-        }
-    };
-    let request_timeout = limits.request_timeout;
-    let deadline = tower::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-        let app = app.clone();
-        async move {
-            let request = request.map(axum::body::Body::new);
-            match tokio::time::timeout(request_timeout, app.oneshot(request)).await {
-                Ok(answer) => answer,
-                Err(_) => Ok(request_timed_out()),
-            }
-        }
-    });
-    let connection = builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(deadline));
-    if let Err(error) = watcher.watch(connection).await {
-        debug!(%peer, %error, "connection ended with an error");
-    }
+    slots: Slots,
+    /// Places for the connections waiting for a slot.
+    waiting_room: Arc<tokio::sync::Semaphore>,
+    /// Cancelled when the listener stops: waiting connections are closed.
+    stopping: CancellationToken,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl<H, F, IO> Server<H>
+where
+    H: Fn(TcpStream) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = io::Result<IO>> + Send,
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    /// A slot for a connection refused for a full listener, once one is free; `None` when the
+    /// waiting time is over, the address has reached its cap meanwhile, or the listener stops.
+    async fn wait_for_slot(&self, peer: SocketAddr, first: Phase) -> Option<Slot> {
+        let deadline = tokio::time::Instant::now() + self.limits.waiting_room_time();
+        loop {
+            let freed = self.slots.freed();
+            tokio::pin!(freed);
+            // Registered before trying, so that a slot given back in between is not missed.
+            freed.as_mut().enable();
+            match self.slots.admit(peer.ip(), first) {
+                Ok(slot) => return Some(slot),
+                Err(Refused::PerAddress) => return None,
+                Err(Refused::Full) => {}
+            }
+            tokio::select! {
+                () = freed => {}
+                () = tokio::time::sleep_until(deadline) => {
+                    debug!(%peer, "no slot came free in time: closed");
+                    return None;
+                }
+                () = self.stopping.cancelled() => return None,
+            }
+        }
+    }
 
-    #[test]
-    fn peers_are_counted_per_address_and_given_back() {
-        let peers = Peers::default();
-        let a: IpAddr = "10.0.0.1".parse().unwrap();
-        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
-        let b: IpAddr = "10.0.0.2".parse().unwrap();
-        let first = peers.take(a, 2).unwrap();
-        let second = peers.take(mapped, 2).expect("a's second connection");
-        assert!(peers.take(a, 2).is_none(), "a third from the same client");
-        assert!(peers.take(b, 2).is_some(), "another client is not affected");
-        drop(first);
-        let third = peers.take(a, 2).expect("a place was given back");
-        drop((second, third));
-        assert!(
-            peers.open.lock().unwrap().is_empty(),
-            "no address left behind"
-        );
+    async fn serve_one(
+        self: Arc<Self>,
+        stream: TcpStream,
+        peer: SocketAddr,
+        slot: Slot,
+        watcher: Watcher,
+    ) {
+        let taken = slot.taken().clone();
+        tokio::select! {
+            () = self.serve_connection(stream, peer, slot, watcher) => {}
+            () = taken.cancelled() => debug!(%peer, "slot given to another client's connection: closed"),
+        }
+    }
+
+    async fn serve_connection(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        slot: Slot,
+        watcher: Watcher,
+    ) {
+        let connection = Arc::new(Connection::new(slot));
+        match &self.handshake {
+            None => {
+                self.serve_http(stream, peer, connection, watcher).await;
+            }
+            Some(handshake) => {
+                let io =
+                    match tokio::time::timeout(self.limits.handshake_timeout, handshake(stream))
+                        .await
+                    {
+                        Ok(Ok(io)) => io,
+                        Ok(Err(error)) => {
+                            debug!(%peer, %error, "handshake failed");
+                            return;
+                        }
+                        Err(_) => {
+                            debug!(%peer, "handshake timed out");
+                            return;
+                        }
+                    };
+                connection.slot.enter(Phase::Waiting);
+                self.serve_http(io, peer, connection, watcher).await;
+            }
+        }
+    }
+
+    async fn serve_http<S>(
+        &self,
+        io: S,
+        peer: SocketAddr,
+        connection: Arc<Connection>,
+        watcher: Watcher,
+    ) where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let limits = self.limits;
+        let app = self.app.clone();
+        let io = WriteDeadline::new(io, Arc::clone(&connection), limits.write_timeout);
+        let service =
+            tower::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                let (app, connection) = (app.clone(), Arc::clone(&connection));
+                async move {
+                    connection.slot.enter(if request.body().is_end_stream() {
+                        Phase::Busy
+                    } else {
+                        Phase::Body
+                    });
+                    let body_of = Arc::clone(&connection);
+                    let request =
+                        request.map(|body| axum::body::Body::new(RequestBody::new(body, body_of)));
+                    let response =
+                        match tokio::time::timeout(limits.request_timeout, app.oneshot(request))
+                            .await
+                        {
+                            Ok(Ok(answer)) => answer,
+                            Ok(Err(never)) => match never {},
+                            Err(_) => request_timed_out(),
+                        };
+                    connection.answering(limits.write_timeout);
+                    Ok::<_, std::convert::Infallible>(
+                        response.map(|body| AnswerBody::new(body, connection)),
+                    )
+                }
+            });
+        let served = self
+            .builder
+            .serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
+        if let Err(error) = watcher.watch(served).await {
+            debug!(%peer, %error, "connection ended with an error");
+        }
     }
 }
