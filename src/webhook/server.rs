@@ -478,9 +478,9 @@ pub type ServeLimits = ConnectionLimits;
 /// - 10s from a request's headers to its answer, the body included (then 408 and close). The API
 ///   server gives up on a call after `timeoutSeconds` (at most 30s, the chart's 5s) anyway.
 /// - 5s to write an answer (the API server reads it at once; an answer is at most about 90 KiB).
-/// - Full, a client from an address holding fewer connections than the largest holder takes the
-///   slot of that holder's oldest connection without a request under way, so that a flood from a
-///   few addresses cannot keep the API server out (`runtime::connections`).
+/// - Full, a client from an address holding at least two connections fewer than the largest holder
+///   takes the slot of that holder's oldest connection without a request under way, so that a flood
+///   from a few addresses cannot keep the API server out (`runtime::connections`).
 pub const WEBHOOK_LIMITS: ConnectionLimits = ConnectionLimits {
     max_connections: 512,
     max_per_peer: 128,

@@ -3,6 +3,7 @@
 //! the objects those tests hand it, the one seeded generator, so that every run sees the same
 //! cluster, and the webhook as a process of its own with the hostile clients that flood it.
 
+pub mod admission;
 pub mod alloc;
 pub mod fake_apiserver;
 pub mod flood;

@@ -85,6 +85,12 @@ impl WebhookProcess {
         }
     }
 
+    /// Starts a new peak: the kernel resets the process's high-water mark (`VmHWM`) to its RSS.
+    pub fn reset_peak(&self) {
+        let pid = self.child.id().expect("running");
+        let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+    }
+
     /// KiB of `field` (`VmRSS`, `VmHWM`) in the process's /proc status.
     pub fn status_kib(&self, field: &str) -> u64 {
         let pid = self.child.id().expect("running");

@@ -13,6 +13,7 @@ use tidal::{
     webhook::server::{self, ServeLimits, WebhookState},
 };
 use tidal_testkit::{
+    admission,
     flood::{self, Attack, Flood},
     webhook_process::WebhookProcess,
 };
@@ -23,32 +24,16 @@ use crate::{
     webhook::{self, cluster, pod, review},
 };
 
-const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
 const MIB: u64 = 1024;
 
 fn from(last: u8) -> IpAddr {
     IpAddr::from([127, 0, 0, last])
 }
 
-/// A pod CREATE of 100 required node-affinity terms of 1,800 short values each (1.24 MB): opted into
-/// zone `z1` it once got a 30.5 MB patch (each term split in two, then diffed value by value) sent
-/// as a 110.7 MB array of numbers; not preemptable, tidal adds one requirement to each term.
+/// A CREATE of the 1.24 MB pod whose split terms once made a 30.5 MB patch sent as a 110.7 MB
+/// answer ([`admission::amplifying_pod`]), opted into zone `z1` or not preemptable.
 fn amplifying_review(opted: bool) -> Vec<u8> {
-    // Each term's values shifted by one from the next term's, so that a diff of the split list
-    // against the original finds every value changed.
-    let terms: Vec<Value> = (0..100)
-        .map(|i| {
-            let values: Vec<String> = (i..i + 1_800).map(|v| format!("v{v}")).collect();
-            json!({"matchExpressions": [{"key": "k", "operator": "In", "values": values}]})
-        })
-        .collect();
-    let annotations = if opted {
-        json!({"volcano.sh/preemptable": "true", "volcano.sh/revocable-zone": "z1"})
-    } else {
-        json!({})
-    };
-    let affinity = json!({"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": terms}}});
-    review(None, "amp", pod("amp", annotations, Some(affinity)))
+    admission::pod_review(admission::amplifying_pod(opted))
 }
 
 async fn webhook_process(scenario: &Scenario) -> WebhookProcess {
@@ -60,7 +45,7 @@ async fn webhook_process(scenario: &Scenario) -> WebhookProcess {
     .await
 }
 
-/// Twelve such pods at once, half of them opted into a zone: the opted ones are refused (their split
+/// Twelve such pods at once, half of them opted into the zone: the opted ones are refused (their split
 /// cannot be written within the patch cap), the others patched with 100 short operations; every
 /// answer is far under 100 KB, and the process's peak memory stays under 100 MiB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -107,7 +92,7 @@ async fn twelve_amplifying_pods_at_once_get_small_answers_in_little_memory() {
     assert!(peak < 100 * MIB, "peak RSS {} MiB", peak / MIB);
 }
 
-/// 24 clients send such a pod and never read the answer: once the webhook has answered them all,
+/// 24 clients send such pods and never read the answer: once the webhook has answered them all,
 /// what it holds for them stays under 100 MiB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_that_never_read_their_answers_hold_little_memory() {

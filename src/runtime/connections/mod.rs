@@ -40,9 +40,9 @@ use self::{
 #[derive(Clone, Copy, Debug)]
 pub struct ConnectionLimits {
     /// Open connections at most. When they are all taken, a new connection from an address holding
-    /// fewer than the largest holder takes the slot of that holder's oldest connection without a
-    /// request under way; one from the largest holder waits for a free slot (as long as an idle
-    /// connection may last, with at most this many waiting; more are closed at once).
+    /// at least two fewer than the largest holder takes the slot of that holder's oldest connection
+    /// without a request under way; any other waits for a free slot (as long as an idle connection
+    /// may last, with at most this many waiting; more are closed at once).
     pub max_connections: usize,
     /// Open connections per client IP address at most; a connection over it is closed at once. Keeps
     /// room for the other clients when one floods the port.
@@ -147,8 +147,10 @@ pub async fn serve<H, F, IO>(
         waiting_room: Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1))),
         stopping: CancellationToken::new(),
     });
+    let mut full = FullReport::default();
     tokio::pin!(shutdown);
     loop {
+        full.say_if_due(local, &server.slots);
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -174,9 +176,11 @@ pub async fn serve<H, F, IO>(
             Err(Refused::PerAddress) => {
                 // Dropping the stream closes it.
                 debug!(?local, %peer, "too many connections from this address: closed");
+                full.closed += 1;
             }
             Err(Refused::Full) => match Arc::clone(&server.waiting_room).try_acquire_owned() {
                 Ok(place) => {
+                    full.waited += 1;
                     let (server, watcher) = (Arc::clone(&server), graceful.watcher());
                     tokio::spawn(async move {
                         let slot = server.wait_for_slot(peer, first).await;
@@ -186,7 +190,10 @@ pub async fn serve<H, F, IO>(
                         }
                     });
                 }
-                Err(_) => debug!(?local, %peer, "no slot and no room to wait: closed"),
+                Err(_) => {
+                    debug!(?local, %peer, "no slot and no room to wait: closed");
+                    full.closed += 1;
+                }
             },
         }
     }
@@ -197,6 +204,39 @@ pub async fn serve<H, F, IO>(
         .is_err()
     {
         warn!(?local, "in-flight requests did not finish in time");
+    }
+}
+
+/// What a full listener did, said at most once a minute: a flood is visible in the logs without
+/// a line per connection.
+#[derive(Default)]
+struct FullReport {
+    waited: u64,
+    closed: u64,
+    last: Option<tokio::time::Instant>,
+}
+
+impl FullReport {
+    const EVERY: Duration = Duration::from_secs(60);
+
+    fn say_if_due(&mut self, local: Option<SocketAddr>, slots: &Slots) {
+        let now = tokio::time::Instant::now();
+        if self.last.is_some_and(|last| now < last + Self::EVERY) {
+            return;
+        }
+        let taken = slots.take_count();
+        if taken + self.waited + self.closed > 0 {
+            warn!(
+                ?local,
+                taken,
+                waited = self.waited,
+                closed = self.closed,
+                "connection limits reached since the last report: slots taken from the \
+                 addresses holding the most for others, connections made to wait for a slot, \
+                 connections closed at once (per-address cap, or no room to wait)"
+            );
+        }
+        (self.waited, self.closed, self.last) = (0, 0, Some(now));
     }
 }
 

@@ -1,14 +1,14 @@
 //! Who holds the connection slots of a listener, and who gives one up when they are all taken.
 //!
-//! A full listener still accepts: a connection from an address holding fewer connections than the
-//! largest holder takes the slot of that holder's connection that has waited longest without a
-//! request under way (a handshake, idle time or headers, or a body still arriving). So a flood from
-//! a few addresses, whatever it sends, cannot keep out a client from another address (the API
-//! server, the kubelet): the flood only ever competes with itself. A connection from an address that
-//! already holds the most waits, without a handshake, until a slot is free, for as long as an idle
-//! connection may last; the waiting room is as large as the listener, and a connection beyond it is
-//! closed at once. Connections whose request is complete (being decided or answered) are never taken:
-//! they end by themselves within the request and write deadlines.
+//! A full listener still accepts: a connection from an address holding at least two connections
+//! fewer than the largest holder takes the slot of that holder's connection that has waited longest
+//! without a request under way (a handshake, idle time or headers, or a body still arriving). So a
+//! flood from a few addresses, whatever it sends, cannot keep out a client from another address (the
+//! API server, the kubelet): the flood only ever competes with itself. Any other connection waits,
+//! without a handshake, until a slot is free, for as long as an idle connection may last; the
+//! waiting room is as large as the listener, and a connection beyond it is closed at once.
+//! Connections whose request is complete (being decided or answered) are never taken: they end by
+//! themselves within the request and write deadlines.
 
 use std::{
     collections::HashMap,
@@ -64,6 +64,8 @@ struct Table {
     next_id: u64,
     entries: HashMap<u64, Entry>,
     per_address: HashMap<IpAddr, usize>,
+    /// Slots taken from one connection for another since the count was last read.
+    taken: u64,
 }
 
 impl Table {
@@ -82,19 +84,21 @@ impl Table {
         Some(entry)
     }
 
-    /// The connection whose slot a newcomer from `ip` takes, if any: of the addresses holding more
-    /// connections than `ip` and at least one without a request under way, the one holding the most;
-    /// of its connections, an unfinished one before an idle one, the oldest first.
+    /// The connection whose slot a newcomer from `ip` takes, if any: of the addresses holding at
+    /// least two connections more than `ip` and one without a request under way, the one holding
+    /// the most; of its connections, an unfinished one before an idle one, the oldest first. Two,
+    /// not one: with one, flooding addresses a connection apart would take slots from each other
+    /// without end, each time costing a handshake.
     fn victim(&self, ip: IpAddr) -> Option<u64> {
-        let mine = self.count(ip);
-        // Most of the time under a flood the newcomer's own address is a largest holder: say no
-        // without looking at every connection.
-        if self.per_address.values().all(|&count| count <= mine) {
+        let enough = self.count(ip) + 2;
+        // Most of the time under a flood the newcomer's own address is among the largest holders:
+        // say no without looking at every connection.
+        if self.per_address.values().all(|&count| count < enough) {
             return None;
         }
         self.entries
             .iter()
-            .filter(|(_, entry)| entry.phase.reclaimable() && self.count(entry.ip) > mine)
+            .filter(|(_, entry)| entry.phase.reclaimable() && self.count(entry.ip) >= enough)
             .max_by_key(|(_, entry)| {
                 (
                     self.count(entry.ip),
@@ -149,6 +153,7 @@ impl Slots {
             let victim = table.victim(ip).ok_or(Refused::Full)?;
             if let Some(entry) = table.remove(victim) {
                 entry.taken.cancel();
+                table.taken += 1;
             }
         }
         let id = table.next_id;
@@ -176,6 +181,11 @@ impl Slots {
     /// before trying [`Slots::admit`], so that a slot given back in between is not missed).
     pub(crate) fn freed(&self) -> tokio::sync::futures::Notified<'_> {
         self.shared.freed.notified()
+    }
+
+    /// Slots taken from one connection for another since the last call.
+    pub(crate) fn take_count(&self) -> u64 {
+        std::mem::take(&mut self.table().taken)
     }
 
     /// Connections holding a slot.
@@ -251,9 +261,8 @@ mod tests {
         );
     }
 
-    /// Full: a newcomer from a smaller address takes the slot of the largest holder's oldest
-    /// unfinished connection; one from the largest holder gets nothing; a request under way is
-    /// never taken.
+    /// Full: a newcomer from an address holding two fewer takes the slot of the largest holder's
+    /// oldest connection; one from the largest holder, or one only a connection short of it, waits.
     #[test]
     fn a_full_listener_takes_from_the_largest_holder_only() {
         let slots = Slots::new(4, 10);
@@ -270,46 +279,49 @@ mod tests {
         let newcomer = slots.admit(ip(3), Phase::Handshake).unwrap();
         assert!(flood[0].taken().is_cancelled());
         assert!(!flood[1].taken().is_cancelled() && !other.taken().is_cancelled());
-        // ip 2 (1 connection) may take from ip 1 (2), but not from ip 3 (1, like itself).
-        let second = slots.admit(ip(2), Phase::Waiting).unwrap();
-        assert!(flood[1].taken().is_cancelled());
-        assert!(!newcomer.taken().is_cancelled());
-        // ip 2 holds the most now: a fourth address takes its older connection.
-        let fourth = slots.admit(ip(4), Phase::Waiting).unwrap();
-        assert!(other.taken().is_cancelled() && !second.taken().is_cancelled());
-        // One each: ip 2 waits for a slot.
+        // ip 1 holds 2 now: a fourth address (0) takes from it, ip 2 (1) may not.
         assert_eq!(
             slots.admit(ip(2), Phase::Waiting).err(),
             Some(Refused::Full)
         );
-        drop((flood, other, newcomer, second, fourth));
+        let fourth = slots.admit(ip(4), Phase::Waiting).unwrap();
+        assert!(flood[1].taken().is_cancelled());
+        assert!(!newcomer.taken().is_cancelled() && !other.taken().is_cancelled());
+        // One each: nobody takes from anybody.
+        assert_eq!(
+            slots.admit(ip(5), Phase::Waiting).err(),
+            Some(Refused::Full)
+        );
+        drop((flood, other, newcomer, fourth));
         assert_eq!(slots.open(), 0);
     }
 
     #[test]
     fn busy_connections_are_never_taken_and_unfinished_go_before_idle() {
-        let slots = Slots::new(3, 10);
-        let busy = slots.admit(ip(1), Phase::Waiting).unwrap();
-        busy.enter(Phase::Busy);
+        let slots = Slots::new(4, 10);
+        let busy: Vec<Slot> = (0..2)
+            .map(|_| {
+                let slot = slots.admit(ip(1), Phase::Waiting).unwrap();
+                slot.enter(Phase::Busy);
+                slot
+            })
+            .collect();
         let idle = slots.admit(ip(1), Phase::Waiting).unwrap();
         idle.enter(Phase::Busy);
         idle.enter(Phase::Waiting);
         let unfinished = slots.admit(ip(1), Phase::Body).unwrap();
-        // The idle connection is the oldest in its phase's order, but it has been answered: the
-        // unfinished one goes first.
+        // The idle connection is the older, but it has been answered: the unfinished one goes first.
         let a = slots.admit(ip(2), Phase::Waiting).unwrap();
         assert!(unfinished.taken().is_cancelled());
         assert!(!idle.taken().is_cancelled());
         let b = slots.admit(ip(3), Phase::Waiting).unwrap();
         assert!(idle.taken().is_cancelled());
-        a.enter(Phase::Busy);
-        b.enter(Phase::Busy);
-        // Every request is under way: they keep their slots, the newcomer gets none.
+        // Only requests under way are left of ip 1's: they keep their slots, the newcomer waits.
         assert_eq!(
             slots.admit(ip(4), Phase::Waiting).err(),
             Some(Refused::Full)
         );
-        assert!(!busy.taken().is_cancelled());
+        assert!(busy.iter().all(|slot| !slot.taken().is_cancelled()));
         drop((busy, idle, unfinished, a, b));
         assert_eq!(slots.open(), 0);
     }
