@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tidal::{
     api::RevocableZone,
     cluster::{ClusterCache, Ingest, ObjectKind, SharedCache},
+    runtime::{admin, connections::ConnectionLimits},
     webhook::{
         server::{self, ServeLimits, WebhookState},
         tls::CertStore,
@@ -890,26 +891,34 @@ async fn one_flooding_address_cannot_take_every_slot() {
     let _ = hook.stop.send(());
 }
 
-/// The plain-HTTP metrics port (it also serves the probes) has the same kind of limits: connections
-/// that never finish their headers are closed at the idle deadline, one address gets only its share,
-/// and the kubelet's probe from another address gets through a flood of 300 connections.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_metrics_port_survives_a_flood_of_unfinished_headers() {
-    use tidal::runtime::{admin, connections::ConnectionLimits};
+/// Serves the webhook's plain-HTTP metrics and probe port on 127.0.0.1 with `limits`, until the
+/// token is cancelled.
+pub async fn serve_metrics(
+    limits: ConnectionLimits,
+) -> (SocketAddr, tokio_util::sync::CancellationToken) {
     let state = WebhookState::new(SharedCache::from_cache(cluster(true, &[])), Duration::ZERO);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = tokio_util::sync::CancellationToken::new();
-    let limits = ConnectionLimits {
-        idle_timeout: Duration::from_millis(300),
-        ..ConnectionLimits::ADMIN
-    };
     tokio::spawn(admin::serve_with(
         listener,
         server::metrics_router(state),
         stop.clone(),
         limits,
     ));
+    (addr, stop)
+}
+
+/// The plain-HTTP metrics port (it also serves the probes) has the same kind of limits: connections
+/// that never finish their headers are closed at the idle deadline, one address gets only its share,
+/// and the kubelet's probe from another address gets through a flood of 300 connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_port_survives_a_flood_of_unfinished_headers() {
+    let (addr, stop) = serve_metrics(ConnectionLimits {
+        idle_timeout: Duration::from_millis(300),
+        ..ConnectionLimits::ADMIN
+    })
+    .await;
     let mut flood = Vec::new();
     for _ in 0..300 {
         let mut tcp = tcp_from(addr, "127.0.0.1").await.unwrap();

@@ -9,7 +9,7 @@ use std::{net::IpAddr, path::Path, time::Duration};
 use serde_json::{Value, json};
 use tidal::{
     cluster::SharedCache,
-    runtime::{admin, connections::ConnectionLimits},
+    runtime::connections::ConnectionLimits,
     webhook::server::{self, ServeLimits, WebhookState},
 };
 use tidal_testkit::{
@@ -17,7 +17,7 @@ use tidal_testkit::{
     flood::{self, Attack, Flood},
     webhook_process::WebhookProcess,
 };
-use tokio::{io::AsyncWriteExt, net::TcpListener};
+use tokio::io::AsyncWriteExt;
 
 use crate::{
     support::{Scenario, eventually_async},
@@ -195,22 +195,13 @@ async fn reviews_get_through_a_flood_from_eight_addresses() {
 /// answered every time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probes_get_through_a_flood_of_the_probe_port() {
-    let state = WebhookState::new(SharedCache::from_cache(cluster(true, &[])), Duration::ZERO);
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let stop = tokio_util::sync::CancellationToken::new();
-    let limits = ConnectionLimits {
+    let (addr, stop) = webhook::serve_metrics(ConnectionLimits {
         idle_timeout: NEVER,
         request_timeout: NEVER,
         write_timeout: NEVER,
         ..ConnectionLimits::ADMIN
-    };
-    tokio::spawn(admin::serve_with(
-        listener,
-        server::metrics_router(state),
-        stop.clone(),
-        limits,
-    ));
+    })
+    .await;
     let flood = Flood::start(
         addr,
         &flood::loopback(2, 9),
