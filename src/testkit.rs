@@ -169,6 +169,7 @@ pub(crate) fn pod(key: &str, node: &str) -> PodBuilder {
     });
     if !node.is_empty() {
         value["spec"]["nodeName"] = json!(node);
+        value["status"]["startTime"] = json!(CREATED);
     } else {
         value["status"]["phase"] = json!("Pending");
         value["status"]["conditions"] = json!([]);
@@ -233,9 +234,13 @@ impl PodBuilder {
         self
     }
 
-    /// The creation time only; the pod stays scheduled at [`CREATED`].
+    /// The creation time, and the start time of a pod bound to a node; the pod stays scheduled at
+    /// [`CREATED`].
     pub(crate) fn created(mut self, at: &str) -> Self {
         self.0["metadata"]["creationTimestamp"] = json!(at);
+        if self.0["status"].get("startTime").is_some() {
+            self.0["status"]["startTime"] = json!(at);
+        }
         self
     }
 
@@ -437,6 +442,20 @@ impl Cluster {
         .unwrap();
         self.cache
             .apply_namespace(NamespaceInfo::from_namespace(&namespace).unwrap());
+        self
+    }
+
+    /// A PersistentVolumeClaim `namespace/name` of StorageClass `class` (empty: none).
+    pub(crate) fn claim(mut self, key: &str, class: &str) -> Self {
+        let (namespace, name) = split_key(key);
+        let claim: k8s_openapi::api::core::v1::PersistentVolumeClaim =
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"storageClassName": class},
+            }))
+            .unwrap();
+        self.cache
+            .apply_claim(crate::cluster::ClaimInfo::from_claim(&claim).unwrap());
         self
     }
 

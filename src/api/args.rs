@@ -366,6 +366,18 @@ pub struct HighNodeUtilizationArgs {
     /// Namespaces whose pods may be evicted (usage counts every pod).
     #[serde(default)]
     pub namespaces: NamespaceFilter,
+    /// `OnlyThresholdingResources`: evict only pods that request at least one of the resources
+    /// `thresholds` lists (the descheduler's `evictionModes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub eviction_modes: Vec<EvictionMode>,
+}
+
+/// How highNodeUtilization narrows the pods it evicts.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum EvictionMode {
+    /// Only pods that request at least one of the resources `thresholds` lists.
+    OnlyThresholdingResources,
 }
 
 /// Percentages per resource name (`cpu`, `memory`, `pods`, or an extended resource).

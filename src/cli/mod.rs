@@ -49,9 +49,10 @@ pub enum Command {
     Timeline(TimelineArgs),
     /// Print the CustomResourceDefinitions tidal installs (RevocableZone, DeschedulingPolicy).
     Crds,
-    /// Turn a Kubernetes descheduler policy (descheduler/v1alpha2 DeschedulerPolicy) into
-    /// DeschedulingPolicies, one per profile, printed as YAML; what cannot be carried over is listed
-    /// at the top of the output and on stderr.
+    /// Turn a Kubernetes descheduler policy (DeschedulerPolicy v1alpha2 or v1alpha1, on its own, in a
+    /// ConfigMap or in the descheduler chart's values) into DeschedulingPolicies, one per profile,
+    /// printed as YAML. Never looser: a setting whose loss could evict more is an error unless
+    /// --allow-looser; every setting not carried over as it is is listed at the top.
     Convert(ConvertArgs),
     /// Print a shell completion script: `source <(tidal completion bash)`, or save it where your
     /// shell loads completions from.
@@ -110,10 +111,15 @@ pub fn run_offline(command: &Command) -> anyhow::Result<String> {
         Command::Convert(args) => {
             let (yaml, notes) = args.convert()?;
             if !notes.is_empty() {
+                use crate::api::descheduler::Effect;
+                let count = |effect| notes.iter().filter(|n| n.effect == effect).count();
                 eprintln!(
-                    "tidal convert: {} setting(s) not carried over or different in tidal; they are \
-                     listed at the top of the output",
-                    notes.len()
+                    "tidal convert: {} setting(s) not carried over as they are ({} looser, {} \
+                     stricter, {} with the same effect); they are listed at the top of the output",
+                    notes.len(),
+                    count(Effect::Looser),
+                    count(Effect::Stricter),
+                    count(Effect::Same),
                 );
             }
             Ok(yaml)

@@ -282,6 +282,7 @@ pub fn builtin_policy() -> PolicyInfo {
             limits: Default::default(),
             protections: Default::default(),
             namespaces: Default::default(),
+            node_selector: None,
         },
     )
 }

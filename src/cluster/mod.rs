@@ -12,6 +12,7 @@ pub(crate) mod store;
 pub use ingest::{Ingest, ObjectKind};
 pub use k8s_openapi::api::core::v1::Taint;
 pub use model::Unnamed;
+pub use model::claim::ClaimInfo;
 pub use model::config::{PolicyInfo, ZoneInfo};
 pub use model::constraints::Constraints;
 pub use model::job_budget::{IntOrPercent, JobBudget, JobStats};

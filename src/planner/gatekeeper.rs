@@ -79,6 +79,7 @@ impl<'c, 'a> PlanGatekeeper<'c, 'a> {
     fn precheck(&self, candidate: &Candidate) -> Precheck {
         let pod = &candidate.pod;
         if !self.ctx.policy.spec.namespaces.admits(&pod.key.namespace)
+            || !self.ctx.processes_pod(pod)
             || self.ctx.is_leaving(pod)
             || self.decided.contains_key(&address(pod))
         {

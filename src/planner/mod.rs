@@ -20,6 +20,7 @@ use crate::{
         PlanContext, PlannedEviction, SkipReason, Skipped, Strategy, StrategyId, ZoneView,
         zone_views,
     },
+    gates::SharedCounts,
 };
 
 /// What `tidal report --verify` learnt beyond the refusals it moved to the skipped list: per policy,
@@ -119,6 +120,27 @@ pub fn plan_policy_with(
     planned_elsewhere: &HashSet<ObjectKey>,
     rows: SkipRows,
 ) -> Plan {
+    plan_policy_sharing(
+        snapshot,
+        policy,
+        now,
+        zones,
+        planned_elsewhere,
+        rows,
+        &SharedCounts::default(),
+    )
+}
+
+/// [`plan_policy_with`], counting `limits.shared` in `shared` with the cycle's other policies.
+fn plan_policy_sharing(
+    snapshot: &Snapshot,
+    policy: &PolicyInfo,
+    now: Timestamp,
+    zones: &BTreeMap<String, ZoneView>,
+    planned_elsewhere: &HashSet<ObjectKey>,
+    rows: SkipRows,
+    shared: &SharedCounts,
+) -> Plan {
     let mut plan = Plan {
         policy: policy.name.clone(),
         mode: policy.spec.mode,
@@ -143,7 +165,7 @@ pub fn plan_policy_with(
         planned_elsewhere,
     };
     // A pod is decided once per plan, by the first strategy that proposes it.
-    let mut gatekeeper = PlanGatekeeper::new(&ctx, chain::chain(policy), rows);
+    let mut gatekeeper = PlanGatekeeper::new(&ctx, chain::chain(policy, shared), rows);
     for strategy in &strategies {
         let started = std::time::Instant::now();
         gatekeeper.admit_from(strategy);
@@ -202,8 +224,11 @@ pub fn plan_all_with(
     warnings.extend(implausible_capacity(snapshot));
     let mut planned: HashSet<ObjectKey> = HashSet::new();
     let mut plans = Vec::new();
+    // Every plan counts against the shared limits, DryRun ones too: what the policies sharing a
+    // limit would do together is what their reports must show.
+    let shared = SharedCounts::default();
     for (at, policy) in policies.iter().enumerate() {
-        let plan = plan_policy_with(snapshot, policy, now, &zones, &planned, rows);
+        let plan = plan_policy_sharing(snapshot, policy, now, &zones, &planned, rows, &shared);
         // Only the policies after this one read what it evicts (hashing every key costs a few
         // milliseconds at 10,000 evictions).
         let last = at + 1 == policies.len();

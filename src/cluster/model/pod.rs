@@ -107,6 +107,9 @@ pub struct PodInfo {
     pub requests_known: bool,
     /// `descheduler.alpha.kubernetes.io/evict` set to a true value.
     pub evict_annotation: bool,
+    /// `descheduler.alpha.kubernetes.io/prefer-no-eviction` present (whatever its value, as the
+    /// descheduler reads it).
+    pub prefers_no_eviction: bool,
     pub volumes: VolumeKinds,
     /// `spec.priorityClassName`, for the system-critical classes when priority admission did not run.
     pub priority_class_name: Option<Name>,
@@ -140,6 +143,9 @@ pub struct PodInfo {
     pub created_at: Option<Timestamp>,
     /// When `PodScheduled` last became true: cooldown counts from here.
     pub scheduled_at: Option<Timestamp>,
+    /// `status.startTime`: when the kubelet took the pod on (`protections.minPodAge` counts from
+    /// here, as the descheduler's does).
+    pub started_at: Option<Timestamp>,
     pub images_hash: u64,
     pub status: PodStatusSummary,
 }
@@ -157,11 +163,11 @@ impl PodBrief {
 
     fn of(pod: &PodInfo) -> Self {
         // No priority before every priority; flipping the sign bit keeps i32 order among unsigned
-        // values. 33 bits, then 2 for the QoS class.
+        // values. 33 bits, then 2 for the QoS class, then 1 for `prefer-no-eviction`.
         let priority = pod
             .priority
             .map_or(0, |p| 1 + u64::from(p.cast_unsigned() ^ 0x8000_0000));
-        let rank = priority << 2 | pod.qos as u64;
+        let rank = priority << 3 | (pod.qos as u64) << 1 | u64::from(pod.prefers_no_eviction);
         let movable = pod.node_name.is_some()
             && !pod.is_static()
             && !pod.phase.is_finished()
@@ -176,7 +182,8 @@ impl PodBrief {
     }
 
     /// Ascending in the descheduler's victim order: no priority first, then by ascending priority,
-    /// within a priority BestEffort, Burstable, Guaranteed. 35 bits.
+    /// within a priority BestEffort, Burstable, Guaranteed, within those pods that prefer not to be
+    /// evicted last. 36 bits.
     pub fn victim_rank(self) -> u64 {
         self.0 & !Self::MOVABLE
     }
@@ -206,6 +213,9 @@ struct Rare {
     problems: Vec<InvalidValue>,
     /// Kinds of the owner references that are not the controller's (which `owner` holds).
     other_owner_kinds: Vec<Name>,
+    /// The PersistentVolumeClaims the pod mounts, by name: its `persistentVolumeClaim` volumes' and
+    /// the claims its generic ephemeral volumes get (`<pod>-<volume>`).
+    claims: Vec<Name>,
 }
 
 /// The kinds of volume the evictor protections care about.
@@ -215,6 +225,8 @@ pub struct VolumeKinds {
     pub local_storage: bool,
     /// A `persistentVolumeClaim`, or a generic ephemeral volume (which is backed by one).
     pub pvc: bool,
+    /// `spec.resourceClaims`: devices allocated through dynamic resource allocation.
+    pub resource_claims: bool,
 }
 
 /// How much of a pod, from its start, a balancing strategy and the protections read of each pod
@@ -312,16 +324,26 @@ impl PodInfo {
             .and_then(|c| c.last_transition_time.as_ref())
             .map(|t| t.0);
 
-        let volumes = spec
-            .and_then(|s| s.volumes.as_ref())
-            .into_iter()
-            .flatten()
+        let pod_volumes = spec.and_then(|s| s.volumes.as_ref()).into_iter().flatten();
+        let mut volumes = pod_volumes
+            .clone()
             .fold(VolumeKinds::default(), |kinds, v| VolumeKinds {
                 local_storage: kinds.local_storage
                     || v.empty_dir.is_some()
                     || v.host_path.is_some(),
                 pvc: kinds.pvc || v.persistent_volume_claim.is_some() || v.ephemeral.is_some(),
+                resource_claims: false,
             });
+        volumes.resource_claims = spec
+            .and_then(|s| s.resource_claims.as_ref())
+            .is_some_and(|claims| !claims.is_empty());
+        let claims: Vec<Name> = pod_volumes
+            .filter_map(|v| match (&v.persistent_volume_claim, &v.ephemeral) {
+                (Some(claim), _) => Some(Name::from(claim.claim_name.as_str())),
+                (None, Some(_)) => Some(Name::from(format!("{}-{}", key.name, v.name).as_str())),
+                (None, None) => None,
+            })
+            .collect();
         let images_hash = {
             let mut images: Vec<&str> = spec
                 .into_iter()
@@ -334,12 +356,14 @@ impl PodInfo {
             std::hash::Hasher::finish(&hasher)
         };
 
-        let rare = (!problems.is_empty() || !other_owner_kinds.is_empty()).then(|| {
-            Box::new(Rare {
-                problems,
-                other_owner_kinds,
-            })
-        });
+        let rare = (!problems.is_empty() || !other_owner_kinds.is_empty() || !claims.is_empty())
+            .then(|| {
+                Box::new(Rare {
+                    problems,
+                    other_owner_kinds,
+                    claims,
+                })
+            });
         let controller_kind = ControllerKind::of(owner.as_deref());
         Ok(PodInfo {
             priority_class_name: spec
@@ -366,6 +390,7 @@ impl PodInfo {
             requests_known,
             created_at: meta.creation_timestamp.as_ref().map(|t| t.0),
             scheduled_at,
+            started_at: status.and_then(|s| s.start_time.as_ref()).map(|t| t.0),
             terminating: meta.deletion_timestamp.is_some(),
             evicting_since: None,
             preemptable: label_then_annotation.read(&[labels::PREEMPTABLE], parse_bool),
@@ -379,6 +404,7 @@ impl PodInfo {
             evict_annotation: annotations
                 .get(labels::DESCHEDULER_EVICT)
                 .is_some_and(|v| parse_bool(v).unwrap_or(false)),
+            prefers_no_eviction: annotations.contains_key(labels::PREFER_NO_EVICTION),
             mirror: annotations.contains_key(labels::MIRROR_POD),
             controller_kind,
             key,
@@ -389,6 +415,11 @@ impl PodInfo {
     /// Fields tidal could not read (e.g. malformed resource quantities); such a pod is never evicted.
     pub fn problems(&self) -> &[InvalidValue] {
         self.rare.as_ref().map_or(&[], |r| &r.problems)
+    }
+
+    /// The PersistentVolumeClaims the pod mounts (see [`Rare::claims`]).
+    pub fn claims(&self) -> &[Name] {
+        self.rare.as_ref().map_or(&[], |r| &r.claims)
     }
 
     /// Kinds of every owner reference, controller or not (`excludeOwnerKinds` looks at all of them).

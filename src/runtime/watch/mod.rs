@@ -18,7 +18,7 @@ use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use futures::{StreamExt, future::BoxFuture};
 use k8s_openapi::api::{
-    core::v1::{Namespace, Node, Pod},
+    core::v1::{Namespace, Node, PersistentVolumeClaim, Pod},
     policy::v1::PodDisruptionBudget,
 };
 use kube::{
@@ -122,6 +122,12 @@ pub async fn start_with(
             )),
             ObjectKind::PodDisruptionBudget => Box::pin(listwatch::mirror::<PodDisruptionBudget>(
                 client, shared, observer, wire, initial,
+            )),
+            // Few and small: the JSON watcher is enough.
+            ObjectKind::PersistentVolumeClaim => Box::pin(mirror::<PersistentVolumeClaim>(
+                Api::all(client),
+                shared,
+                observer,
             )),
             ObjectKind::RevocableZone => {
                 Box::pin(mirror::<RevocableZone>(Api::all(client), shared, observer))

@@ -10,7 +10,7 @@ use super::usage::{
     NodeUsage, Room, below_all, bounded_resources, describe_percent, describe_thresholds,
     node_usages, pod_usage, validate_thresholds,
 };
-use crate::api::args::HighNodeUtilizationArgs;
+use crate::api::args::{EvictionMode, HighNodeUtilizationArgs};
 use crate::strategies::shared::{Selection, still_movable, victim_order};
 use crate::{
     cluster::PodInfo,
@@ -66,6 +66,9 @@ impl Balancing for HighNodeUtilization {
                 .then_with(|| a.node.name.cmp(&b.node.name))
         });
         let selection = self.selection();
+        let thresholding_only = args
+            .eviction_modes
+            .contains(&EvictionMode::OnlyThresholdingResources);
         for source in under {
             let mut pods: Vec<&Arc<PodInfo>> = source
                 .state
@@ -85,7 +88,9 @@ impl Balancing for HighNodeUtilization {
                 if room.exhausted() {
                     return;
                 }
-                if gatekeeper.protected(pod) {
+                if gatekeeper.protected(pod)
+                    || (thresholding_only && !listed.iter().any(|r| pod.requests.get(r) > 0))
+                {
                     continue;
                 }
                 let Some(pod_usage) = pod_usage(pod, ctx, &args.usage) else {
@@ -125,6 +130,29 @@ mod tests {
         // n3 (least used) first, then n2; the DaemonSet pod is left silently.
         assert_eq!(out.evicted(), ["a/smaller", "a/small"]);
         assert!(out.skipped().is_empty());
+    }
+
+    /// The descheduler's `evictionModes: [OnlyThresholdingResources]`: a pod that requests none of
+    /// the listed resources stays.
+    #[test]
+    fn only_thresholding_resources_leaves_pods_that_request_none_of_them() {
+        let mut cluster = Cluster::new()
+            .standard_nodes(&["n1", "n2"])
+            .pod(pod("a/big", "n1").requests("5", "50Gi"))
+            .pod(pod("a/mem", "n2").requests("0", "1Gi"))
+            .pod(pod("a/cpu", "n2").requests("1", "0"));
+        let spec = |modes: &str| {
+            format!(
+                "mode: Evict\nstrategies:\n  highNodeUtilization:\n    thresholds: {{cpu: 20}}\n{modes}defaults: {{jobBudget: {{maxUnavailable: 100}}}}\n"
+            )
+        };
+        assert_eq!(cluster.plan(&spec("")).evicted(), ["a/cpu", "a/mem"]);
+        assert_eq!(
+            cluster
+                .plan(&spec("    evictionModes: [OnlyThresholdingResources]\n"))
+                .evicted(),
+            ["a/cpu"]
+        );
     }
 
     #[test]

@@ -95,7 +95,7 @@ pub(crate) fn node_usages<'s>(
         let Some(node) = state.node.as_deref() else {
             continue;
         };
-        if !node.ready || !node.problems.is_empty() || !state.load_known() {
+        if !node.ready || !node.problems.is_empty() || !state.load_known() || !ctx.processes(node) {
             continue;
         }
         if resources

@@ -62,6 +62,7 @@ pub struct ClusterCache {
     interner: PodInterner,
     policies: Versioned<String, PolicyInfo>,
     namespaces: Versioned<String, NamespaceInfo>,
+    claims: Versioned<ObjectKey, crate::cluster::ClaimInfo>,
     node_usage: Versioned<String, UsageSeries>,
     pod_usage: Versioned<ObjectKey, UsageSeries>,
     /// Objects the watches serve but tidal cannot read, left out of the cache: why, and their uid when
@@ -193,6 +194,7 @@ impl ClusterCache {
             + self.zones.removals()
             + self.policies.removals()
             + self.namespaces.removals()
+            + self.claims.removals()
             + self.node_usage.removals()
             + self.pod_usage.removals()
     }
@@ -313,6 +315,16 @@ impl ClusterCache {
         self.bound_removals();
     }
 
+    pub fn apply_claim(&mut self, claim: crate::cluster::ClaimInfo) {
+        self.claims
+            .insert_if_changed(&mut self.generation, claim.key.clone(), claim);
+    }
+
+    pub fn delete_claim(&mut self, key: &ObjectKey) {
+        self.claims.remove(&mut self.generation, key);
+        self.bound_removals();
+    }
+
     /// Adds a `NodeMetrics` sample to the node's usage series.
     pub fn record_node_usage(&mut self, node: &str, sample: UsageSample) {
         self.node_usage
@@ -409,6 +421,7 @@ impl ClusterCache {
             ObjectKind::RevocableZone => self.zones.iter().next().is_some(),
             ObjectKind::DeschedulingPolicy => self.policies.iter().next().is_some(),
             ObjectKind::Namespace => self.namespaces.iter().next().is_some(),
+            ObjectKind::PersistentVolumeClaim => self.claims.iter().next().is_some(),
         }
     }
 
@@ -428,6 +441,9 @@ impl ClusterCache {
             ObjectKind::RevocableZone => named(self.zones.iter()),
             ObjectKind::DeschedulingPolicy => named(self.policies.iter()),
             ObjectKind::Namespace => named(self.namespaces.iter()),
+            ObjectKind::PersistentVolumeClaim => {
+                self.claims.iter().map(|(k, _)| k.clone()).collect()
+            }
         }
     }
 
