@@ -5,6 +5,7 @@
 mod chart_rbac;
 mod cli;
 mod crds;
+mod descheduler_parity;
 mod layers;
 mod policies;
 mod report_e2e;
