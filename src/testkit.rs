@@ -471,6 +471,18 @@ impl Cluster {
         self
     }
 
+    /// Records Prometheus' answer to `query` at NOW: a value in [0, 1] per node.
+    pub(crate) fn node_metric(mut self, query: &str, values: &[(&str, f64)]) -> Self {
+        self.cache.record_node_metric(
+            query,
+            crate::cluster::MetricSample {
+                at: now(),
+                values: Ok(values.iter().map(|(n, v)| ((*n).to_owned(), *v)).collect()),
+            },
+        );
+        self
+    }
+
     /// Records a measured usage of `cpu` millicores and `memory` bytes for a node, `age_secs` before NOW.
     pub(crate) fn node_usage(mut self, node: &str, cpu: i64, memory: i64, age_secs: i64) -> Self {
         self.cache

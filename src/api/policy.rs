@@ -132,6 +132,18 @@ impl Strategies {
         let high = self.high_node_utilization.as_ref().map(|a| a.usage.source);
         low == Some(Metrics) || high == Some(Metrics)
     }
+
+    /// The Prometheus queries this policy's strategies read (`usage.source: Prometheus`).
+    pub fn prometheus_queries(&self) -> Vec<String> {
+        use super::args::UsageSource::Prometheus;
+        let low = self.low_node_utilization.as_ref().map(|a| &a.usage);
+        let high = self.high_node_utilization.as_ref().map(|a| &a.usage);
+        low.into_iter()
+            .chain(high)
+            .filter(|u| u.source == Prometheus)
+            .filter_map(|u| u.query.clone())
+            .collect()
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

@@ -3,10 +3,12 @@
 //! dispatches.
 
 mod convert;
+mod explain;
 mod report;
 mod run;
 
 pub use convert::{ConvertArgs, ConvertMode};
+pub use explain::{ExplainArgs, ExplainKind, Explanation, Verdict};
 pub use report::{
     ReportArgs, TimelineArgs, builtin_policy, report, report_live, timeline, timeline_live,
 };
@@ -47,6 +49,9 @@ pub enum Command {
     /// Simulate the next hours with the real planner: zone changes, drain starts, each eviction round
     /// and the pods it takes (takes the same input flags as `report`).
     Timeline(TimelineArgs),
+    /// Explain one pod: every policy and strategy that considered it, the gate that stopped it or
+    /// the round that will take it, and when (takes the same input flags as `report`).
+    Explain(ExplainArgs),
     /// Print the CustomResourceDefinitions tidal installs (RevocableZone, DeschedulingPolicy).
     Crds,
     /// Turn a Kubernetes descheduler policy (DeschedulerPolicy v1alpha2 or v1alpha1, on its own, in a
@@ -72,6 +77,7 @@ impl Command {
             Command::Run(_) | Command::Webhook(_) => true,
             Command::Report(args) => args.clusters.is_empty(),
             Command::Timeline(args) => args.input.clusters.is_empty(),
+            Command::Explain(args) => args.input.clusters.is_empty(),
             Command::Crds | Command::Convert(_) | Command::Completion { .. } => false,
         }
     }
@@ -83,9 +89,11 @@ impl Command {
             Command::Run(_) | Command::Webhook(_) => "info",
             Command::Report(args) if args.verbose => "info",
             Command::Timeline(args) if args.input.verbose => "info",
+            Command::Explain(args) if args.input.verbose => "info",
             // kube's client logs every failed connection as an error; the report says it once, with
             // the address and what to do.
-            _ => "warn,kube_client::client::builder=off",
+            // kube's TLS layer warns on every connection of a kubeconfig that skips verification.
+            _ => "warn,kube_client::client::builder=off,kube_client::client::tls=error",
         }
     }
 
@@ -126,6 +134,7 @@ pub fn run_offline(command: &Command) -> anyhow::Result<String> {
         }
         Command::Report(args) => report(args),
         Command::Timeline(args) => timeline(args),
+        Command::Explain(args) => explain::explain(args),
         Command::Run(_) => anyhow::bail!("`tidal run` needs a cluster"),
         Command::Webhook(_) => anyhow::bail!("`tidal webhook` needs a cluster"),
     }
@@ -148,6 +157,7 @@ pub async fn run_live(
         }
         Command::Report(args) => report_live(args).await.map(Some),
         Command::Timeline(args) => timeline_live(args).await.map(Some),
+        Command::Explain(args) => explain::explain_live(args).await.map(Some),
         Command::Crds | Command::Convert(_) | Command::Completion { .. } => {
             run_offline(command).map(Some)
         }
@@ -196,6 +206,43 @@ mod tests {
             "info"
         );
         assert_eq!(level(&["tidal", "run"]), "info");
+    }
+
+    #[test]
+    fn now_without_an_offset_is_explained_not_guessed() {
+        let error =
+            Cli::try_parse_from(["tidal", "report", "-f", "x", "--now", "2026-11-23T09:30:00"])
+                .unwrap_err()
+                .to_string();
+        assert!(
+            error.contains("has no UTC offset: write 2026-11-23T09:30:00Z"),
+            "{error}"
+        );
+        let ok = Cli::try_parse_from([
+            "tidal",
+            "report",
+            "-f",
+            "x",
+            "--now",
+            "2026-11-23T10:30:00+01:00",
+        ]);
+        assert!(ok.is_ok());
+    }
+
+    #[test]
+    fn explain_takes_a_pod_and_the_report_s_input() {
+        let cli = Cli::try_parse_from(["tidal", "explain", "pod", "ml/trial-1", "-f", "dump.yaml"])
+            .unwrap();
+        let Command::Explain(args) = cli.command else {
+            unreachable!()
+        };
+        assert_eq!(args.target, "ml/trial-1");
+        assert!(!cli_is_live(&Command::Explain(args)));
+        assert!(Cli::try_parse_from(["tidal", "explain", "node", "n1"]).is_err());
+    }
+
+    fn cli_is_live(command: &Command) -> bool {
+        command.is_live()
     }
 
     #[test]

@@ -17,6 +17,8 @@ use crate::{
 pub struct RunArgs {
     #[command(flatten)]
     pub client: ClientArgs,
+    #[command(flatten)]
+    pub prometheus: crate::runtime::PrometheusArgs,
     /// Elect a leader through a Lease, so that only one replica evicts. `--leader-elect` alone means
     /// true, as in controller-runtime; `--leader-elect=false` runs a single replica without a Lease.
     #[arg(
@@ -98,6 +100,11 @@ pub struct RunArgs {
     /// Eviction requests in flight at once.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub eviction_concurrency: usize,
+    /// The grace period every eviction gives its pod, in seconds (sent as the Eviction's
+    /// `deleteOptions.gracePeriodSeconds`; 0 kills at once). Default: each pod's own
+    /// `terminationGracePeriodSeconds`. The descheduler's `gracePeriodSeconds`.
+    #[arg(long, value_name = "SECONDS")]
+    pub eviction_grace_period_seconds: Option<u32>,
     /// Evictions not done by then (retries included) are abandoned until the next cycle.
     #[arg(long, value_name = "DURATION", default_value = "2m")]
     pub cycle_timeout: GoDuration,
@@ -177,12 +184,14 @@ impl RunArgs {
             qps: self.eviction_qps,
             burst: self.eviction_burst,
             concurrency: self.eviction_concurrency.max(1),
+            grace_period_seconds: self.eviction_grace_period_seconds.map(i64::from),
             ..EvictorConfig::default()
         };
         config.cycle.timeout = self.cycle_timeout.as_std();
         config.cycle.in_flight_ttl = self.in_flight_ttl.as_std();
         config.cycle.dry_run_verify_per_cycle = self.dry_run_verify_per_cycle;
         config.shutdown_grace = self.shutdown_grace.as_std();
+        config.prometheus = self.prometheus.clone();
         let usage_poll = self.usage_poll_interval.as_std();
         config.usage_poll = (!usage_poll.is_zero()).then_some(usage_poll);
         if self.zone_taints {

@@ -23,7 +23,7 @@ pub use model::pod::{ControllerKind, PodBrief, PodInfo, PodPhase, QosClass, Volu
 pub use model::pod_status::{ContainerScope, PodStatusSummary};
 pub use model::resources::Resources;
 pub use model::setting::{InvalidValue, Setting};
-pub use model::usage::{UsageSample, UsageSeries};
+pub use model::usage::{MetricSample, UsageSample, UsageSeries};
 pub use model::workload::{PdbInfo, PodGroupInfo};
 pub use store::cache::{ClusterCache, Retired, SnapshotUpdate, Unreadable};
 pub use store::pod_map::PodMap;

@@ -171,7 +171,7 @@ impl Protected {
         }
         if let Some(min_age) = spec.min_pod_age {
             // From the start time, as the descheduler counts it: a pod not started yet is young.
-            let old_enough = pod.started_at.is_some_and(|started| {
+            let old_enough = pod.started_at().is_some_and(|started| {
                 started
                     .checked_add(min_age.to_signed())
                     .is_ok_and(|until| until <= ctx.now)

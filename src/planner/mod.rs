@@ -2,6 +2,7 @@
 //! Pure: no clock, no I/O. The same plan feeds the report, the evictor and dry runs.
 
 mod chain;
+mod explain;
 mod gatekeeper;
 mod registry;
 #[cfg(test)]
@@ -11,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use jiff::Timestamp;
 
-pub use gatekeeper::PlanGatekeeper;
+pub use explain::obstacles;
+pub use gatekeeper::{PlanGatekeeper, StrategyTally};
 
 use crate::{
     api::PolicyMode,
@@ -129,6 +131,7 @@ pub fn plan_policy_with(
         rows,
         &SharedCounts::default(),
     )
+    .0
 }
 
 /// [`plan_policy_with`], counting `limits.shared` in `shared` with the cycle's other policies.
@@ -140,7 +143,7 @@ fn plan_policy_sharing(
     planned_elsewhere: &HashSet<ObjectKey>,
     rows: SkipRows,
     shared: &SharedCounts,
-) -> Plan {
+) -> (Plan, Vec<(StrategyId, StrategyTally)>) {
     let mut plan = Plan {
         policy: policy.name.clone(),
         mode: policy.spec.mode,
@@ -154,7 +157,7 @@ fn plan_policy_sharing(
         Ok(strategies) => strategies,
         Err(error) => {
             plan.error = Some(error);
-            return plan;
+            return (plan, Vec::new());
         }
     };
     let ctx = PlanContext {
@@ -172,10 +175,15 @@ fn plan_policy_sharing(
         plan.strategy_durations
             .push((strategy.id(), started.elapsed()));
     }
+    let mut tallies = std::mem::take(&mut gatekeeper.tallies);
+    let summaries = strategies
+        .iter()
+        .map(|s| (s.id(), tallies.remove(&s.id()).unwrap_or_default()))
+        .collect();
     plan.evictions = gatekeeper.evictions;
     plan.skipped = gatekeeper.skipped;
     plan.skip_counts = gatekeeper.skip_counts;
-    plan
+    (plan, summaries)
 }
 
 /// The policy's strategies, or why the policy cannot run: checks beyond what its CRD schema can
@@ -227,8 +235,11 @@ pub fn plan_all_with(
     // Every plan counts against the shared limits, DryRun ones too: what the policies sharing a
     // limit would do together is what their reports must show.
     let shared = SharedCounts::default();
+    let mut summaries = BTreeMap::new();
     for (at, policy) in policies.iter().enumerate() {
-        let plan = plan_policy_sharing(snapshot, policy, now, &zones, &planned, rows, &shared);
+        let (plan, summary) =
+            plan_policy_sharing(snapshot, policy, now, &zones, &planned, rows, &shared);
+        summaries.insert(plan.policy.clone(), summary);
         // Only the policies after this one read what it evicts (hashing every key costs a few
         // milliseconds at 10,000 evictions).
         let last = at + 1 == policies.len();
@@ -242,6 +253,7 @@ pub fn plan_all_with(
         zones,
         plans,
         warnings,
+        summaries,
     }
 }
 
@@ -344,4 +356,7 @@ pub struct CyclePlan {
     pub zones: BTreeMap<String, ZoneView>,
     pub plans: Vec<Plan>,
     pub warnings: Vec<String>,
+    /// Per policy (by name), each strategy's share of its plan and what it saw, in the order the
+    /// strategies ran.
+    pub summaries: BTreeMap<String, Vec<(StrategyId, StrategyTally)>>,
 }

@@ -8,7 +8,9 @@
 mod support;
 
 mod controller;
+mod first_contact;
 mod ha;
+mod prometheus;
 mod protobuf;
 mod taints;
 mod unreachable;

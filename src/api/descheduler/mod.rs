@@ -403,7 +403,7 @@ fn top_level(
                 format!(
                     "gracePeriodSeconds {value}: a setting of the controller in tidal, not of a \
                      policy: run `tidal run --eviction-grace-period={value}s` (chart: \
-                     controller.evictionGracePeriodSeconds: {value})"
+                     controller.eviction.gracePeriodSeconds: {value})"
                 ),
             ),
             "tracing" => notes.push(
@@ -448,7 +448,8 @@ fn metrics_providers(value: &Value, notes: &mut Notes) {
                     Effect::Same,
                     format!(
                         "metricsProviders Prometheus: a setting of the controller in tidal: run \
-                         `tidal run --prometheus-url={url}`{token}"
+                         `tidal run --prometheus-url={url}`{token} (chart: controller.extraArgs); \
+                         without it the strategies reading Prometheus evict nothing"
                     ),
                 );
             }
@@ -565,11 +566,8 @@ fn convert_profile(
     }
     let evictor = evictor::convert(args_of("DefaultEvictor"), options, notes);
     if evictor.evict_failed_bare_pods {
-        match strategies.get_mut("removeFailedPods") {
-            Some(Value::Object(args)) => {
-                args.insert("evictFailedBarePods".to_owned(), json!(true));
-            }
-            _ => {}
+        if let Some(Value::Object(args)) = strategies.get_mut("removeFailedPods") {
+            args.insert("evictFailedBarePods".to_owned(), json!(true));
         }
         let others = strategies.keys().any(|s| s != "removeFailedPods");
         if others {
@@ -655,11 +653,12 @@ fn metrics_usage(value: &Value) -> Result<Value, String> {
     }
     match value["source"].as_str() {
         None | Some("") => Ok(json!({"source": "Requests"})),
-        Some("Prometheus") => Err(
-            "metricsUtilization.source Prometheus: tidal's utilization strategies read requests \
-             or metrics.k8s.io, and requests would mean other thresholds"
-                .to_owned(),
-        ),
+        Some("Prometheus") => match value["prometheus"]["query"].as_str() {
+            Some(query) if !query.trim().is_empty() => {
+                Ok(json!({"source": "Prometheus", "query": query}))
+            }
+            _ => Err("metricsUtilization.source Prometheus without prometheus.query".to_owned()),
+        },
         Some(other) => Err(format!(
             "metricsUtilization.source {other} is no source tidal reads"
         )),
@@ -886,7 +885,7 @@ mod tests {
     }
 
     #[test]
-    fn prometheus_usage_is_not_turned_into_requests() {
+    fn prometheus_usage_carries_over_as_prometheus_never_as_requests() {
         let input = descheduler(json!({"name": "p",
             "pluginConfig": [{"name": "LowNodeUtilization", "args": {
                 "thresholds": {"MetricResource": 20}, "targetThresholds": {"MetricResource": 50},
@@ -895,11 +894,24 @@ mod tests {
                         "deschedule": {"enabled": ["RemovePodsViolatingNodeTaints"]}}}));
         let converted = convert(&input, &ConvertOptions::default()).unwrap();
         let spec = spec(&converted, 0);
+        let lnu = &spec["strategies"]["lowNodeUtilization"];
+        assert_eq!(
+            lnu["usage"],
+            json!({"source": "Prometheus", "query": "q", "window": "5m0s"})
+        );
+        assert_eq!(lnu["thresholds"]["MetricResource"], 20.0);
+        // Without a query there is nothing to ask: the strategy is left out, never run on requests.
+        let mut input = input;
+        input["profiles"][0]["pluginConfig"][0]["args"]["metricsUtilization"]["prometheus"] =
+            json!({});
+        let converted = convert(&input, &ConvertOptions::default()).unwrap();
+        let spec = self::spec(&converted, 0);
         assert!(spec["strategies"]["lowNodeUtilization"].is_null(), "{spec}");
-        let notes = texts(&converted);
         assert!(
-            notes.contains("Stricter: profile p: plugin LowNodeUtilization not carried over: metricsUtilization.source Prometheus"),
-            "{notes}"
+            texts(&converted)
+                .contains("Stricter: profile p: plugin LowNodeUtilization not carried over"),
+            "{}",
+            texts(&converted)
         );
     }
 

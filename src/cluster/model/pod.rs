@@ -110,6 +110,10 @@ pub struct PodInfo {
     /// `descheduler.alpha.kubernetes.io/prefer-no-eviction` present (whatever its value, as the
     /// descheduler reads it).
     pub prefers_no_eviction: bool,
+    /// `status.startTime` (when the kubelet took the pod on), as whole seconds after `created_at`,
+    /// [`NOT_STARTED`] when there is none (see [`PodInfo::started_at`]): four bytes in what would
+    /// otherwise be padding, where a timestamp would add sixteen to every pod.
+    start_delay: u32,
     pub volumes: VolumeKinds,
     /// `spec.priorityClassName`, for the system-critical classes when priority admission did not run.
     pub priority_class_name: Option<Name>,
@@ -143,9 +147,6 @@ pub struct PodInfo {
     pub created_at: Option<Timestamp>,
     /// When `PodScheduled` last became true: cooldown counts from here.
     pub scheduled_at: Option<Timestamp>,
-    /// `status.startTime`: when the kubelet took the pod on (`protections.minPodAge` counts from
-    /// here, as the descheduler's does).
-    pub started_at: Option<Timestamp>,
     pub images_hash: u64,
     pub status: PodStatusSummary,
 }
@@ -390,7 +391,10 @@ impl PodInfo {
             requests_known,
             created_at: meta.creation_timestamp.as_ref().map(|t| t.0),
             scheduled_at,
-            started_at: status.and_then(|s| s.start_time.as_ref()).map(|t| t.0),
+            start_delay: start_delay(
+                meta.creation_timestamp.as_ref().map(|t| t.0),
+                status.and_then(|s| s.start_time.as_ref()).map(|t| t.0),
+            ),
             terminating: meta.deletion_timestamp.is_some(),
             evicting_since: None,
             preemptable: label_then_annotation.read(&[labels::PREEMPTABLE], parse_bool),
@@ -415,6 +419,18 @@ impl PodInfo {
     /// Fields tidal could not read (e.g. malformed resource quantities); such a pod is never evicted.
     pub fn problems(&self) -> &[InvalidValue] {
         self.rare.as_ref().map_or(&[], |r| &r.problems)
+    }
+
+    /// `status.startTime`, to the second: `protections.minPodAge` counts from here, as the
+    /// descheduler does. `None` for a pod not started, or without a creation time to count from.
+    pub fn started_at(&self) -> Option<Timestamp> {
+        if self.start_delay == NOT_STARTED {
+            return None;
+        }
+        let created = self.created_at?;
+        created
+            .checked_add(jiff::SignedDuration::from_secs(i64::from(self.start_delay)))
+            .ok()
     }
 
     /// The PersistentVolumeClaims the pod mounts (see [`Rare::claims`]).
@@ -507,6 +523,21 @@ impl PodInfo {
     pub fn is_node_bound(&self) -> bool {
         self.mirror || self.controller_kind != ControllerKind::Other
     }
+}
+
+/// [`PodInfo::start_delay`] of a pod with no start time.
+const NOT_STARTED: u32 = u32::MAX;
+
+/// Seconds from creation to start, rounded up so that the pod never reads older than it is (a start
+/// before creation, from clock skew, counts as at creation; more than 136 years saturates). No start,
+/// or no creation to count from: not started.
+fn start_delay(created: Option<Timestamp>, started: Option<Timestamp>) -> u32 {
+    let (Some(created), Some(started)) = (created, started) else {
+        return NOT_STARTED;
+    };
+    let delay = started.duration_since(created);
+    let seconds = delay.as_secs() + i64::from(delay.subsec_nanos() > 0);
+    u32::try_from(seconds.max(0)).unwrap_or(NOT_STARTED - 1)
 }
 
 fn job_of(pod: &ObjectKey, group_name: Option<&Name>, owner: Option<&OwnerRef>) -> JobKey {
@@ -641,6 +672,38 @@ mod tests {
         let weighed_end = weighed_ends.iter().max().copied().unwrap_or_default();
         assert!(16 + weighed_end <= 4 * 64, "{weighed_ends:?}");
         assert!(offered.iter().all(|&at| at >= weighed_end), "{offered:?}");
+    }
+
+    #[test]
+    fn the_start_time_is_kept_as_seconds_after_creation_never_earlier() {
+        let ts = |t: &str| t.parse::<Timestamp>().unwrap();
+        let created = ts("2026-11-22T04:00:00Z");
+        let at = |delay: u32| {
+            let pod = PodInfo {
+                created_at: Some(created),
+                start_delay: delay,
+                ..PodInfo::from_pod(&pod(serde_json::json!({"name": "a", "namespace": "ns"})))
+                    .unwrap()
+            };
+            pod.started_at()
+        };
+        assert_eq!(
+            start_delay(Some(created), Some(ts("2026-11-22T04:00:05Z"))),
+            5
+        );
+        // A fraction of a second later is the next second: the pod reads younger, never older.
+        assert_eq!(
+            start_delay(Some(created), Some(ts("2026-11-22T04:00:05.2Z"))),
+            6
+        );
+        assert_eq!(
+            start_delay(Some(created), Some(ts("2026-11-22T03:59:00Z"))),
+            0
+        );
+        assert_eq!(start_delay(Some(created), None), NOT_STARTED);
+        assert_eq!(start_delay(None, Some(created)), NOT_STARTED);
+        assert_eq!(at(5), Some(ts("2026-11-22T04:00:05Z")));
+        assert_eq!(at(NOT_STARTED), None);
     }
 
     #[test]

@@ -400,6 +400,8 @@ pub struct Snapshot {
     pub namespaces: BTreeMap<String, Arc<NamespaceInfo>>,
     /// PersistentVolumeClaims, for their StorageClass.
     pub claims: BTreeMap<ObjectKey, Arc<crate::cluster::ClaimInfo>>,
+    /// Answers to the Prometheus queries policies read, by query.
+    pub node_metrics: BTreeMap<String, Arc<crate::cluster::MetricSample>>,
     /// Measured usage (metrics.k8s.io) per node and per pod.
     pub node_usage: BTreeMap<String, Arc<UsageSeries>>,
     pub pod_usage: BTreeMap<ObjectKey, Arc<UsageSeries>>,
@@ -473,6 +475,7 @@ impl Snapshot {
             && self.policies.keys().eq(other.policies.keys())
             && self.namespaces == other.namespaces
             && self.claims == other.claims
+            && self.node_metrics == other.node_metrics
             && self.node_usage == other.node_usage
             && self.pod_usage == other.pod_usage
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::usage::{
     NodeUsage, Room, below_all, bounded_resources, describe_percent, describe_thresholds,
-    node_usages, pod_usage, validate_thresholds,
+    node_usages, pod_usage, thousands, validate_thresholds,
 };
 use crate::api::args::{EvictionMode, HighNodeUtilizationArgs};
 use crate::strategies::shared::{Selection, still_movable, victim_order};
@@ -42,6 +42,13 @@ impl Plugin for HighNodeUtilization {
     }
 
     fn validate(&self) -> Result<(), String> {
+        if self.args.usage.source == crate::api::args::UsageSource::Prometheus {
+            return Err(
+                "highNodeUtilization reads requests or Metrics, not Prometheus (nor does the \
+                 descheduler's)"
+                    .to_owned(),
+            );
+        }
         validate_thresholds("thresholds", &self.args.thresholds)?;
         self.selection().validate()
     }
@@ -56,9 +63,27 @@ impl Balancing for HighNodeUtilization {
             .iter()
             .filter(|n| !n.node.unschedulable)
             .partition(|n| below_all(n, &args.thresholds));
-        if under.is_empty() || others.is_empty() || under.len() <= args.number_of_nodes as usize {
+        let saw = format!(
+            "{} node(s): {} underutilized (at or below {}), {} fuller",
+            thousands(ctx.snapshot.nodes.len()),
+            thousands(under.len()),
+            describe_thresholds(&args.thresholds),
+            thousands(others.len()),
+        );
+        let idle = if under.is_empty() {
+            Some("no node is underutilized: nothing to empty")
+        } else if others.is_empty() {
+            Some("no fuller node to pack onto")
+        } else if under.len() <= args.number_of_nodes as usize {
+            Some("numberOfNodes asks for more underutilized nodes")
+        } else {
+            None
+        };
+        if let Some(idle) = idle {
+            gatekeeper.observe(format!("{saw}; {idle}"));
             return;
         }
+        let (mut offered, mut no_destination, mut diagnosis) = (0usize, 0usize, None);
         let mut room = Room::new(&others, bounded_resources(&args.thresholds), |_| 100.0);
         under.sort_by(|a, b| {
             a.load(&listed)
@@ -86,7 +111,7 @@ impl Balancing for HighNodeUtilization {
             );
             for pod in pods {
                 if room.exhausted() {
-                    return;
+                    break;
                 }
                 if gatekeeper.protected(pod)
                     || (thresholding_only && !listed.iter().any(|r| pod.requests.get(r) > 0))
@@ -97,14 +122,28 @@ impl Balancing for HighNodeUtilization {
                     continue;
                 };
                 let Some(destination) = room.find(pod, &pod_usage, ctx) else {
+                    no_destination += 1;
+                    if diagnosis.is_none() {
+                        diagnosis = Some(room.diagnose(pod, &pod_usage, ctx, "fuller"));
+                    }
                     continue;
                 };
                 let reason = room.reason(&why, destination);
+                offered += 1;
                 if gatekeeper.offer(Candidate::new(pod, ID, reason)) {
                     room.take(destination, pod, &pod_usage);
                 }
             }
         }
+        let mut outcome = format!("{saw}; {} offered for eviction", thousands(offered));
+        if no_destination > 0 {
+            outcome.push_str(&format!(
+                ", {} fit no destination: {}",
+                thousands(no_destination),
+                diagnosis.unwrap_or_default()
+            ));
+        }
+        gatekeeper.observe(outcome);
     }
 }
 

@@ -63,6 +63,8 @@ pub struct ClusterCache {
     policies: Versioned<String, PolicyInfo>,
     namespaces: Versioned<String, NamespaceInfo>,
     claims: Versioned<ObjectKey, crate::cluster::ClaimInfo>,
+    /// The last answer to each Prometheus query a policy reads, by query.
+    node_metrics: Versioned<String, crate::cluster::MetricSample>,
     node_usage: Versioned<String, UsageSeries>,
     pod_usage: Versioned<ObjectKey, UsageSeries>,
     /// Objects the watches serve but tidal cannot read, left out of the cache: why, and their uid when
@@ -195,6 +197,7 @@ impl ClusterCache {
             + self.policies.removals()
             + self.namespaces.removals()
             + self.claims.removals()
+            + self.node_metrics.removals()
             + self.node_usage.removals()
             + self.pod_usage.removals()
     }
@@ -313,6 +316,25 @@ impl ClusterCache {
         self.namespaces
             .remove(&mut self.generation, &name.to_owned());
         self.bound_removals();
+    }
+
+    /// Records the answer to a Prometheus query, replacing the previous one.
+    pub fn record_node_metric(&mut self, query: &str, sample: crate::cluster::MetricSample) {
+        self.node_metrics
+            .insert_if_changed(&mut self.generation, query.to_owned(), sample);
+    }
+
+    /// Forgets the answers to queries no policy reads any more.
+    pub fn retain_node_metrics(&mut self, wanted: &[String]) {
+        let stale: Vec<String> = self
+            .node_metrics
+            .iter()
+            .map(|(q, _)| q.clone())
+            .filter(|q| !wanted.contains(q))
+            .collect();
+        for query in stale {
+            self.node_metrics.remove(&mut self.generation, &query);
+        }
     }
 
     pub fn apply_claim(&mut self, claim: crate::cluster::ClaimInfo) {

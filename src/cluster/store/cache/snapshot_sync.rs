@@ -104,6 +104,7 @@ impl ClusterCache {
                 policies: self.policies.copy_all(),
                 namespaces: self.namespaces.copy_all(),
                 claims: self.claims.copy_all(),
+                node_metrics: self.node_metrics.copy_all(),
                 node_usage: self.node_usage.copy_all(),
                 pod_usage: self.pod_usage.copy_all(),
             };
@@ -130,6 +131,9 @@ impl ClusterCache {
                 + self.policies.sync_into(since, &mut snapshot.policies)
                 + self.namespaces.sync_into(since, &mut snapshot.namespaces)
                 + self.claims.sync_into(since, &mut snapshot.claims)
+                + self
+                    .node_metrics
+                    .sync_into(since, &mut snapshot.node_metrics)
                 + self.node_usage.sync_into(since, &mut snapshot.node_usage)
                 + self.pod_usage.sync_into(since, &mut snapshot.pod_usage)
         };
@@ -192,6 +196,7 @@ impl ClusterCache {
         self.policies.prune(through);
         self.namespaces.prune(through);
         self.claims.prune(through);
+        self.node_metrics.prune(through);
         self.node_usage.prune(through);
         self.pod_usage.prune(through);
         self.pruned_through = through;
