@@ -248,6 +248,13 @@ fn explain_pod(
             "{head}: none of its strategies ({}) proposes it.",
             names.join(", ")
         );
+        // A finished pod holds nothing: only the strategies that clean up finished pods take it.
+        if pod.phase.is_finished() {
+            sentence.push_str(&format!(
+                " It has finished ({:?}) and holds nothing on its node.",
+                pod.phase
+            ));
+        }
         if let Some(info) = policies.iter().find(|p| p.name == policy) {
             let obstacles = planner::obstacles(snapshot, info, pod, cycle.now);
             if obstacles.is_empty() {

@@ -6,6 +6,7 @@ mod chart_rbac;
 mod cli;
 mod crds;
 mod descheduler_parity;
+mod explain_e2e;
 mod layers;
 mod policies;
 mod report_e2e;

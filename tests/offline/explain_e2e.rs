@@ -1,0 +1,142 @@
+//! `tidal explain pod` end to end on the README's demo cluster, through the real binary: a pod
+//! evicted now, one its job's budget holds until the zone's next round, one a gate stops, one no
+//! strategy proposes (and what would stop it if one did), and names that are not pods.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use serde_json::Value;
+
+/// Monday, both zones closed: the instant the README runs the demo at.
+const DEMO_NOW: &str = "2026-11-23T09:30:00Z";
+
+fn demo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-cluster.yaml")
+}
+
+fn explain(pod: &str, extra: &[&str]) -> Output {
+    let demo = demo();
+    Command::new(env!("CARGO_BIN_EXE_tidal"))
+        .args(["explain", "pod", pod, "-f"])
+        .arg(&demo)
+        .args(["--now", DEMO_NOW])
+        .args(extra)
+        .output()
+        .expect("run tidal")
+}
+
+/// The one policy's verdict, as JSON.
+fn verdict(pod: &str) -> Value {
+    let output = explain(pod, &["-o", "json"]);
+    assert!(output.status.success(), "{pod}: {output:?}");
+    let json: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(json["pod"], pod, "{json}");
+    assert_eq!(json["now"], DEMO_NOW, "{json}");
+    let policies = json["policies"].as_array().expect("policies");
+    assert_eq!(policies.len(), 1, "{json}");
+    assert_eq!(policies[0]["policy"], "revocable-zones", "{json}");
+    policies[0].clone()
+}
+
+fn sentence(verdict: &Value) -> &str {
+    verdict["sentence"].as_str().expect("a sentence")
+}
+
+#[test]
+fn an_evicted_pod_names_the_strategy_and_its_reason() {
+    let v = verdict("analytics/etl-nightly-5d9c7b8f4-s4hvk");
+    assert_eq!(v["outcome"], "evict", "{v}");
+    assert_eq!(v["strategy"], "tdm", "{v}");
+    assert!(
+        sentence(&v).contains(
+            "would evict it now (DryRun: planned, never sent), for tdm: zone yarn-a closed"
+        ),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_budget_held_pod_waits_for_the_zone_s_next_round() {
+    let v = verdict("analytics/etl-nightly-5d9c7b8f4-7ctzq");
+    assert_eq!(v["outcome"], "skipped", "{v}");
+    assert_eq!(v["gate"], "budget", "{v}");
+    // yarn-a's round starts now; evictPeriod 2m puts the next one at 09:32.
+    assert_eq!(v["nextRound"], "2026-11-23T09:32:00Z", "{v}");
+    let s = sentence(&v);
+    assert!(s.contains("its job's budget holds it this round"), "{s}");
+    assert!(
+        s.contains("waits for a later round: zone yarn-a's next round (evictPeriod 2m0s), Mon 09:32 UTC (in 2m)"),
+        "{s}"
+    );
+    // The table says the same, in a sentence per policy.
+    let output = explain("analytics/etl-nightly-5d9c7b8f4-7ctzq", &[]);
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.starts_with(
+            "pod analytics/etl-nightly-5d9c7b8f4-7ctzq on yarn-a-1 at 2026-11-23T09:30:00Z\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains(s), "{text}");
+}
+
+#[test]
+fn a_gate_that_stops_a_pod_is_named_with_its_detail() {
+    let v = verdict("ml/resnet-train-worker-3");
+    assert_eq!(v["outcome"], "skipped", "{v}");
+    assert_eq!(v["gate"], "cooldown", "{v}");
+    assert!(v.get("nextRound").is_none(), "{v}");
+    assert!(
+        sentence(&v).contains(
+            "but gate cooldown stops it: cooldown 30m0s since scheduled at 2026-11-23T09:12:40Z"
+        ),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_pod_no_strategy_proposes_says_what_would_stop_it() {
+    let v = verdict("monitoring/node-exporter-8kq2v");
+    assert_eq!(v["outcome"], "notProposed", "{v}");
+    let s = sentence(&v);
+    assert!(
+        s.contains("none of its strategies (tdm) proposes it"),
+        "{s}"
+    );
+    assert!(
+        s.contains("namespace monitoring is outside the policy's namespaces"),
+        "{s}"
+    );
+    assert!(s.contains("gate protected: system-critical"), "{s}");
+    // Nothing in its way but the strategies: said as such.
+    let v = verdict("shop/web-7c9f8d6b54-4xj9p");
+    assert!(
+        sentence(&v).ends_with("Were one to, no gate would stop it."),
+        "{v}"
+    );
+    // A finished pod is said to be finished.
+    let v = verdict("analytics/etl-compaction-29413770-q8w2n");
+    assert!(sentence(&v).contains("It has finished (Succeeded)"), "{v}");
+}
+
+#[test]
+fn names_that_are_not_pods_are_refused_with_a_hint() {
+    let output = explain("shop/web-7c9f8d6b54-4xj9q", &[]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "no pod shop/web-7c9f8d6b54-4xj9q in the input; did you mean shop/web-7c9f8d6b54-4xj9p?"
+        ),
+        "{stderr}"
+    );
+    let output = explain("web-7c9f8d6b54-4xj9p", &[]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("name the pod as NAMESPACE/NAME"),
+        "{stderr}"
+    );
+}
