@@ -6,7 +6,8 @@
 //! pure functions of a snapshot and an instant.
 //!
 //! `windows` → `api` → `cluster` → `framework` → `strategies`, `gates` → `planner` → `report` →
-//! `timeline`; `runtime` (over `cluster`) → `controller`, `webhook`; `cli` on top.
+//! `timeline`, with `drain` between `planner` and `report`; `runtime` (over `cluster`) → `controller`,
+//! `webhook`; `cli` on top.
 
 #![warn(unreachable_pub)]
 
@@ -14,6 +15,7 @@ pub mod api;
 pub mod cli;
 pub mod cluster;
 pub mod controller;
+pub mod drain;
 pub mod framework;
 pub(crate) mod gates;
 pub mod planner;

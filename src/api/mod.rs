@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 pub use duration::GoDuration;
 pub use podgroup::PodGroup;
 pub use policy::{DeschedulingPolicy, DeschedulingPolicySpec, PolicyMode};
-pub use zone::{RevocableZone, RevocableZoneSpec};
+pub use zone::{BudgetsAfterClose, DrainBefore, DrainStatus, RevocableZone, RevocableZoneSpec};
 
 /// The CustomResourceDefinitions tidal installs, as multi-document YAML (what `tidal crds` prints and
 /// what the chart ships in `charts/tidal/crds/`).

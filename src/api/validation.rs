@@ -280,7 +280,7 @@ mod tests {
         assert!(
             cel.cel
                 .iter()
-                .any(|(_, m)| m.contains("drainBefore must be shorter than 24h")),
+                .any(|(_, m)| m.contains("drainBefore must be auto or shorter than 24h")),
             "{cel:?}"
         );
     }

@@ -7,12 +7,13 @@ use anyhow::Context;
 use clap::Args;
 use jiff::{SignedDuration, Timestamp};
 
+use super::PacingArgs;
 use crate::{
     api::{
         self, DeschedulingPolicySpec, GoDuration, PolicyMode, args::TdmArgs, policy::Strategies,
     },
     cluster::{ClusterCache, PolicyInfo, Snapshot, dump::Dump},
-    controller::{self, evictor::EvictorConfig},
+    controller,
     planner::{self, CyclePlan, Verification},
     report::{Format, Report},
     runtime::{ClientArgs, client},
@@ -65,6 +66,10 @@ pub struct ReportArgs {
     /// report is all a reader sees.
     #[arg(short, long)]
     pub verbose: bool,
+    /// The controller's eviction rate and drain margin, which the drain estimates assume: pass what
+    /// `tidal run` is given.
+    #[command(flatten)]
+    pub pacing: PacingArgs,
 }
 
 #[derive(Debug, Args)]
@@ -125,7 +130,7 @@ pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
     let snapshot = shared.write().snapshot();
     let (mut cycle, notes) = plan_report(&snapshot, args)?;
     let verification = if args.verify {
-        controller::oneshot::verify(evictions, &mut cycle, EvictorConfig::default(), timeout).await
+        controller::oneshot::verify(evictions, &mut cycle, args.pacing.evictor(), timeout).await
     } else {
         Verification::default()
     };

@@ -4,9 +4,10 @@ use std::net::SocketAddr;
 
 use clap::{ArgAction, Args};
 
+use super::pacing::PacingArgs;
 use crate::{
     api::GoDuration,
-    controller::{self, ControllerConfig, evictor::EvictorConfig, taints::KeeperSettings},
+    controller::{self, ControllerConfig, taints::KeeperSettings},
     runtime::{
         ClientArgs, LogFormat,
         leader::{self, LeaseConfig},
@@ -91,20 +92,8 @@ pub struct RunArgs {
         default_value = "0.0.0.0:8081"
     )]
     pub health_addr: SocketAddr,
-    /// Eviction requests per second (sustained).
-    #[arg(long, value_name = "QPS", default_value_t = 5.0)]
-    pub eviction_qps: f64,
-    /// Eviction requests allowed in a burst above the QPS.
-    #[arg(long, value_name = "N", default_value_t = 10)]
-    pub eviction_burst: u32,
-    /// Eviction requests in flight at once.
-    #[arg(long, value_name = "N", default_value_t = 4)]
-    pub eviction_concurrency: usize,
-    /// The grace period every eviction gives its pod, in seconds (sent as the Eviction's
-    /// `deleteOptions.gracePeriodSeconds`; 0 kills at once). Default: each pod's own
-    /// `terminationGracePeriodSeconds`. The descheduler's `gracePeriodSeconds`.
-    #[arg(long, value_name = "SECONDS")]
-    pub eviction_grace_period_seconds: Option<u32>,
+    #[command(flatten)]
+    pub pacing: PacingArgs,
     /// Evictions not done by then (retries included) are abandoned until the next cycle.
     #[arg(long, value_name = "DURATION", default_value = "2m")]
     pub cycle_timeout: GoDuration,
@@ -133,9 +122,6 @@ pub struct RunArgs {
     pub log_format: LogFormat,
 }
 
-/// Below this a token takes so long to refill that the limit is a misconfiguration, not a pace.
-const MIN_EVICTION_QPS: f64 = 0.001;
-
 impl RunArgs {
     pub fn controller_config(&self) -> anyhow::Result<ControllerConfig> {
         if self.leader_elect {
@@ -158,11 +144,7 @@ impl RunArgs {
                 );
             }
         }
-        if !(self.eviction_qps.is_finite() && self.eviction_qps >= MIN_EVICTION_QPS) {
-            anyhow::bail!(
-                "--eviction-qps must be a number of at least {MIN_EVICTION_QPS} (one request every 1000s)"
-            );
-        }
+        self.pacing.check()?;
         let mut config = ControllerConfig::new(self.metrics_addr, self.health_addr);
         config.client = self.client.clone();
         config.lease = self.leader_elect.then(|| LeaseConfig {
@@ -180,13 +162,8 @@ impl RunArgs {
                     .unwrap_or_else(leader::default_identity),
             )
         });
-        config.eviction = EvictorConfig {
-            qps: self.eviction_qps,
-            burst: self.eviction_burst,
-            concurrency: self.eviction_concurrency.max(1),
-            grace_period_seconds: self.eviction_grace_period_seconds.map(i64::from),
-            ..EvictorConfig::default()
-        };
+        config.eviction = self.pacing.evictor();
+        config.drain_margin = self.pacing.drain_margin;
         config.cycle.timeout = self.cycle_timeout.as_std();
         config.cycle.in_flight_ttl = self.in_flight_ttl.as_std();
         config.cycle.dry_run_verify_per_cycle = self.dry_run_verify_per_cycle;

@@ -33,6 +33,9 @@ pub struct Exemptions {
     /// The pod has no owner and has failed, and the policy asked for such pods to go
     /// (`removeFailedPods.evictFailedBarePods`), so protection `barePods` does not apply.
     pub bare_pod: bool,
+    /// The pod's zone has closed and says budgets no longer hold for what is left on it
+    /// (`budgetsAfterClose: Ignore`), so gate `budget` does not apply.
+    pub budget: bool,
 }
 
 impl Candidate {

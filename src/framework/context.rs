@@ -7,13 +7,23 @@ use jiff::Timestamp;
 
 use super::{gatekeeper::Gatekeeper, zones::ZoneView};
 use crate::{
-    api::GoDuration,
+    api::{GoDuration, labels},
     cluster::{
         InvalidValue, JobBudget, JobKey, JobKind, JobState, NodeInfo, NodeState, ObjectKey,
         PodGroupInfo, PodInfo, PolicyInfo, Setting, Snapshot, rules::placement,
         store::snapshot::PodBudgets,
     },
 };
+
+/// Whether a pod may run on a node of a given revocable zone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ZonePlacement {
+    /// Preemptable and not opted into a different zone.
+    Allowed,
+    Violation(String),
+    /// Its preemptable setting is unreadable; gate `invalid` refuses it with the details.
+    Unknown,
+}
 
 pub struct PlanContext<'a> {
     pub snapshot: &'a Snapshot,
@@ -29,6 +39,25 @@ impl<'a> PlanContext<'a> {
     pub fn preemptable(&self, pod: &PodInfo) -> Setting<bool> {
         self.declared_preemptable(pod)
             .or_else(|| Setting::Valid(self.policy.spec.defaults.preemptable))
+    }
+
+    /// Whether `pod` may run on a node of revocable zone `zone`: preemptable pods may (unless they opted
+    /// into another zone); any other pod there is a placement violation.
+    pub fn zone_placement(&self, pod: &PodInfo, zone: &str) -> ZonePlacement {
+        match self.preemptable(pod) {
+            Setting::Invalid(_) => ZonePlacement::Unknown,
+            Setting::Valid(false) | Setting::Unset => ZonePlacement::Violation(format!(
+                "not preemptable, on a node of revocable zone {zone}"
+            )),
+            // An empty annotation is read as no opt-in when the pod is parsed (cluster/pod.rs).
+            Setting::Valid(true) => match pod.zone_opt_in.as_deref() {
+                Some(opted) if opted != "*" && opted != zone => ZonePlacement::Violation(format!(
+                    "{}={opted} but runs in revocable zone {zone}",
+                    labels::REVOCABLE_ZONE
+                )),
+                _ => ZonePlacement::Allowed,
+            },
+        }
     }
 
     /// What the pod or its PodGroup says, without the policy default: whether the owner opted in.

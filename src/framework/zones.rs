@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
 
-use crate::{cluster::Snapshot, windows::ZoneState};
+use crate::{api::BudgetsAfterClose, cluster::Snapshot, windows::ZoneState};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ZoneView {
@@ -20,12 +20,19 @@ pub struct ZoneView {
     /// When the next round may start, if it is not due yet.
     pub next_round: Option<Timestamp>,
     pub nodes: usize,
+    pub budgets_after_close: BudgetsAfterClose,
 }
 
 impl ZoneView {
     /// Closed (or draining before a close) and due for a round: TDM evicts its preemptable pods now.
     pub fn evicting_now(&self) -> bool {
         self.round_due && self.state.as_ref().is_ok_and(ZoneState::evicting)
+    }
+
+    /// Closed, and its preemptable pods no longer held by job budgets (`budgetsAfterClose: Ignore`).
+    pub fn lifts_budgets(&self) -> bool {
+        self.budgets_after_close == BudgetsAfterClose::Ignore
+            && self.state.as_ref().is_ok_and(|state| !state.open)
     }
 }
 
@@ -63,11 +70,7 @@ pub fn zone_views(
                 .ok()
                 .filter(|next| *next > now)
         });
-        let state = zone
-            .schedule
-            .as_ref()
-            .map(|s| s.state_at(now, zone.spec.drain_before.as_std()))
-            .map_err(Clone::clone);
+        let state = zone.state_at(now);
         let schedule = zone.spec.windows_line();
         views.insert(
             zone.name.clone(),
@@ -84,6 +87,7 @@ pub fn zone_views(
                 round_due: next_round.is_none(),
                 next_round,
                 nodes: node_counts.get(zone.name.as_str()).copied().unwrap_or(0),
+                budgets_after_close: zone.spec.budgets_after_close,
             },
         );
     }

@@ -26,6 +26,9 @@ impl Gate for Budget {
     }
 
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {
+        if candidate.exempt.budget {
+            return Ok(());
+        }
         let job = &candidate.pod.job;
         let mut jobs = self.jobs.borrow_mut();
         let entry = jobs.entry(job, ctx);
@@ -47,6 +50,9 @@ impl Gate for Budget {
     }
 
     fn admit(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) {
+        if candidate.exempt.budget {
+            return;
+        }
         let mut jobs = self.jobs.borrow_mut();
         let entry = jobs.entry(&candidate.pod.job, ctx);
         entry.remaining = entry.remaining.saturating_sub(1);
@@ -54,6 +60,9 @@ impl Gate for Budget {
     }
 
     fn retract(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) {
+        if candidate.exempt.budget {
+            return;
+        }
         let mut jobs = self.jobs.borrow_mut();
         let entry = jobs.entry(&candidate.pod.job, ctx);
         entry.remaining += 1;

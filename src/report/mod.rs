@@ -298,7 +298,11 @@ impl Report {
             let tz = schedule.time_zone();
             let shown =
                 |at: Timestamp| format!("{} ({})", clock::local(tz, at), clock::relative(now, at));
-            let drain = zone.spec.drain_before.to_signed();
+            let drain = zone
+                .spec
+                .drain_before
+                .fixed()
+                .map_or(jiff::SignedDuration::ZERO, |lead| lead.to_signed());
             let drain_start = state
                 .next_change
                 .filter(|_| state.open && drain.is_positive())
@@ -710,7 +714,7 @@ mod tests {
     }
 
     #[test]
-    fn with_one_policy_rows_and_counts_are_as_before() {
+    fn with_one_policy_the_table_has_no_policy_column_and_counts_rows_once() {
         let report = report(
             &["p"],
             vec![eviction("a", "p"), eviction("b", "p")],

@@ -5,9 +5,10 @@ use std::{cmp::Reverse, sync::Arc};
 
 use crate::api::args::TdmArgs;
 use crate::{
-    api::labels,
     cluster::{PodInfo, PodPhase, Setting},
-    framework::{Candidate, Exemptions, PlanContext, Plugin, PodByPod, StrategyId, ZoneView},
+    framework::{
+        Candidate, Exemptions, PlanContext, Plugin, PodByPod, StrategyId, ZonePlacement, ZoneView,
+    },
 };
 
 const ID: StrategyId = StrategyId::Tdm;
@@ -16,35 +17,9 @@ pub(crate) struct Tdm {
     args: TdmArgs,
 }
 
-/// Whether a pod may run on a node of a given zone.
-enum Placement {
-    /// Preemptable and not opted into a different zone.
-    Allowed,
-    Violation(String),
-    /// Its preemptable setting is unreadable; the `invalid` gate will refuse it with the details.
-    Unknown,
-}
-
 impl Tdm {
     pub(crate) fn new(args: TdmArgs) -> Self {
         Tdm { args }
-    }
-
-    fn placement(ctx: &PlanContext<'_>, pod: &PodInfo, zone: &str) -> Placement {
-        match ctx.preemptable(pod) {
-            Setting::Invalid(_) => Placement::Unknown,
-            Setting::Valid(false) | Setting::Unset => Placement::Violation(format!(
-                "not preemptable, on a node of revocable zone {zone}"
-            )),
-            // An empty annotation is read as no opt-in when the pod is parsed (cluster/pod.rs).
-            Setting::Valid(true) => match pod.zone_opt_in.as_deref() {
-                Some(opted) if opted != "*" && opted != zone => Placement::Violation(format!(
-                    "{}={opted} but runs in revocable zone {zone}",
-                    labels::REVOCABLE_ZONE
-                )),
-                _ => Placement::Allowed,
-            },
-        }
     }
 
     fn closing_reason(zone: &ZoneView) -> String {
@@ -98,17 +73,19 @@ impl PodByPod for Tdm {
                     {
                         continue;
                     }
-                    let candidate = match Self::placement(ctx, pod, &zone.name) {
-                        Placement::Allowed if evicting => {
+                    let placement = ctx.zone_placement(pod, &zone.name);
+                    let lifts_budgets = placement == ZonePlacement::Allowed && zone.lifts_budgets();
+                    let candidate = match placement {
+                        ZonePlacement::Allowed if evicting => {
                             Candidate::new(pod, ID, Self::closing_reason(zone))
                         }
-                        Placement::Allowed => continue,
-                        Placement::Unknown => Candidate::new(
+                        ZonePlacement::Allowed => continue,
+                        ZonePlacement::Unknown => Candidate::new(
                             pod,
                             ID,
                             format!("on revocable zone {}, preemptable unknown", zone.name),
                         ),
-                        Placement::Violation(why) => {
+                        ZonePlacement::Violation(why) => {
                             let candidate =
                                 Candidate::new(pod, ID, format!("placement violation: {why}"));
                             if self.args.evict_placement_violations {
@@ -125,6 +102,7 @@ impl PodByPod for Tdm {
                         switchable_protections: ctx.declared_preemptable(pod)
                             == Setting::Valid(true),
                         bare_pod: false,
+                        budget: lifts_budgets,
                     };
                     in_zone.push(candidate.in_zone(&zone.name).exempt(exempt));
                 }
@@ -154,6 +132,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::api::labels;
     use crate::{
         cluster::{ObjectKey, PolicyInfo},
         planner::plan_all,
@@ -375,6 +354,40 @@ mod tests {
             held.iter()
                 .all(|c| c.held.as_deref() == Some("evictPlacementViolations is off"))
         );
+    }
+
+    #[test]
+    fn a_closed_zone_that_lifts_budgets_evicts_a_whole_job_in_one_round_and_a_draining_one_does_not()
+     {
+        let job = |world: Cluster| {
+            world.pods((0..4).map(|i| {
+                pod(&format!("ns/big-{i}"), "rev-1")
+                    .owned_by("ReplicaSet", "big")
+                    .preemptable()
+                    .annotation("volcano.sh/jdb-max-unavailable", "1")
+            }))
+        };
+        let evicted = |world: &mut Cluster| {
+            let snapshot = world.snapshot();
+            let evict = policy(json!({"mode": "Evict"}));
+            plan_all(&snapshot, &[&evict], ts(NOW)).plans[0]
+                .evictions
+                .len()
+        };
+        let lifted = json!({"budgetsAfterClose": "Ignore"});
+        let mut closed = job(Cluster::new()
+            .node(node("rev-1").zone("z"))
+            .zone(closed_zone("z").spec(lifted.clone())));
+        assert_eq!(evicted(&mut closed), 4);
+        let mut respected = job(Cluster::revocable());
+        assert_eq!(evicted(&mut respected), 1);
+        // Open until 05:00 and draining: the close has not come, budgets hold.
+        let mut draining = job(Cluster::new().node(node("rev-1").zone("z")).zone(
+            zone("z")
+                .window("20:00-05:00")
+                .spec(json!({"drainBefore": "2h", "budgetsAfterClose": "Ignore"})),
+        ));
+        assert_eq!(evicted(&mut draining), 1);
     }
 
     #[test]

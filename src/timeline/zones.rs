@@ -33,8 +33,8 @@ pub(super) fn zone_track(
     };
     track.time_zone = schedule.time_zone_name().to_owned();
     track.tz = schedule.time_zone().clone();
-    let drain = zone.spec.drain_before.as_std();
-    let drain_signed = zone.spec.drain_before.to_signed();
+    let drain = zone.fixed_lead();
+    let drain_signed = jiff::SignedDuration::try_from(drain).unwrap_or(jiff::SignedDuration::MAX);
     let change_event = |at: Timestamp, shown: Timestamp, kind: EventKind| Event {
         at,
         shown,
@@ -122,10 +122,10 @@ fn changes(
     zone: &ZoneInfo,
     at: Timestamp,
 ) -> (Option<Timestamp>, Option<Timestamp>) {
-    let state = schedule.state_at(at, zone.spec.drain_before.as_std());
+    let state = schedule.state_at(at, zone.fixed_lead());
     let drain_start = state
         .next_change
         .filter(|_| state.open && !state.draining)
-        .and_then(|close| close.checked_sub(zone.spec.drain_before.to_signed()).ok());
+        .and_then(|close| zone.fixed_drain_start(close));
     (state.next_change, drain_start)
 }

@@ -40,7 +40,7 @@ use k8s_openapi::{
     },
     apimachinery::pkg::{
         api::resource::Quantity,
-        apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference, Time},
+        apis::meta::v1::{LabelSelector, MicroTime, ObjectMeta, OwnerReference, Time},
         util::intstr::IntOrString,
     },
 };
@@ -50,8 +50,8 @@ use tidal::{
     api::args::TdmArgs,
     api::labels,
     api::{
-        DeschedulingPolicy, DeschedulingPolicySpec, GoDuration, PodGroup, PolicyMode,
-        RevocableZone, RevocableZoneSpec,
+        BudgetsAfterClose, DeschedulingPolicy, DeschedulingPolicySpec, DrainBefore, GoDuration,
+        PodGroup, PolicyMode, RevocableZone, RevocableZoneSpec,
         args::NamespaceFilter,
         podgroup::PodGroupSpec,
         policy::{EvictionLimits, JobBudgetSpec, PolicyDefaults, Strategies},
@@ -822,12 +822,14 @@ fn zones(spec: &SyntheticSpec) -> Vec<RevocableZone> {
                         .collect(),
                     time_zone: time_zone.to_owned(),
                     evict_period: GoDuration::from_secs(60 * (1 + i as u64 % 5)),
-                    drain_before: GoDuration::from_secs(600),
+                    drain_before: DrainBefore::Fixed(GoDuration::from_secs(600)),
+                    max_drain_before: GoDuration::from_secs(7_200),
+                    budgets_after_close: BudgetsAfterClose::Respect,
                     taint_when_closed: true,
                 },
             );
             zone.status = (i % 2 == 0).then(|| RevocableZoneStatus {
-                last_eviction_round: Some(Time(ago(spec.now, 3_600 + 600 * i as i64))),
+                last_eviction_round: Some(MicroTime(ago(spec.now, 3_600 + 600 * i as i64))),
                 ..RevocableZoneStatus::default()
             });
             zone

@@ -40,8 +40,8 @@ fn no_debug_structures(stderr: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_crds_are_one_line_and_the_report_runs_without_them() {
     let server = Scenario::start().await;
-    server.apply(node("n1", None));
-    server.apply(pod("default", "web-0", "n1"));
+    server.apply(node("n1"));
+    server.apply(pod("default/web-0", "n1"));
     for resource in ["revocablezones", "deschedulingpolicies"] {
         server.fail_requests("GET", resource, &[404; 50]);
     }

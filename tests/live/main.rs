@@ -8,6 +8,7 @@
 mod support;
 
 mod controller;
+mod drain;
 mod first_contact;
 mod ha;
 mod prometheus;

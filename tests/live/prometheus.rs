@@ -51,10 +51,10 @@ const QUERY: &str = "avg by (instance) (instance:node_cpu:ratio)";
 
 fn cluster(server: &Scenario) {
     for name in ["busy", "idle", "middle"] {
-        server.apply(node(name, None));
+        server.apply(node(name));
     }
     for i in 0..3 {
-        server.apply(pod("web", &format!("web-{i}"), "busy"));
+        server.apply(pod(&format!("web/web-{i}"), "busy"));
     }
     server.apply(json!({
         "apiVersion": "tidal.dev/v1alpha1", "kind": "DeschedulingPolicy",

@@ -134,10 +134,19 @@ fn printer_columns() {
             "Open",
             "Draining",
             "Nodes",
+            "Remaining",
+            "Empty-By",
+            "On-Track",
             "Next-Change",
             "Age"
         ],
     );
+    // The drain's ETA is a future instant too.
+    assert!(zone.contains(&(
+        "Empty-By".into(),
+        "string".into(),
+        ".status.drain.expectedEmptyAt".into()
+    )));
     assert!(zone.contains(&("Open".into(), "boolean".into(), ".status.open".into())));
     // Never a `date` for a future instant: kubectl prints those as `<invalid>`.
     assert!(zone.contains(&(
@@ -233,7 +242,8 @@ fn schemas_carry_the_cel_rules() {
         zone_messages,
         BTreeSet::from([
             (".spec", "windows must not repeat"),
-            (".spec", "drainBefore must be shorter than 24h"),
+            (".spec", "drainBefore must be auto or shorter than 24h"),
+            (".spec", "maxDrainBefore must be shorter than 24h"),
             (".spec", "evictPeriod must be at least 1s"),
         ])
     );
@@ -275,7 +285,12 @@ fn window_and_duration_fields_have_patterns() {
     );
     assert_eq!(zone["properties"]["windows"]["minItems"], 1);
     assert_eq!(zone["required"], serde_json::json!(["windows"]));
-    for field in ["evictPeriod", "drainBefore"] {
+    let duration = tidal::api::duration::GO_DURATION_PATTERN;
+    assert_eq!(
+        zone["properties"]["drainBefore"]["pattern"],
+        format!("^(auto|{})$", &duration[1..duration.len() - 1]),
+    );
+    for field in ["evictPeriod", "maxDrainBefore"] {
         assert_eq!(
             zone["properties"][field]["pattern"],
             tidal::api::duration::GO_DURATION_PATTERN,

@@ -13,7 +13,7 @@ use std::{
 fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
     let base = ["api", "windows"];
     let core = ["api", "windows", "cluster", "framework"];
-    let rows: [(&str, &[&str]); 14] = [
+    let rows: [(&str, &[&str]); 15] = [
         ("api", &["windows"]),
         ("windows", &[]),
         ("cluster", &base),
@@ -32,8 +32,12 @@ fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
             ],
         ),
         (
-            "report",
+            "drain",
             &["api", "windows", "cluster", "framework", "planner"],
+        ),
+        (
+            "report",
+            &["api", "windows", "cluster", "framework", "planner", "drain"],
         ),
         (
             "timeline",
@@ -55,6 +59,7 @@ fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
                 "cluster",
                 "framework",
                 "planner",
+                "drain",
                 "runtime",
             ],
         ),
@@ -67,6 +72,7 @@ fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
                 "cluster",
                 "framework",
                 "planner",
+                "drain",
                 "report",
                 "timeline",
                 "runtime",

@@ -266,6 +266,13 @@ fn edge_values_are_accepted() {
         ),
         with(base_zone(), "/spec/drainBefore", Some(json!("23h59m"))),
         with(base_zone(), "/spec/drainBefore", None),
+        with(base_zone(), "/spec/drainBefore", Some(json!("auto"))),
+        with(base_zone(), "/spec/maxDrainBefore", Some(json!("23h"))),
+        with(
+            base_zone(),
+            "/spec/budgetsAfterClose",
+            Some(json!("Ignore")),
+        ),
         with(base_zone(), "/spec/evictPeriod", Some(json!("1s"))),
         with(base_zone(), "/spec/timeZone", None),
         with(base_zone(), "/status", None),
@@ -368,7 +375,22 @@ fn invalid_objects_are_rejected() {
         (
             "drainBefore of a day",
             with(base_zone(), "/spec/drainBefore", Some(json!("24h"))),
-            Expect::Cel("drainBefore must be shorter than 24h"),
+            Expect::Cel("drainBefore must be auto or shorter than 24h"),
+        ),
+        (
+            "drainBefore neither auto nor a duration",
+            with(base_zone(), "/spec/drainBefore", Some(json!("automatic"))),
+            Expect::Schema("spec.drainBefore"),
+        ),
+        (
+            "maxDrainBefore of a day",
+            with(base_zone(), "/spec/maxDrainBefore", Some(json!("24h"))),
+            Expect::Cel("maxDrainBefore must be shorter than 24h"),
+        ),
+        (
+            "budgetsAfterClose of another value",
+            with(base_zone(), "/spec/budgetsAfterClose", Some(json!("Skip"))),
+            Expect::Schema("spec.budgetsAfterClose"),
         ),
         (
             "evictPeriod below a second",

@@ -344,12 +344,16 @@ fn zone(slot: u8, window: u8, last_round: Option<u16>) -> ZoneInfo {
             }],
             time_zone: "UTC".into(),
             evict_period: GoDuration::from_secs(60),
-            drain_before: GoDuration::default(),
+            drain_before: tidal::api::DrainBefore::Fixed(GoDuration::default()),
+            max_drain_before: GoDuration::from_secs(7_200),
+            budgets_after_close: Default::default(),
             taint_when_closed: true,
         },
     );
     zone.status = last_round.map(|round| RevocableZoneStatus {
-        last_eviction_round: Some(Time(at(round))),
+        last_eviction_round: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+            at(round),
+        )),
         ..RevocableZoneStatus::default()
     });
     ZoneInfo::from_zone(&zone).expect("the test zone has a name")

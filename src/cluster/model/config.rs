@@ -1,12 +1,14 @@
 //! tidal's own configuration objects as the cache keeps them: validated once when they change.
 
+use std::time::Duration;
+
 use jiff::Timestamp;
 
 use crate::cluster::Unnamed;
 use crate::cluster::model::job_budget::JobBudget;
 use crate::{
     api::{DeschedulingPolicy, DeschedulingPolicySpec, RevocableZone, RevocableZoneSpec},
-    windows::{DailyWindow, ZoneSchedule},
+    windows::{DailyWindow, ZoneSchedule, ZoneState},
 };
 
 #[derive(Clone, Debug)]
@@ -19,6 +21,15 @@ pub struct ZoneInfo {
     pub schedule: Result<ZoneSchedule, String>,
     /// From `status.lastEvictionRound`: `evictPeriod` counts from here.
     pub last_eviction_round: Option<Timestamp>,
+    /// From `status.drain`: the close an `auto` drain started for, and when.
+    pub drain_started: Option<DrainStart>,
+}
+
+/// An `auto` drain decided for one close: the zone drains from `at` until `close`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrainStart {
+    pub close: Timestamp,
+    pub at: Timestamp,
 }
 
 impl ZoneInfo {
@@ -35,10 +46,54 @@ impl ZoneInfo {
                 .as_ref()
                 .and_then(|s| s.last_eviction_round.as_ref())
                 .map(|t| t.0),
+            drain_started: zone
+                .status
+                .as_ref()
+                .and_then(|s| s.drain.as_ref())
+                .and_then(|drain| {
+                    Some(DrainStart {
+                        close: drain.close.as_ref()?.0,
+                        at: drain.started_at.as_ref()?.0,
+                    })
+                }),
             uid: zone.metadata.uid.clone(),
             spec: zone.spec.clone(),
             name,
         })
+    }
+
+    /// The zone's state at `now`: open or closed, and draining when a fixed `drainBefore` puts `now`
+    /// within that lead of the close, or when an `auto` drain was started for that close. `Err` when the
+    /// windows cannot be read.
+    pub fn state_at(&self, now: Timestamp) -> Result<ZoneState, String> {
+        let schedule = self.schedule.as_ref().map_err(Clone::clone)?;
+        let mut state = schedule.state_at(now, self.fixed_lead());
+        if state.open
+            && !state.draining
+            && let (Some(started), Some(close)) = (self.drain_started, state.next_change)
+        {
+            state.draining = started.close == close && started.at <= now;
+        }
+        Ok(state)
+    }
+
+    /// The lead of a fixed `drainBefore`; zero for `auto`, whose drains start when decided.
+    pub fn fixed_lead(&self) -> Duration {
+        self.spec
+            .drain_before
+            .fixed()
+            .map_or(Duration::ZERO, |lead| lead.as_std())
+    }
+
+    /// When a fixed `drainBefore` starts draining for the close at `close`; `None` for `auto`.
+    pub fn fixed_drain_start(&self, close: Timestamp) -> Option<Timestamp> {
+        let lead = self.spec.drain_before.fixed()?;
+        close.checked_sub(lead.to_signed()).ok()
+    }
+
+    /// Whether the zone's `drainBefore` is `auto`.
+    pub fn drains_automatically(&self) -> bool {
+        self.spec.drain_before.fixed().is_none()
     }
 }
 

@@ -283,6 +283,7 @@ fn pod_spec(s: pb::PodSpec) -> api::PodSpec {
                 .collect(),
         ),
         scheduler_name: nz(s.scheduler_name),
+        termination_grace_period_seconds: s.termination_grace_period_seconds,
         ..api::PodSpec::default()
     }
 }

@@ -1,18 +1,86 @@
 //! What this process started and the watches have not confirmed yet: pods it evicted that have not
-//! terminated, and eviction rounds its zones' status does not show. Both count in every snapshot, so
-//! that no pod is evicted twice and `evictPeriod` holds before the API server echoes the change back.
+//! terminated, and eviction rounds and drains its zones' status does not show. They count in every
+//! snapshot, so that no pod is evicted twice, `evictPeriod` holds and a started drain goes on before
+//! the API server echoes the change back.
 
 use std::time::Duration;
 
 use jiff::Timestamp;
 
 use super::ClusterCache;
-use crate::cluster::ObjectKey;
+use crate::cluster::{DrainStart, ObjectKey, ZoneInfo};
 
 #[derive(Clone, Debug)]
 pub(super) struct InFlight {
     pub(super) uid: String,
     pub(super) since: Timestamp,
+}
+
+/// A zone's rounds and drain as this process knows them ahead of its status.
+#[derive(Clone, Debug, Default)]
+pub(super) struct LocalZoneNotes {
+    round: Option<Timestamp>,
+    drain: Option<DrainStart>,
+}
+
+impl LocalZoneNotes {
+    /// Puts what the status does not show yet into `zone`, and forgets what it does: once the status
+    /// is the record again, a round or drain an operator later clears from it is not brought back.
+    pub(super) fn merge_into(&mut self, zone: &mut ZoneInfo) {
+        if let Some(round) = self.round {
+            if zone.last_eviction_round.is_some_and(|last| last >= round) {
+                self.round = None;
+            } else {
+                zone.last_eviction_round = Some(round);
+            }
+        }
+        if let Some(drain) = self.drain {
+            if zone
+                .drain_started
+                .is_some_and(|known| known.close == drain.close)
+            {
+                self.drain = None;
+            } else {
+                zone.drain_started = Some(drain);
+            }
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.round.is_none() && self.drain.is_none()
+    }
+}
+
+/// How long evicted pods took to go, as seen in one zone: the last few, for the drain estimate.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Terminations {
+    seconds: std::collections::VecDeque<f64>,
+}
+
+/// Terminations remembered per zone.
+const TERMINATIONS_KEPT: usize = 64;
+
+/// Terminations needed before they stand in for the pods' grace periods.
+const TERMINATIONS_TRUSTED: usize = 5;
+
+impl Terminations {
+    fn record(&mut self, took: jiff::SignedDuration) {
+        if self.seconds.len() == TERMINATIONS_KEPT {
+            self.seconds.pop_front();
+        }
+        self.seconds.push_back(took.as_secs_f64().max(0.0));
+    }
+
+    /// The 90th percentile of what was seen, once enough was.
+    fn typical(&self) -> Option<jiff::SignedDuration> {
+        if self.seconds.len() < TERMINATIONS_TRUSTED {
+            return None;
+        }
+        let mut sorted: Vec<f64> = self.seconds.iter().copied().collect();
+        sorted.sort_by(f64::total_cmp);
+        let at = (sorted.len() * 9).div_ceil(10).saturating_sub(1);
+        jiff::SignedDuration::try_from_secs_f64(sorted[at]).ok()
+    }
 }
 
 impl ClusterCache {
@@ -79,24 +147,75 @@ impl ClusterCache {
     /// holds before its status write comes back through the watch, and if that write failed. A later
     /// round known from the status wins. Returns whether the zone's last round changed.
     pub fn note_eviction_round(&mut self, zone: &str, at: Timestamp) -> bool {
-        let local = self.local_rounds.entry(zone.to_owned()).or_insert(at);
-        *local = (*local).max(at);
-        let Some(current) = self.zones.get(&zone.to_owned()) else {
-            return false;
-        };
-        if current.last_eviction_round.is_some_and(|last| last >= at) {
-            return false;
-        }
-        let mut updated = (**current).clone();
-        updated.last_eviction_round = Some(at);
-        // Not `apply_zone`: this is the local note itself, not the status confirming it.
-        self.zones
-            .insert(&mut self.generation, zone.to_owned(), updated);
-        true
+        let notes = self.local_notes.entry(zone.to_owned()).or_default();
+        notes.round = Some(notes.round.map_or(at, |round| round.max(at)));
+        self.change_zone(zone, |info| {
+            let later = info.last_eviction_round.is_none_or(|last| last < at);
+            if later {
+                info.last_eviction_round = Some(at);
+            }
+            later
+        })
     }
 
     /// The last eviction round this process started in `zone`, if any.
     pub fn local_round(&self, zone: &str) -> Option<Timestamp> {
-        self.local_rounds.get(zone).copied()
+        self.local_notes.get(zone).and_then(|notes| notes.round)
+    }
+
+    /// Records that this process started `zone`'s `auto` drain for a close, so that the zone drains
+    /// from now on in every snapshot (and for the closed-zone taint) before the status shows it.
+    /// Returns whether the zone changed.
+    pub fn note_drain_start(&mut self, zone: &str, start: DrainStart) -> bool {
+        let notes = self.local_notes.entry(zone.to_owned()).or_default();
+        notes.drain = Some(start);
+        self.change_zone(zone, |info| {
+            let new = info
+                .drain_started
+                .is_none_or(|known| known.close != start.close);
+            if new {
+                info.drain_started = Some(start);
+            }
+            new
+        })
+    }
+
+    /// A pod this process evicted went, `took` after the eviction was accepted: what the drain
+    /// estimate of its zone assumes of the next ones, once it has seen a few.
+    pub(super) fn note_termination(
+        &mut self,
+        pod: &crate::cluster::PodInfo,
+        took: jiff::SignedDuration,
+    ) {
+        let Some(zone) = pod
+            .node_name
+            .as_ref()
+            .and_then(|node| self.node(node))
+            .and_then(|node| node.revocable_zone.clone())
+        else {
+            return;
+        };
+        self.terminations.entry(zone).or_default().record(took);
+    }
+
+    /// How long evicted pods of `zone` typically took to go (the 90th percentile of the last few),
+    /// once this process has seen enough of them.
+    pub fn observed_termination(&self, zone: &str) -> Option<jiff::SignedDuration> {
+        self.terminations.get(zone).and_then(Terminations::typical)
+    }
+
+    /// Changes the cached zone in place when `change` says it changed something.
+    fn change_zone(&mut self, zone: &str, change: impl FnOnce(&mut ZoneInfo) -> bool) -> bool {
+        let Some(current) = self.zones.get(&zone.to_owned()) else {
+            return false;
+        };
+        let mut updated = (**current).clone();
+        if !change(&mut updated) {
+            return false;
+        }
+        // Not `apply_zone`: this is the local note itself, not the status confirming it.
+        self.zones
+            .insert(&mut self.generation, zone.to_owned(), updated);
+        true
     }
 }

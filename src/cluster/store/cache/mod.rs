@@ -14,7 +14,7 @@ use jiff::Timestamp;
 mod in_flight;
 mod snapshot_sync;
 
-use in_flight::InFlight;
+use in_flight::{InFlight, LocalZoneNotes, Terminations};
 pub use snapshot_sync::{Retired, SnapshotUpdate};
 
 use crate::cluster::{
@@ -50,10 +50,13 @@ pub struct ClusterCache {
     podgroups: Versioned<ObjectKey, PodGroupInfo>,
     pdbs: Versioned<ObjectKey, PdbInfo>,
     zones: Versioned<String, ZoneInfo>,
-    /// Eviction rounds this process started, by zone: the one home of that fact until the zone's
-    /// status says as much. Merged into every version of the zone the watch delivers, because the
-    /// status write may lag or have failed, and `evictPeriod` must hold either way.
-    local_rounds: HashMap<String, Timestamp>,
+    /// Eviction rounds this process started and drains it decided, by zone: the one home of those
+    /// facts until the zone's status says as much. Merged into every version of the zone the watch
+    /// delivers, because the status write may lag or have failed, and `evictPeriod` and a started
+    /// drain must hold either way.
+    local_notes: HashMap<String, LocalZoneNotes>,
+    /// How long pods this process evicted took to go, by zone.
+    terminations: HashMap<String, Terminations>,
     /// Distinct pod constraints, by signature: pods of one shape share one copy.
     shapes: HashMap<u64, Vec<Weak<Constraints>>>,
     /// Shapes held when `shapes` is next swept of the ones no pod has any more (see `intern`).
@@ -177,8 +180,11 @@ impl ClusterCache {
 
     /// Removes a pod whose deletion was observed at `at`.
     pub fn delete_pod(&mut self, key: &ObjectKey, at: Timestamp) {
-        self.evicting.remove(key);
+        let evicted = self.evicting.remove(key);
         if let Some(previous) = self.pods.remove(key) {
+            if let Some(mark) = evicted.filter(|mark| mark.uid == previous.uid) {
+                self.note_termination(&previous, at.duration_since(mark.since));
+            }
             self.note_departure(&previous, at);
             self.detach(&previous);
         }
@@ -387,11 +393,10 @@ impl ClusterCache {
     /// again and the local note is dropped, so a round an operator later clears from the status is not
     /// brought back from memory.
     pub fn apply_zone(&mut self, mut zone: ZoneInfo) {
-        if let Some(local) = self.local_rounds.get(&zone.name).copied() {
-            if zone.last_eviction_round.is_some_and(|last| last >= local) {
-                self.local_rounds.remove(&zone.name);
-            } else {
-                zone.last_eviction_round = Some(local);
+        if let Some(notes) = self.local_notes.get_mut(&zone.name) {
+            notes.merge_into(&mut zone);
+            if notes.is_empty() {
+                self.local_notes.remove(&zone.name);
             }
         }
         self.zones
@@ -400,7 +405,7 @@ impl ClusterCache {
 
     pub fn delete_zone(&mut self, name: &str) {
         self.zones.remove(&mut self.generation, &name.to_owned());
-        self.local_rounds.remove(name);
+        self.local_notes.remove(name);
         self.bound_removals();
     }
 
@@ -513,7 +518,9 @@ mod tests {
                 }],
                 time_zone: "UTC".to_owned(),
                 evict_period: GoDuration::from_secs(60),
-                drain_before: GoDuration::from_secs(0),
+                drain_before: crate::api::DrainBefore::Fixed(GoDuration::from_secs(0)),
+                max_drain_before: crate::api::GoDuration::from_secs(7_200),
+                budgets_after_close: Default::default(),
                 taint_when_closed: true,
             },
         );

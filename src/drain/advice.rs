@@ -1,0 +1,173 @@
+//! What a drain estimate rests on and, when a close will be missed, what would make it: in sentences
+//! an operator acts on.
+
+use std::collections::BTreeMap;
+
+use jiff::SignedDuration;
+
+use super::{
+    model::{Bound, ZoneDrain},
+    outlook::{DrainSettings, ZoneOutlook},
+};
+use crate::{api::DrainBefore, cluster::ZoneInfo};
+
+/// `21m 4s`: a duration to the second, for people.
+pub fn human(duration: SignedDuration) -> String {
+    let seconds = duration.as_secs().unsigned_abs();
+    let rounded = std::time::Duration::from_secs(if seconds == 0 { 0 } else { seconds });
+    let text = humantime::format_duration(rounded).to_string();
+    if duration.is_negative() {
+        format!("-{text}")
+    } else {
+        text
+    }
+}
+
+/// The typical termination the estimate assumed for the zone's pods: the longest of them.
+fn longest_termination(drain: &ZoneDrain) -> SignedDuration {
+    drain
+        .jobs
+        .iter()
+        .flat_map(|j| j.pods.iter().map(|p| p.terminates_in))
+        .max()
+        .unwrap_or(SignedDuration::ZERO)
+}
+
+/// One line: how much there is to do, how long it takes, what bounds it and what it assumed.
+pub fn summary(outlook: &ZoneOutlook, drain: &ZoneDrain, settings: &DrainSettings) -> String {
+    let estimate = &outlook.estimate;
+    let pacing = settings.pacing;
+    let mut parts = Vec::new();
+    if estimate.pods == 0 && outlook.remaining == 0 {
+        parts.push("no preemptable pods".to_owned());
+    } else {
+        parts.push(format!(
+            "{} pods in {} jobs, {} rounds, {} ({})",
+            estimate.pods,
+            estimate.jobs,
+            estimate.rounds.len(),
+            human(estimate.duration()),
+            bound_text(&estimate.bound),
+        ));
+    }
+    let stays = estimate.stays_total();
+    if stays > 0 {
+        parts.push(format!("{stays} stay ({})", reasons(&estimate.stays)));
+    }
+    parts.push(format!(
+        "assumes {:.0} evictions/s (qps {}, burst {}, {} at a time) and pods gone {} after eviction",
+        pacing.rate(),
+        pacing.qps,
+        pacing.burst,
+        pacing.concurrency,
+        human(longest_termination(drain)),
+    ));
+    parts.join("; ")
+}
+
+fn bound_text(bound: &Bound) -> String {
+    match bound {
+        Bound::Nothing => "nothing to wait for".to_owned(),
+        Bound::Rate => "bounded by the eviction rate".to_owned(),
+        Bound::Budget { job, .. } => format!("bounded by the budget of job {job}"),
+        Bound::Cooldown => "bounded by cooldowns".to_owned(),
+    }
+}
+
+fn reasons(stays: &BTreeMap<String, u32>) -> String {
+    stays
+        .iter()
+        .map(|(why, n)| format!("{n} {why}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What would get the zone empty by its close.
+pub fn fix(
+    outlook: &ZoneOutlook,
+    drain: &ZoneDrain,
+    zone: &ZoneInfo,
+    settings: &DrainSettings,
+) -> String {
+    let estimate = &outlook.estimate;
+    let mut fixes = Vec::new();
+    let stays = estimate.stays_total();
+    if stays > 0 {
+        fixes.push(format!(
+            "{stays} preemptable pods are never evicted ({}): change the policy's protections or the \
+             pods' settings",
+            reasons(&estimate.stays)
+        ));
+    }
+    let Some(close) = outlook.close else {
+        if outlook.remaining > 0 {
+            fixes.push(format!(
+                "the zone closed with {} preemptable pods still on it; expected empty {}",
+                outlook.remaining,
+                estimate
+                    .empty_at()
+                    .map_or("never".to_owned(), |at| at.to_string()),
+            ));
+        }
+        return fixes.join("; ");
+    };
+    let needed = settings.lead_for(estimate.duration());
+    let lead_text = human(needed);
+    match outlook.drain_before {
+        DrainBefore::Fixed(lead) if lead.to_signed() < needed => fixes.push(format!(
+            "drainBefore {lead} is shorter than the {} the drain needs: set drainBefore: auto, or at \
+             least {lead_text}",
+            human(estimate.duration())
+        )),
+        DrainBefore::Auto => {
+            if let Some(wanted) = outlook.capped_lead {
+                fixes.push(format!(
+                    "an auto drain needs {} but maxDrainBefore is {}: raise maxDrainBefore to at \
+                     least {}",
+                    human(wanted),
+                    zone.spec.max_drain_before,
+                    human(wanted)
+                ));
+            }
+        }
+        DrainBefore::Fixed(_) => {}
+    }
+    let started = outlook.drain_start.unwrap_or(drain.first_round);
+    let available = close
+        .duration_since(started.max(drain.first_round))
+        .saturating_sub(longest_termination(drain));
+    match &estimate.bound {
+        Bound::Rate => {
+            let secs = available.as_secs_f64().max(1.0);
+            let qps = (f64::from(estimate.pods) / secs).ceil().max(1.0);
+            if qps > settings.pacing.qps {
+                fixes.push(format!(
+                    "or raise --eviction-qps to at least {qps:.0} (now {}; {} evictions in {})",
+                    settings.pacing.qps,
+                    estimate.pods,
+                    human(available)
+                ));
+            }
+        }
+        Bound::Budget { job, pods, rounds } => {
+            fixes.push(format!(
+                "job {job} needs {rounds} rounds for its {pods} pods on the zone (evictPeriod {}, and \
+                 each evicted pod holds its budget until it has terminated): let it lose more pods at \
+                 once (volcano.sh/jdb-max-unavailable), or start earlier",
+                zone.spec.evict_period
+            ));
+        }
+        Bound::Cooldown => fixes.push(
+            "pods in their cooldown (volcano.sh/cooldown-time) cannot go before it ends: shorten \
+             the cooldown or start earlier"
+                .to_owned(),
+        ),
+        Bound::Nothing => {}
+    }
+    if fixes.is_empty() {
+        fixes.push(format!(
+            "start the drain at least {lead_text} before the close"
+        ));
+    }
+    fixes.join("; ")
+}

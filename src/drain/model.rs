@@ -1,0 +1,751 @@
+//! How long a drain takes: the rounds a closing zone's jobs need within their budgets and
+//! `evictPeriod`, every eviction sent through one shared rate limit (earliest close first), and each
+//! evicted pod gone once it has terminated. Pure: plain data in, an estimate out, no clock.
+//!
+//! The model follows the controller. A round starts every `evictPeriod` while pods remain; in it each
+//! job loses what its budget allows given the pods of the job still leaving (queued, sent and not yet
+//! terminated); a job without a budget loses one pod at a time. Evictions queue for the sender, which
+//! takes the earliest close first and sends at most `qps` a second (after a burst), `concurrency` at a
+//! time, each taking `request`. A sent pod is gone `terminates_in` later, and its job's replacement is
+//! assumed to be running by then (a replacement left Pending holds a MaxUnavailable budget longer: the
+//! live estimate, recomputed from the cluster, sees that and moves).
+
+use std::{
+    cmp::Reverse,
+    collections::{BTreeMap, BinaryHeap},
+};
+
+use jiff::{SignedDuration, Timestamp};
+
+use crate::cluster::{JobBudget, JobStats, model::job_budget::allowed_evictions};
+
+/// How the controller sends evictions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pacing {
+    /// Requests per second once the burst is spent; not positive or not finite: no limit.
+    pub qps: f64,
+    pub burst: u32,
+    /// Requests on the wire at once.
+    pub concurrency: u32,
+    /// How long one eviction request takes.
+    pub request: SignedDuration,
+}
+
+impl Pacing {
+    /// What an eviction request is assumed to take where none has been seen answered: a loaded API
+    /// server answers in tens of milliseconds.
+    pub const ASSUMED_REQUEST: SignedDuration = SignedDuration::from_millis(100);
+
+    /// Evictions per second the sender keeps up at length.
+    pub fn rate(&self) -> f64 {
+        let by_concurrency = f64::from(self.concurrency.max(1)) / self.request_secs();
+        if self.qps.is_finite() && self.qps > 0.0 {
+            self.qps.min(by_concurrency)
+        } else {
+            by_concurrency
+        }
+    }
+
+    fn request_secs(&self) -> f64 {
+        self.request.as_secs_f64().max(1e-3)
+    }
+}
+
+/// One zone's drain, as it stands.
+#[derive(Clone, Debug)]
+pub struct ZoneDrain {
+    pub zone: String,
+    /// The first round may start here: the drain's start, or when `evictPeriod` allows the next round.
+    pub first_round: Timestamp,
+    pub evict_period: SignedDuration,
+    /// The close the drain is for; `None` when no close is ahead (the zone is closed for good or its
+    /// windows cannot be read).
+    pub close: Option<Timestamp>,
+    /// Budgets no longer hold in rounds from the close on (`budgetsAfterClose: Ignore`).
+    pub ignore_budgets_after_close: bool,
+    /// The most a round evicts in this zone (the policy's limits), if capped.
+    pub round_cap: Option<u32>,
+    pub jobs: Vec<JobDrain>,
+    /// Preemptable pods no round will take (protected, unreadable settings, ...), by why.
+    pub stays: BTreeMap<String, u32>,
+}
+
+/// A job with pods to leave the zone.
+#[derive(Clone, Debug)]
+pub struct JobDrain {
+    pub job: String,
+    /// `None`: one pod at a time.
+    pub budget: Option<JobBudget>,
+    /// The job's pods, wherever they run, as the budget counts them now.
+    pub stats: JobStats,
+    /// The job's controller replaces an evicted pod (a bare pod is gone for good).
+    pub replaced: bool,
+    /// When each of the job's pods already on its way out is expected to be gone.
+    pub leaving_until: Vec<Timestamp>,
+    /// The pods to evict from the zone, in the order rounds take them.
+    pub pods: Vec<PodDrain>,
+}
+
+/// One pod to evict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PodDrain {
+    /// Not before this instant (its cooldown).
+    pub from: Timestamp,
+    /// How long it takes to terminate once evicted.
+    pub terminates_in: SignedDuration,
+}
+
+/// One round of the estimate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoundEstimate {
+    pub at: Timestamp,
+    pub pods: u32,
+    pub jobs: u32,
+    /// When the last of its evictions is sent.
+    pub sent_by: Timestamp,
+}
+
+/// What bounds a drain's length.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// Nothing to evict.
+    Nothing,
+    /// The eviction rate: the queue of requests is what takes the time.
+    Rate,
+    /// One job's budget: `rounds` rounds of `evictPeriod`, or of its pods' termination.
+    Budget { job: String, pods: u32, rounds: u32 },
+    /// Cooldowns that end late.
+    Cooldown,
+}
+
+/// A zone's drain as the model sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DrainEstimate {
+    pub zone: String,
+    pub first_round: Timestamp,
+    pub close: Option<Timestamp>,
+    /// Pods to evict and their jobs.
+    pub pods: u32,
+    pub jobs: u32,
+    pub rounds: Vec<RoundEstimate>,
+    /// When the last eviction is sent.
+    pub sent_by: Option<Timestamp>,
+    /// When the last evicted pod is gone (also the pods already leaving); `None` with nothing to do.
+    pub done_at: Option<Timestamp>,
+    /// Pods that never leave by themselves, by why.
+    pub stays: BTreeMap<String, u32>,
+    /// Pods expected still on the zone at its close: evictable ones not gone by then, and those that
+    /// stay.
+    pub at_close: u32,
+    pub bound: Bound,
+    /// The model stopped before the end (a drain of more rounds than it follows).
+    pub cut_short: bool,
+}
+
+impl DrainEstimate {
+    /// From the first round to the last pod gone.
+    pub fn duration(&self) -> SignedDuration {
+        self.done_at
+            .map_or(SignedDuration::ZERO, |done| {
+                done.duration_since(self.first_round)
+            })
+            .max(SignedDuration::ZERO)
+    }
+
+    /// When the zone holds no preemptable pod any more: `None` while some would stay.
+    pub fn empty_at(&self) -> Option<Timestamp> {
+        if self.stays.values().sum::<u32>() > 0 || self.cut_short {
+            None
+        } else {
+            Some(self.done_at.unwrap_or(self.first_round))
+        }
+    }
+
+    /// Time between the expected empty zone and the close; negative when the close is missed.
+    pub fn margin(&self) -> Option<SignedDuration> {
+        Some(self.close?.duration_since(self.empty_at()?))
+    }
+
+    pub fn stays_total(&self) -> u32 {
+        self.stays.values().sum()
+    }
+}
+
+/// Rounds followed per zone at most: beyond this the drain is reported as cut short.
+const MAX_ROUNDS: usize = 100_000;
+
+/// One request waiting to be sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Queued {
+    /// Earliest close first; then first queued first.
+    priority: Timestamp,
+    seq: u64,
+    zone: usize,
+    job: usize,
+    terminates_in: SignedDuration,
+    round: usize,
+}
+
+/// Per job, what the simulation tracks.
+struct JobSim {
+    running: u32,
+    total: u32,
+    finished: u32,
+    /// Release times of pods on their way out; `None` while still queued.
+    leaving: Vec<Option<Timestamp>>,
+    next: usize,
+}
+
+struct ZoneSim<'a> {
+    input: &'a ZoneDrain,
+    next_round: Timestamp,
+    jobs: Vec<JobSim>,
+    rounds: Vec<RoundEstimate>,
+    sent_by: Option<Timestamp>,
+    done_at: Option<Timestamp>,
+    gone: Vec<Timestamp>,
+    cut_short: bool,
+}
+
+impl ZoneSim<'_> {
+    fn remaining(&self) -> bool {
+        self.jobs
+            .iter()
+            .zip(&self.input.jobs)
+            .any(|(sim, job)| sim.next < job.pods.len())
+    }
+}
+
+/// The token bucket and the `concurrency` slots the sender has.
+struct Sender {
+    pacing: Pacing,
+    tokens: f64,
+    at: Timestamp,
+    slots: BinaryHeap<Reverse<Timestamp>>,
+}
+
+impl Sender {
+    fn new(pacing: Pacing, start: Timestamp) -> Sender {
+        let slots = (0..pacing.concurrency.max(1))
+            .map(|_| Reverse(start))
+            .collect();
+        Sender {
+            pacing,
+            tokens: f64::from(pacing.burst.max(1)),
+            at: start,
+            slots,
+        }
+    }
+
+    fn limited(&self) -> bool {
+        self.pacing.qps.is_finite() && self.pacing.qps > 0.0
+    }
+
+    /// The earliest instant a request queued at `ready` can go.
+    fn next_send(&self, ready: Timestamp) -> Timestamp {
+        let slot = self.slots.peek().map_or(ready, |Reverse(t)| *t);
+        let mut at = ready.max(slot).max(self.at);
+        if self.limited() {
+            let tokens = self.tokens_at(at);
+            if tokens < 1.0 {
+                let wait = (1.0 - tokens) / self.pacing.qps;
+                at = at
+                    .checked_add(SignedDuration::from_secs_f64(wait))
+                    .unwrap_or(Timestamp::MAX);
+            }
+        }
+        at
+    }
+
+    fn tokens_at(&self, at: Timestamp) -> f64 {
+        let elapsed = at.duration_since(self.at).as_secs_f64().max(0.0);
+        (self.tokens + elapsed * self.pacing.qps).min(f64::from(self.pacing.burst.max(1)))
+    }
+
+    /// Sends one request at `at` (from [`Self::next_send`]); returns when its answer is in.
+    fn send(&mut self, at: Timestamp) -> Timestamp {
+        if self.limited() {
+            self.tokens = self.tokens_at(at) - 1.0;
+        }
+        self.at = at;
+        let answered = at
+            .checked_add(self.pacing.request)
+            .unwrap_or(Timestamp::MAX);
+        self.slots.pop();
+        self.slots.push(Reverse(answered));
+        answered
+    }
+}
+
+/// Estimates the drains of `zones` together: they share the sender, the earliest close first.
+pub fn estimate(zones: &[ZoneDrain], pacing: Pacing) -> Vec<DrainEstimate> {
+    let Some(start) = zones.iter().map(|z| z.first_round).min() else {
+        return Vec::new();
+    };
+    let mut sims: Vec<ZoneSim<'_>> = zones
+        .iter()
+        .map(|input| ZoneSim {
+            input,
+            next_round: input.first_round,
+            jobs: input
+                .jobs
+                .iter()
+                .map(|job| JobSim {
+                    running: job.stats.running,
+                    total: job.stats.total,
+                    finished: job.stats.finished,
+                    leaving: job.leaving_until.iter().copied().map(Some).collect(),
+                    next: 0,
+                })
+                .collect(),
+            rounds: Vec::new(),
+            sent_by: None,
+            done_at: input
+                .jobs
+                .iter()
+                .flat_map(|j| j.leaving_until.iter().copied())
+                .max(),
+            gone: Vec::new(),
+            cut_short: false,
+        })
+        .collect();
+    let mut sender = Sender::new(pacing, start);
+    let mut queue: BinaryHeap<Reverse<Queued>> = BinaryHeap::new();
+    let mut seq = 0u64;
+    // Every request queued so far was queued by now: the instant of the last event.
+    let mut clock = start;
+    loop {
+        let round = sims
+            .iter()
+            .enumerate()
+            .filter(|(_, z)| !z.cut_short && z.remaining())
+            .min_by_key(|(_, z)| z.next_round)
+            .map(|(at, z)| (z.next_round, at));
+        let send = (!queue.is_empty()).then(|| sender.next_send(clock));
+        // Sends that can go before the next round go first: the round then sees them on the wire.
+        match (send, round) {
+            (Some(at), Some((round_at, _))) if at <= round_at => {
+                clock = at;
+                send_one(&mut sims, &mut sender, &mut queue, at);
+            }
+            (Some(at), None) => {
+                clock = at;
+                send_one(&mut sims, &mut sender, &mut queue, at);
+            }
+            (_, Some((round_at, zone))) => {
+                clock = clock.max(round_at);
+                plan_round(&mut sims[zone], zone, round_at, &mut queue, &mut seq);
+            }
+            (None, None) => break,
+        }
+    }
+    sims.into_iter().map(finish).collect()
+}
+
+fn send_one(
+    sims: &mut [ZoneSim<'_>],
+    sender: &mut Sender,
+    queue: &mut BinaryHeap<Reverse<Queued>>,
+    at: Timestamp,
+) {
+    let Some(Reverse(request)) = queue.pop() else {
+        return;
+    };
+    let answered = sender.send(at);
+    let gone = answered
+        .checked_add(request.terminates_in)
+        .unwrap_or(Timestamp::MAX);
+    let zone = &mut sims[request.zone];
+    if let Some(slot) = zone.jobs[request.job]
+        .leaving
+        .iter_mut()
+        .find(|slot| slot.is_none())
+    {
+        *slot = Some(gone);
+    }
+    zone.sent_by = Some(zone.sent_by.map_or(answered, |t| t.max(answered)));
+    zone.done_at = Some(zone.done_at.map_or(gone, |t| t.max(gone)));
+    zone.gone.push(gone);
+    let round = &mut zone.rounds[request.round];
+    round.sent_by = round.sent_by.max(answered);
+}
+
+fn plan_round(
+    zone: &mut ZoneSim<'_>,
+    zone_index: usize,
+    at: Timestamp,
+    queue: &mut BinaryHeap<Reverse<Queued>>,
+    seq: &mut u64,
+) {
+    let input = zone.input;
+    let budgets_hold = !(input.ignore_budgets_after_close && input.close.is_some_and(|c| at >= c));
+    let mut cap = input.round_cap.unwrap_or(u32::MAX);
+    let mut round = RoundEstimate {
+        at,
+        pods: 0,
+        jobs: 0,
+        sent_by: at,
+    };
+    let priority = input.close.unwrap_or(Timestamp::MAX);
+    for (index, (sim, job)) in zone.jobs.iter_mut().zip(&input.jobs).enumerate() {
+        if cap == 0 {
+            break;
+        }
+        // Pods gone by now have left their budget: their replacements run (or a bare pod is gone).
+        let before = sim.leaving.len();
+        sim.leaving.retain(|until| until.is_none_or(|t| t > at));
+        let released = u32::try_from(before - sim.leaving.len()).unwrap_or(u32::MAX);
+        if job.replaced {
+            sim.running += released;
+        } else {
+            sim.total = sim.total.saturating_sub(released);
+        }
+        let stats = JobStats {
+            total: sim.total,
+            running: sim.running,
+            finished: sim.finished,
+            leaving: u32::try_from(sim.leaving.len()).unwrap_or(u32::MAX),
+        };
+        let mut allowed = if budgets_hold {
+            allowed_evictions(job.budget, stats)
+        } else {
+            u32::MAX
+        };
+        let mut took = 0;
+        while allowed > 0 && cap > 0 && sim.next < job.pods.len() {
+            let pod = job.pods[sim.next];
+            if pod.from > at {
+                break;
+            }
+            sim.next += 1;
+            allowed -= 1;
+            cap -= 1;
+            took += 1;
+            sim.running = sim.running.saturating_sub(1);
+            sim.leaving.push(None);
+            queue.push(Reverse(Queued {
+                priority,
+                seq: *seq,
+                zone: zone_index,
+                job: index,
+                terminates_in: pod.terminates_in,
+                round: zone.rounds.len(),
+            }));
+            *seq += 1;
+        }
+        if took > 0 {
+            round.pods += took;
+            round.jobs += 1;
+        }
+    }
+    if round.pods > 0 {
+        zone.rounds.push(round);
+    }
+    if zone.rounds.len() >= MAX_ROUNDS {
+        zone.cut_short = true;
+    }
+    // The controller tries again one `evictPeriod` later whether or not this round evicted, and no
+    // sooner than a cooldown that ends later lets the next pod go.
+    let period = input.evict_period.max(SignedDuration::from_secs(1));
+    let mut next = at.checked_add(period).unwrap_or(Timestamp::MAX);
+    let waiting_only_for_cooldowns = zone
+        .jobs
+        .iter()
+        .zip(&input.jobs)
+        .filter(|(sim, job)| sim.next < job.pods.len())
+        .all(|(sim, job)| job.pods[sim.next].from > next);
+    if waiting_only_for_cooldowns
+        && let Some(earliest) = zone
+            .jobs
+            .iter()
+            .zip(&input.jobs)
+            .filter_map(|(sim, job)| job.pods.get(sim.next).map(|p| p.from))
+            .min()
+    {
+        // Rounds fall on the `evictPeriod` grid from the first one.
+        let behind = earliest.duration_since(at).as_secs_f64();
+        let periods = (behind / period.as_secs_f64()).ceil().max(1.0);
+        next = at
+            .checked_add(SignedDuration::from_secs_f64(
+                periods * period.as_secs_f64(),
+            ))
+            .unwrap_or(Timestamp::MAX);
+    }
+    if next == Timestamp::MAX {
+        zone.cut_short = true;
+    }
+    zone.next_round = next;
+}
+
+fn finish(zone: ZoneSim<'_>) -> DrainEstimate {
+    let input = zone.input;
+    let pods: u32 = input
+        .jobs
+        .iter()
+        .map(|j| u32::try_from(j.pods.len()).unwrap_or(u32::MAX))
+        .sum();
+    let stays: u32 = input.stays.values().sum();
+    let not_sent = input
+        .jobs
+        .iter()
+        .zip(&zone.jobs)
+        .map(|(job, sim)| job.pods.len() - sim.next.min(job.pods.len()))
+        .sum::<usize>();
+    let at_close = input.close.map_or(0, |close| {
+        let late = zone.gone.iter().filter(|gone| **gone > close).count()
+            + input
+                .jobs
+                .iter()
+                .flat_map(|j| &j.leaving_until)
+                .filter(|gone| **gone > close)
+                .count()
+            + not_sent;
+        u32::try_from(late)
+            .unwrap_or(u32::MAX)
+            .saturating_add(stays)
+    });
+    let bound = bound_of(input, &zone);
+    DrainEstimate {
+        zone: input.zone.clone(),
+        first_round: input.first_round,
+        close: input.close,
+        pods,
+        jobs: u32::try_from(input.jobs.iter().filter(|j| !j.pods.is_empty()).count())
+            .unwrap_or(u32::MAX),
+        rounds: zone.rounds,
+        sent_by: zone.sent_by,
+        done_at: zone.done_at,
+        stays: input.stays.clone(),
+        at_close,
+        bound,
+        cut_short: zone.cut_short || not_sent > 0,
+    }
+}
+
+/// What made the drain as long as it is: the queue, when sending took most of it; otherwise the job
+/// whose pods went last, when its budget made it wait for rounds; otherwise cooldowns.
+fn bound_of(input: &ZoneDrain, zone: &ZoneSim<'_>) -> Bound {
+    let (Some(sent_by), Some(done_at)) = (zone.sent_by, zone.done_at) else {
+        return Bound::Nothing;
+    };
+    let total = done_at.duration_since(input.first_round).as_secs_f64();
+    let sending = sent_by.duration_since(input.first_round).as_secs_f64();
+    let rounds = zone.rounds.len();
+    let last_round_start = zone
+        .rounds
+        .last()
+        .map_or(input.first_round, |r| r.at)
+        .duration_since(input.first_round)
+        .as_secs_f64();
+    // The queue bounds the drain when the last round went out early and sending went on long after.
+    if rounds <= 1 || sending - last_round_start > 0.5 * total {
+        return Bound::Rate;
+    }
+    let cooled_late = input
+        .jobs
+        .iter()
+        .flat_map(|j| &j.pods)
+        .any(|p| p.from > input.first_round);
+    let slowest = input
+        .jobs
+        .iter()
+        .filter(|j| !j.pods.is_empty())
+        .max_by_key(|j| {
+            let per_round = allowed_evictions(j.budget, j.stats).max(1);
+            (j.pods.len() as u32).div_ceil(per_round)
+        });
+    match slowest {
+        Some(job) if !cooled_late || job.budget.is_some() || job.pods.len() > 1 => Bound::Budget {
+            job: job.job.clone(),
+            pods: u32::try_from(job.pods.len()).unwrap_or(u32::MAX),
+            rounds: u32::try_from(rounds).unwrap_or(u32::MAX),
+        },
+        _ => Bound::Cooldown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::IntOrPercent;
+
+    fn at(seconds: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + seconds).unwrap()
+    }
+
+    fn secs(seconds: i64) -> SignedDuration {
+        SignedDuration::from_secs(seconds)
+    }
+
+    fn pacing(qps: f64, burst: u32, concurrency: u32) -> Pacing {
+        Pacing {
+            qps,
+            burst,
+            concurrency,
+            request: SignedDuration::from_millis(50),
+        }
+    }
+
+    /// A job of `n` running pods, all on the zone, each gone `grace` seconds after its eviction.
+    fn job(name: &str, n: u32, budget: Option<JobBudget>, grace: i64) -> JobDrain {
+        JobDrain {
+            job: name.to_owned(),
+            budget,
+            stats: JobStats {
+                total: n,
+                running: n,
+                finished: 0,
+                leaving: 0,
+            },
+            replaced: true,
+            leaving_until: Vec::new(),
+            pods: (0..n)
+                .map(|_| PodDrain {
+                    from: at(0),
+                    terminates_in: secs(grace),
+                })
+                .collect(),
+        }
+    }
+
+    fn zone(name: &str, close: i64, jobs: Vec<JobDrain>) -> ZoneDrain {
+        ZoneDrain {
+            zone: name.to_owned(),
+            first_round: at(0),
+            evict_period: secs(60),
+            close: Some(at(close)),
+            ignore_budgets_after_close: false,
+            round_cap: None,
+            jobs,
+            stays: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn thousands_of_one_pod_jobs_go_in_one_round_paced_by_the_rate() {
+        let jobs = (0..6_304)
+            .map(|i| job(&format!("j{i}"), 1, None, 30))
+            .collect();
+        let estimate = &estimate(&[zone("rz1", 600, jobs)], pacing(5.0, 10, 4))[0];
+        assert_eq!(estimate.rounds.len(), 1);
+        assert_eq!(estimate.rounds[0].pods, 6_304);
+        assert_eq!(estimate.bound, Bound::Rate);
+        // The burst of 10 at once, then 5 a second: 6,294 / 5 = 1,258.8 s.
+        let sending = estimate
+            .sent_by
+            .unwrap()
+            .duration_since(at(0))
+            .as_secs_f64();
+        assert!((1_258.0..1_260.0).contains(&sending), "{sending}");
+        // The last pod goes 30 s after its eviction.
+        let done = estimate
+            .done_at
+            .unwrap()
+            .duration_since(at(0))
+            .as_secs_f64();
+        assert!((done - sending - 30.0).abs() < 0.1, "{done}");
+        // The close at 10 minutes is missed by far; most pods are still there then.
+        assert!(estimate.margin().unwrap().is_negative());
+        assert!(estimate.at_close > 3_000, "{}", estimate.at_close);
+    }
+
+    #[test]
+    fn a_big_job_with_max_unavailable_one_loses_a_pod_every_other_round_when_pods_take_a_minute() {
+        let one = Some(JobBudget::MaxUnavailable(IntOrPercent::Int(1)));
+        let estimate = &estimate(
+            &[zone("rz1", 600, vec![job("batch/big", 100, one, 60)])],
+            pacing(5.0, 10, 4),
+        )[0];
+        // A pod evicted at a round is still terminating at the next (60 s + the request's 50 ms):
+        // the budget lets one go every two rounds.
+        assert_eq!(estimate.rounds.len(), 100);
+        assert_eq!(estimate.rounds[1].at, at(120));
+        let hours = estimate.duration().as_secs_f64() / 3600.0;
+        assert!((3.2..3.4).contains(&hours), "{hours}");
+        assert!(
+            matches!(estimate.bound, Bound::Budget { ref job, pods: 100, .. } if job == "batch/big")
+        );
+        assert_eq!(estimate.at_close, 95);
+    }
+
+    #[test]
+    fn the_earliest_close_is_sent_first_when_zones_share_the_rate() {
+        let many = |zone_name: &str| -> Vec<JobDrain> {
+            (0..600)
+                .map(|i| job(&format!("{zone_name}-{i}"), 1, None, 0))
+                .collect()
+        };
+        // rz-late's round comes first, but rz-early closes first: its requests jump the queue.
+        let mut late = zone("rz-late", 1_000, many("late"));
+        late.first_round = at(0);
+        let mut early = zone("rz-early", 400, many("early"));
+        early.first_round = at(10);
+        let estimates = estimate(&[late, early], pacing(5.0, 10, 4));
+        let (late, early) = (&estimates[0], &estimates[1]);
+        // From 10 s on, the early zone's 600 pods take the sender: 120 s, done by about 130 s.
+        let early_done = early.done_at.unwrap().duration_since(at(0)).as_secs_f64();
+        assert!((128.0..133.0).contains(&early_done), "{early_done}");
+        assert!(early.margin().unwrap().is_positive());
+        // The late zone waited for it: all 1,200 evictions take about 240 s.
+        let late_done = late.done_at.unwrap().duration_since(at(0)).as_secs_f64();
+        assert!((236.0..244.0).contains(&late_done), "{late_done}");
+    }
+
+    #[test]
+    fn cooldowns_delay_the_pods_they_hold_and_rounds_wait_for_them() {
+        let mut cooling = job("cooling", 1, None, 0);
+        cooling.pods[0].from = at(290);
+        let estimate = &estimate(&[zone("rz1", 600, vec![cooling])], pacing(5.0, 10, 4))[0];
+        // Rounds on the minute grid: the first after 290 s is at 300 s.
+        assert_eq!(estimate.rounds.len(), 1);
+        assert_eq!(estimate.rounds[0].at, at(300));
+        assert_eq!(estimate.bound, Bound::Rate);
+    }
+
+    #[test]
+    fn budgets_after_close_ignore_takes_every_pod_left_at_the_close() {
+        let one = Some(JobBudget::MaxUnavailable(IntOrPercent::Int(1)));
+        let mut respect = zone("rz1", 120, vec![job("big", 20, one, 0)]);
+        respect.evict_period = secs(60);
+        let mut ignore = respect.clone();
+        ignore.ignore_budgets_after_close = true;
+        let respected = &estimate(&[respect], pacing(0.0, 1, 4))[0];
+        let ignored = &estimate(&[ignore], pacing(0.0, 1, 4))[0];
+        assert_eq!(respected.rounds.len(), 20);
+        // Rounds at 0 and 60 s take one pod each; the round at the close takes the other 18.
+        assert_eq!(
+            ignored.rounds.iter().map(|r| r.pods).collect::<Vec<_>>(),
+            [1, 1, 18]
+        );
+    }
+
+    #[test]
+    fn pods_that_stay_keep_the_zone_from_ever_being_empty() {
+        let mut with_stays = zone("rz1", 600, vec![job("j", 1, None, 0)]);
+        with_stays.stays.insert("protected".to_owned(), 2);
+        let estimate = &estimate(&[with_stays], pacing(5.0, 10, 4))[0];
+        assert_eq!(estimate.empty_at(), None);
+        assert_eq!(estimate.at_close, 2);
+        assert_eq!(estimate.margin(), None);
+    }
+
+    #[test]
+    fn a_round_cap_spreads_the_drain_over_rounds() {
+        let jobs = (0..25).map(|i| job(&format!("j{i}"), 1, None, 0)).collect();
+        let mut capped = zone("rz1", 600, jobs);
+        capped.round_cap = Some(10);
+        let estimate = &estimate(&[capped], pacing(0.0, 1, 4))[0];
+        assert_eq!(
+            estimate.rounds.iter().map(|r| r.pods).collect::<Vec<_>>(),
+            [10, 10, 5]
+        );
+    }
+
+    #[test]
+    fn nothing_to_do_is_empty_at_once() {
+        let estimate = &estimate(&[zone("rz1", 600, Vec::new())], pacing(5.0, 10, 4))[0];
+        assert_eq!(estimate.empty_at(), Some(at(0)));
+        assert_eq!(estimate.bound, Bound::Nothing);
+        assert_eq!(estimate.at_close, 0);
+    }
+}
