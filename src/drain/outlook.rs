@@ -333,6 +333,33 @@ mod tests {
     }
 
     #[test]
+    fn the_eviction_grace_period_replaces_each_pod_s_own() {
+        let mut cache = cluster(json!({}), 40);
+        let snapshot = cache.snapshot();
+        let evict = policy(json!({"mode": "Evict"}));
+        let lead = |grace: Option<i64>| {
+            let settings = DrainSettings {
+                grace_period: grace_period(grace),
+                ..settings(1.0)
+            };
+            let all = outlook(
+                &snapshot,
+                &[&evict],
+                ts("2026-11-22T04:00:00Z"),
+                &settings,
+                &|_| None,
+            );
+            let start = all[0].drain_start.unwrap();
+            all[0].close.unwrap().duration_since(start).as_secs_f64()
+        };
+        // The pods' own 30 s, then none (killed at once), then five minutes each: the last pod's
+        // termination adds to the drain, times the margin.
+        let own = lead(None);
+        assert!((lead(Some(0)) - (own - 45.0)).abs() < 2.0, "{own}");
+        assert!((lead(Some(300)) - (own + 405.0)).abs() < 2.0, "{own}");
+    }
+
+    #[test]
     fn a_fixed_lead_too_short_for_the_rate_is_at_risk_with_the_fix_named() {
         let mut cache = cluster(json!({"drainBefore": "4m"}), 600);
         let outlook = outlook_at(&mut cache, "2026-11-22T04:00:00Z", 1.0);
