@@ -12,7 +12,7 @@ use crate::{
     cluster::{ObjectKey, PodInfo, PolicyInfo, Snapshot, dump::Dump},
     controller,
     planner::{self, CyclePlan},
-    report::{Format, Report, StrategyLine},
+    report::{Format, Report, StrategyLine, WIDTH, wrap},
     runtime::client,
 };
 
@@ -136,7 +136,8 @@ fn sentences(explanation: &Explanation) -> String {
         explanation.now
     );
     for verdict in &explanation.policies {
-        out.push_str(&format!("\n- {}\n", verdict.sentence));
+        out.push('\n');
+        out.push_str(&wrap(&format!("- {}", verdict.sentence), WIDTH, "  "));
     }
     out
 }

@@ -5,6 +5,9 @@
 pub(crate) mod clock;
 mod markdown;
 pub(crate) mod table;
+mod wrap;
+
+pub use wrap::{WIDTH, wrap};
 
 use std::{
     collections::{BTreeMap, HashSet},
@@ -570,12 +573,13 @@ fn waiting(snapshot: &Snapshot, policies: &[&PolicyInfo], cycle: &CyclePlan) -> 
     out
 }
 
-/// `evicted 2 of 5 offered (budget 3); saw ...`: one strategy's line, for people.
+/// `5 offered, 2 planned (held: budget 3). It saw ...`: one strategy's line, for people. "Planned",
+/// not "evicted": the report is a plan, and a DryRun policy's plan is never sent.
 pub(crate) fn strategy_outcome(line: &StrategyLine) -> String {
     let mut out = if line.offered == 0 {
         "offered nothing".to_owned()
     } else {
-        format!("evicted {} of {} offered", line.evicted, line.offered)
+        format!("{} offered, {} planned", line.offered, line.evicted)
     };
     if !line.skipped.is_empty() {
         let held: Vec<String> = line
@@ -586,7 +590,7 @@ pub(crate) fn strategy_outcome(line: &StrategyLine) -> String {
         out.push_str(&format!(" (held: {})", held.join(", ")));
     }
     if let Some(saw) = &line.saw {
-        out.push_str(&format!(". Saw {saw}"));
+        out.push_str(&format!(". It saw {saw}"));
     }
     out
 }

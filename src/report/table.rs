@@ -238,10 +238,14 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
             } else {
                 String::new()
             };
-            out.push_str(&format!(
-                "{policy}{}: {}\n",
-                line.strategy,
-                super::strategy_outcome(line)
+            out.push_str(&super::wrap(
+                &format!(
+                    "{policy}{}: {}",
+                    line.strategy,
+                    super::strategy_outcome(line)
+                ),
+                super::WIDTH,
+                "  ",
             ));
         }
         out.push('\n');

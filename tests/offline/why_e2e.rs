@@ -1,6 +1,7 @@
-//! `tidal explain pod` end to end on the README's demo cluster, through the real binary: a pod
-//! evicted now, one its job's budget holds until the zone's next round, one a gate stops, one no
-//! strategy proposes (and what would stop it if one did), and names that are not pods.
+//! Why a plan is what it is, end to end on the README's demo cluster through the real binary:
+//! `tidal explain pod` (a pod evicted now, one its job's budget holds until the zone's next round, one
+//! a gate stops, one no strategy proposes and what would stop it if one did, names that are not pods)
+//! and the report's summary of what each strategy saw.
 
 use std::{
     path::{Path, PathBuf},
@@ -79,7 +80,17 @@ fn a_budget_held_pod_waits_for_the_zone_s_next_round() {
         ),
         "{text}"
     );
-    assert!(text.contains(s), "{text}");
+    // Wrapped between words at 100 columns: the same words, no line longer.
+    let body = &text[text.find("\n- ").expect(&text) + 1..];
+    assert_eq!(
+        body.split_whitespace().collect::<Vec<_>>(),
+        format!("- {s}").split_whitespace().collect::<Vec<_>>()
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    assert!(
+        text.contains("\n  analytics/etl-nightly-5d9c7b8f4: "),
+        "{text}"
+    );
 }
 
 #[test]
@@ -138,5 +149,73 @@ fn names_that_are_not_pods_are_refused_with_a_hint() {
     assert!(
         stderr.contains("name the pod as NAMESPACE/NAME"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn the_report_says_what_each_strategy_saw_and_why_nothing_more_moved() {
+    let demo = demo();
+    let lnu = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/lowNodeUtilization.yaml");
+    let run = |format: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_tidal"))
+            .args(["report", "-f"])
+            .arg(&demo)
+            .arg("-f")
+            .arg(&lnu)
+            .args(["--now", DEMO_NOW, "-o", format])
+            .output()
+            .expect("run tidal");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let json: Value = serde_json::from_str(&run("json")).unwrap();
+    let lines = json["strategies"].as_array().expect("strategies");
+    let line = |policy: &str| {
+        lines
+            .iter()
+            .find(|l| l["policy"] == policy)
+            .unwrap_or_else(|| panic!("{policy}: {json}"))
+    };
+    let tdm = line("revocable-zones");
+    assert_eq!(tdm["strategy"], "tdm");
+    assert_eq!(tdm["offered"], 11, "{tdm}");
+    assert_eq!(tdm["evicted"], 5, "{tdm}");
+    assert_eq!(
+        tdm["skipped"],
+        serde_json::json!({"budget": 5, "cooldown": 1})
+    );
+    let lnu = line("low-node-utilization");
+    assert_eq!(
+        (lnu["offered"].as_u64(), lnu["evicted"].as_u64()),
+        (Some(1), Some(1)),
+        "{lnu}"
+    );
+    let saw = lnu["saw"]
+        .as_str()
+        .expect("lowNodeUtilization says what it saw");
+    for part in [
+        "7 node(s): 3 underutilized (at or below cpu 20%, memory 20%, pods 20%), 4 overutilized (above cpu 50%, memory 50%, pods 50%), 0 in between",
+        "15 pod(s) weighed on the overutilized nodes, 1 offered for eviction (4 protected, 10 fit no destination)",
+        "no destination admits these pods: all 3 underutilized node(s) are excluded by the pod's node selector or required affinity",
+    ] {
+        assert!(saw.contains(part), "{part}\n{saw}");
+    }
+    // The table ends with the same, one entry per policy and strategy, wrapped between words.
+    let table = run("table");
+    let start = table.find("WHAT EACH STRATEGY SAW\n").expect(&table);
+    let section = &table[start..table[start..].find("\n\n").unwrap() + start];
+    let words = |text: &str| {
+        text.split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let expected = format!(
+        "WHAT EACH STRATEGY SAW low-node-utilization lowNodeUtilization: 1 offered, 1 planned. It \
+         saw {saw} revocable-zones tdm: 11 offered, 5 planned (held: budget 5, cooldown 1)"
+    );
+    assert_eq!(words(section), words(&expected), "{section}");
+    assert!(
+        section.lines().all(|l| l.chars().count() <= 100),
+        "{section}"
     );
 }
