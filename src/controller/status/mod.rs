@@ -269,7 +269,7 @@ impl StatusWriter {
             candidate.strategy, candidate.reason, pod.job
         );
         if !confirmed {
-            note.push_str(", unconfirmed: the answer was lost and the pod was gone on retry");
+            note.push_str(", unconfirmed: the answer was lost and the pod was gone afterwards");
         }
         if let Some(zone) = &candidate.zone {
             note.push_str(&format!(", zone {zone}"));
