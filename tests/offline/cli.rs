@@ -5,7 +5,7 @@ use std::{path::Path, process::Command};
 
 use serde_json::Value;
 
-fn tidal(args: &[&str]) -> std::process::Output {
+pub(crate) fn tidal(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_tidal"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))

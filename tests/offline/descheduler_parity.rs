@@ -11,7 +11,6 @@
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::{Path, PathBuf},
-    process::Command,
 };
 
 use serde_json::{Value, json};
@@ -22,13 +21,7 @@ const RECENTLY: &str = "2026-11-23T09:20:00Z";
 /// A PriorityClass the README's `priorityThreshold.name` example names, and its value here.
 const CLASS: (&str, i32) = ("priorityClassName1", 10000);
 
-fn tidal(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tidal"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run tidal")
-}
+use crate::cli::tidal;
 
 fn fixtures() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {

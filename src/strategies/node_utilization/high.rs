@@ -4,18 +4,13 @@
 //! only if one of the other nodes would take it and has room for all of it ([`Room`]); moves stop when
 //! their spare room (up to 100% of allocatable) runs out on some resource.
 
-use std::sync::Arc;
-
 use super::usage::{
     NodeUsage, Room, below_all, bounded_resources, describe_percent, describe_thresholds,
     node_usages, pod_usage, thousands, validate_thresholds,
 };
 use crate::api::args::{EvictionMode, HighNodeUtilizationArgs};
-use crate::strategies::shared::{Selection, still_movable, victim_order};
-use crate::{
-    cluster::PodInfo,
-    framework::{Balancing, Candidate, Gatekeeper, PlanContext, Plugin, StrategyId},
-};
+use crate::framework::{Balancing, Candidate, Gatekeeper, PlanContext, Plugin, StrategyId};
+use crate::strategies::shared::Selection;
 
 const ID: StrategyId = StrategyId::HighNodeUtilization;
 
@@ -95,13 +90,8 @@ impl Balancing for HighNodeUtilization {
             .eviction_modes
             .contains(&EvictionMode::OnlyThresholdingResources);
         for source in under {
-            let mut pods: Vec<&Arc<PodInfo>> = source
-                .state
-                .pods
-                .values()
-                .filter(|p| still_movable(p, ctx, gatekeeper) && selection.admits(p))
-                .collect();
-            pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
+            let pods =
+                selection.movable_in_victim_order(source.state.pods.values(), ctx, gatekeeper);
             let why = format!(
                 "node {} is underutilized ({}; thresholds {}): emptying it onto {} fuller node(s) with room",
                 source.node.name,

@@ -21,8 +21,7 @@ use super::usage::{
 };
 use crate::api::args::{LowNodeUtilizationArgs, METRIC_RESOURCE, UsageSource};
 use crate::strategies::shared::{
-    Selection, fits_on_after, still_movable, still_movable_briefed, victim_key, victim_order,
-    weighed_in_order,
+    Selection, fits_on_after, still_movable_briefed, victim_key, weighed_in_order,
 };
 use crate::{
     cluster::{PodInfo, Resources},
@@ -296,13 +295,8 @@ impl LowNodeUtilization {
         let mut reserved: std::collections::HashMap<&str, Resources> = Default::default();
         let mut weighed = Weighed::default();
         for source in sources {
-            let mut pods: Vec<&Arc<PodInfo>> = source
-                .state
-                .pods
-                .values()
-                .filter(|p| still_movable(p, ctx, gatekeeper) && selection.admits(p))
-                .collect();
-            pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
+            let pods =
+                selection.movable_in_victim_order(source.state.pods.values(), ctx, gatekeeper);
             let mut evicted = 0u32;
             for pod in pods {
                 if evicted >= per_node {
