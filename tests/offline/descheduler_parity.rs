@@ -857,7 +857,7 @@ fn no_converted_descheduler_policy_evicts_a_pod_the_descheduler_protects() {
     );
 }
 
-/// The issue's own case: `noEvictionPolicy: Mandatory` with PodLifeTime must protect a pod annotated
+/// `noEvictionPolicy: Mandatory` with PodLifeTime must protect a pod annotated
 /// `prefer-no-eviction` in tidal's plan too.
 #[test]
 fn mandatory_no_eviction_carries_over() {

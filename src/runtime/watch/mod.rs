@@ -516,6 +516,62 @@ mod tests {
     use super::*;
 
     #[test]
+    fn watch_errors_are_one_readable_line() {
+        use kube::core::Status;
+        // Never the debug form of kube's types, never more than one line.
+        let readable = |line: &str| {
+            for debug in ["Status {", "Some(", "code:", "\n"] {
+                assert!(!line.contains(debug), "{line}");
+            }
+        };
+        let api = |code: u16, reason: &str, message: &str| {
+            kube::Error::Api(Status::failure(message, reason).with_code(code).boxed())
+        };
+        let line = describe_error(
+            ObjectKind::DeschedulingPolicy,
+            &watcher::Error::InitialListFailed(api(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )),
+        );
+        readable(&line);
+        assert!(line.starts_with("listing "), "{line}");
+        assert!(
+            line.ends_with("failed: HTTP 404: the deschedulingpolicies.tidal.dev CRD is not installed (`tidal crds | kubectl apply -f -`)"),
+            "{line}"
+        );
+        let line = describe_error(
+            ObjectKind::Pod,
+            &watcher::Error::WatchFailed(api(
+                403,
+                "Forbidden",
+                "pods is forbidden: User \"x\" cannot watch",
+            )),
+        );
+        readable(&line);
+        assert!(line.starts_with("watching "), "{line}");
+        assert!(
+            line.ends_with(
+                "failed: HTTP 403 Forbidden: pods is forbidden: User \"x\" cannot watch"
+            ),
+            "{line}"
+        );
+        let line = describe_error(
+            ObjectKind::Node,
+            &watcher::Error::WatchError(
+                Status::failure("too old resource version", "Expired")
+                    .with_code(410)
+                    .boxed(),
+            ),
+        );
+        assert!(
+            line.ends_with("ended: HTTP 410 too old resource version"),
+            "{line}"
+        );
+    }
+
+    #[test]
     fn only_a_404_means_the_crd_is_absent() {
         assert_eq!(crd_probe(Ok(())), CrdProbe::Served);
         assert_eq!(crd_probe(Err(Some(404))), CrdProbe::Absent);
