@@ -239,6 +239,32 @@ mod tests {
     }
 
     #[test]
+    fn the_grace_period_convert_names_is_a_flag_of_tidal_run() {
+        let policy = serde_json::json!({"apiVersion": "descheduler/v1alpha2",
+            "kind": "DeschedulerPolicy", "gracePeriodSeconds": 45,
+            "profiles": [{"name": "p", "plugins": {"deschedule": {"enabled": ["PodLifeTime"]}},
+                "pluginConfig": [{"name": "PodLifeTime", "args": {"maxPodLifeTimeSeconds": 60}}]}]});
+        let converted =
+            crate::api::descheduler::convert(&policy, &Default::default()).expect("converts");
+        let note = converted
+            .notes
+            .iter()
+            .find(|n| n.text.contains("gracePeriodSeconds 45"))
+            .expect("a note on gracePeriodSeconds");
+        let command = note
+            .text
+            .split('`')
+            .nth(1)
+            .expect("a command in backquotes");
+        let args: Vec<&str> = command.split_whitespace().collect();
+        let cli = Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{command}: {e}"));
+        let Command::Run(run) = cli.command else {
+            panic!("{command}: not `tidal run`")
+        };
+        assert_eq!(run.pacing.eviction_grace_period_seconds, Some(45));
+    }
+
+    #[test]
     fn explain_takes_a_pod_and_the_report_s_input() {
         let cli = Cli::try_parse_from(["tidal", "explain", "pod", "ml/trial-1", "-f", "dump.yaml"])
             .unwrap();

@@ -600,6 +600,30 @@ def test_eviction_grace_period_is_the_pods_own_unless_set(chart):
     assert "--eviction-grace-period-seconds=0" in args, args
 
 
+def test_prometheus_is_asked_only_with_a_url_and_its_token_is_a_mounted_secret(chart):
+    docs, _ = render(chart, {})
+    spec = pod_spec(docs, "tidal-controller")
+    assert not any(a.startswith("--prometheus") for a in spec["containers"][0]["args"])
+    assert [v["name"] for v in spec["volumes"]] == ["tmp"]
+    values = {"controller": {"prometheus": {
+        "url": "https://prometheus.monitoring:9090",
+        "tokenSecret": {"name": "prom-token", "key": "token.txt"}}}}
+    docs, _ = render(chart, values)
+    spec = pod_spec(docs, "tidal-controller")
+    args = spec["containers"][0]["args"]
+    assert "--prometheus-url=https://prometheus.monitoring:9090" in args, args
+    assert "--prometheus-token-file=/var/run/tidal/prometheus/token" in args, args
+    volume = next(v for v in spec["volumes"] if v["name"] == "prometheus-token")
+    assert volume["secret"] == {"secretName": "prom-token", "items": [{"key": "token.txt", "path": "token"}]}
+    mount = next(m for m in spec["containers"][0]["volumeMounts"] if m["name"] == "prometheus-token")
+    assert mount == {"name": "prometheus-token", "mountPath": "/var/run/tidal/prometheus", "readOnly": True}
+    # Without a token: the URL alone.
+    docs, _ = render(chart, {"controller": {"prometheus": {"url": "http://prometheus:9090"}}})
+    args = pod_spec(docs, "tidal-controller")["containers"][0]["args"]
+    assert "--prometheus-url=http://prometheus:9090" in args
+    assert not any(a.startswith("--prometheus-token-file") for a in args), args
+
+
 def test_grace_period_follows_the_shutdown_delay(chart):
     docs, _ = render(chart, {"webhook": {"shutdownDelay": "1m30s"}})
     spec = pod_spec(docs, "tidal-webhook")

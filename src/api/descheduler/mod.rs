@@ -402,7 +402,7 @@ fn top_level(
                 Effect::Same,
                 format!(
                     "gracePeriodSeconds {value}: a setting of the controller in tidal, not of a \
-                     policy: run `tidal run --eviction-grace-period={value}s` (chart: \
+                     policy: run `tidal run --eviction-grace-period-seconds={value}` (chart: \
                      controller.eviction.gracePeriodSeconds: {value})"
                 ),
             ),
@@ -440,7 +440,8 @@ fn metrics_providers(value: &Value, notes: &mut Notes) {
                 let token = match (secret["namespace"].as_str(), secret["name"].as_str()) {
                     (Some(ns), Some(name)) => format!(
                         ", and the token of Secret {ns}/{name} (key prometheusAuthToken) as a file: \
-                         --prometheus-token-file (chart: controller.prometheus.tokenSecret)"
+                         --prometheus-token-file (chart: controller.prometheus.tokenSecret.name: \
+                         {name}, a Secret in tidal's namespace)"
                     ),
                     _ => String::new(),
                 };
@@ -448,7 +449,8 @@ fn metrics_providers(value: &Value, notes: &mut Notes) {
                     Effect::Same,
                     format!(
                         "metricsProviders Prometheus: a setting of the controller in tidal: run \
-                         `tidal run --prometheus-url={url}`{token} (chart: controller.extraArgs); \
+                         `tidal run --prometheus-url={url}` (chart: controller.prometheus.url: \
+                         {url}){token}; \
                          without it the strategies reading Prometheus evict nothing"
                     ),
                 );
