@@ -182,8 +182,34 @@ impl Cluster {
         self
     }
 
+    /// A PersistentVolumeClaim `namespace/name` of StorageClass `class` (empty: none).
+    pub(crate) fn claim(mut self, key: &str, class: &str) -> Self {
+        let (namespace, name) = key.split_once('/').unwrap_or(("default", key));
+        let claim: k8s_openapi::api::core::v1::PersistentVolumeClaim =
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"storageClassName": class},
+            }))
+            .unwrap();
+        self.cache
+            .apply_claim(crate::cluster::ClaimInfo::from_claim(&claim).unwrap());
+        self
+    }
+
     pub(crate) fn pdb(mut self, pdb: PdbBuilder) -> Self {
         self.cache.apply_pdb(pdb.build());
+        self
+    }
+
+    /// Records Prometheus' answer to `query` at NOW: a value in [0, 1] per node.
+    pub(crate) fn node_metric(mut self, query: &str, values: &[(&str, f64)]) -> Self {
+        self.cache.record_node_metric(
+            query,
+            crate::cluster::MetricSample {
+                at: now(),
+                values: Ok(values.iter().map(|(n, v)| ((*n).to_owned(), *v)).collect()),
+            },
+        );
         self
     }
 

@@ -366,6 +366,18 @@ pub struct HighNodeUtilizationArgs {
     /// Namespaces whose pods may be evicted (usage counts every pod).
     #[serde(default)]
     pub namespaces: NamespaceFilter,
+    /// `OnlyThresholdingResources`: evict only pods that request at least one of the resources
+    /// `thresholds` lists (the descheduler's `evictionModes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub eviction_modes: Vec<EvictionMode>,
+}
+
+/// How highNodeUtilization narrows the pods it evicts.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum EvictionMode {
+    /// Only pods that request at least one of the resources `thresholds` lists.
+    OnlyThresholdingResources,
 }
 
 /// Percentages per resource name (`cpu`, `memory`, `pods`, or an extended resource).
@@ -379,7 +391,15 @@ pub enum UsageSource {
     /// CPU and memory measured by metrics-server (`metrics.k8s.io` NodeMetrics and PodMetrics),
     /// averaged over `window`; pods and extended resources still from requests.
     Metrics,
+    /// One number per node from a Prometheus instant query (`query`), as the descheduler reads it:
+    /// samples labelled `instance` with the node name, values in [0, 1]. Thresholds then list the
+    /// one resource `MetricResource` (percent of 1). A pod's share is unknown, so each overutilized
+    /// node loses one pod per cycle (or `evictionLimits.node`).
+    Prometheus,
 }
+
+/// The resource thresholds name for a Prometheus query's value.
+pub const METRIC_RESOURCE: &str = "MetricResource";
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -391,6 +411,9 @@ pub struct UsageArgs {
     /// With `Metrics`: average the samples of this long a window before the cycle.
     #[serde(default = "default_window")]
     pub window: GoDuration,
+    /// With `Prometheus`: the PromQL instant query (`tidal run --prometheus-url` says where).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
 }
 
 impl Default for UsageArgs {
@@ -398,6 +421,7 @@ impl Default for UsageArgs {
         UsageArgs {
             source: UsageSource::Requests,
             window: default_window(),
+            query: None,
         }
     }
 }

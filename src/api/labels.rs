@@ -22,5 +22,8 @@ pub const MIN_AVAILABLE: [&str; 2] = [
 
 /// Pod annotation of the Kubernetes descheduler: `"true"` makes a pod evictable despite default protections.
 pub const DESCHEDULER_EVICT: &str = "descheduler.alpha.kubernetes.io/evict";
+/// Pod annotation of the Kubernetes descheduler: the pod prefers not to be evicted (whatever its
+/// value). `protections.noEvictionPolicy` says whether that is a preference or a rule.
+pub const PREFER_NO_EVICTION: &str = "descheduler.alpha.kubernetes.io/prefer-no-eviction";
 /// Annotation the kubelet puts on mirror pods of static pods.
 pub const MIRROR_POD: &str = "kubernetes.io/config.mirror";

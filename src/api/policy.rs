@@ -65,6 +65,11 @@ pub struct DeschedulingPolicySpec {
     /// Namespaces whose pods this policy may evict.
     #[serde(default)]
     pub namespaces: NamespaceFilter,
+    /// Only nodes whose labels match this selector are processed: only their pods may be evicted,
+    /// and only they count as destinations and in the utilization strategies' classification (the
+    /// descheduler's top-level `nodeSelector`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
@@ -127,6 +132,18 @@ impl Strategies {
         let high = self.high_node_utilization.as_ref().map(|a| a.usage.source);
         low == Some(Metrics) || high == Some(Metrics)
     }
+
+    /// The Prometheus queries this policy's strategies read (`usage.source: Prometheus`).
+    pub fn prometheus_queries(&self) -> Vec<String> {
+        use super::args::UsageSource::Prometheus;
+        let low = self.low_node_utilization.as_ref().map(|a| &a.usage);
+        let high = self.high_node_utilization.as_ref().map(|a| &a.usage);
+        low.into_iter()
+            .chain(high)
+            .filter(|u| u.source == Prometheus)
+            .filter_map(|u| u.query.clone())
+            .collect()
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -188,6 +205,30 @@ pub struct EvictionLimits {
     /// Evictions per `topology.kubernetes.io/zone` per cycle (pods on nodes without the label do not count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_topology_zone: Option<u32>,
+    /// Caps counted across every policy that names the same `name`: the evictions all of them plan
+    /// in one cycle together (DryRun policies count too, so that a report shows what they would do
+    /// together). Each policy is held to its own caps against that shared count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<SharedLimits>,
+}
+
+/// Caps shared by several policies: what the descheduler's global `maxNoOfPodsToEvict*` are to its
+/// profiles.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SharedLimits {
+    /// The count the policies share: policies naming the same one count together.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Evictions per cycle in all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u32>,
+    /// Evictions per node per cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_node: Option<u32>,
+    /// Evictions per namespace per cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_namespace: Option<u32>,
 }
 
 /// What the controller did in the policy's last cycle.

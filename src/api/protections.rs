@@ -35,6 +35,19 @@ pub struct Protections {
     /// Protect pods that mount a PersistentVolumeClaim (or a generic ephemeral volume).
     #[serde(default)]
     pub pvc_pods: bool,
+    /// With `pvcPods`: only claims of these StorageClasses protect a pod; a claim whose class tidal
+    /// cannot tell (claim not found, no class) protects it too. Empty: every claim protects.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub protected_storage_classes: Vec<String>,
+    /// Protect pods that use dynamic resources (`spec.resourceClaims`: GPUs and other devices
+    /// allocated through DRA).
+    #[serde(default)]
+    pub resource_claim_pods: bool,
+    /// What a pod's `descheduler.alpha.kubernetes.io/prefer-no-eviction` annotation means:
+    /// `Preferred` (default) evicts such pods last among equals, `Mandatory` never evicts them.
+    #[serde(default)]
+    pub no_eviction_policy: NoEvictionPolicy,
     /// Protect pods that no PodDisruptionBudget covers.
     #[serde(default)]
     pub pods_without_pdb: bool,
@@ -48,7 +61,8 @@ pub struct Protections {
     /// Protect pods of workloads (PodGroup, else controller) with fewer than this many unfinished pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_replicas: Option<u32>,
-    /// Protect pods younger than this (counted from creation).
+    /// Protect pods younger than this, counted from `status.startTime` as the descheduler does (a pod
+    /// the kubelet has not started yet is protected).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_pod_age: Option<GoDuration>,
     /// Only evict a pod that fits some other ready, schedulable node (selector, affinity, taints,
@@ -56,6 +70,21 @@ pub struct Protections {
     /// whether or not they fit elsewhere. Refusals are reported by gate `nodefit`.
     #[serde(default)]
     pub node_fit: bool,
+    /// With `nodeFit`: only nodes whose labels match this selector count as places the pod could go
+    /// (the descheduler's evictor `nodeSelector`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_fit_node_selector: Option<LabelSelector>,
+}
+
+/// How the `descheduler.alpha.kubernetes.io/prefer-no-eviction` annotation is read.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NoEvictionPolicy {
+    /// A wish: among pods a strategy ranks alike, annotated ones are evicted last.
+    #[default]
+    Preferred,
+    /// A rule: annotated pods are never evicted (unless `descheduler.alpha.kubernetes.io/evict` says
+    /// true, which overrides it as in the descheduler).
+    Mandatory,
 }
 
 impl Default for Protections {
@@ -67,12 +96,16 @@ impl Default for Protections {
             local_storage_pods: true,
             bare_pods: true,
             pvc_pods: false,
+            protected_storage_classes: Vec::new(),
+            resource_claim_pods: false,
+            no_eviction_policy: NoEvictionPolicy::Preferred,
             pods_without_pdb: false,
             label_selector: None,
             namespace_label_selector: None,
             min_replicas: None,
             min_pod_age: None,
             node_fit: false,
+            node_fit_node_selector: None,
         }
     }
 }

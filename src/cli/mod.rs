@@ -3,12 +3,14 @@
 //! dispatches.
 
 mod convert;
+mod explain;
 mod pacing;
 mod register;
 mod report;
 mod run;
 
 pub use convert::{ConvertArgs, ConvertMode};
+pub use explain::{ExplainArgs, ExplainKind, Explanation, Verdict};
 pub use pacing::PacingArgs;
 pub use register::RegisterArgs;
 pub use report::{
@@ -51,11 +53,15 @@ pub enum Command {
     /// Simulate the next hours with the real planner: zone changes, drain starts, each eviction round
     /// and the pods it takes (takes the same input flags as `report`).
     Timeline(TimelineArgs),
+    /// Explain one pod: every policy and strategy that considered it, the gate that stopped it or
+    /// the round that will take it, and when (takes the same input flags as `report`).
+    Explain(ExplainArgs),
     /// Print the CustomResourceDefinitions tidal installs (RevocableZone, DeschedulingPolicy).
     Crds,
-    /// Turn a Kubernetes descheduler policy (descheduler/v1alpha2 DeschedulerPolicy) into
-    /// DeschedulingPolicies, one per profile, printed as YAML; what cannot be carried over is listed
-    /// at the top of the output and on stderr.
+    /// Turn a Kubernetes descheduler policy (DeschedulerPolicy v1alpha2 or v1alpha1, on its own, in a
+    /// ConfigMap or in the descheduler chart's values) into DeschedulingPolicies, one per profile,
+    /// printed as YAML. Never looser: a setting whose loss could evict more is an error unless
+    /// --allow-looser; every setting not carried over as it is is listed at the top.
     Convert(ConvertArgs),
     /// Print a shell completion script: `source <(tidal completion bash)`, or save it where your
     /// shell loads completions from.
@@ -78,6 +84,7 @@ impl Command {
             Command::Run(_) | Command::Webhook(_) | Command::RegisterWebhooks(_) => true,
             Command::Report(args) => args.clusters.is_empty(),
             Command::Timeline(args) => args.input.clusters.is_empty(),
+            Command::Explain(args) => args.input.clusters.is_empty(),
             Command::Crds | Command::Convert(_) | Command::Completion { .. } => false,
         }
     }
@@ -89,9 +96,11 @@ impl Command {
             Command::Run(_) | Command::Webhook(_) | Command::RegisterWebhooks(_) => "info",
             Command::Report(args) if args.verbose => "info",
             Command::Timeline(args) if args.input.verbose => "info",
+            Command::Explain(args) if args.input.verbose => "info",
             // kube's client logs every failed connection as an error; the report says it once, with
             // the address and what to do.
-            _ => "warn,kube_client::client::builder=off",
+            // kube's TLS layer warns on every connection of a kubeconfig that skips verification.
+            _ => "warn,kube_client::client::builder=off,kube_client::client::tls=error",
         }
     }
 
@@ -117,16 +126,22 @@ pub fn run_offline(command: &Command) -> anyhow::Result<String> {
         Command::Convert(args) => {
             let (yaml, notes) = args.convert()?;
             if !notes.is_empty() {
+                use crate::api::descheduler::Effect;
+                let count = |effect| notes.iter().filter(|n| n.effect == effect).count();
                 eprintln!(
-                    "tidal convert: {} setting(s) not carried over or different in tidal; they are \
-                     listed at the top of the output",
-                    notes.len()
+                    "tidal convert: {} setting(s) not carried over as they are ({} looser, {} \
+                     stricter, {} with the same effect); they are listed at the top of the output",
+                    notes.len(),
+                    count(Effect::Looser),
+                    count(Effect::Stricter),
+                    count(Effect::Same),
                 );
             }
             Ok(yaml)
         }
         Command::Report(args) => report(args),
         Command::Timeline(args) => timeline(args),
+        Command::Explain(args) => explain::explain(args),
         Command::Run(_) => anyhow::bail!("`tidal run` needs a cluster"),
         Command::Webhook(_) => anyhow::bail!("`tidal webhook` needs a cluster"),
         Command::RegisterWebhooks(_) => anyhow::bail!("`tidal register-webhooks` needs a cluster"),
@@ -151,6 +166,7 @@ pub async fn run_live(
         Command::RegisterWebhooks(args) => register::register(args).await.map(Some),
         Command::Report(args) => report_live(args).await.map(Some),
         Command::Timeline(args) => timeline_live(args).await.map(Some),
+        Command::Explain(args) => explain::explain_live(args).await.map(Some),
         Command::Crds | Command::Convert(_) | Command::Completion { .. } => {
             run_offline(command).map(Some)
         }
@@ -199,6 +215,69 @@ mod tests {
             "info"
         );
         assert_eq!(level(&["tidal", "run"]), "info");
+    }
+
+    #[test]
+    fn now_without_an_offset_is_explained_not_guessed() {
+        let error =
+            Cli::try_parse_from(["tidal", "report", "-f", "x", "--now", "2026-11-23T09:30:00"])
+                .unwrap_err()
+                .to_string();
+        assert!(
+            error.contains("has no UTC offset: write 2026-11-23T09:30:00Z"),
+            "{error}"
+        );
+        let ok = Cli::try_parse_from([
+            "tidal",
+            "report",
+            "-f",
+            "x",
+            "--now",
+            "2026-11-23T10:30:00+01:00",
+        ]);
+        assert!(ok.is_ok());
+    }
+
+    #[test]
+    fn the_grace_period_convert_names_is_a_flag_of_tidal_run() {
+        let policy = serde_json::json!({"apiVersion": "descheduler/v1alpha2",
+            "kind": "DeschedulerPolicy", "gracePeriodSeconds": 45,
+            "profiles": [{"name": "p", "plugins": {"deschedule": {"enabled": ["PodLifeTime"]}},
+                "pluginConfig": [{"name": "PodLifeTime", "args": {"maxPodLifeTimeSeconds": 60}}]}]});
+        let converted =
+            crate::api::descheduler::convert(&policy, &Default::default()).expect("converts");
+        let note = converted
+            .notes
+            .iter()
+            .find(|n| n.text.contains("gracePeriodSeconds 45"))
+            .expect("a note on gracePeriodSeconds");
+        let command = note
+            .text
+            .split('`')
+            .nth(1)
+            .expect("a command in backquotes");
+        let args: Vec<&str> = command.split_whitespace().collect();
+        let cli = Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{command}: {e}"));
+        let Command::Run(run) = cli.command else {
+            panic!("{command}: not `tidal run`")
+        };
+        assert_eq!(run.pacing.eviction_grace_period_seconds, Some(45));
+    }
+
+    #[test]
+    fn explain_takes_a_pod_and_the_report_s_input() {
+        let cli = Cli::try_parse_from(["tidal", "explain", "pod", "ml/trial-1", "-f", "dump.yaml"])
+            .unwrap();
+        let Command::Explain(args) = cli.command else {
+            unreachable!()
+        };
+        assert_eq!(args.target, "ml/trial-1");
+        assert!(!cli_is_live(&Command::Explain(args)));
+        assert!(Cli::try_parse_from(["tidal", "explain", "node", "n1"]).is_err());
+    }
+
+    fn cli_is_live(command: &Command) -> bool {
+        command.is_live()
     }
 
     #[test]

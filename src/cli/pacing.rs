@@ -5,7 +5,7 @@ use clap::Args;
 
 use crate::{
     controller::evictor::EvictorConfig,
-    drain::{DEFAULT_MARGIN, DrainSettings, Pacing},
+    drain::{DEFAULT_MARGIN, DrainSettings, Pacing, grace_period},
 };
 
 #[derive(Clone, Debug, Args)]
@@ -23,6 +23,12 @@ pub struct PacingArgs {
     /// close (plus 30s), at most its `maxDrainBefore` ahead.
     #[arg(long, value_name = "FACTOR", default_value_t = DEFAULT_MARGIN)]
     pub drain_margin: f64,
+    /// The grace period every eviction gives its pod, in seconds (sent as the Eviction's
+    /// `deleteOptions.gracePeriodSeconds`; 0 kills at once). Default: each pod's own
+    /// `terminationGracePeriodSeconds`. The descheduler's `gracePeriodSeconds`. Drain estimates
+    /// assume it too.
+    #[arg(long, value_name = "SECONDS")]
+    pub eviction_grace_period_seconds: Option<u32>,
 }
 
 /// Below this a token takes so long to refill that the limit is a misconfiguration, not a pace.
@@ -46,6 +52,7 @@ impl PacingArgs {
             qps: self.eviction_qps,
             burst: self.eviction_burst,
             concurrency: self.eviction_concurrency.max(1),
+            grace_period_seconds: self.eviction_grace_period_seconds.map(i64::from),
             ..EvictorConfig::default()
         }
     }
@@ -56,6 +63,7 @@ impl PacingArgs {
         let evictor = self.evictor();
         DrainSettings {
             margin: self.drain_margin,
+            grace_period: grace_period(evictor.grace_period_seconds),
             ..DrainSettings::new(Pacing {
                 qps: evictor.qps,
                 burst: evictor.burst,

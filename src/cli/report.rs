@@ -42,6 +42,9 @@ pub struct ReportArgs {
     /// Live cluster only: how to reach it.
     #[command(flatten)]
     pub client: ClientArgs,
+    /// Live cluster only: where Prometheus is, for policies that read it.
+    #[command(flatten)]
+    pub prometheus: crate::runtime::PrometheusArgs,
     /// Live cluster only: check each planned eviction with a server-side dry run (`dryRun=All`) and
     /// list refusals (a PodDisruptionBudget's 429, ...) as skipped, with gate `pdb` and the like.
     #[arg(long, conflicts_with = "clusters")]
@@ -49,8 +52,9 @@ pub struct ReportArgs {
     /// Live cluster only: give up if listing the cluster takes longer.
     #[arg(long, value_name = "DURATION", default_value = "60s")]
     pub timeout: GoDuration,
-    /// The instant to plan for (RFC 3339, e.g. 2026-11-22T23:30:00Z). Default: now.
-    #[arg(long, value_name = "RFC3339")]
+    /// The instant to plan for (RFC 3339 with its offset, e.g. 2026-11-22T23:30:00Z or
+    /// 2026-11-23T00:30:00+01:00). Default: now.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
     pub now: Option<Timestamp>,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
@@ -87,18 +91,42 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
 }
 
 /// How long `tidal report` waits for the API server's first answer before saying it cannot reach it.
-const REACHABLE_WITHIN: Duration = Duration::from_secs(10);
+pub(super) const REACHABLE_WITHIN: Duration = Duration::from_secs(10);
+
+/// Asks Prometheus, when it is given, the queries the policies read, before planning.
+pub(super) async fn ask_prometheus(
+    args: &crate::runtime::PrometheusArgs,
+    shared: &crate::cluster::SharedCache,
+) -> anyhow::Result<()> {
+    if let Some(client) = args.client()? {
+        crate::runtime::prometheus::poll_once(&client, shared).await;
+    }
+    Ok(())
+}
+
+/// Says once what kube's TLS layer would say on every connection.
+pub(super) fn warn_insecure(insecure: bool) {
+    if insecure {
+        eprintln!(
+            "warning: the kubeconfig skips verifying the API server's certificate \
+             (insecure-skip-tls-verify)"
+        );
+    }
+}
 
 /// `tidal report` against the live cluster: one list of everything, one plan, no eviction; with
 /// `--verify`, a server-side dry-run eviction per planned eviction.
 pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
     let config = args.client.config().await?;
+    let insecure = config.accept_invalid_certs;
     let url = config.cluster_url.to_string();
     let evictions = client::without_retries(&config)?;
     let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
     let timeout = args.timeout.as_std().max(Duration::from_secs(1));
     client::check_reachable(&client, &url, timeout.min(REACHABLE_WITHIN)).await?;
+    warn_insecure(insecure);
     let shared = controller::oneshot::live_cache(client, timeout).await?;
+    ask_prometheus(&args.prometheus, &shared).await?;
     let snapshot = shared.write().snapshot();
     let (mut cycle, notes) = plan_report(&snapshot, args)?;
     let verification = if args.verify {
@@ -134,11 +162,14 @@ pub fn timeline(args: &TimelineArgs) -> anyhow::Result<String> {
 pub async fn timeline_live(args: &TimelineArgs) -> anyhow::Result<String> {
     let span = timeline_span(args)?;
     let config = args.input.client.config().await?;
+    let insecure = config.accept_invalid_certs;
     let url = config.cluster_url.to_string();
     let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
     let timeout = args.input.timeout.as_std().max(Duration::from_secs(1));
     client::check_reachable(&client, &url, timeout.min(REACHABLE_WITHIN)).await?;
+    warn_insecure(insecure);
     let shared = controller::oneshot::live_cache(client, timeout).await?;
+    ask_prometheus(&args.input.prometheus, &shared).await?;
     let snapshot = shared.write().snapshot();
     let (policies, notes) = select_policies(&snapshot, &args.input)?;
     let mut cache = shared.write();
@@ -157,9 +188,6 @@ fn timeline_span(args: &TimelineArgs) -> anyhow::Result<SignedDuration> {
         anyhow::bail!(
             "--verify checks one plan against the API server; the timeline has no use for it"
         );
-    }
-    if args.input.output == Format::Markdown {
-        anyhow::bail!("the timeline prints -o table or -o json");
     }
     let span = SignedDuration::try_from(args.span.as_std()).unwrap_or(SignedDuration::MAX);
     if span.is_zero() || span > timeline::MAX_SPAN {
@@ -182,7 +210,9 @@ fn render_timeline(
     match args.output {
         Format::Json => timeline.to_json(),
         Format::Yaml => timeline.to_yaml(),
-        Format::Table | Format::Wide | Format::Markdown => timeline.to_table(),
+        Format::Table | Format::Wide => timeline.to_table(),
+        // The table as it is, in a code block: a timeline's columns read as they align.
+        Format::Markdown => format!("```\n{}```\n", timeline.to_table()),
     }
 }
 
@@ -214,7 +244,7 @@ pub(super) fn plan_report(
 }
 
 /// The policies `args` selects from the snapshot, or the built-in one; with notes for the output.
-fn select_policies(
+pub(super) fn select_policies(
     snapshot: &Snapshot,
     args: &ReportArgs,
 ) -> anyhow::Result<(Vec<Arc<PolicyInfo>>, Vec<String>)> {
@@ -248,6 +278,23 @@ fn select_policies(
             .collect()
     };
     Ok((policies, notes))
+}
+
+/// An RFC 3339 instant; one without an offset is refused with the two ways to write it, rather than
+/// read in some time zone the reader did not choose.
+fn parse_instant(text: &str) -> Result<Timestamp, String> {
+    if let Ok(at) = text.parse::<Timestamp>() {
+        return Ok(at);
+    }
+    if text.parse::<jiff::civil::DateTime>().is_ok() {
+        return Err(format!(
+            "{text} has no UTC offset: write {text}Z for UTC, or add the offset of your time zone \
+             (e.g. {text}+01:00)"
+        ));
+    }
+    Err(format!(
+        "{text} is not an RFC 3339 instant such as 2026-11-22T23:30:00Z"
+    ))
 }
 
 /// `4Gi`, `500Mi`, `1000000`: a positive Kubernetes quantity of bytes.
@@ -287,6 +334,7 @@ pub fn builtin_policy() -> PolicyInfo {
             limits: Default::default(),
             protections: Default::default(),
             namespaces: Default::default(),
+            node_selector: None,
         },
     )
 }

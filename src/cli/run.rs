@@ -18,6 +18,8 @@ use crate::{
 pub struct RunArgs {
     #[command(flatten)]
     pub client: ClientArgs,
+    #[command(flatten)]
+    pub prometheus: crate::runtime::PrometheusArgs,
     /// Elect a leader through a Lease, so that only one replica evicts. `--leader-elect` alone means
     /// true, as in controller-runtime; `--leader-elect=false` runs a single replica without a Lease.
     #[arg(
@@ -166,6 +168,7 @@ impl RunArgs {
         config.cycle.in_flight_ttl = self.in_flight_ttl.as_std();
         config.cycle.dry_run_verify_per_cycle = self.dry_run_verify_per_cycle;
         config.shutdown_grace = self.shutdown_grace.as_std();
+        config.prometheus = self.prometheus.clone();
         let usage_poll = self.usage_poll_interval.as_std();
         config.usage_poll = (!usage_poll.is_zero()).then_some(usage_poll);
         if self.zone_taints {

@@ -12,6 +12,7 @@ pub(crate) mod store;
 pub use ingest::{Ingest, ObjectKind};
 pub use k8s_openapi::api::core::v1::Taint;
 pub use model::Unnamed;
+pub use model::claim::ClaimInfo;
 pub use model::config::{DrainStart, PolicyInfo, ZoneInfo};
 pub use model::constraints::Constraints;
 pub use model::job_budget::{IntOrPercent, JobBudget, JobStats};
@@ -22,7 +23,7 @@ pub use model::pod::{ControllerKind, PodBrief, PodInfo, PodPhase, QosClass, Volu
 pub use model::pod_status::{ContainerScope, PodStatusSummary};
 pub use model::resources::Resources;
 pub use model::setting::{InvalidValue, Setting};
-pub use model::usage::{UsageSample, UsageSeries};
+pub use model::usage::{MetricSample, UsageSample, UsageSeries};
 pub use model::workload::{PdbInfo, PodGroupInfo};
 pub use store::cache::{ClusterCache, Retired, SnapshotUpdate, Unreadable};
 pub use store::pod_map::PodMap;

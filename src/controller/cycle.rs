@@ -30,7 +30,7 @@ use crate::{
     controller::evictor::{
         EvictionQueue, EvictionRequest, Evictor, Guard, Halt, Outcome, Outcomes, Submission,
     },
-    controller::metrics::{EvictionLabels, Metrics, PolicyStrategy},
+    controller::metrics::{EvictionKey, Metrics, PolicyStrategy},
     controller::status::{self, StatusWriter},
     framework::ZoneView,
     planner::{self, Plan, SkipRows},
@@ -401,15 +401,7 @@ impl CycleRunner {
             if leaving {
                 shared.write().mark_evicted(&request.pod, &request.uid, now);
             }
-            metrics.add_evictions(
-                EvictionLabels {
-                    policy: policy.clone(),
-                    strategy: candidate.strategy.to_string(),
-                    result: outcome.label().to_owned(),
-                    zone: candidate.zone.clone().unwrap_or_default(),
-                },
-                1,
-            );
+            metrics.add_evictions(EvictionKey::of(&policy, candidate, outcome.label()), 1);
             let Some(confirmed) = pod_event(outcome) else {
                 return;
             };
@@ -436,12 +428,7 @@ impl CycleRunner {
                 Settled::NotEvicted => Outcome::Failed(String::new()),
             };
             self.metrics.add_evictions(
-                EvictionLabels {
-                    policy: pending.policy.clone(),
-                    strategy: candidate.strategy.to_string(),
-                    result: result.label().to_owned(),
-                    zone: candidate.zone.clone().unwrap_or_default(),
-                },
+                EvictionKey::of(&pending.policy, candidate, result.label()),
                 1,
             );
             if let Some(confirmed) = pod_event(&result) {

@@ -7,7 +7,7 @@ use jiff::Timestamp;
 
 use super::{
     evictor::Outcome,
-    metrics::{EvictionLabels, PolicyStrategy, SkipLabels, ZoneGauges},
+    metrics::{EvictionKey, PolicyStrategy, SkipLabels, ZoneGauges},
     verification::OVER_VERIFY_BUDGET,
 };
 use crate::{
@@ -117,7 +117,7 @@ pub(crate) fn invalid_pods(policies: &[PolicyResult]) -> Vec<(&Candidate, &str)>
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Tallies {
     pub planned: BTreeMap<PolicyStrategy, u64>,
-    pub evictions: BTreeMap<EvictionLabels, u64>,
+    pub evictions: BTreeMap<EvictionKey, u64>,
     /// Refused by a gate of the plan, or by the API server at eviction time.
     pub skips: BTreeMap<SkipLabels, u64>,
 }
@@ -141,13 +141,8 @@ pub(crate) fn tallies(policies: &[PolicyResult]) -> Tallies {
                 strategy: c.strategy.to_string(),
             };
             *t.planned.entry(planned).or_default() += 1;
-            let labels = EvictionLabels {
-                policy: policy.clone(),
-                strategy: c.strategy.to_string(),
-                result: outcome.label().to_owned(),
-                zone: c.zone.clone().unwrap_or_default(),
-            };
-            *t.evictions.entry(labels).or_default() += 1;
+            let key = EvictionKey::of(policy, c, outcome.label());
+            *t.evictions.entry(key).or_default() += 1;
             if let Some(refusal) = outcome.refusal() {
                 *t.skips.entry(skip(refusal.reason)).or_default() += 1;
             }
@@ -162,6 +157,7 @@ mod tests {
 
     use super::*;
     use crate::cluster::ObjectKey;
+    use crate::controller::metrics::EvictionLabels;
     use crate::controller::{
         status::compute::PolicyCounts,
         verification::{LastVerified, order_for_verification, record_verified, sends},
@@ -253,11 +249,15 @@ mod tests {
             PolicyResult::new(evict, vec![Outcome::Evicted, Outcome::Evicted]),
         ];
         let t = tallies(&policies);
-        let labels = |policy: &str, result: &str| EvictionLabels {
-            policy: policy.into(),
-            strategy: "tdm".into(),
-            result: result.into(),
-            zone: "rz".into(),
+        let labels = |policy: &str, result: &str| EvictionKey {
+            series: EvictionLabels {
+                policy: policy.into(),
+                strategy: "tdm".into(),
+                result: result.into(),
+                zone: "rz".into(),
+            },
+            namespace: "ns".into(),
+            node: "n1".into(),
         };
         let planned = PolicyStrategy {
             policy: "dry".into(),
@@ -431,11 +431,15 @@ mod tests {
             strategy: "tdm".into(),
         };
         assert_eq!(t.planned, BTreeMap::from([(planned, 3)]));
-        let result = |result: &str| EvictionLabels {
-            policy: "p".into(),
-            strategy: "tdm".into(),
-            result: result.into(),
-            zone: "rz".into(),
+        let result = |result: &str| EvictionKey {
+            series: EvictionLabels {
+                policy: "p".into(),
+                strategy: "tdm".into(),
+                result: result.into(),
+                zone: "rz".into(),
+            },
+            namespace: "ns".into(),
+            node: "n1".into(),
         };
         assert_eq!(
             t.evictions,

@@ -194,6 +194,7 @@ impl CycleRunner {
         let config = self.evictor.config();
         DrainSettings {
             margin: self.drains.margin,
+            grace_period: crate::drain::grace_period(config.grace_period_seconds),
             ..DrainSettings::new(Pacing {
                 qps: config.qps,
                 burst: config.burst,

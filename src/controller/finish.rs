@@ -91,7 +91,7 @@ impl Finisher {
                 .any(|p| p.plan.policy == policy && p.plan.mode == PolicyMode::DryRun)
         };
         for (labels, n) in evictions {
-            if dry_run(&labels.policy) {
+            if dry_run(&labels.series.policy) {
                 m.add_evictions(labels, n);
             }
         }

@@ -77,6 +77,52 @@ pub struct EvictionLabels {
     pub zone: String,
 }
 
+/// One planned eviction's tally key: its series of `tidal_evictions_total`, and the namespace and node
+/// it counts under in the two per-place counters (kept apart, so that their series are namespaces
+/// plus nodes, never namespaces times nodes times policies).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EvictionKey {
+    pub series: EvictionLabels,
+    pub namespace: String,
+    /// Empty for a pod on no node.
+    pub node: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NamespaceResult {
+    pub namespace: String,
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NodeLabel {
+    pub node: String,
+}
+
+impl EvictionKey {
+    /// The key of `candidate`'s eviction under `policy`, with its final `result`.
+    pub fn of(policy: &str, candidate: &crate::framework::Candidate, result: &str) -> Self {
+        EvictionKey {
+            series: EvictionLabels {
+                policy: policy.to_owned(),
+                strategy: candidate.strategy.to_string(),
+                result: result.to_owned(),
+                zone: candidate.zone.clone().unwrap_or_default(),
+            },
+            namespace: candidate.pod.key.namespace.to_string(),
+            node: candidate
+                .pod
+                .node_name
+                .as_deref()
+                .unwrap_or_default()
+                .to_owned(),
+        }
+    }
+}
+
+/// The results that took a pod off its node.
+const EVICTED: [&str; 2] = ["evicted", "evicted_unconfirmed"];
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 pub struct SkipLabels {
     pub policy: String,
@@ -108,6 +154,10 @@ pub struct Metrics {
     pub last_cycle: Gauge<f64, AtomicU64>,
     pub planned: Family<PolicyStrategy, Counter>,
     pub evictions: Family<EvictionLabels, Counter>,
+    /// Planned evictions by namespace and final result.
+    pub evictions_by_namespace: Family<NamespaceResult, Counter>,
+    /// Pods evicted, by the node they left: one series per node that lost a pod.
+    pub evicted_by_node: Family<NodeLabel, Counter>,
     pub skips: Family<SkipLabels, Counter>,
     pub cache_objects: Family<KindLabel, Gauge>,
     pub watch_errors: Family<KindLabel, Counter>,
@@ -193,6 +243,18 @@ impl Metrics {
             "evictions",
             "Planned evictions by final result (evicted, evicted_unconfirmed, dry_run: verified by a dry run, unverified: a DryRun policy's eviction not checked this cycle, refused, gone, replaced, failed, or abandoned: an Evict policy's eviction never sent or cut off), policy, strategy and zone",
             evictions.clone(),
+        );
+        let evictions_by_namespace = Family::<NamespaceResult, Counter>::default();
+        registry.register(
+            "evictions_by_namespace",
+            "Planned evictions by namespace and final result (the results of tidal_evictions_total)",
+            evictions_by_namespace.clone(),
+        );
+        let evicted_by_node = Family::<NodeLabel, Counter>::default();
+        registry.register(
+            "evicted_by_node",
+            "Pods evicted (evicted or evicted_unconfirmed), by the node they left",
+            evicted_by_node.clone(),
         );
         let skips = Family::<SkipLabels, Counter>::default();
         registry.register(
@@ -323,6 +385,8 @@ impl Metrics {
             last_cycle,
             planned,
             evictions,
+            evictions_by_namespace,
+            evicted_by_node,
             skips,
             cache_objects,
             watch_errors,
@@ -359,9 +423,25 @@ impl Metrics {
         self.note_series(&labels.policy.clone(), PolicySeries::Planned(labels));
     }
 
-    pub fn add_evictions(&self, labels: EvictionLabels, n: u64) {
-        self.evictions.get_or_create(&labels).inc_by(n);
-        self.note_series(&labels.policy.clone(), PolicySeries::Eviction(labels));
+    pub fn add_evictions(&self, key: EvictionKey, n: u64) {
+        let EvictionKey {
+            series,
+            namespace,
+            node,
+        } = key;
+        self.evictions_by_namespace
+            .get_or_create(&NamespaceResult {
+                namespace,
+                result: series.result.clone(),
+            })
+            .inc_by(n);
+        if EVICTED.contains(&series.result.as_str()) && !node.is_empty() {
+            self.evicted_by_node
+                .get_or_create(&NodeLabel { node })
+                .inc_by(n);
+        }
+        self.evictions.get_or_create(&series).inc_by(n);
+        self.note_series(&series.policy.clone(), PolicySeries::Eviction(series));
     }
 
     pub fn add_skips(&self, labels: SkipLabels, n: u64) {
@@ -557,6 +637,40 @@ mod tests {
         let text = metrics.encode();
         assert!(text.contains(r#"policy="kept""#), "{text}");
         assert!(!text.contains(r#"policy="deleted""#), "{text}");
+    }
+
+    #[test]
+    fn evictions_count_by_namespace_and_by_node_apart() {
+        let metrics = Metrics::new();
+        let key = |namespace: &str, node: &str, result: &str| EvictionKey {
+            series: EvictionLabels {
+                policy: "p".into(),
+                strategy: "tdm".into(),
+                result: result.into(),
+                zone: String::new(),
+            },
+            namespace: namespace.into(),
+            node: node.into(),
+        };
+        metrics.add_evictions(key("batch", "n1", "evicted"), 2);
+        metrics.add_evictions(key("batch", "n2", "evicted_unconfirmed"), 1);
+        metrics.add_evictions(key("web", "n1", "refused"), 1);
+        let text = metrics.encode();
+        for line in [
+            r#"tidal_evictions_by_namespace_total{namespace="batch",result="evicted"} 2"#,
+            r#"tidal_evictions_by_namespace_total{namespace="web",result="refused"} 1"#,
+            r#"tidal_evicted_by_node_total{node="n1"} 2"#,
+            r#"tidal_evicted_by_node_total{node="n2"} 1"#,
+            r#"tidal_evictions_total{policy="p",strategy="tdm",result="evicted",zone=""} 2"#,
+        ] {
+            assert!(text.contains(line), "{line}\n{text}");
+        }
+        // A refusal took no pod off its node.
+        assert_eq!(
+            text.matches("tidal_evicted_by_node_total{").count(),
+            2,
+            "{text}"
+        );
     }
 
     #[test]

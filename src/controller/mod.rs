@@ -69,7 +69,10 @@ pub struct ControllerConfig {
     pub zone_taints: Option<KeeperSettings>,
     pub watch: WatchOptions,
     /// How often to read metrics.k8s.io while a policy uses measured usage; `None` never reads it.
+    /// Also how often Prometheus is asked, when it is configured.
     pub usage_poll: Option<Duration>,
+    /// Where Prometheus is, for policies whose utilization strategies read it.
+    pub prometheus: crate::runtime::PrometheusArgs,
     /// `auto` drains start this many times their estimated length before the close.
     pub drain_margin: f64,
 }
@@ -88,6 +91,7 @@ impl ControllerConfig {
             zone_taints: None,
             watch: WatchOptions::default(),
             usage_poll: Some(Duration::from_secs(30)),
+            prometheus: crate::runtime::PrometheusArgs::default(),
             drain_margin: crate::drain::DEFAULT_MARGIN,
         }
     }
@@ -162,6 +166,13 @@ pub async fn run_with_clients(
             interval,
             metrics.clone(),
         ));
+        if let Some(prometheus) = config.prometheus.client()? {
+            background.spawn(crate::runtime::prometheus::poll(
+                prometheus,
+                shared.clone(),
+                interval,
+            ));
+        }
     }
 
     if let Some(settings) = &config.zone_taints {

@@ -10,4 +10,6 @@ pub mod model;
 pub mod outlook;
 
 pub use model::{Bound, DrainEstimate, Pacing, RoundEstimate};
-pub use outlook::{DEFAULT_MARGIN, DrainSettings, ZoneOutlook, draining_policy, outlook};
+pub use outlook::{
+    DEFAULT_MARGIN, DrainSettings, ZoneOutlook, draining_policy, grace_period, outlook,
+};

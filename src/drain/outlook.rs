@@ -26,6 +26,14 @@ pub struct DrainSettings {
     pub slack: SignedDuration,
     /// Closes further ahead than this are not estimated.
     pub horizon: SignedDuration,
+    /// The grace period every eviction sets (`--eviction-grace-period-seconds`): a pod then takes
+    /// this long to go, not its own `terminationGracePeriodSeconds`. `None`: each pod's own.
+    pub grace_period: Option<SignedDuration>,
+}
+
+/// `--eviction-grace-period-seconds` as the outlook reads it.
+pub fn grace_period(seconds: Option<i64>) -> Option<SignedDuration> {
+    seconds.map(|s| SignedDuration::from_secs(s.max(0)))
 }
 
 impl DrainSettings {
@@ -35,6 +43,7 @@ impl DrainSettings {
             margin: DEFAULT_MARGIN,
             slack: SignedDuration::from_secs(30),
             horizon: SignedDuration::from_hours(24),
+            grace_period: None,
         }
     }
 
@@ -128,8 +137,11 @@ pub fn outlook(
         .iter()
         .map(|(z, (close, _))| (z.clone(), *close))
         .collect();
-    let termination =
-        |zone: &str, pod: &PodInfo| observed(zone).unwrap_or_else(|| inputs::grace_of(pod));
+    let termination = |zone: &str, pod: &PodInfo| {
+        observed(zone)
+            .or(settings.grace_period)
+            .unwrap_or_else(|| inputs::grace_of(pod))
+    };
     let termination: Termination<'_> = &termination;
     let mut pods = inputs::zone_pods(snapshot, policy, &closes, now, termination);
 
@@ -318,6 +330,33 @@ mod tests {
         assert!(due.start_now, "{due:?}");
         assert!(!due.at_risk);
         assert!(due.margin().unwrap().is_positive());
+    }
+
+    #[test]
+    fn the_eviction_grace_period_replaces_each_pod_s_own() {
+        let mut cache = cluster(json!({}), 40);
+        let snapshot = cache.snapshot();
+        let evict = policy(json!({"mode": "Evict"}));
+        let lead = |grace: Option<i64>| {
+            let settings = DrainSettings {
+                grace_period: grace_period(grace),
+                ..settings(1.0)
+            };
+            let all = outlook(
+                &snapshot,
+                &[&evict],
+                ts("2026-11-22T04:00:00Z"),
+                &settings,
+                &|_| None,
+            );
+            let start = all[0].drain_start.unwrap();
+            all[0].close.unwrap().duration_since(start).as_secs_f64()
+        };
+        // The pods' own 30 s, then none (killed at once), then five minutes each: the last pod's
+        // termination adds to the drain, times the margin.
+        let own = lead(None);
+        assert!((lead(Some(0)) - (own - 45.0)).abs() < 2.0, "{own}");
+        assert!((lead(Some(300)) - (own + 405.0)).abs() < 2.0, "{own}");
     }
 
     #[test]

@@ -98,6 +98,9 @@ impl<'a> PlanContext<'a> {
     /// Every destination a strategy or gate counts on must pass this, or tidal would plan a move the
     /// webhook then refuses.
     pub fn may_run_on(&self, pod: &PodInfo, node: &NodeInfo) -> bool {
+        if !self.processes(node) {
+            return false;
+        }
         if node.revocable_zone.is_none() {
             return true;
         }
@@ -111,6 +114,31 @@ impl<'a> PlanContext<'a> {
                 .get(zone)
                 .is_none_or(|view| view.state.as_ref().is_ok_and(|state| !state.evicting())),
         }
+    }
+
+    /// Whether the policy's `nodeSelector` lets it act on `node`: evict its pods, count it as a
+    /// destination, classify it. Every node when the policy has none.
+    pub fn processes(&self, node: &NodeInfo) -> bool {
+        self.policy
+            .spec
+            .node_selector
+            .as_ref()
+            .is_none_or(|selector| {
+                crate::cluster::rules::matching::selector_matches(selector, &node.labels)
+            })
+    }
+
+    /// Whether the policy may evict `pod` by where it runs ([`Self::processes`] its node). A pod on
+    /// no node, or on one tidal does not know, is outside a policy with a `nodeSelector`.
+    pub fn processes_pod(&self, pod: &PodInfo) -> bool {
+        if self.policy.spec.node_selector.is_none() {
+            return true;
+        }
+        pod.node_name
+            .as_deref()
+            .and_then(|name| self.snapshot.node(name))
+            .and_then(|state| state.node.as_deref())
+            .is_some_and(|node| self.processes(node))
     }
 
     /// Pods with the same constraint signature and placement key may run on the same nodes

@@ -45,6 +45,10 @@ pub trait Gatekeeper {
     /// Some offer in this plan was admitted. While none was, [`Self::admitted`] is false for every
     /// pod, and strategies may skip asking it pod by pod.
     fn admitted_any(&self) -> bool;
+
+    /// What the running strategy saw, for a person asking why it did (or did not) evict: one
+    /// sentence, e.g. how it classified the nodes and why no candidate moved.
+    fn observe(&mut self, _saw: String) {}
 }
 
 /// Accepts everything: what a balancing strategy would do if no gate objected. Used by tests.

@@ -1,6 +1,8 @@
 //! Gate `limit`: caps on evictions per cycle — per node, per namespace, per job, per zone, per topology
-//! zone and in total — shared by all strategies of a policy. The detail names the limit that was hit.
+//! zone and in total — shared by all strategies of a policy, and `limits.shared`, counted across the
+//! policies that name it. The detail names the limit that was hit.
 
+use super::SharedCounts;
 use crate::{
     api::policy::EvictionLimits,
     cluster::PodInfo,
@@ -12,6 +14,8 @@ pub(crate) const TOPOLOGY_ZONE: &str = "topology.kubernetes.io/zone";
 
 pub(crate) struct Limit {
     limits: EvictionLimits,
+    /// What every policy of the cycle admitted under the shared limits' names.
+    shared: SharedCounts,
     total: u32,
     per_node: foldhash::HashMap<String, u32>,
     per_namespace: foldhash::HashMap<String, u32>,
@@ -87,9 +91,10 @@ fn bump(map: &mut foldhash::HashMap<String, u32>, key: Option<String>, up: bool)
 }
 
 impl Limit {
-    pub(crate) fn new(limits: &EvictionLimits) -> Self {
+    pub(crate) fn new(limits: &EvictionLimits, shared: SharedCounts) -> Self {
         Limit {
             limits: limits.clone(),
+            shared,
             total: 0,
             per_node: foldhash::HashMap::default(),
             per_namespace: foldhash::HashMap::default(),
@@ -119,6 +124,18 @@ impl Limit {
         }
     }
 
+    fn tally_shared(&self, candidate: &Candidate, up: bool) {
+        if let Some(shared) = &self.limits.shared {
+            let pod = &candidate.pod;
+            self.shared.tally(
+                &shared.name,
+                pod.node_name.as_deref(),
+                &pod.key.namespace,
+                up,
+            );
+        }
+    }
+
     fn tally(&mut self, keys: Keys, up: bool) {
         self.total = if up {
             self.total.saturating_add(1)
@@ -144,6 +161,11 @@ impl Gate for Limit {
             && self.total >= max
         {
             return Err(format!("total limit {max} per cycle reached"));
+        }
+        if let Some(shared) = &limits.shared {
+            let pod = &candidate.pod;
+            self.shared
+                .check(shared, pod.node_name.as_deref(), &pod.key.namespace)?;
         }
         if !self.per_place() {
             return Ok(());
@@ -198,10 +220,12 @@ impl Gate for Limit {
 
     fn admit(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) {
         self.tally(self.keys(candidate, ctx), true);
+        self.tally_shared(candidate, true);
     }
 
     fn retract(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) {
         self.tally(self.keys(candidate, ctx), false);
+        self.tally_shared(candidate, false);
     }
 }
 

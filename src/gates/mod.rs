@@ -10,4 +10,4 @@ pub(crate) mod nodefit;
 pub(crate) mod protected;
 mod shared;
 
-pub(crate) use shared::SharedLedger;
+pub(crate) use shared::{SharedCounts, SharedLedger};

@@ -59,6 +59,11 @@ impl NodeFit {
         if !pod.constraints.matches_node(node) {
             return Err(Reject::Affinity);
         }
+        if let Some(selector) = &ctx.policy.spec.protections.node_fit_node_selector
+            && !crate::cluster::rules::matching::selector_matches(selector, &node.labels)
+        {
+            return Err(Reject::Affinity);
+        }
         if !pod
             .constraints
             .tolerates_node(node, crate::cluster::rules::matching::HARD_EFFECTS)
@@ -101,7 +106,8 @@ impl NodeFit {
             };
             format!(
                 "fits no other node: {unusable} not ready or unschedulable, {affinity} excluded by \
-                 node selector/affinity, {taints} with untolerated taints, {placement} in revocable \
+                 node selector/affinity (or protections.nodeFitNodeSelector), {taints} with \
+                 untolerated taints, {placement} outside the policy's nodeSelector or in revocable \
                  zones closed to it{unknown}, {resources} without room for {}",
                 resources::describe(&pod.requests)
             )
@@ -326,7 +332,9 @@ mod tests {
         for refused in ["x/a-not-preemptable", "x/c-wants-closed"] {
             let detail = out.detail(refused);
             assert!(
-                detail.contains("2 in revocable zones closed to it"),
+                detail.contains(
+                    "2 outside the policy's nodeSelector or in revocable zones closed to it"
+                ),
                 "{refused}: {detail}"
             );
         }

@@ -1,13 +1,15 @@
 //! Gate `protected`: the evictor's protections, the rules operators know from the Kubernetes
 //! descheduler's default evictor. Some pods are never evicted (static and terminating pods); others are
-//! protected by default (system-critical, DaemonSet, local storage, bare pods) or on request (PVCs, no
-//! PDB, label selectors, few replicas, young pods). `descheduler.alpha.kubernetes.io/evict: "true"`
-//! lifts every switchable protection.
+//! protected by default (system-critical, DaemonSet, local storage, bare pods) or on request (PVCs of
+//! all or some StorageClasses, resource claims, no PDB, label selectors, few replicas, young pods,
+//! `prefer-no-eviction` under `noEvictionPolicy: Mandatory`). `descheduler.alpha.kubernetes.io/evict:
+//! "true"` lifts the protections the descheduler's evictor filter applies, as it does there; the
+//! namespace label selector (its pre-eviction filter) and node fit (gate `nodefit`) still hold.
 
 use std::collections::HashMap;
 
 use crate::{
-    api::protections::Protections,
+    api::protections::{NoEvictionPolicy, Protections},
     cluster::{JobKey, PdbInfo, PodInfo, rules::matching},
     framework::{Candidate, Gate, GateId, PlanContext},
 };
@@ -23,11 +25,19 @@ pub(crate) fn validate(spec: &Protections) -> Result<(), String> {
     for (field, selector) in [
         ("labelSelector", &spec.label_selector),
         ("namespaceLabelSelector", &spec.namespace_label_selector),
+        ("nodeFitNodeSelector", &spec.node_fit_node_selector),
     ] {
         if let Some(selector) = selector {
             matching::selector_is_valid(selector)
                 .map_err(|e| format!("protections.{field}: {e}"))?;
         }
+    }
+    if !spec.protected_storage_classes.is_empty() && !spec.pvc_pods {
+        // Read alone it would protect nothing, the opposite of what its author meant.
+        return Err(
+            "protections.protectedStorageClasses takes effect only with pvcPods: true; set both"
+                .to_owned(),
+        );
     }
     Ok(())
 }
@@ -104,10 +114,18 @@ impl Protected {
         if pod.terminating {
             return Some(Protection::Terminating);
         }
+        // The descheduler checks the namespace selector in its pre-eviction filter, which its
+        // `evict` annotation does not reach.
+        if let Some(found) = self.namespace_protection(pod, ctx) {
+            return Some(found);
+        }
         if pod.evict_annotation {
             return None;
         }
         let spec = &self.spec;
+        if spec.no_eviction_policy == NoEvictionPolicy::Mandatory && pod.prefers_no_eviction {
+            return Some(Protection::NoEviction);
+        }
         let priority = pod.priority_or_zero();
         if spec.system_critical
             && (priority >= SYSTEM_CRITICAL_PRIORITY
@@ -123,7 +141,10 @@ impl Protected {
         {
             return Some(Protection::Priority(threshold));
         }
-        if spec.daemon_set_pods && pod.is_daemon_set_pod() {
+        // Any owner reference of kind DaemonSet, controller or not, as the descheduler counts it.
+        if spec.daemon_set_pods
+            && (pod.is_daemon_set_pod() || pod.owner_kinds().any(|k| k == "DaemonSet"))
+        {
             return Some(Protection::DaemonSet);
         }
         if spec.local_storage_pods && pod.volumes.local_storage {
@@ -134,26 +155,24 @@ impl Protected {
         if spec.bare_pods && !pod.has_owner() && !bare_allowed {
             return Some(Protection::Bare);
         }
-        if spec.pvc_pods && pod.volumes.pvc {
-            return Some(Protection::Pvc);
+        if spec.pvc_pods
+            && pod.volumes.pvc
+            && let Some(found) = self.claim_protection(pod, ctx)
+        {
+            return Some(found);
+        }
+        if spec.resource_claim_pods && pod.volumes.resource_claims {
+            return Some(Protection::ResourceClaims);
         }
         if let Some(selector) = &spec.label_selector
             && !matching::selector_matches(selector, &pod.labels)
         {
             return Some(Protection::Labels);
         }
-        if let Some(selector) = &spec.namespace_label_selector {
-            match ctx.snapshot.namespaces.get(pod.key.namespace.as_str()) {
-                None => return Some(Protection::NamespaceUnknown),
-                Some(ns) if !matching::selector_matches(selector, &ns.labels) => {
-                    return Some(Protection::NamespaceLabels);
-                }
-                Some(_) => {}
-            }
-        }
         if let Some(min_age) = spec.min_pod_age {
-            let old_enough = pod.created_at.is_some_and(|created| {
-                created
+            // From the start time, as the descheduler counts it: a pod not started yet is young.
+            let old_enough = pod.started_at().is_some_and(|started| {
+                started
                     .checked_add(min_age.to_signed())
                     .is_ok_and(|until| until <= ctx.now)
             });
@@ -174,6 +193,44 @@ impl Protected {
     }
 }
 
+impl Protected {
+    fn namespace_protection(&self, pod: &PodInfo, ctx: &PlanContext<'_>) -> Option<Protection> {
+        let selector = self.spec.namespace_label_selector.as_ref()?;
+        match ctx.snapshot.namespaces.get(pod.key.namespace.as_str()) {
+            None => Some(Protection::NamespaceUnknown),
+            Some(ns) if !matching::selector_matches(selector, &ns.labels) => {
+                Some(Protection::NamespaceLabels)
+            }
+            Some(_) => None,
+        }
+    }
+
+    /// With `protectedStorageClasses`, the first claim of a listed class, or that tidal cannot tell
+    /// the class of (missing claim, no class: the descheduler protects those too); without, any claim.
+    fn claim_protection(&self, pod: &PodInfo, ctx: &PlanContext<'_>) -> Option<Protection> {
+        let classes = &self.spec.protected_storage_classes;
+        if classes.is_empty() {
+            return Some(Protection::Pvc);
+        }
+        for claim in pod.claims() {
+            let key = crate::cluster::ObjectKey::new(pod.key.namespace.as_str(), claim.as_str());
+            match ctx
+                .snapshot
+                .claims
+                .get(&key)
+                .and_then(|c| c.storage_class.as_deref())
+            {
+                None => return Some(Protection::ClaimUnknown(claim.to_string())),
+                Some(class) if classes.iter().any(|c| c == class) => {
+                    return Some(Protection::StorageClass(class.to_owned()));
+                }
+                Some(_) => {}
+            }
+        }
+        None
+    }
+}
+
 /// A protection that applies, with what its sentence needs that the pod and the spec do not hold.
 enum Protection {
     Static,
@@ -184,6 +241,10 @@ enum Protection {
     LocalStorage,
     Bare,
     Pvc,
+    StorageClass(String),
+    ClaimUnknown(String),
+    ResourceClaims,
+    NoEviction,
     Labels,
     NamespaceUnknown,
     NamespaceLabels,
@@ -207,6 +268,21 @@ impl Protection {
             Protection::LocalStorage => "local storage (emptyDir or hostPath volume)".to_owned(),
             Protection::Bare => "bare pod: no owner would recreate it".to_owned(),
             Protection::Pvc => "mounts a PersistentVolumeClaim".to_owned(),
+            Protection::StorageClass(class) => {
+                format!("mounts a claim of StorageClass {class} (protectedStorageClasses)")
+            }
+            Protection::ClaimUnknown(claim) => format!(
+                "mounts claim {namespace}/{claim}, whose StorageClass tidal cannot tell \
+                 (protectedStorageClasses)"
+            ),
+            Protection::ResourceClaims => {
+                "uses resource claims (spec.resourceClaims; resourceClaimPods)".to_owned()
+            }
+            Protection::NoEviction => {
+                "annotated descheduler.alpha.kubernetes.io/prefer-no-eviction \
+                 (noEvictionPolicy: Mandatory)"
+                    .to_owned()
+            }
             Protection::Labels => "labels do not match protections.labelSelector".to_owned(),
             Protection::NamespaceUnknown => format!(
                 "namespace {namespace} unknown: cannot check protections.namespaceLabelSelector"
@@ -215,7 +291,9 @@ impl Protection {
                 format!("namespace {namespace} does not match protections.namespaceLabelSelector")
             }
             Protection::Young => match spec.min_pod_age {
-                Some(min_age) => format!("younger than minPodAge {min_age}"),
+                Some(min_age) => {
+                    format!("younger than minPodAge {min_age} (counted from its start time)")
+                }
                 None => "younger than minPodAge".to_owned(),
             },
             Protection::FewReplicas(replicas) => format!(
@@ -437,6 +515,140 @@ mod tests {
             "{labelSelector: {matchExpressions: [{key: app, operator: Sometimes}]}}",
         );
         assert!(out.error().is_some_and(|e| e.contains("unknown operator")));
+    }
+
+    /// The descheduler's defaultevictor_test.go cases for `prefer-no-eviction` and `evict`.
+    #[test]
+    fn prefer_no_eviction_is_a_wish_unless_mandatory_and_evict_overrides_it() {
+        let annotated = || {
+            tainted().pod(
+                pod("a/p2", "n1")
+                    .requests("100m", "1Gi")
+                    .annotation("descheduler.alpha.kubernetes.io/prefer-no-eviction", ""),
+            )
+        };
+        assert_eq!(plan(&mut annotated(), "{}").evicted(), ["a/p2"]);
+        assert_eq!(
+            plan(&mut annotated(), "{noEvictionPolicy: Preferred}").evicted(),
+            ["a/p2"]
+        );
+        let out = plan(&mut annotated(), "{noEvictionPolicy: Mandatory}");
+        assert!(out.evicted().is_empty());
+        assert!(
+            out.detail("a/p2").contains("prefer-no-eviction"),
+            "{}",
+            out.detail("a/p2")
+        );
+        let mut both = tainted().pod(
+            pod("a/p2", "n1")
+                .requests("100m", "1Gi")
+                .annotation("descheduler.alpha.kubernetes.io/prefer-no-eviction", "")
+                .annotation("descheduler.alpha.kubernetes.io/evict", "true"),
+        );
+        assert_eq!(
+            plan(&mut both, "{noEvictionPolicy: Mandatory}").evicted(),
+            ["a/p2"]
+        );
+    }
+
+    #[test]
+    fn evict_does_not_lift_the_namespace_selector() {
+        // The descheduler checks namespaceLabelSelector in its pre-eviction filter, which the
+        // annotation does not reach.
+        let mut cluster = tainted().namespace("b", &[("tier", "prod")]).pod(
+            pod("b/annotated", "n1")
+                .requests("100m", "1Gi")
+                .owned_by("DaemonSet", "agent")
+                .annotation("descheduler.alpha.kubernetes.io/evict", "true"),
+        );
+        let out = plan(
+            &mut cluster,
+            "{namespaceLabelSelector: {matchLabels: {tier: batch}}}",
+        );
+        assert!(out.evicted().is_empty());
+        assert!(out.detail("b/annotated").contains("namespaceLabelSelector"));
+        assert_eq!(plan(&mut cluster, "{}").evicted(), ["b/annotated"]);
+    }
+
+    #[test]
+    fn a_daemon_set_owner_protects_whether_or_not_it_is_the_controller() {
+        let mut cluster = tainted().pod(
+            pod("a/ds", "n1")
+                .requests("100m", "1Gi")
+                .patch(json!({"metadata": {"ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "u"}]}})),
+        );
+        let out = plan(&mut cluster, "{}");
+        assert!(out.evicted().is_empty());
+        assert_eq!(out.detail("a/ds"), "DaemonSet pod");
+    }
+
+    /// The descheduler's cases for `PodsWithResourceClaims` and `protectedStorageClasses`.
+    #[test]
+    fn resource_claims_and_storage_classes() {
+        let claims = |name: &str, claims: &[&str]| {
+            let volumes: Vec<serde_json::Value> = claims
+                .iter()
+                .map(|c| json!({"name": format!("v-{c}"), "persistentVolumeClaim": {"claimName": c}}))
+                .collect();
+            pod(name, "n1")
+                .requests("100m", "1Gi")
+                .spec("volumes", json!(volumes))
+        };
+        let mut cluster = tainted()
+            .claim("a/standard", "standard")
+            .claim("a/unprotected", "unprotected")
+            .claim("a/classless", "")
+            .pod(claims("a/p23", &["standard"]))
+            .pod(claims("a/p24", &["unprotected"]))
+            .pod(claims("a/p25", &["missing"]))
+            .pod(claims("a/p26", &["unprotected", "standard"]))
+            .pod(claims("a/p27", &["classless"]))
+            .pod(pod("a/dra", "n1").requests("100m", "1Gi").spec(
+                "resourceClaims",
+                json!([{"name": "gpu", "resourceClaimName": "gpu-0"}]),
+            ));
+        let out = plan(
+            &mut cluster,
+            "{pvcPods: true, protectedStorageClasses: [standard], resourceClaimPods: true}",
+        );
+        assert_eq!(out.evicted(), ["a/p24"]);
+        assert!(out.detail("a/p23").contains("StorageClass standard"));
+        assert!(
+            out.detail("a/p25").contains("cannot tell"),
+            "{}",
+            out.detail("a/p25")
+        );
+        assert!(out.detail("a/p26").contains("StorageClass standard"));
+        assert!(out.detail("a/p27").contains("cannot tell"));
+        assert!(out.detail("a/dra").contains("resource claims"));
+        // Without the list every claim protects; without the switch none.
+        let out = plan(&mut cluster, "{pvcPods: true}");
+        assert_eq!(out.evicted(), ["a/dra"]);
+        let out = plan(&mut cluster, "{}");
+        assert_eq!(out.evicted().len(), 6);
+        let out = plan(&mut cluster, "{protectedStorageClasses: [standard]}");
+        assert!(out.error().is_some_and(|e| e.contains("pvcPods")));
+    }
+
+    #[test]
+    fn min_pod_age_counts_from_the_start_time() {
+        let mut cluster = tainted()
+            .pod(
+                pod("a/started-late", "n1")
+                    .requests("100m", "1Gi")
+                    .status("startTime", json!("2026-11-22T03:30:00Z")),
+            )
+            .pod(
+                pod("a/not-started", "n1")
+                    .requests("100m", "1Gi")
+                    .status("startTime", serde_json::Value::Null),
+            )
+            .pod(pod("a/old", "n1").requests("100m", "1Gi"));
+        let out = plan(&mut cluster, "{minPodAge: 1h}");
+        assert_eq!(out.evicted(), ["a/old"]);
+        assert!(out.detail("a/started-late").contains("minPodAge"));
+        assert!(out.detail("a/not-started").contains("minPodAge"));
     }
 
     #[test]

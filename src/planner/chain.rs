@@ -3,13 +3,14 @@
 use crate::{
     cluster::PolicyInfo,
     framework::Gate,
-    gates::{SharedLedger, budget, cooldown, invalid, limit, nodefit, protected},
+    gates::{SharedCounts, SharedLedger, budget, cooldown, invalid, limit, nodefit, protected},
 };
 
 /// The gates of one policy's planning, fresh for each plan. Gate `invalid` comes first, so that a malformed
 /// setting is reported as such rather than as whatever a later gate makes of it; then the protections,
-/// which no amount of waiting changes; node fit comes last, as the most expensive check.
-pub(super) fn chain(policy: &PolicyInfo) -> Vec<Box<dyn Gate>> {
+/// which no amount of waiting changes; node fit comes last, as the most expensive check. `shared`
+/// holds what the cycle's other policies counted against `limits.shared`.
+pub(super) fn chain(policy: &PolicyInfo, shared: &SharedCounts) -> Vec<Box<dyn Gate>> {
     // Gates `invalid` and `budget` read each job once between them.
     let jobs = SharedLedger::default();
     let mut gates: Vec<Box<dyn Gate>> = vec![
@@ -17,7 +18,7 @@ pub(super) fn chain(policy: &PolicyInfo) -> Vec<Box<dyn Gate>> {
         Box::new(protected::Protected::new(&policy.spec.protections)),
         Box::new(cooldown::Cooldown),
         Box::new(budget::Budget::sharing(jobs)),
-        Box::new(limit::Limit::new(&policy.spec.limits)),
+        Box::new(limit::Limit::new(&policy.spec.limits, shared.clone())),
     ];
     if policy.spec.protections.node_fit {
         gates.push(Box::new(nodefit::NodeFit::default()));
@@ -27,5 +28,9 @@ pub(super) fn chain(policy: &PolicyInfo) -> Vec<Box<dyn Gate>> {
 
 /// Checks the gates' configuration beyond what the CRD schema can.
 pub(super) fn validate(policy: &PolicyInfo) -> Result<(), String> {
+    if let Some(selector) = &policy.spec.node_selector {
+        crate::cluster::rules::matching::selector_is_valid(selector)
+            .map_err(|e| format!("nodeSelector: {e}"))?;
+    }
     protected::validate(&policy.spec.protections)
 }

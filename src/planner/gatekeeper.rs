@@ -32,6 +32,22 @@ pub struct PlanGatekeeper<'c, 'a> {
     rows: SkipRows,
     /// The strategy whose candidates are being offered.
     proposer: Option<StrategyId>,
+    /// What became of each strategy's candidates, and what it said it saw.
+    pub tallies: BTreeMap<StrategyId, StrategyTally>,
+}
+
+/// One strategy's share of a plan: what it offered, what became of it, and what it saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StrategyTally {
+    /// Candidates put to the gates (or held back by the strategy's own arguments).
+    pub offered: u32,
+    pub evicted: u32,
+    pub skipped: BTreeMap<SkipReason, u32>,
+    /// Candidates dropped before the gates: out of the policy's namespaces or nodes, already leaving,
+    /// or decided earlier in this plan.
+    pub dropped: u32,
+    /// The strategy's own words ([`Gatekeeper::observe`]).
+    pub saw: Vec<String>,
 }
 
 /// What became of a pod offered in this plan.
@@ -65,12 +81,18 @@ impl<'c, 'a> PlanGatekeeper<'c, 'a> {
             skip_counts: BTreeMap::new(),
             rows,
             proposer: None,
+            tallies: BTreeMap::new(),
         }
+    }
+
+    fn tally(&mut self, strategy: StrategyId) -> &mut StrategyTally {
+        self.tallies.entry(strategy).or_default()
     }
 
     /// Lets the strategy offer its candidates.
     pub fn admit_from(&mut self, strategy: &Strategy) {
         self.proposer = Some(strategy.id());
+        self.tally(strategy.id());
         let ctx = self.ctx;
         strategy.offer_candidates(ctx, self);
         self.proposer = None;
@@ -79,6 +101,7 @@ impl<'c, 'a> PlanGatekeeper<'c, 'a> {
     /// Out of the policy's scope, already leaving, or decided earlier in this plan.
     fn out_of_play(&self, pod: &PodInfo) -> bool {
         !self.ctx.policy.spec.namespaces.admits(&pod.key.namespace)
+            || !self.ctx.processes_pod(pod)
             || self.ctx.is_leaving(pod)
             || self.decided.contains_key(&address(pod))
     }
@@ -114,6 +137,7 @@ impl<'c, 'a> PlanGatekeeper<'c, 'a> {
     }
 
     fn record(&mut self, candidate: Candidate) {
+        self.tally(candidate.strategy).evicted += 1;
         self.decide(&candidate.pod, Outcome::Admitted);
         self.evictions.push(PlannedEviction { candidate });
     }
@@ -135,6 +159,11 @@ impl<'c, 'a> PlanGatekeeper<'c, 'a> {
     }
 
     fn skip(&mut self, candidate: Candidate, refusal: Refusal) {
+        *self
+            .tally(candidate.strategy)
+            .skipped
+            .entry(refusal.reason)
+            .or_default() += 1;
         self.decide(&candidate.pod, Outcome::Skipped);
         *self.skip_counts.entry(refusal.reason).or_default() += 1;
         if !self.listed(refusal.reason) {
@@ -151,13 +180,18 @@ impl<'c, 'a> PlanGatekeeper<'c, 'a> {
 impl Gatekeeper for PlanGatekeeper<'_, '_> {
     fn offer(&mut self, candidate: Candidate) -> bool {
         match self.precheck(&candidate) {
-            Precheck::Drop => return false,
+            Precheck::Drop => {
+                self.tally(candidate.strategy).dropped += 1;
+                return false;
+            }
             Precheck::Held(why) => {
+                self.tally(candidate.strategy).offered += 1;
                 self.skip(candidate, Refusal::new(SkipReason::HeldByPolicy, why));
                 return false;
             }
             Precheck::Go => {}
         }
+        self.tally(candidate.strategy).offered += 1;
         match self.run_gates(&candidate) {
             Err(refusal) => {
                 self.skip(candidate, refusal);
@@ -172,10 +206,19 @@ impl Gatekeeper for PlanGatekeeper<'_, '_> {
     }
 
     fn hold(&mut self, pod: &Arc<PodInfo>, candidate: &mut dyn FnMut() -> Candidate) {
+        let Some(strategy) = self.proposer else {
+            // Only a strategy holds, while it offers; anything else takes the long way.
+            self.offer(candidate());
+            return;
+        };
         if self.out_of_play(pod) {
+            self.tally(strategy).dropped += 1;
             return;
         }
         if !self.listed(SkipReason::HeldByPolicy) {
+            let tally = self.tally(strategy);
+            tally.offered += 1;
+            *tally.skipped.entry(SkipReason::HeldByPolicy).or_default() += 1;
             self.decide(pod, Outcome::Skipped);
             *self
                 .skip_counts
@@ -183,6 +226,7 @@ impl Gatekeeper for PlanGatekeeper<'_, '_> {
                 .or_default() += 1;
             return;
         }
+        self.tally(strategy).offered += 1;
         let candidate = candidate();
         let why = candidate.held.clone().unwrap_or_default();
         self.skip(candidate, Refusal::new(SkipReason::HeldByPolicy, why));
@@ -213,6 +257,7 @@ impl Gatekeeper for PlanGatekeeper<'_, '_> {
                 };
                 let refused = candidates.into_iter().nth(index);
                 if let Some(refused) = refused {
+                    self.tally(refused.strategy).offered += 1;
                     self.skip(refused, Refusal::new(reason, detail));
                 }
                 return false;
@@ -220,6 +265,7 @@ impl Gatekeeper for PlanGatekeeper<'_, '_> {
             self.admit(candidate);
         }
         for candidate in candidates {
+            self.tally(candidate.strategy).offered += 1;
             self.record(candidate);
         }
         true
@@ -250,6 +296,12 @@ impl Gatekeeper for PlanGatekeeper<'_, '_> {
     fn admitted_any(&self) -> bool {
         // Every admitted pod is recorded as an eviction, and nothing else is.
         !self.evictions.is_empty()
+    }
+
+    fn observe(&mut self, saw: String) {
+        if let Some(strategy) = self.proposer {
+            self.tally(strategy).saw.push(saw);
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! Pure: no clock, no I/O. The same plan feeds the report, the evictor and dry runs.
 
 mod chain;
+mod explain;
 mod gatekeeper;
 mod registry;
 #[cfg(test)]
@@ -11,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use jiff::Timestamp;
 
-pub use gatekeeper::PlanGatekeeper;
+pub use explain::obstacles;
+pub use gatekeeper::{PlanGatekeeper, StrategyTally};
 
 use crate::{
     api::PolicyMode,
@@ -20,6 +22,7 @@ use crate::{
         PlanContext, PlannedEviction, SkipReason, Skipped, Strategy, StrategyId, ZoneView,
         zone_views,
     },
+    gates::SharedCounts,
 };
 
 /// What `tidal report --verify` learnt beyond the refusals it moved to the skipped list: per policy,
@@ -119,6 +122,28 @@ pub fn plan_policy_with(
     planned_elsewhere: &HashSet<ObjectKey>,
     rows: SkipRows,
 ) -> Plan {
+    plan_policy_sharing(
+        snapshot,
+        policy,
+        now,
+        zones,
+        planned_elsewhere,
+        rows,
+        &SharedCounts::default(),
+    )
+    .0
+}
+
+/// [`plan_policy_with`], counting `limits.shared` in `shared` with the cycle's other policies.
+fn plan_policy_sharing(
+    snapshot: &Snapshot,
+    policy: &PolicyInfo,
+    now: Timestamp,
+    zones: &BTreeMap<String, ZoneView>,
+    planned_elsewhere: &HashSet<ObjectKey>,
+    rows: SkipRows,
+    shared: &SharedCounts,
+) -> (Plan, Vec<(StrategyId, StrategyTally)>) {
     let mut plan = Plan {
         policy: policy.name.clone(),
         mode: policy.spec.mode,
@@ -132,7 +157,7 @@ pub fn plan_policy_with(
         Ok(strategies) => strategies,
         Err(error) => {
             plan.error = Some(error);
-            return plan;
+            return (plan, Vec::new());
         }
     };
     let ctx = PlanContext {
@@ -143,17 +168,22 @@ pub fn plan_policy_with(
         planned_elsewhere,
     };
     // A pod is decided once per plan, by the first strategy that proposes it.
-    let mut gatekeeper = PlanGatekeeper::new(&ctx, chain::chain(policy), rows);
+    let mut gatekeeper = PlanGatekeeper::new(&ctx, chain::chain(policy, shared), rows);
     for strategy in &strategies {
         let started = std::time::Instant::now();
         gatekeeper.admit_from(strategy);
         plan.strategy_durations
             .push((strategy.id(), started.elapsed()));
     }
+    let mut tallies = std::mem::take(&mut gatekeeper.tallies);
+    let summaries = strategies
+        .iter()
+        .map(|s| (s.id(), tallies.remove(&s.id()).unwrap_or_default()))
+        .collect();
     plan.evictions = gatekeeper.evictions;
     plan.skipped = gatekeeper.skipped;
     plan.skip_counts = gatekeeper.skip_counts;
-    plan
+    (plan, summaries)
 }
 
 /// The policy's strategies, or why the policy cannot run: checks beyond what its CRD schema can
@@ -215,8 +245,14 @@ pub fn plan_all_in_flight(
     warnings.extend(implausible_capacity(snapshot));
     let mut planned = in_flight;
     let mut plans = Vec::new();
+    // Every plan counts against the shared limits, DryRun ones too: what the policies sharing a
+    // limit would do together is what their reports must show.
+    let shared = SharedCounts::default();
+    let mut summaries = BTreeMap::new();
     for (at, policy) in policies.iter().enumerate() {
-        let plan = plan_policy_with(snapshot, policy, now, &zones, &planned, rows);
+        let (plan, summary) =
+            plan_policy_sharing(snapshot, policy, now, &zones, &planned, rows, &shared);
+        summaries.insert(plan.policy.clone(), summary);
         // Only the policies after this one read what it evicts (hashing every key costs a few
         // milliseconds at 10,000 evictions).
         let last = at + 1 == policies.len();
@@ -230,6 +266,7 @@ pub fn plan_all_in_flight(
         zones,
         plans,
         warnings,
+        summaries,
     }
 }
 
@@ -354,4 +391,7 @@ pub struct CyclePlan {
     pub zones: BTreeMap<String, ZoneView>,
     pub plans: Vec<Plan>,
     pub warnings: Vec<String>,
+    /// Per policy (by name), each strategy's share of its plan and what it saw, in the order the
+    /// strategies ran.
+    pub summaries: BTreeMap<String, Vec<(StrategyId, StrategyTally)>>,
 }

@@ -498,3 +498,124 @@ fn zone_views_report_rounds_and_unknown_zones() {
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains("volcano.sh/revocable-zone=nobody"));
 }
+
+/// The descheduler's global caps, converted into `limits.shared`: one count across the policies.
+#[test]
+fn a_shared_limit_caps_the_policies_that_name_it_together() {
+    let mut cluster = Cluster::new()
+        .node(
+            node("n1")
+                .allocatable("8", "16Gi", 110)
+                .taint("maintenance", "yes", "NoSchedule"),
+        )
+        .node(node("n2").allocatable("8", "16Gi", 110));
+    for i in 0..6 {
+        cluster = cluster.pod(pod(&format!("a/p{i}"), "n1").requests("100m", "1Gi"));
+    }
+    let snapshot = cluster.snapshot();
+    let policy = |name: &str, limits: &str| {
+        let spec: crate::api::DeschedulingPolicySpec = serde_saphyr::from_str(&format!(
+            "mode: DryRun\nstrategies:\n  removePodsViolatingNodeTaints: {{}}\ndefaults: {{jobBudget: {{maxUnavailable: 100%}}}}\nlimits: {limits}\n"
+        ))
+        .unwrap();
+        PolicyInfo::new(name.to_owned(), None, spec)
+    };
+    let shared = "{shared: {name: descheduler, total: 4}}";
+    let (first, second) = (policy("first", shared), policy("second", shared));
+    let cycle = plan_all(&snapshot, &[&first, &second], ts(NOW));
+    let counts: Vec<usize> = cycle.plans.iter().map(|p| p.evictions.len()).collect();
+    // DryRun plans do not hold pods back from each other, but they do count against the cap.
+    assert_eq!(counts, [4, 0], "one cap of 4 for both, not 4 each");
+    let refused = &cycle.plans[1].skipped[0];
+    assert!(
+        refused
+            .detail
+            .contains("shared limit descheduler: total 4 per cycle reached"),
+        "{}",
+        refused.detail
+    );
+    // Per node, and a policy naming another count is not held by this one.
+    let per_node = policy("per-node", "{shared: {name: descheduler, perNode: 1}}");
+    let other = policy("other", "{shared: {name: elsewhere, total: 2}}");
+    let cycle = plan_all(&snapshot, &[&first, &per_node, &other], ts(NOW));
+    let counts: Vec<usize> = cycle.plans.iter().map(|p| p.evictions.len()).collect();
+    assert_eq!(counts, [4, 0, 2]);
+    // Without sharing, each policy has its own cap of 4.
+    let own = |name: &str| policy(name, "{total: 4}");
+    let cycle = plan_all(&snapshot, &[&own("x"), &own("y")], ts(NOW));
+    let counts: Vec<usize> = cycle.plans.iter().map(|p| p.evictions.len()).collect();
+    assert_eq!(counts, [4, 4]);
+}
+
+/// The descheduler's top-level `nodeSelector`: only the selected nodes' pods go, and only selected
+/// nodes are destinations.
+#[test]
+fn a_node_selector_keeps_the_policy_to_its_nodes() {
+    let tainted = |name: &str, pool: &str| {
+        node(name)
+            .allocatable("8", "16Gi", 110)
+            .label("pool", pool)
+            .taint("maintenance", "yes", "NoSchedule")
+    };
+    let mut cluster = Cluster::new()
+        .node(tainted("batch-1", "batch"))
+        .node(tainted("web-1", "web"))
+        .node(
+            node("batch-2")
+                .allocatable("8", "16Gi", 110)
+                .label("pool", "batch"),
+        )
+        .node(
+            node("web-2")
+                .allocatable("1", "16Gi", 110)
+                .label("pool", "web"),
+        )
+        .pod(pod("a/on-batch", "batch-1").requests("100m", "1Gi"))
+        .pod(pod("a/on-web", "web-1").requests("100m", "1Gi"))
+        .pod(pod("a/unbound", "").requests("100m", "1Gi"));
+    let spec = |extra: &str| {
+        format!("mode: Evict\nstrategies:\n  removePodsViolatingNodeTaints: {{}}\n{extra}")
+    };
+    let out = cluster.plan(&spec("nodeSelector: {matchLabels: {pool: batch}}\n"));
+    assert_eq!(out.evicted(), ["a/on-batch"]);
+    assert!(
+        out.skipped().is_empty(),
+        "pods outside are not even proposed"
+    );
+    let out = cluster.plan(&spec(""));
+    assert_eq!(out.evicted(), ["a/on-batch", "a/on-web"]);
+    // Node fit only counts selected nodes: the web pool's free node is no destination.
+    let mut fit = Cluster::new()
+        .node(tainted("batch-1", "batch"))
+        .node(
+            node("web-2")
+                .allocatable("8", "16Gi", 110)
+                .label("pool", "web"),
+        )
+        .pod(pod("a/on-batch", "batch-1").requests("100m", "1Gi"));
+    let out = fit.plan(&spec(
+        "nodeSelector: {matchLabels: {pool: batch}}\nprotections: {nodeFit: true}\n",
+    ));
+    assert!(out.evicted().is_empty());
+    assert!(
+        out.detail("a/on-batch")
+            .contains("1 outside the policy's nodeSelector"),
+        "{}",
+        out.detail("a/on-batch")
+    );
+    let out = fit.plan(&spec(
+        "protections: {nodeFit: true, nodeFitNodeSelector: {matchLabels: {pool: batch}}}\n",
+    ));
+    assert!(
+        out.evicted().is_empty(),
+        "the evictor's selector narrows node fit alone"
+    );
+    assert_eq!(
+        fit.plan(&spec("protections: {nodeFit: true}\n")).evicted(),
+        ["a/on-batch"]
+    );
+    let out = cluster.plan(&spec(
+        "nodeSelector: {matchExpressions: [{key: pool, operator: Sometimes}]}\n",
+    ));
+    assert!(out.error().is_some_and(|e| e.contains("nodeSelector")));
+}

@@ -120,12 +120,31 @@ pub(super) fn render(report: &Report) -> String {
                         s.node.clone().unwrap_or_default(),
                         s.strategy.clone(),
                         s.gate.clone(),
-                        s.detail.clone(),
+                        match &s.next_round_shown {
+                            Some(when) => format!("{}; {when}", s.detail),
+                            None => s.detail.clone(),
+                        },
                     ],
                     &s.policy,
                 )
             }),
         );
+    }
+    if !report.strategies.is_empty() {
+        out.push_str("## What each strategy saw\n\n");
+        for line in &report.strategies {
+            let policy = if several {
+                format!("`{}` ", line.policy)
+            } else {
+                String::new()
+            };
+            out.push_str(&format!(
+                "- {policy}{}: {}\n",
+                line.strategy,
+                escape(&super::strategy_outcome(line))
+            ));
+        }
+        out.push('\n');
     }
     if !report.warnings.is_empty() {
         out.push_str("## Warnings\n\n");

@@ -5,6 +5,9 @@
 pub(crate) mod clock;
 mod markdown;
 pub(crate) mod table;
+mod wrap;
+
+pub use wrap::{WIDTH, wrap};
 
 use std::{
     collections::{BTreeMap, HashSet},
@@ -43,7 +46,25 @@ pub struct Report {
     pub skipped: Vec<SkippedLine>,
     /// Pods TDM would evict now but for `evictPeriod`: they go in the zone's next round.
     pub waiting: Vec<WaitingLine>,
+    /// Per policy and strategy: what it offered, what became of it, and what it saw.
+    pub strategies: Vec<StrategyLine>,
     pub warnings: Vec<String>,
+}
+
+/// One strategy of one policy: its share of the plan and, in its own words, what it saw.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StrategyLine {
+    pub policy: String,
+    pub strategy: String,
+    /// Candidates put to the gates.
+    pub offered: u32,
+    pub evicted: u32,
+    /// Candidates the gates (or the strategy's own arguments) held back, by gate.
+    pub skipped: BTreeMap<String, u32>,
+    /// What the strategy reported seeing (node classification, why nothing moved), when it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saw: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -139,6 +160,16 @@ pub struct SkippedLine {
     pub policy: String,
     /// What the strategy wanted to evict the pod for.
     pub reason: String,
+    /// The revocable zone the decision is about, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    /// Gate `budget` only: RFC 3339, UTC: the next round the pod may go in, at the earliest (the
+    /// zone's next round after `evictPeriod`, else the policy's next cycle), once the job's
+    /// budget allows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_round: Option<String>,
+    #[serde(skip)]
+    pub next_round_shown: Option<String>,
 }
 
 impl Report {
@@ -150,6 +181,7 @@ impl Report {
             evictions: Vec::new(),
             skipped: Vec::new(),
             waiting: Vec::new(),
+            strategies: Vec::new(),
             warnings: cycle.warnings.clone(),
         };
         for zone in cycle.zones.values() {
@@ -206,11 +238,26 @@ impl Report {
                     verified: None,
                 });
             }
+            for (strategy, tally) in cycle.summaries.get(&plan.policy).into_iter().flatten() {
+                report.strategies.push(StrategyLine {
+                    policy: plan.policy.clone(),
+                    strategy: strategy.to_string(),
+                    offered: tally.offered,
+                    evicted: tally.evicted,
+                    skipped: tally
+                        .skipped
+                        .iter()
+                        .map(|(reason, n)| (reason.to_string(), *n))
+                        .collect(),
+                    saw: (!tally.saw.is_empty()).then(|| tally.saw.join("; ")),
+                });
+            }
             for skip in &plan.skipped {
                 let Candidate {
                     pod,
                     strategy,
                     reason,
+                    zone,
                     ..
                 } = &skip.candidate;
                 report.skipped.push(SkippedLine {
@@ -222,6 +269,9 @@ impl Report {
                     detail: skip.detail.clone(),
                     policy: plan.policy.clone(),
                     reason: reason.clone(),
+                    zone: zone.clone(),
+                    next_round: None,
+                    next_round_shown: None,
                 });
             }
         }
@@ -284,6 +334,71 @@ impl Report {
             });
         }
         self.waiting = waiting(snapshot, policies, cycle);
+        self.budget_rounds(snapshot, policies, cycle);
+    }
+
+    /// When each pod held by its job's budget may go: the round after this one. In a revocable zone
+    /// that is the zone's next round (`evictPeriod` after the round this cycle starts, or after the
+    /// last one while it holds); elsewhere the policy's next cycle. At the earliest: the budget
+    /// must allow it then, as the evictions of this round finish.
+    fn budget_rounds(&mut self, snapshot: &Snapshot, policies: &[&PolicyInfo], cycle: &CyclePlan) {
+        let now = cycle.now;
+        let evicting_zones: HashSet<&str> = cycle
+            .plans
+            .iter()
+            .flat_map(|p| p.zones_with_evictions())
+            .collect();
+        for line in &mut self.skipped {
+            if line.gate != crate::framework::GateId::Budget.name() {
+                continue;
+            }
+            let (at, tz, said) = match &line.zone {
+                Some(zone) => {
+                    let Some(info) = snapshot.zones.get(zone) else {
+                        continue;
+                    };
+                    let tz = info
+                        .schedule
+                        .as_ref()
+                        .map_or(TimeZone::UTC, |s| s.time_zone().clone());
+                    let period = info.spec.evict_period.to_signed();
+                    let held = cycle.zones.get(zone).and_then(|v| v.next_round);
+                    let at = match held {
+                        Some(next) => next,
+                        None if evicting_zones.contains(zone.as_str()) => {
+                            now.checked_add(period).unwrap_or(now)
+                        }
+                        None => now,
+                    };
+                    (
+                        at,
+                        tz,
+                        format!(
+                            "zone {zone}'s next round (evictPeriod {})",
+                            info.spec.evict_period
+                        ),
+                    )
+                }
+                None => {
+                    let Some(policy) = policies.iter().find(|p| p.name == line.policy) else {
+                        continue;
+                    };
+                    let interval = policy.spec.interval;
+                    let at = now.checked_add(interval.to_signed()).unwrap_or(now);
+                    (
+                        at,
+                        TimeZone::UTC,
+                        format!("the policy's next cycle (interval {interval})"),
+                    )
+                }
+            };
+            line.next_round = Some(at.to_string());
+            line.next_round_shown = Some(format!(
+                "waits for a later round: {said}, {} ({}), if the budget allows then",
+                clock::local(&tz, at),
+                clock::relative(now, at)
+            ));
+        }
     }
 
     /// Marks what `--verify` checked: counts on each policy, `verified` on each eviction.
@@ -458,6 +573,28 @@ fn waiting(snapshot: &Snapshot, policies: &[&PolicyInfo], cycle: &CyclePlan) -> 
     out
 }
 
+/// `5 offered, 2 planned (held: budget 3). It saw ...`: one strategy's line, for people. "Planned",
+/// not "evicted": the report is a plan, and a DryRun policy's plan is never sent.
+pub(crate) fn strategy_outcome(line: &StrategyLine) -> String {
+    let mut out = if line.offered == 0 {
+        "offered nothing".to_owned()
+    } else {
+        format!("{} offered, {} planned", line.offered, line.evicted)
+    };
+    if !line.skipped.is_empty() {
+        let held: Vec<String> = line
+            .skipped
+            .iter()
+            .map(|(g, n)| format!("{g} {n}"))
+            .collect();
+        out.push_str(&format!(" (held: {})", held.join(", ")));
+    }
+    if let Some(saw) = &line.saw {
+        out.push_str(&format!(". It saw {saw}"));
+    }
+    out
+}
+
 /// How many distinct pods the rows name.
 fn distinct<'a>(pods: impl Iterator<Item = (&'a String, &'a String)>) -> usize {
     pods.collect::<std::collections::BTreeSet<_>>().len()
@@ -505,6 +642,9 @@ mod tests {
             detail: "why".into(),
             policy: policy.into(),
             reason: "zone z closed".into(),
+            zone: Some("z".into()),
+            next_round: None,
+            next_round_shown: None,
         }
     }
 
@@ -531,6 +671,7 @@ mod tests {
             evictions,
             skipped,
             waiting: Vec::new(),
+            strategies: Vec::new(),
             warnings: Vec::new(),
         }
     }

@@ -67,7 +67,14 @@ pub(crate) fn section(out: &mut String, title: &str, table: Table) {
 
 pub(super) fn render(report: &Report, layout: Layout) -> String {
     let wide = layout == Layout::Wide;
-    let mut out = format!("tidal report at {}\n", report.now);
+    // To the second: nanoseconds of the instant the command happened to start say nothing.
+    let now = report
+        .now
+        .parse::<jiff::Timestamp>()
+        .ok()
+        .and_then(|t| t.round(jiff::Unit::Second).ok())
+        .map_or_else(|| report.now.clone(), |t| t.to_string());
+    let mut out = format!("tidal report at {now}\n");
     for policy in &report.policies {
         out.push_str(&format!("policy {} ({})", policy.name, policy.mode));
         if let (Some(verified), Some(unverified)) = (policy.verified, policy.unverified) {
@@ -199,13 +206,17 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
         let mut rows: Vec<_> = report.skipped.iter().collect();
         rows.sort_by(|a, b| a.gate.cmp(&b.gate));
         for s in rows {
+            let detail = match &s.next_round_shown {
+                Some(when) => format!("{}; {when}", s.detail),
+                None => s.detail.clone(),
+            };
             skipped.add_row(row(
                 vec![
                     pod_ref(&s.namespace, &s.name),
                     s.node.clone().unwrap_or_default(),
                     s.strategy.clone(),
                     s.gate.clone(),
-                    s.detail.clone(),
+                    detail,
                 ],
                 &s.policy,
                 vec![s.reason.clone()],
@@ -217,6 +228,27 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
             &title("SKIPPED", report.skipped.len(), pods),
             skipped,
         );
+    }
+
+    if !report.strategies.is_empty() {
+        out.push_str("WHAT EACH STRATEGY SAW\n");
+        for line in &report.strategies {
+            let policy = if several {
+                format!("{} ", line.policy)
+            } else {
+                String::new()
+            };
+            out.push_str(&super::wrap(
+                &format!(
+                    "{policy}{}: {}",
+                    line.strategy,
+                    super::strategy_outcome(line)
+                ),
+                super::WIDTH,
+                "  ",
+            ));
+        }
+        out.push('\n');
     }
 
     for warning in &report.warnings {

@@ -45,13 +45,21 @@ async fn config(kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow::Res
         Some(path) => {
             let file = Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            if let Some(wanted) = context {
+                unknown_context(&file, wanted)?;
+            }
             Config::from_custom_kubeconfig(file, &options)
                 .await
                 .with_context(|| format!("kubeconfig {}", path.display()))?
         }
-        None if context.is_some() => Config::from_kubeconfig(&options)
-            .await
-            .context("reading the kubeconfig")?,
+        None if context.is_some() => {
+            if let (Ok(file), Some(wanted)) = (Kubeconfig::read(), context) {
+                unknown_context(&file, wanted)?;
+            }
+            Config::from_kubeconfig(&options)
+                .await
+                .context("reading the kubeconfig")?
+        }
         None => match Config::incluster() {
             Ok(config) => config,
             Err(_) => Config::from_kubeconfig(&options)
@@ -60,6 +68,22 @@ async fn config(kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow::Res
         },
     };
     Ok(config)
+}
+
+/// `--context` names no context of the kubeconfig: say which it has, and the likely one.
+fn unknown_context(file: &Kubeconfig, wanted: &str) -> anyhow::Result<()> {
+    let names: Vec<&str> = file.contexts.iter().map(|c| c.name.as_str()).collect();
+    if names.contains(&wanted) {
+        return Ok(());
+    }
+    let hint = crate::api::validation::did_you_mean(wanted, names.iter().copied())
+        .map_or(String::new(), |n| format!("; did you mean {n:?}?"));
+    let has = if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    };
+    anyhow::bail!("no context {wanted:?} in the kubeconfig (it has: {has}){hint}")
 }
 
 /// Outside a pod, with no kubeconfig: one short line that says where tidal looked and what to do,

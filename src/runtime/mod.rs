@@ -8,9 +8,11 @@ pub mod client;
 pub mod connections;
 pub(crate) mod leader;
 pub mod logs;
+pub mod prometheus;
 pub mod protobuf;
 pub mod watch;
 
 pub use client::ClientArgs;
 pub use leader::until_leading_and_synced;
 pub use logs::LogFormat;
+pub use prometheus::PrometheusArgs;

@@ -147,6 +147,14 @@ const KINDS: &[Kind] = &[
     },
     Kind {
         group_path: "api/v1",
+        plural: "persistentvolumeclaims",
+        kind: "PersistentVolumeClaim",
+        api_version: "v1",
+        namespaced: true,
+        status: true,
+    },
+    Kind {
+        group_path: "api/v1",
         plural: "events",
         kind: "Event",
         api_version: "v1",

@@ -128,7 +128,7 @@ builder!(
 );
 
 /// A running pod `namespace/name` (`name` alone: in `default`) on `node`, with one container
-/// requesting 100m CPU and 64Mi memory, owned, created and scheduled as the module says. An empty
+/// requesting 100m CPU and 64Mi memory, owned, created, scheduled and started as the module says. An empty
 /// `node` makes it pending: unscheduled, with no conditions.
 pub fn pod(key: &str, node: &str) -> PodBuilder {
     let (namespace, name) = split_key(key);
@@ -167,6 +167,7 @@ pub fn pod(key: &str, node: &str) -> PodBuilder {
         value["status"]["conditions"] = json!([]);
     } else {
         value["spec"]["nodeName"] = json!(node);
+        value["status"]["startTime"] = json!(created);
     }
     PodBuilder(value)
 }
@@ -225,9 +226,13 @@ impl PodBuilder {
         self
     }
 
-    /// The creation time only (RFC 3339); when it was scheduled stays as it was.
+    /// The creation time (RFC 3339), and the start time of a pod bound to a node; when it was
+    /// scheduled stays as it was.
     pub fn created(mut self, at: &str) -> Self {
         self.0["metadata"]["creationTimestamp"] = json!(at);
+        if self.0["status"].get("startTime").is_some() {
+            self.0["status"]["startTime"] = json!(at);
+        }
         self
     }
 

@@ -871,6 +871,7 @@ fn policy() -> DeschedulingPolicy {
                 include: Vec::new(),
                 exclude: SYSTEM_NAMESPACES.iter().map(|n| (*n).to_owned()).collect(),
             },
+            node_selector: None,
         },
     );
     policy.metadata.generation = Some(1);

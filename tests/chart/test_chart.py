@@ -103,6 +103,7 @@ VARIANTS: dict[str, dict] = {
             "extraArgs": ["--cycle-timeout=90s"],
             "priorityClassName": "system-cluster-critical",
             "measuredUsage": {"enabled": True},
+            "eviction": {"gracePeriodSeconds": 0},
         },
         "webhook": {
             "namespaceSelectorExpressions": [{"key": "tidal.dev/admission", "operator": "In", "values": ["enabled"]}],
@@ -462,7 +463,7 @@ def test_controller_rbac_is_what_the_contract_lists(chart):
     rules = rules_of(docs, "ClusterRole", "tidal-controller")
     # Everything `tidal run` watches (src/watch/mod.rs, ObjectKind::ALL): a kind it cannot list keeps
     # its cache unsynced, and the controller never plans.
-    for resource in ["pods", "nodes", "namespaces"]:
+    for resource in ["pods", "nodes", "namespaces", "persistentvolumeclaims"]:
         for verb in ["get", "list", "watch"]:
             assert grants(rules, "", resource, verb), (resource, verb)
     # Measured usage is off unless a value turns it on (see test_measured_usage_is_opt_in).
@@ -587,6 +588,40 @@ def test_controller_deployment(chart):
     terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": "volcano.sh/revocable-zone", "operator": "DoesNotExist"}]}]
     assert spec["affinity"]["podAntiAffinity"]
+
+
+def test_eviction_grace_period_is_the_pods_own_unless_set(chart):
+    docs, _ = render(chart, {})
+    args = pod_spec(docs, "tidal-controller")["containers"][0]["args"]
+    assert not any(a.startswith("--eviction-grace-period-seconds") for a in args), args
+    # 0 is a value (kill at once), not "unset".
+    docs, _ = render(chart, VARIANTS["everything"])
+    args = pod_spec(docs, "tidal-controller")["containers"][0]["args"]
+    assert "--eviction-grace-period-seconds=0" in args, args
+
+
+def test_prometheus_is_asked_only_with_a_url_and_its_token_is_a_mounted_secret(chart):
+    docs, _ = render(chart, {})
+    spec = pod_spec(docs, "tidal-controller")
+    assert not any(a.startswith("--prometheus") for a in spec["containers"][0]["args"])
+    assert [v["name"] for v in spec["volumes"]] == ["tmp"]
+    values = {"controller": {"prometheus": {
+        "url": "https://prometheus.monitoring:9090",
+        "tokenSecret": {"name": "prom-token", "key": "token.txt"}}}}
+    docs, _ = render(chart, values)
+    spec = pod_spec(docs, "tidal-controller")
+    args = spec["containers"][0]["args"]
+    assert "--prometheus-url=https://prometheus.monitoring:9090" in args, args
+    assert "--prometheus-token-file=/var/run/tidal/prometheus/token" in args, args
+    volume = next(v for v in spec["volumes"] if v["name"] == "prometheus-token")
+    assert volume["secret"] == {"secretName": "prom-token", "items": [{"key": "token.txt", "path": "token"}]}
+    mount = next(m for m in spec["containers"][0]["volumeMounts"] if m["name"] == "prometheus-token")
+    assert mount == {"name": "prometheus-token", "mountPath": "/var/run/tidal/prometheus", "readOnly": True}
+    # Without a token: the URL alone.
+    docs, _ = render(chart, {"controller": {"prometheus": {"url": "http://prometheus:9090"}}})
+    args = pod_spec(docs, "tidal-controller")["containers"][0]["args"]
+    assert "--prometheus-url=http://prometheus:9090" in args
+    assert not any(a.startswith("--prometheus-token-file") for a in args), args
 
 
 def test_grace_period_follows_the_shutdown_delay(chart):
@@ -970,6 +1005,18 @@ def test_notes_tell_how_to_see_the_report(chart):
     assert "kubectl get revocablezones" in notes
     assert "tidal report" in notes
     assert "No DeschedulingPolicy was installed" in notes
+    # The examples it points at are in the notes themselves.
+    assert "kind: RevocableZone" in notes
+    assert "tidal explain pod" in notes
+    assert "tidal convert -f" in notes
+
+
+def test_controller_priority_class_defaults_to_system_cluster_critical(chart):
+    # As the descheduler's chart does; "" runs it at the default priority.
+    docs, _ = render(chart, {})
+    assert pod_spec(docs, "tidal-controller")["priorityClassName"] == "system-cluster-critical"
+    docs, _ = render(chart, {"controller": {"priorityClassName": ""}})
+    assert "priorityClassName" not in pod_spec(docs, "tidal-controller")
 
 
 def test_common_labels_and_pull_secrets_reach_everything(chart):

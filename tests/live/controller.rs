@@ -1119,7 +1119,7 @@ async fn an_attempt_ends_at_the_deadline_or_when_leadership_lapses() {
     let outcome = tokio::time::timeout(bound, evictor.evict(&request, deadline, &Always))
         .await
         .expect("the attempt ends at the cycle's deadline");
-    // Cut off unanswered: the server may still apply it.
+    // Sent and never answered: the server may have applied it, so it is not taken for a failure.
     assert!(matches!(outcome, Outcome::Unanswered(_)), "{outcome:?}");
 
     let far = Instant::now() + Duration::from_secs(3600);

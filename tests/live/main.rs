@@ -10,7 +10,9 @@ mod support;
 
 mod controller;
 mod drain;
+mod first_contact;
 mod ha;
+mod prometheus;
 mod protobuf;
 mod taints;
 mod unreachable;

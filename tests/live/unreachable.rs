@@ -83,3 +83,19 @@ fn no_kubeconfig_says_where_it_looked_once() {
     assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
     assert!(stderr.contains("--kubeconfig FILE"), "{stderr}");
 }
+
+#[test]
+fn an_unknown_context_names_the_ones_there_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = kubeconfig(dir.path(), free_addr());
+    let (ok, stderr) = report(
+        &["--kubeconfig", config.to_str().unwrap(), "--context", "y"],
+        &[],
+    );
+    assert!(!ok);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(r#"no context "y" in the kubeconfig (it has: x)"#),
+        "{stderr}"
+    );
+}

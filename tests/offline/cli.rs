@@ -5,7 +5,7 @@ use std::{path::Path, process::Command};
 
 use serde_json::Value;
 
-fn tidal(args: &[&str]) -> std::process::Output {
+pub(crate) fn tidal(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_tidal"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -19,11 +19,12 @@ fn the_example_descheduler_policy_converts_into_a_policy_the_report_plans_with()
     assert!(output.status.success(), "{output:?}");
     let yaml = String::from_utf8(output.stdout).unwrap();
     assert!(
-        yaml.contains("#   - nodeSelector not carried over"),
+        yaml.contains("# Every setting was carried over as it is."),
         "the notes travel with the file: {yaml}"
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("1 setting(s) not carried over"), "{stderr}");
+    // The descheduler's `nodeSelector: "node-pool=general"` as the policy's label selector.
+    assert!(yaml.contains("nodeSelector:"), "{yaml}");
+    assert!(yaml.contains("key: node-pool"), "{yaml}");
 
     let dir = tempfile::tempdir().unwrap();
     let converted = dir.path().join("converted.yaml");
@@ -127,4 +128,60 @@ fn report_reads_files_folders_and_stdin_like_kubectl() {
     let output = tidal(&["report", "-f", empty.path().to_str().unwrap()]);
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("a folder without .yaml"));
+}
+
+#[test]
+fn convert_refuses_what_would_evict_more_and_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n  pluginConfig:\n  - name: DefaultEvictor\n    args: {priorityThreshold: {name: high}}\n  plugins:\n    deschedule:\n      enabled: [RemovePodsViolatingNodeTaints]\n",
+    )
+    .unwrap();
+    let path = policy.to_str().unwrap();
+    let output = tidal(&["convert", "-f", path]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("PriorityClass high"), "{stderr}");
+    assert!(stderr.contains("--allow-looser"), "{stderr}");
+    let output = tidal(&["convert", "-f", path, "--allow-looser"]);
+    assert!(output.status.success(), "{output:?}");
+    let yaml = String::from_utf8(output.stdout).unwrap();
+    assert!(yaml.contains("# LOOSER in tidal"), "{yaml}");
+    let output = tidal(&["convert", "-f", path, "--priority-class", "high=1000"]);
+    assert!(output.status.success(), "{output:?}");
+    let yaml = String::from_utf8(output.stdout).unwrap();
+    assert!(yaml.contains("priorityThreshold: 1000"), "{yaml}");
+}
+
+/// Where descheduler users keep their policy: the ConfigMap of its manifests, the chart's values.
+#[test]
+fn convert_reads_the_descheduler_s_config_map_and_chart_values() {
+    for (file, name) in [
+        (
+            "tests/fixtures/descheduler/v0.36.0/kubernetes/configmap.yaml",
+            "profilename",
+        ),
+        (
+            "tests/fixtures/descheduler/v0.36.0/chart/values.yaml",
+            "default",
+        ),
+    ] {
+        let output = tidal(&["convert", "-f", file]);
+        assert!(output.status.success(), "{file}: {output:?}");
+        let yaml = String::from_utf8(output.stdout).unwrap();
+        assert!(yaml.contains(&format!("name: {name}")), "{file}: {yaml}");
+    }
+    // The chart runs as a CronJob every 2 minutes by default: that is the interval.
+    let output = tidal(&[
+        "convert",
+        "-f",
+        "tests/fixtures/descheduler/v0.36.0/chart/values.yaml",
+    ]);
+    let yaml = String::from_utf8(output.stdout).unwrap();
+    assert!(yaml.contains("interval: 2m0s"), "{yaml}");
+    // Its evictor: local storage no longer protected, PVCs protected.
+    assert!(yaml.contains("localStoragePods: false"), "{yaml}");
+    assert!(yaml.contains("pvcPods: true"), "{yaml}");
 }

@@ -373,6 +373,7 @@ fn policy(slot: u8, cooldown: u16) -> PolicyInfo {
             limits: Default::default(),
             protections: Default::default(),
             namespaces: Default::default(),
+            node_selector: None,
         },
     );
     policy.metadata.generation = Some(i64::from(cooldown));

@@ -12,7 +12,7 @@ use std::{
 mod stream;
 
 use k8s_openapi::api::{
-    core::v1::{Namespace, Node, Pod},
+    core::v1::{Namespace, Node, PersistentVolumeClaim, Pod},
     policy::v1::PodDisruptionBudget,
 };
 use serde::de::DeserializeOwned;
@@ -31,10 +31,11 @@ use crate::{
 
 /// The kinds tidal reads, at the one version it reads each: the same kind at another version is an
 /// error rather than silently ignored, so a plan never leaves out objects the user meant it to see.
-const READ_KINDS: [(&str, &str); 9] = [
+const READ_KINDS: [(&str, &str); 10] = [
     ("v1", "Pod"),
     ("v1", "Node"),
     ("v1", "Namespace"),
+    ("v1", "PersistentVolumeClaim"),
     ("policy/v1", "PodDisruptionBudget"),
     ("scheduling.volcano.sh/v1beta1", "PodGroup"),
     ("metrics.k8s.io/v1beta1", "NodeMetrics"),
@@ -276,6 +277,9 @@ impl Dump {
             ("v1", "Pod") => ingest::<Pod>(cache, item, clamped),
             ("v1", "Node") => ingest::<Node>(cache, item, clamped),
             ("v1", "Namespace") => ingest::<Namespace>(cache, item, clamped),
+            ("v1", "PersistentVolumeClaim") => {
+                ingest::<PersistentVolumeClaim>(cache, item, clamped)
+            }
             ("metrics.k8s.io/v1beta1", "NodeMetrics") => typed::<NodeMetrics>(item, clamped)
                 .and_then(|m| usage::node_sample(&m))
                 .map(|(node, sample)| cache.record_node_usage(&node, sample)),

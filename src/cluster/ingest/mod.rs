@@ -6,7 +6,7 @@ use std::fmt::Debug;
 
 use jiff::Timestamp;
 use k8s_openapi::api::{
-    core::v1::{Namespace, Node, Pod},
+    core::v1::{Namespace, Node, PersistentVolumeClaim, Pod},
     policy::v1::PodDisruptionBudget,
 };
 use kube::Resource;
@@ -14,8 +14,8 @@ use serde::de::DeserializeOwned;
 
 use crate::api::{DeschedulingPolicy, PodGroup, RevocableZone};
 use crate::cluster::{
-    ClusterCache, NamespaceInfo, NodeInfo, ObjectKey, PdbInfo, PodGroupInfo, PodInfo, PolicyInfo,
-    Unnamed, ZoneInfo,
+    ClaimInfo, ClusterCache, NamespaceInfo, NodeInfo, ObjectKey, PdbInfo, PodGroupInfo, PodInfo,
+    PolicyInfo, Unnamed, ZoneInfo,
 };
 
 pub(crate) mod decode;
@@ -31,10 +31,12 @@ pub enum ObjectKind {
     DeschedulingPolicy,
     /// For namespace labels (the evictor's `namespaceLabelSelector`, affinity namespace selectors).
     Namespace,
+    /// For their StorageClass (`protections.protectedStorageClasses`).
+    PersistentVolumeClaim,
 }
 
 impl ObjectKind {
-    pub const ALL: [ObjectKind; 7] = [
+    pub const ALL: [ObjectKind; 8] = [
         ObjectKind::Node,
         ObjectKind::Pod,
         ObjectKind::PodDisruptionBudget,
@@ -42,6 +44,7 @@ impl ObjectKind {
         ObjectKind::RevocableZone,
         ObjectKind::DeschedulingPolicy,
         ObjectKind::Namespace,
+        ObjectKind::PersistentVolumeClaim,
     ];
 
     /// The API group and resource the controller lists and watches for this kind (its RBAC needs).
@@ -54,6 +57,7 @@ impl ObjectKind {
             ObjectKind::RevocableZone => ("tidal.dev", "revocablezones"),
             ObjectKind::DeschedulingPolicy => ("tidal.dev", "deschedulingpolicies"),
             ObjectKind::Namespace => ("", "namespaces"),
+            ObjectKind::PersistentVolumeClaim => ("", "persistentvolumeclaims"),
         }
     }
 
@@ -66,6 +70,7 @@ impl ObjectKind {
             ObjectKind::RevocableZone => "RevocableZone",
             ObjectKind::DeschedulingPolicy => "DeschedulingPolicy",
             ObjectKind::Namespace => "Namespace",
+            ObjectKind::PersistentVolumeClaim => "PersistentVolumeClaim",
         }
     }
 }
@@ -143,6 +148,14 @@ impl Ingest for Namespace {
     }
 }
 
+impl Ingest for PersistentVolumeClaim {
+    const KIND: ObjectKind = ObjectKind::PersistentVolumeClaim;
+    fn apply_to(&self, cache: &mut ClusterCache, _at: Timestamp) -> Result<(), Unnamed> {
+        cache.apply_claim(ClaimInfo::from_claim(self)?);
+        Ok(())
+    }
+}
+
 impl ClusterCache {
     /// Removes one object by kind and key (`namespace/name`; empty namespace for cluster-scoped kinds),
     /// as observed at `at`.
@@ -155,6 +168,7 @@ impl ClusterCache {
             ObjectKind::RevocableZone => self.delete_zone(&key.name),
             ObjectKind::DeschedulingPolicy => self.delete_policy(&key.name),
             ObjectKind::Namespace => self.delete_namespace(&key.name),
+            ObjectKind::PersistentVolumeClaim => self.delete_claim(key),
         }
     }
 }

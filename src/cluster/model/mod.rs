@@ -1,6 +1,7 @@
 //! The slim objects tidal keeps (pods, nodes, jobs, zones, policies, ...) and the values it reads from
 //! labels and annotations, each parsed once at ingest.
 
+pub(crate) mod claim;
 pub(crate) mod config;
 pub(crate) mod constraints;
 pub(crate) mod job_budget;

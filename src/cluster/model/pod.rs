@@ -107,6 +107,13 @@ pub struct PodInfo {
     pub requests_known: bool,
     /// `descheduler.alpha.kubernetes.io/evict` set to a true value.
     pub evict_annotation: bool,
+    /// `descheduler.alpha.kubernetes.io/prefer-no-eviction` present (whatever its value, as the
+    /// descheduler reads it).
+    pub prefers_no_eviction: bool,
+    /// `status.startTime` (when the kubelet took the pod on), as whole seconds after `created_at`,
+    /// [`NOT_STARTED`] when there is none (see [`PodInfo::started_at`]): four bytes in what would
+    /// otherwise be padding, where a timestamp would add sixteen to every pod.
+    start_delay: u32,
     pub volumes: VolumeKinds,
     /// `spec.priorityClassName`, for the system-critical classes when priority admission did not run.
     pub priority_class_name: Option<Name>,
@@ -157,11 +164,11 @@ impl PodBrief {
 
     fn of(pod: &PodInfo) -> Self {
         // No priority before every priority; flipping the sign bit keeps i32 order among unsigned
-        // values. 33 bits, then 2 for the QoS class.
+        // values. 33 bits, then 2 for the QoS class, then 1 for `prefer-no-eviction`.
         let priority = pod
             .priority
             .map_or(0, |p| 1 + u64::from(p.cast_unsigned() ^ 0x8000_0000));
-        let rank = priority << 2 | pod.qos as u64;
+        let rank = priority << 3 | (pod.qos as u64) << 1 | u64::from(pod.prefers_no_eviction);
         let movable = pod.node_name.is_some()
             && !pod.is_static()
             && !pod.phase.is_finished()
@@ -176,7 +183,8 @@ impl PodBrief {
     }
 
     /// Ascending in the descheduler's victim order: no priority first, then by ascending priority,
-    /// within a priority BestEffort, Burstable, Guaranteed. 35 bits.
+    /// within a priority BestEffort, Burstable, Guaranteed, within those pods that prefer not to be
+    /// evicted last. 36 bits.
     pub fn victim_rank(self) -> u64 {
         self.0 & !Self::MOVABLE
     }
@@ -206,6 +214,9 @@ struct Rare {
     problems: Vec<InvalidValue>,
     /// Kinds of the owner references that are not the controller's (which `owner` holds).
     other_owner_kinds: Vec<Name>,
+    /// The PersistentVolumeClaims the pod mounts, by name: its `persistentVolumeClaim` volumes' and
+    /// the claims its generic ephemeral volumes get (`<pod>-<volume>`).
+    claims: Vec<Name>,
     /// `spec.terminationGracePeriodSeconds` when it is not the API server's default.
     termination_grace: Option<u32>,
 }
@@ -220,6 +231,8 @@ pub struct VolumeKinds {
     pub local_storage: bool,
     /// A `persistentVolumeClaim`, or a generic ephemeral volume (which is backed by one).
     pub pvc: bool,
+    /// `spec.resourceClaims`: devices allocated through dynamic resource allocation.
+    pub resource_claims: bool,
 }
 
 /// How much of a pod, from its start, a balancing strategy and the protections read of each pod
@@ -317,16 +330,26 @@ impl PodInfo {
             .and_then(|c| c.last_transition_time.as_ref())
             .map(|t| t.0);
 
-        let volumes = spec
-            .and_then(|s| s.volumes.as_ref())
-            .into_iter()
-            .flatten()
+        let pod_volumes = spec.and_then(|s| s.volumes.as_ref()).into_iter().flatten();
+        let mut volumes = pod_volumes
+            .clone()
             .fold(VolumeKinds::default(), |kinds, v| VolumeKinds {
                 local_storage: kinds.local_storage
                     || v.empty_dir.is_some()
                     || v.host_path.is_some(),
                 pvc: kinds.pvc || v.persistent_volume_claim.is_some() || v.ephemeral.is_some(),
+                resource_claims: false,
             });
+        volumes.resource_claims = spec
+            .and_then(|s| s.resource_claims.as_ref())
+            .is_some_and(|claims| !claims.is_empty());
+        let claims: Vec<Name> = pod_volumes
+            .filter_map(|v| match (&v.persistent_volume_claim, &v.ephemeral) {
+                (Some(claim), _) => Some(Name::from(claim.claim_name.as_str())),
+                (None, Some(_)) => Some(Name::from(format!("{}-{}", key.name, v.name).as_str())),
+                (None, None) => None,
+            })
+            .collect();
         let images_hash = {
             let mut images: Vec<&str> = spec
                 .into_iter()
@@ -344,15 +367,18 @@ impl PodInfo {
             .and_then(|s| s.termination_grace_period_seconds)
             .map(|seconds| u32::try_from(seconds.max(0)).unwrap_or(u32::MAX))
             .filter(|seconds| *seconds != DEFAULT_TERMINATION_GRACE_SECONDS);
-        let rare =
-            (!problems.is_empty() || !other_owner_kinds.is_empty() || termination_grace.is_some())
-                .then(|| {
-                    Box::new(Rare {
-                        problems,
-                        other_owner_kinds,
-                        termination_grace,
-                    })
-                });
+        let rare = (!problems.is_empty()
+            || !other_owner_kinds.is_empty()
+            || !claims.is_empty()
+            || termination_grace.is_some())
+        .then(|| {
+            Box::new(Rare {
+                problems,
+                other_owner_kinds,
+                claims,
+                termination_grace,
+            })
+        });
         let controller_kind = ControllerKind::of(owner.as_deref());
         Ok(PodInfo {
             priority_class_name: spec
@@ -379,6 +405,10 @@ impl PodInfo {
             requests_known,
             created_at: meta.creation_timestamp.as_ref().map(|t| t.0),
             scheduled_at,
+            start_delay: start_delay(
+                meta.creation_timestamp.as_ref().map(|t| t.0),
+                status.and_then(|s| s.start_time.as_ref()).map(|t| t.0),
+            ),
             terminating: meta.deletion_timestamp.is_some(),
             evicting_since: None,
             preemptable: label_then_annotation.read(&[labels::PREEMPTABLE], parse_bool),
@@ -392,6 +422,7 @@ impl PodInfo {
             evict_annotation: annotations
                 .get(labels::DESCHEDULER_EVICT)
                 .is_some_and(|v| parse_bool(v).unwrap_or(false)),
+            prefers_no_eviction: annotations.contains_key(labels::PREFER_NO_EVICTION),
             mirror: annotations.contains_key(labels::MIRROR_POD),
             controller_kind,
             key,
@@ -402,6 +433,23 @@ impl PodInfo {
     /// Fields tidal could not read (e.g. malformed resource quantities); such a pod is never evicted.
     pub fn problems(&self) -> &[InvalidValue] {
         self.rare.as_ref().map_or(&[], |r| &r.problems)
+    }
+
+    /// `status.startTime`, to the second: `protections.minPodAge` counts from here, as the
+    /// descheduler does. `None` for a pod not started, or without a creation time to count from.
+    pub fn started_at(&self) -> Option<Timestamp> {
+        if self.start_delay == NOT_STARTED {
+            return None;
+        }
+        let created = self.created_at?;
+        created
+            .checked_add(jiff::SignedDuration::from_secs(i64::from(self.start_delay)))
+            .ok()
+    }
+
+    /// The PersistentVolumeClaims the pod mounts (see [`Rare::claims`]).
+    pub fn claims(&self) -> &[Name] {
+        self.rare.as_ref().map_or(&[], |r| &r.claims)
     }
 
     /// How long the pod may take to terminate once evicted: its `terminationGracePeriodSeconds`.
@@ -497,6 +545,21 @@ impl PodInfo {
     pub fn is_node_bound(&self) -> bool {
         self.mirror || self.controller_kind != ControllerKind::Other
     }
+}
+
+/// [`PodInfo::start_delay`] of a pod with no start time.
+const NOT_STARTED: u32 = u32::MAX;
+
+/// Seconds from creation to start, rounded up so that the pod never reads older than it is (a start
+/// before creation, from clock skew, counts as at creation; more than 136 years saturates). No start,
+/// or no creation to count from: not started.
+fn start_delay(created: Option<Timestamp>, started: Option<Timestamp>) -> u32 {
+    let (Some(created), Some(started)) = (created, started) else {
+        return NOT_STARTED;
+    };
+    let delay = started.duration_since(created);
+    let seconds = delay.as_secs() + i64::from(delay.subsec_nanos() > 0);
+    u32::try_from(seconds.max(0)).unwrap_or(NOT_STARTED - 1)
 }
 
 fn job_of(pod: &ObjectKey, group_name: Option<&Name>, owner: Option<&OwnerRef>) -> JobKey {
@@ -647,6 +710,40 @@ mod tests {
         let weighed_end = weighed_ends.iter().max().copied().unwrap_or_default();
         assert!(16 + weighed_end <= 4 * 64, "{weighed_ends:?}");
         assert!(offered.iter().all(|&at| at >= weighed_end), "{offered:?}");
+    }
+
+    #[test]
+    fn the_start_time_is_kept_as_seconds_after_creation_never_earlier() {
+        let ts = |t: &str| t.parse::<Timestamp>().unwrap();
+        let created = ts("2026-11-22T04:00:00Z");
+        let at = |delay: u32| {
+            let pod = PodInfo {
+                created_at: Some(created),
+                start_delay: delay,
+                ..PodInfo::from_pod(&pod_with_metadata(
+                    serde_json::json!({"name": "a", "namespace": "ns"}),
+                ))
+                .unwrap()
+            };
+            pod.started_at()
+        };
+        assert_eq!(
+            start_delay(Some(created), Some(ts("2026-11-22T04:00:05Z"))),
+            5
+        );
+        // A fraction of a second later is the next second: the pod reads younger, never older.
+        assert_eq!(
+            start_delay(Some(created), Some(ts("2026-11-22T04:00:05.2Z"))),
+            6
+        );
+        assert_eq!(
+            start_delay(Some(created), Some(ts("2026-11-22T03:59:00Z"))),
+            0
+        );
+        assert_eq!(start_delay(Some(created), None), NOT_STARTED);
+        assert_eq!(start_delay(None, Some(created)), NOT_STARTED);
+        assert_eq!(at(5), Some(ts("2026-11-22T04:00:05Z")));
+        assert_eq!(at(NOT_STARTED), None);
     }
 
     #[test]

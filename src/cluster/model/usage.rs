@@ -310,3 +310,11 @@ mod tests {
         assert_eq!(series.samples.len(), 1);
     }
 }
+
+/// What a Prometheus instant query answered for the nodes (`usage.source: Prometheus`): each node's
+/// value in [0, 1], by the sample's `instance` label, or why there is no usable answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricSample {
+    pub at: Timestamp,
+    pub values: Result<std::collections::BTreeMap<String, f64>, String>,
+}

@@ -398,6 +398,10 @@ pub struct Snapshot {
     pub zones: BTreeMap<String, Arc<ZoneInfo>>,
     pub policies: BTreeMap<String, Arc<PolicyInfo>>,
     pub namespaces: BTreeMap<String, Arc<NamespaceInfo>>,
+    /// PersistentVolumeClaims, for their StorageClass.
+    pub claims: BTreeMap<ObjectKey, Arc<crate::cluster::ClaimInfo>>,
+    /// Answers to the Prometheus queries policies read, by query.
+    pub node_metrics: BTreeMap<String, Arc<crate::cluster::MetricSample>>,
     /// Measured usage (metrics.k8s.io) per node and per pod.
     pub node_usage: BTreeMap<String, Arc<UsageSeries>>,
     pub pod_usage: BTreeMap<ObjectKey, Arc<UsageSeries>>,
@@ -470,6 +474,8 @@ impl Snapshot {
             && self.zones.keys().eq(other.zones.keys())
             && self.policies.keys().eq(other.policies.keys())
             && self.namespaces == other.namespaces
+            && self.claims == other.claims
+            && self.node_metrics == other.node_metrics
             && self.node_usage == other.node_usage
             && self.pod_usage == other.pod_usage
     }

@@ -31,17 +31,31 @@ impl EvictionRequest {
     }
 }
 
-/// The `policy/v1` Eviction body for `request`.
+/// The `policy/v1` Eviction body for `request`, with the pod's own grace period.
 pub fn eviction_body(request: &EvictionRequest) -> Eviction {
+    eviction_body_with(request, None)
+}
+
+/// The `policy/v1` Eviction body for `request`; `grace_period_seconds` overrides the pod's own
+/// (dry runs leave it out: they end nothing).
+pub fn eviction_body_with(
+    request: &EvictionRequest,
+    grace_period_seconds: Option<i64>,
+) -> Eviction {
+    let grace_period_seconds = grace_period_seconds.filter(|_| !request.dry_run);
     let preconditions = (!request.uid.is_empty()).then(|| Preconditions {
         uid: Some(request.uid.clone()),
         resource_version: None,
     });
     // The API server rejects a body whose dryRun differs from the query's, so both say the same.
     let dry_run = request.dry_run.then(|| vec!["All".to_owned()]);
-    let delete_options = (preconditions.is_some() || dry_run.is_some()).then(|| DeleteOptions {
+    let delete_options = (preconditions.is_some()
+        || dry_run.is_some()
+        || grace_period_seconds.is_some())
+    .then(|| DeleteOptions {
         preconditions,
         dry_run,
+        grace_period_seconds,
         ..DeleteOptions::default()
     });
     Eviction {
@@ -55,8 +69,12 @@ pub fn eviction_body(request: &EvictionRequest) -> Eviction {
 }
 
 /// The HTTP request: `POST /api/v1/namespaces/{ns}/pods/{name}/eviction[?dryRun=All]`.
-pub(crate) fn http_request(request: &EvictionRequest) -> Result<http::Request<Vec<u8>>, String> {
-    let body = serde_json::to_vec(&eviction_body(request)).map_err(|e| e.to_string())?;
+pub(crate) fn http_request(
+    request: &EvictionRequest,
+    grace_period_seconds: Option<i64>,
+) -> Result<http::Request<Vec<u8>>, String> {
+    let body = serde_json::to_vec(&eviction_body_with(request, grace_period_seconds))
+        .map_err(|e| e.to_string())?;
     let pods =
         kube::core::Request::new(format!("/api/v1/namespaces/{}/pods", request.pod.namespace));
     let params = PostParams {
@@ -82,7 +100,7 @@ mod tests {
     #[test]
     fn body_is_a_policy_v1_eviction_with_uid_precondition() {
         let json: serde_json::Value =
-            serde_json::from_slice(http_request(&request(false)).unwrap().body()).unwrap();
+            serde_json::from_slice(http_request(&request(false), None).unwrap().body()).unwrap();
         assert_eq!(
             json,
             serde_json::json!({
@@ -96,7 +114,7 @@ mod tests {
 
     #[test]
     fn dry_run_is_in_query_and_body_alike() {
-        let http = http_request(&request(true)).unwrap();
+        let http = http_request(&request(true), None).unwrap();
         assert_eq!(http.method(), http::Method::POST);
         assert_eq!(
             http.uri().to_string(),
@@ -116,8 +134,32 @@ mod tests {
     }
 
     #[test]
+    fn a_grace_period_goes_in_the_delete_options_of_real_evictions_only() {
+        let json: serde_json::Value =
+            serde_json::from_slice(http_request(&request(false), Some(60)).unwrap().body())
+                .unwrap();
+        assert_eq!(
+            json["deleteOptions"],
+            serde_json::json!({"preconditions": {"uid": "3f2a"}, "gracePeriodSeconds": 60})
+        );
+        let json: serde_json::Value =
+            serde_json::from_slice(http_request(&request(true), Some(60)).unwrap().body()).unwrap();
+        assert!(
+            json["deleteOptions"].get("gracePeriodSeconds").is_none(),
+            "{json}"
+        );
+        let mut bare = request(false);
+        bare.uid.clear();
+        let json = serde_json::to_value(eviction_body_with(&bare, Some(0))).unwrap();
+        assert_eq!(
+            json["deleteOptions"],
+            serde_json::json!({"gracePeriodSeconds": 0})
+        );
+    }
+
+    #[test]
     fn real_eviction_has_no_query() {
-        let http = http_request(&request(false)).unwrap();
+        let http = http_request(&request(false), None).unwrap();
         assert_eq!(
             http.uri().to_string(),
             "/api/v1/namespaces/batch/pods/worker-0/eviction?"

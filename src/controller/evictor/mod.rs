@@ -15,7 +15,7 @@ use kube::Client;
 use tokio::{sync::Mutex, time::Instant};
 use tracing::{debug, info, warn};
 
-pub use body::{EvictionRequest, eviction_body};
+pub use body::{EvictionRequest, eviction_body, eviction_body_with};
 pub use limiter::TokenBucket;
 pub use outcome::{Answer, Outcome, classify, classify_answer};
 pub use queue::{EvictionQueue, OnOutcome, Outcomes, Submission};
@@ -29,6 +29,8 @@ pub struct EvictorConfig {
     /// Each attempt gives up after this long (and counts as a transient failure).
     pub request_timeout: Duration,
     pub retry: RetryPolicy,
+    /// `deleteOptions.gracePeriodSeconds` of every eviction (not of dry runs); `None`: each pod's own.
+    pub grace_period_seconds: Option<i64>,
 }
 
 impl Default for EvictorConfig {
@@ -41,6 +43,7 @@ impl Default for EvictorConfig {
             concurrency: 8,
             request_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
+            grace_period_seconds: None,
         }
     }
 }
@@ -252,7 +255,7 @@ impl Evictor {
         deadline: Instant,
         guard: &dyn Guard,
     ) -> Attempt {
-        let http = match body::http_request(request) {
+        let http = match body::http_request(request, self.config.grace_period_seconds) {
             Ok(http) => http,
             Err(error) => return Attempt::Done(Outcome::Failed(error)),
         };

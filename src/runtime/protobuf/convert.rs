@@ -272,6 +272,16 @@ fn pod_spec(s: pb::PodSpec) -> api::PodSpec {
         overhead: quantities(s.overhead),
         resources: resources(s.resources),
         volumes: non_empty(s.volumes.into_iter().map(volume).collect()),
+        resource_claims: non_empty(
+            s.resource_claims
+                .into_iter()
+                .map(|c| api::PodResourceClaim {
+                    name: c.name.unwrap_or_default(),
+                    resource_claim_name: nz(c.resource_claim_name),
+                    ..api::PodResourceClaim::default()
+                })
+                .collect(),
+        ),
         scheduler_name: nz(s.scheduler_name),
         termination_grace_period_seconds: s.termination_grace_period_seconds,
         ..api::PodSpec::default()

@@ -104,6 +104,8 @@ pub async fn mirror<K>(
     let mut relist = Relist::default();
     let mut logged = HashSet::new();
     let mut failures = 0u32;
+    // The last failure logged: a retry that fails the same way says nothing new.
+    let mut said: Option<String> = None;
     // Cleared for good when the server shows it does not do watch-list.
     let mut watch_list = initial == InitialSync::WatchList;
     loop {
@@ -141,7 +143,10 @@ pub async fn mirror<K>(
                     Ok(version) => (version, None),
                     Err(error) => {
                         observer.watch_error(K::KIND);
-                        warn!(kind = K::KIND.as_str(), %error, "list failed; listing again");
+                        if said.as_deref() != Some(error.as_str()) {
+                            warn!(kind = K::KIND.as_str(), %error, "list failed; listing again (said once until it changes)");
+                            said = Some(error);
+                        }
                         failures += 1;
                         tokio::time::sleep(backoff(failures)).await;
                         continue;
@@ -151,6 +156,7 @@ pub async fn mirror<K>(
         };
         apply(watcher::Event::InitDone);
         failures = 0;
+        said = None;
         loop {
             let apply = |event: watcher::Event<Lenient<K>>| {
                 apply_lenient_event(&shared, &mut relist, event, observer.as_ref(), &mut logged);
@@ -169,7 +175,10 @@ pub async fn mirror<K>(
                 }
                 Err(error) => {
                     observer.watch_error(K::KIND);
-                    warn!(kind = K::KIND.as_str(), %error, "watch failed; resuming");
+                    if said.as_deref() != Some(error.as_str()) {
+                        warn!(kind = K::KIND.as_str(), %error, "watch failed; resuming (said once until it changes)");
+                        said = Some(error);
+                    }
                     failures += 1;
                     tokio::time::sleep(backoff(failures)).await;
                 }

@@ -18,7 +18,7 @@ use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use futures::{StreamExt, future::BoxFuture};
 use k8s_openapi::api::{
-    core::v1::{Namespace, Node, Pod},
+    core::v1::{Namespace, Node, PersistentVolumeClaim, Pod},
     policy::v1::PodDisruptionBudget,
 };
 use kube::{
@@ -122,6 +122,12 @@ pub async fn start_with(
             )),
             ObjectKind::PodDisruptionBudget => Box::pin(listwatch::mirror::<PodDisruptionBudget>(
                 client, shared, observer, wire, initial,
+            )),
+            // Few and small: the JSON watcher is enough.
+            ObjectKind::PersistentVolumeClaim => Box::pin(mirror::<PersistentVolumeClaim>(
+                Api::all(client),
+                shared,
+                observer,
             )),
             ObjectKind::RevocableZone => {
                 Box::pin(mirror::<RevocableZone>(Api::all(client), shared, observer))
@@ -252,17 +258,73 @@ where
     futures::pin_mut!(stream);
     let mut relist = Relist::default();
     let mut logged = HashSet::new();
+    // The last error said: the watcher retries every few seconds, and the same line every time
+    // says nothing new.
+    let mut said: Option<String> = None;
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => {
+                if said.take().is_some() {
+                    info!(kind = K::KIND.as_str(), "watch answering again");
+                }
                 apply_lenient_event(&shared, &mut relist, event, observer.as_ref(), &mut logged)
             }
             Err(error) => {
                 observer.watch_error(K::KIND);
-                warn!(kind = K::KIND.as_str(), %error, "watch error; the watcher will retry");
+                let line = describe_error(K::KIND, &error);
+                if said.as_deref() != Some(line.as_str()) {
+                    warn!(
+                        kind = K::KIND.as_str(),
+                        "{line}; retrying (said once until it changes)"
+                    );
+                    said = Some(line);
+                }
             }
         }
     }
+}
+
+/// A watch error in one line a person reads: what failed and the API server's answer, never the
+/// debug form of its status.
+pub fn describe_error(kind: ObjectKind, error: &watcher::Error) -> String {
+    let (what, inner) = match error {
+        watcher::Error::InitialListFailed(e) => ("listing", e),
+        watcher::Error::WatchStartFailed(e) => ("starting the watch", e),
+        watcher::Error::WatchFailed(e) => ("watching", e),
+        watcher::Error::WatchError(status) => {
+            return format!(
+                "the watch of {} ended: HTTP {} {}",
+                kind.as_str(),
+                status.code,
+                status.message
+            );
+        }
+        watcher::Error::NoResourceVersion => {
+            return format!("the list of {} had no resourceVersion", kind.as_str());
+        }
+    };
+    let (group, resource) = kind.api_resource();
+    let answer = match inner {
+        kube::Error::Api(status) if status.code == 404 && group == "tidal.dev" => format!(
+            "HTTP 404: the {resource}.{group} CRD is not installed (`tidal crds | kubectl apply -f -`)"
+        ),
+        kube::Error::Api(status) => {
+            let reason = if status.reason.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", status.reason)
+            };
+            format!("HTTP {}{reason}: {}", status.code, status.message)
+        }
+        other => {
+            let mut current: &dyn std::error::Error = other;
+            while let Some(source) = current.source() {
+                current = source;
+            }
+            current.to_string()
+        }
+    };
+    format!("{what} {} failed: {answer}", kind.as_str())
 }
 
 /// [`apply_event`] for objects decoded one by one. An unreadable object is counted and left out:
@@ -452,6 +514,62 @@ fn ingest<K: Ingest>(shared: &SharedCache, object: &K, at: Timestamp) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn watch_errors_are_one_readable_line() {
+        use kube::core::Status;
+        // Never the debug form of kube's types, never more than one line.
+        let readable = |line: &str| {
+            for debug in ["Status {", "Some(", "code:", "\n"] {
+                assert!(!line.contains(debug), "{line}");
+            }
+        };
+        let api = |code: u16, reason: &str, message: &str| {
+            kube::Error::Api(Status::failure(message, reason).with_code(code).boxed())
+        };
+        let line = describe_error(
+            ObjectKind::DeschedulingPolicy,
+            &watcher::Error::InitialListFailed(api(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )),
+        );
+        readable(&line);
+        assert!(line.starts_with("listing "), "{line}");
+        assert!(
+            line.ends_with("failed: HTTP 404: the deschedulingpolicies.tidal.dev CRD is not installed (`tidal crds | kubectl apply -f -`)"),
+            "{line}"
+        );
+        let line = describe_error(
+            ObjectKind::Pod,
+            &watcher::Error::WatchFailed(api(
+                403,
+                "Forbidden",
+                "pods is forbidden: User \"x\" cannot watch",
+            )),
+        );
+        readable(&line);
+        assert!(line.starts_with("watching "), "{line}");
+        assert!(
+            line.ends_with(
+                "failed: HTTP 403 Forbidden: pods is forbidden: User \"x\" cannot watch"
+            ),
+            "{line}"
+        );
+        let line = describe_error(
+            ObjectKind::Node,
+            &watcher::Error::WatchError(
+                Status::failure("too old resource version", "Expired")
+                    .with_code(410)
+                    .boxed(),
+            ),
+        );
+        assert!(
+            line.ends_with("ended: HTTP 410 too old resource version"),
+            "{line}"
+        );
+    }
 
     #[test]
     fn only_a_404_means_the_crd_is_absent() {

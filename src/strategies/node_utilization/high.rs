@@ -4,18 +4,13 @@
 //! only if one of the other nodes would take it and has room for all of it ([`Room`]); moves stop when
 //! their spare room (up to 100% of allocatable) runs out on some resource.
 
-use std::sync::Arc;
-
 use super::usage::{
     NodeUsage, Room, below_all, bounded_resources, describe_percent, describe_thresholds,
-    node_usages, pod_usage, validate_thresholds,
+    node_usages, pod_usage, thousands, validate_thresholds,
 };
-use crate::api::args::HighNodeUtilizationArgs;
-use crate::strategies::shared::{Selection, still_movable, victim_order};
-use crate::{
-    cluster::PodInfo,
-    framework::{Balancing, Candidate, Gatekeeper, PlanContext, Plugin, StrategyId},
-};
+use crate::api::args::{EvictionMode, HighNodeUtilizationArgs};
+use crate::framework::{Balancing, Candidate, Gatekeeper, PlanContext, Plugin, StrategyId};
+use crate::strategies::shared::Selection;
 
 const ID: StrategyId = StrategyId::HighNodeUtilization;
 
@@ -42,6 +37,13 @@ impl Plugin for HighNodeUtilization {
     }
 
     fn validate(&self) -> Result<(), String> {
+        if self.args.usage.source == crate::api::args::UsageSource::Prometheus {
+            return Err(
+                "highNodeUtilization reads requests or Metrics, not Prometheus (nor does the \
+                 descheduler's)"
+                    .to_owned(),
+            );
+        }
         validate_thresholds("thresholds", &self.args.thresholds)?;
         self.selection().validate()
     }
@@ -56,9 +58,27 @@ impl Balancing for HighNodeUtilization {
             .iter()
             .filter(|n| !n.node.unschedulable)
             .partition(|n| below_all(n, &args.thresholds));
-        if under.is_empty() || others.is_empty() || under.len() <= args.number_of_nodes as usize {
+        let saw = format!(
+            "{} node(s): {} underutilized (at or below {}), {} fuller",
+            thousands(ctx.snapshot.nodes.len()),
+            thousands(under.len()),
+            describe_thresholds(&args.thresholds),
+            thousands(others.len()),
+        );
+        let idle = if under.is_empty() {
+            Some("no node is underutilized: nothing to empty")
+        } else if others.is_empty() {
+            Some("no fuller node to pack onto")
+        } else if under.len() <= args.number_of_nodes as usize {
+            Some("numberOfNodes asks for more underutilized nodes")
+        } else {
+            None
+        };
+        if let Some(idle) = idle {
+            gatekeeper.observe(format!("{saw}; {idle}"));
             return;
         }
+        let (mut offered, mut no_destination, mut diagnosis) = (0usize, 0usize, None);
         let mut room = Room::new(&others, bounded_resources(&args.thresholds), |_| 100.0);
         under.sort_by(|a, b| {
             a.load(&listed)
@@ -66,14 +86,12 @@ impl Balancing for HighNodeUtilization {
                 .then_with(|| a.node.name.cmp(&b.node.name))
         });
         let selection = self.selection();
+        let thresholding_only = args
+            .eviction_modes
+            .contains(&EvictionMode::OnlyThresholdingResources);
         for source in under {
-            let mut pods: Vec<&Arc<PodInfo>> = source
-                .state
-                .pods
-                .values()
-                .filter(|p| still_movable(p, ctx, gatekeeper) && selection.admits(p))
-                .collect();
-            pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
+            let pods =
+                selection.movable_in_victim_order(source.state.pods.values(), ctx, gatekeeper);
             let why = format!(
                 "node {} is underutilized ({}; thresholds {}): emptying it onto {} fuller node(s) with room",
                 source.node.name,
@@ -83,23 +101,39 @@ impl Balancing for HighNodeUtilization {
             );
             for pod in pods {
                 if room.exhausted() {
-                    return;
+                    break;
                 }
-                if gatekeeper.protected(pod) {
+                if gatekeeper.protected(pod)
+                    || (thresholding_only && !listed.iter().any(|r| pod.requests.get(r) > 0))
+                {
                     continue;
                 }
                 let Some(pod_usage) = pod_usage(pod, ctx, &args.usage) else {
                     continue;
                 };
                 let Some(destination) = room.find(pod, &pod_usage, ctx) else {
+                    no_destination += 1;
+                    if diagnosis.is_none() {
+                        diagnosis = Some(room.diagnose(pod, &pod_usage, ctx, "fuller"));
+                    }
                     continue;
                 };
                 let reason = room.reason(&why, destination);
+                offered += 1;
                 if gatekeeper.offer(Candidate::new(pod, ID, reason)) {
                     room.take(destination, pod, &pod_usage);
                 }
             }
         }
+        let mut outcome = format!("{saw}; {} offered for eviction", thousands(offered));
+        if no_destination > 0 {
+            outcome.push_str(&format!(
+                ", {} fit no destination: {}",
+                thousands(no_destination),
+                diagnosis.unwrap_or_default()
+            ));
+        }
+        gatekeeper.observe(outcome);
     }
 }
 
@@ -125,6 +159,29 @@ mod tests {
         // n3 (least used) first, then n2; the DaemonSet pod is left silently.
         assert_eq!(out.evicted(), ["a/smaller", "a/small"]);
         assert!(out.skipped().is_empty());
+    }
+
+    /// The descheduler's `evictionModes: [OnlyThresholdingResources]`: a pod that requests none of
+    /// the listed resources stays.
+    #[test]
+    fn only_thresholding_resources_leaves_pods_that_request_none_of_them() {
+        let mut cluster = Cluster::new()
+            .standard_nodes(&["n1", "n2"])
+            .pod(pod("a/big", "n1").requests("5", "50Gi"))
+            .pod(pod("a/mem", "n2").requests("0", "1Gi"))
+            .pod(pod("a/cpu", "n2").requests("1", "0"));
+        let spec = |modes: &str| {
+            format!(
+                "mode: Evict\nstrategies:\n  highNodeUtilization:\n    thresholds: {{cpu: 20}}\n{modes}defaults: {{jobBudget: {{maxUnavailable: 100}}}}\n"
+            )
+        };
+        assert_eq!(cluster.plan(&spec("")).evicted(), ["a/cpu", "a/mem"]);
+        assert_eq!(
+            cluster
+                .plan(&spec("    evictionModes: [OnlyThresholdingResources]\n"))
+                .evicted(),
+            ["a/cpu"]
+        );
     }
 
     #[test]

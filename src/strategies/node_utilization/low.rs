@@ -16,10 +16,13 @@ use std::sync::Arc;
 
 use super::usage::{
     NodeUsage, Room, Slot, above_any, below_all, bounded_resources, describe_percent,
-    describe_thresholds, node_usages, percent, pod_usage, resolve_thresholds, validate_thresholds,
+    describe_thresholds, node_usages, percent, pod_usage, resolve_thresholds, thousands,
+    validate_thresholds,
 };
-use crate::api::args::LowNodeUtilizationArgs;
-use crate::strategies::shared::{Selection, still_movable_briefed, victim_key, weighed_in_order};
+use crate::api::args::{LowNodeUtilizationArgs, METRIC_RESOURCE, UsageSource};
+use crate::strategies::shared::{
+    Selection, fits_on_after, still_movable_briefed, victim_key, weighed_in_order,
+};
 use crate::{
     cluster::{PodInfo, Resources},
     framework::{Balancing, Candidate, Gatekeeper, PlanContext, Plugin, StrategyId},
@@ -56,6 +59,7 @@ impl Plugin for LowNodeUtilization {
         if !args.thresholds.keys().eq(args.target_thresholds.keys()) {
             return Err("thresholds and targetThresholds must list the same resources".to_owned());
         }
+        validate_source(args)?;
         if !args.use_deviation_thresholds {
             for (resource, low) in &args.thresholds {
                 if args
@@ -77,7 +81,7 @@ impl Balancing for LowNodeUtilization {
     fn balance(&self, ctx: &PlanContext<'_>, gatekeeper: &mut dyn Gatekeeper) {
         let args = &self.args;
         let listed: Vec<String> = args.thresholds.keys().cloned().collect();
-        let (nodes, _unmeasured) = node_usages(ctx, &args.usage, &listed, gatekeeper);
+        let (nodes, unmeasured) = node_usages(ctx, &args.usage, &listed, gatekeeper);
         let (low, high) = resolve_thresholds(
             &nodes,
             &listed,
@@ -96,11 +100,43 @@ impl Balancing for LowNodeUtilization {
             .filter(|n| above_any(n, &high))
             .map(|n| (n.load(&listed), n))
             .collect();
-        if under.is_empty()
-            || over.is_empty()
-            || under.len() <= args.number_of_nodes as usize
-            || under.len() == nodes.len()
-        {
+        let saw = Saw {
+            nodes: nodes.len(),
+            left_out: ctx.snapshot.nodes.len().saturating_sub(nodes.len()),
+            unmeasured: unmeasured.len(),
+            under: under.len(),
+            over: over.len(),
+            low: describe_thresholds(&low),
+            high: describe_thresholds(&high),
+        };
+        let idle = if under.is_empty() {
+            Some("no node is underutilized: there is nowhere to move pods to".to_owned())
+        } else if over.is_empty() {
+            Some("no node is overutilized: nothing to move".to_owned())
+        } else if under.len() <= args.number_of_nodes as usize {
+            Some(format!(
+                "numberOfNodes {} asks for more underutilized nodes than {}",
+                args.number_of_nodes,
+                under.len()
+            ))
+        } else if under.len() == nodes.len() {
+            Some("every node is underutilized: nothing to balance".to_owned())
+        } else {
+            None
+        };
+        if let Some(idle) = idle {
+            gatekeeper.observe(format!("{}; {idle}", saw.describe()));
+            return;
+        }
+        if args.usage.source == UsageSource::Prometheus {
+            over.sort_by(|(a_load, a), (b_load, b)| {
+                b_load
+                    .total_cmp(a_load)
+                    .then_with(|| a.node.name.cmp(&b.node.name))
+            });
+            let sources: Vec<&NodeUsage<'_>> = over.iter().map(|(_, n)| *n).collect();
+            let weighed = self.balance_by_metric(ctx, gatekeeper, &sources, &under, &high);
+            gatekeeper.observe(format!("{}; {}", saw.describe(), weighed.describe()));
             return;
         }
         let mut room = Room::new(&under, bounded_resources(&args.thresholds), |resource| {
@@ -118,7 +154,8 @@ impl Balancing for LowNodeUtilization {
             .collect();
         let thresholds = describe_thresholds(&high);
         let selection = self.selection();
-        for (_, source) in over {
+        let mut weighed = Weighed::default();
+        'sources: for (_, source) in over {
             let mut usage = source.usage.clone();
             let over_on = |usage: &Resources, (slot, target): &(Slot, f64)| {
                 percent(slot.get(usage), slot.get(&source.node.allocatable)) > *target
@@ -150,17 +187,21 @@ impl Balancing for LowNodeUtilization {
             let mut evicted = 0u32;
             for pod in weighed_in_order(&pods) {
                 if room.exhausted() {
-                    return;
+                    weighed.room_ran_out = true;
+                    break 'sources;
                 }
                 if !targets.iter().any(|t| over_on(&usage, t))
                     || args.eviction_limits.node.is_some_and(|max| evicted >= max)
                 {
                     break;
                 }
+                weighed.pods += 1;
                 if gatekeeper.protected(pod) {
+                    weighed.protected += 1;
                     continue;
                 }
                 let Some(pod_usage) = pod_usage(pod, ctx, &args.usage) else {
+                    weighed.unmeasured += 1;
                     continue;
                 };
                 // A pod that frees nothing the node is over on would take a move (and the per-node
@@ -169,9 +210,15 @@ impl Balancing for LowNodeUtilization {
                     .iter()
                     .any(|t| over_on(&usage, t) && t.0.get(&pod_usage) > 0)
                 {
+                    weighed.frees_nothing += 1;
                     continue;
                 }
                 let Some(destination) = room.find(pod, &pod_usage, ctx) else {
+                    weighed.no_destination += 1;
+                    if weighed.diagnosis.is_none() {
+                        weighed.diagnosis =
+                            Some(room.diagnose(pod, &pod_usage, ctx, "underutilized"));
+                    }
                     continue;
                 };
                 let why = why.get_or_insert_with(|| {
@@ -183,6 +230,7 @@ impl Balancing for LowNodeUtilization {
                     )
                 });
                 let reason = room.reason(why, destination);
+                weighed.offered += 1;
                 if gatekeeper.offer(Candidate::new(pod, ID, reason)) {
                     room.take(destination, pod, &pod_usage);
                     usage.sub(&pod_usage);
@@ -190,6 +238,202 @@ impl Balancing for LowNodeUtilization {
                 }
             }
         }
+        gatekeeper.observe(format!("{}; {}", saw.describe(), weighed.describe()));
+    }
+}
+
+/// `usage.source: Prometheus` takes a node's number and nothing else: thresholds list
+/// `MetricResource` alone, and a query says what to ask.
+fn validate_source(args: &LowNodeUtilizationArgs) -> Result<(), String> {
+    let metric_only =
+        |t: &crate::api::args::Thresholds| t.len() == 1 && t.contains_key(METRIC_RESOURCE);
+    let names_metric = args.thresholds.contains_key(METRIC_RESOURCE)
+        || args.target_thresholds.contains_key(METRIC_RESOURCE);
+    match args.usage.source {
+        UsageSource::Prometheus => {
+            if args
+                .usage
+                .query
+                .as_deref()
+                .is_none_or(|q| q.trim().is_empty())
+            {
+                return Err("usage.source Prometheus needs usage.query".to_owned());
+            }
+            if !metric_only(&args.thresholds) || !metric_only(&args.target_thresholds) {
+                return Err(format!(
+                    "with usage.source Prometheus, thresholds and targetThresholds list \
+                     {METRIC_RESOURCE} alone (the query's value, in percent)"
+                ));
+            }
+        }
+        _ if names_metric => {
+            return Err(format!(
+                "{METRIC_RESOURCE} is a Prometheus query's value: set usage.source Prometheus and \
+                 usage.query"
+            ));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+impl LowNodeUtilization {
+    /// With Prometheus a pod's share of its node's number is unknown: as in the descheduler, each
+    /// overutilized node loses one pod per cycle (or `evictionLimits.node`), to an underutilized
+    /// node that admits it and has room for its requests.
+    fn balance_by_metric(
+        &self,
+        ctx: &PlanContext<'_>,
+        gatekeeper: &mut dyn Gatekeeper,
+        sources: &[&NodeUsage<'_>],
+        under: &[&NodeUsage<'_>],
+        high: &crate::api::args::Thresholds,
+    ) -> Weighed {
+        let args = &self.args;
+        let per_node = args.eviction_limits.node.unwrap_or(1);
+        let selection = self.selection();
+        let mut reserved: std::collections::HashMap<&str, Resources> = Default::default();
+        let mut weighed = Weighed::default();
+        for source in sources {
+            let pods =
+                selection.movable_in_victim_order(source.state.pods.values(), ctx, gatekeeper);
+            let mut evicted = 0u32;
+            for pod in pods {
+                if evicted >= per_node {
+                    break;
+                }
+                weighed.pods += 1;
+                if gatekeeper.protected(pod) {
+                    weighed.protected += 1;
+                    continue;
+                }
+                let destination = under
+                    .iter()
+                    .find(|d| fits_on_after(pod, d.state, ctx, reserved.get(d.node.name.as_str())));
+                let Some(destination) = destination else {
+                    weighed.no_destination += 1;
+                    if weighed.diagnosis.is_none() {
+                        weighed.diagnosis = Some(format!(
+                            "none of the {} underutilized node(s) admits it with room for its requests",
+                            thousands(under.len())
+                        ));
+                    }
+                    continue;
+                };
+                let reason = format!(
+                    "node {} is overutilized ({METRIC_RESOURCE} {:.0}% by Prometheus; target {}); \
+                     one pod per cycle, as a pod's share is unknown; it fits node {}",
+                    source.node.name,
+                    source.percent(METRIC_RESOURCE),
+                    describe_thresholds(high),
+                    destination.node.name,
+                );
+                weighed.offered += 1;
+                if gatekeeper.offer(Candidate::new(pod, ID, reason)) {
+                    reserved
+                        .entry(destination.node.name.as_str())
+                        .or_default()
+                        .add(&pod.requests);
+                    evicted += 1;
+                }
+            }
+        }
+        weighed
+    }
+}
+
+/// How lowNodeUtilization classified the nodes, for [`Gatekeeper::observe`].
+struct Saw {
+    nodes: usize,
+    left_out: usize,
+    unmeasured: usize,
+    under: usize,
+    over: usize,
+    low: String,
+    high: String,
+}
+
+impl Saw {
+    fn describe(&self) -> String {
+        let between = self.nodes.saturating_sub(self.under + self.over);
+        let mut out = format!(
+            "{} node(s): {} underutilized (at or below {}), {} overutilized (above {}), {} in between",
+            thousands(self.nodes + self.left_out),
+            thousands(self.under),
+            self.low,
+            thousands(self.over),
+            self.high,
+            thousands(between),
+        );
+        if self.left_out > 0 {
+            out.push_str(&format!(
+                ", {} not classified (not ready, unreadable load or capacity, no usage sample, or \
+                 outside the policy's nodeSelector{})",
+                thousands(self.left_out),
+                if self.unmeasured > 0 {
+                    format!("; {} without a sample", thousands(self.unmeasured))
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        out
+    }
+}
+
+/// What became of the pods of the overutilized nodes.
+#[derive(Default)]
+struct Weighed {
+    pods: usize,
+    protected: usize,
+    unmeasured: usize,
+    frees_nothing: usize,
+    no_destination: usize,
+    offered: usize,
+    room_ran_out: bool,
+    /// Why the first pod with no destination found none.
+    diagnosis: Option<String>,
+}
+
+impl Weighed {
+    fn describe(&self) -> String {
+        let mut out = format!(
+            "{} pod(s) weighed on the overutilized nodes, {} offered for eviction",
+            thousands(self.pods),
+            thousands(self.offered)
+        );
+        let mut held = Vec::new();
+        if self.protected > 0 {
+            held.push(format!("{} protected", thousands(self.protected)));
+        }
+        if self.unmeasured > 0 {
+            held.push(format!(
+                "{} without a usage sample",
+                thousands(self.unmeasured)
+            ));
+        }
+        if self.frees_nothing > 0 {
+            held.push(format!(
+                "{} use none of what their node is over on",
+                thousands(self.frees_nothing)
+            ));
+        }
+        if self.no_destination > 0 {
+            held.push(format!(
+                "{} fit no destination",
+                thousands(self.no_destination)
+            ));
+        }
+        if !held.is_empty() {
+            out.push_str(&format!(" ({})", held.join(", ")));
+        }
+        if let Some(diagnosis) = &self.diagnosis {
+            out.push_str(&format!("; no destination admits these pods: {diagnosis}"));
+        }
+        if self.room_ran_out {
+            out.push_str("; the underutilized nodes' room up to their target ran out");
+        }
+        out
     }
 }
 
@@ -250,6 +494,99 @@ mod tests {
             "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {nvidia.com/gpu: 20}\n    targetThresholds: {nvidia.com/gpu: 50}\ndefaults: {jobBudget: {maxUnavailable: 100%}}\n",
         );
         assert!(out.evicted().is_empty(), "{:?}", out.evicted());
+    }
+
+    /// What the strategy says it saw: the classification and, when nothing moves, why.
+    fn saw(cluster: &mut Cluster, spec: &str) -> String {
+        let snapshot = cluster.snapshot();
+        let policy = policy_yaml(spec);
+        let cycle = crate::planner::plan_all(&snapshot, &[&policy], now());
+        let summary = &cycle.summaries["test"];
+        summary
+            .iter()
+            .flat_map(|(_, tally)| tally.saw.clone())
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    #[test]
+    fn says_why_nothing_moves_when_no_destination_admits_the_pods() {
+        // A cluster whose idle nodes all carry not-ready:NoSchedule (the Ready
+        // condition still true), so the busy node's pods fit nowhere.
+        let taint = |name: &str| {
+            node(name).allocatable("10", "100Gi", 110).taint(
+                "node.kubernetes.io/not-ready",
+                "",
+                "NoSchedule",
+            )
+        };
+        let mut cluster = Cluster::new()
+            .node(node("n1").allocatable("10", "100Gi", 110))
+            .node(taint("n2"))
+            .node(taint("n3"));
+        for i in 0..9 {
+            cluster = cluster.pod(pod(&format!("a/p{i}"), "n1").requests("1", "1Gi"));
+        }
+        let out = cluster.plan(&spec(""));
+        assert!(out.evicted().is_empty() && out.skipped().is_empty());
+        let saw = saw(&mut cluster, &spec(""));
+        assert!(
+            saw.starts_with("3 node(s): 2 underutilized (at or below cpu 20%, memory 20%), 1 overutilized (above cpu 50%, memory 50%), 0 in between"),
+            "{saw}"
+        );
+        assert!(
+            saw.contains("no destination admits these pods: all 2 underutilized node(s) carry node.kubernetes.io/not-ready:NoSchedule, which the pod does not tolerate"),
+            "{saw}"
+        );
+        // Targets at 90%: nothing is over, and it says so.
+        let high = "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {cpu: 20, memory: 20}\n    targetThresholds: {cpu: 90, memory: 90}\n";
+        let saw = self::saw(&mut busy(), high);
+        assert!(
+            saw.contains("no node is overutilized: nothing to move"),
+            "{saw}"
+        );
+    }
+
+    /// `usage.source: Prometheus`, as the descheduler reads it: one number per node, one pod per
+    /// overutilized node per cycle (or `evictionLimits.node`).
+    #[test]
+    fn prometheus_moves_one_pod_per_overutilized_node() {
+        let q = "instance:node_cpu:ratio";
+        let spec = |limits: &str| {
+            format!(
+                "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{MetricResource: 20}}\n    targetThresholds: {{MetricResource: 50}}\n    usage: {{source: Prometheus, query: \"{q}\"}}\n{limits}{BUDGET}"
+            )
+        };
+        let mut cluster = busy()
+            .node(node("n4").allocatable("10", "100Gi", 110))
+            .node_metric(q, &[("n1", 0.9), ("n2", 0.1), ("n3", 0.3)]);
+        let out = cluster.plan(&spec(""));
+        assert_eq!(out.evicted(), ["a/p0"]);
+        assert!(
+            out.reason("a/p0")
+                .contains("MetricResource 90% by Prometheus")
+                && out.reason("a/p0").contains("it fits node n2"),
+            "{}",
+            out.reason("a/p0")
+        );
+        let out = cluster.plan(&spec("    evictionLimits: {node: 2}\n"));
+        assert_eq!(out.evicted(), ["a/p0", "a/p1"]);
+        let saw = saw(&mut cluster, &spec(""));
+        assert!(
+            saw.starts_with("4 node(s): 1 underutilized (at or below MetricResource 20%), 1 overutilized (above MetricResource 50%), 1 in between, 1 not classified"),
+            "{saw}"
+        );
+        // No answer from Prometheus: nothing is classified, nothing moves.
+        let out = busy().plan(&spec(""));
+        assert!(out.evicted().is_empty());
+        // Thresholds must be the query's number alone.
+        let out = busy().plan(
+            "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {cpu: 20}\n    targetThresholds: {cpu: 50}\n    usage: {source: Prometheus, query: q}\n",
+        );
+        assert!(
+            out.error()
+                .is_some_and(|e| e.contains("MetricResource alone"))
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::{
 
 use foldhash::HashMap;
 
-use crate::api::args::{Thresholds, UsageArgs, UsageSource};
+use crate::api::args::{METRIC_RESOURCE, Thresholds, UsageArgs, UsageSource};
 use crate::{
     cluster::{
         NodeInfo, NodeState, PodInfo, Resources,
@@ -45,12 +45,17 @@ pub(crate) struct NodeUsage<'s> {
     pub usage: Resources,
     /// Requests of the pods that stay, whatever the source: what the scheduler places by.
     pub requested: Resources,
+    /// With `Prometheus`: the query's value for the node, in percent.
+    pub metric: Option<f64>,
 }
 
 impl NodeUsage<'_> {
     /// Usage of `resource` as a percentage of allocatable. A resource the node does not have is 0% if
     /// unused and 100% if somehow used.
     pub(crate) fn percent(&self, resource: &str) -> f64 {
+        if resource == METRIC_RESOURCE {
+            return self.metric.unwrap_or(0.0);
+        }
         percent(
             self.usage.get(resource),
             self.node.allocatable.get(resource),
@@ -91,11 +96,25 @@ pub(crate) fn node_usages<'s>(
 ) -> (Vec<NodeUsage<'s>>, Vec<&'s str>) {
     let mut out = Vec::with_capacity(ctx.snapshot.nodes.len());
     let mut unmeasured = Vec::new();
+    // With Prometheus: the query's last answer, if it is recent enough to classify by.
+    let metrics = (source.source == UsageSource::Prometheus).then(|| {
+        source
+            .query
+            .as_ref()
+            .and_then(|q| ctx.snapshot.node_metrics.get(q))
+            .filter(|sample| {
+                sample
+                    .at
+                    .checked_add(source.window.to_signed())
+                    .is_ok_and(|until| until >= ctx.now)
+            })
+            .and_then(|sample| sample.values.as_ref().ok())
+    });
     for (name, state) in &ctx.snapshot.nodes {
         let Some(node) = state.node.as_deref() else {
             continue;
         };
-        if !node.ready || !node.problems.is_empty() || !state.load_known() {
+        if !node.ready || !node.problems.is_empty() || !state.load_known() || !ctx.processes(node) {
             continue;
         }
         if resources
@@ -129,6 +148,16 @@ pub(crate) fn node_usages<'s>(
             }
         }
         let mut usage = requested.clone();
+        let mut metric = None;
+        if let Some(values) = metrics {
+            match values.and_then(|v| v.get(name.as_str())) {
+                Some(value) => metric = Some(value * 100.0),
+                None => {
+                    unmeasured.push(name.as_str());
+                    continue;
+                }
+            }
+        }
         if source.source == UsageSource::Metrics {
             let measured = ctx
                 .snapshot
@@ -153,6 +182,7 @@ pub(crate) fn node_usages<'s>(
             node,
             usage,
             requested,
+            metric,
         });
     }
     (out, unmeasured)
@@ -563,6 +593,69 @@ impl<'s> Room<'s> {
         destination
     }
 
+    /// Why no destination takes `pod` for a move using `usage`: each destination's first reason,
+    /// counted, in a sentence (`all 1,485 underutilized nodes carry node.kubernetes.io/not-ready:NoSchedule,
+    /// which the pod does not tolerate`). Read once, for a pod [`Self::find`] found nothing for.
+    pub(crate) fn diagnose(
+        &self,
+        pod: &PodInfo,
+        usage: &Resources,
+        ctx: &PlanContext<'s>,
+        kind: &str,
+    ) -> String {
+        use crate::cluster::rules::matching::{HARD_EFFECTS, taint_string, untolerated};
+        let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
+        for destination in &self.destinations {
+            let node = destination.node;
+            let reason = if let Some(taint) =
+                untolerated(&pod.constraints.tolerations, &node.taints, HARD_EFFECTS)
+            {
+                format!(
+                    "carry {}, which the pod does not tolerate",
+                    taint_string(taint)
+                )
+            } else if node.unschedulable || !node.ready || !node.problems.is_empty() {
+                "are not ready or not schedulable".to_owned()
+            } else if !pod.constraints.matches_node(node) {
+                "are excluded by the pod's node selector or required affinity".to_owned()
+            } else if !ctx.may_run_on(pod, node) {
+                "are outside the policy's nodeSelector, or in a revocable zone closed to the pod"
+                    .to_owned()
+            } else if let Some(slot) = self
+                .slots
+                .iter()
+                .position(|s| s.get(usage) > s.get(&destination.spare))
+            {
+                format!(
+                    "have no room left for {} below the target",
+                    self.resources[slot]
+                )
+            } else {
+                "have not enough free for the pod's requests".to_owned()
+            };
+            *reasons.entry(reason).or_default() += 1;
+        }
+        let total = self.destinations.len();
+        let mut ranked: Vec<(String, usize)> = reasons.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        match ranked.as_slice() {
+            [] => format!("there is no {kind} node"),
+            [(reason, _)] => format!("all {} {kind} node(s) {reason}", thousands(total)),
+            _ => {
+                let parts: Vec<String> = ranked
+                    .iter()
+                    .take(3)
+                    .map(|(reason, n)| format!("{} {reason}", thousands(*n)))
+                    .collect();
+                format!(
+                    "of {} {kind} node(s), {}",
+                    thousands(total),
+                    parts.join("; ")
+                )
+            }
+        }
+    }
+
     /// Charges the destination `find` chose with a move that was admitted.
     pub(crate) fn take(&mut self, index: usize, pod: &PodInfo, usage: &Resources) {
         let destination = &mut self.destinations[index];
@@ -617,4 +710,17 @@ pub(crate) fn describe_thresholds(thresholds: &Thresholds) -> String {
         .map(|(r, t)| format!("{r} {t:.0}%"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `1,485`: a count as people read it.
+pub(crate) fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }

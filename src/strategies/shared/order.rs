@@ -5,9 +5,11 @@ use std::{cmp::Reverse, sync::Arc};
 use crate::cluster::{ObjectKey, PodBrief, PodInfo, QosClass};
 
 /// The order the descheduler evicts in: pods without a priority first, then by ascending priority;
-/// within a priority BestEffort, Burstable, Guaranteed; then by name so that plans are reproducible.
-pub(crate) fn victim_order(pod: &PodInfo) -> (Option<i32>, QosClass, &ObjectKey) {
-    (pod.priority, pod.qos, &pod.key)
+/// within a priority BestEffort, Burstable, Guaranteed; within those, pods annotated
+/// `descheduler.alpha.kubernetes.io/prefer-no-eviction` last; then by name so that plans are
+/// reproducible.
+pub(crate) fn victim_order(pod: &PodInfo) -> (Option<i32>, QosClass, bool, &ObjectKey) {
+    (pod.priority, pod.qos, pod.prefers_no_eviction, &pod.key)
 }
 
 /// [`victim_order`] as one number, for a pod at `position` among pods listed in key order: its priority
@@ -69,11 +71,18 @@ mod tests {
         .enumerate()
         {
             for qos in ["Guaranteed", "BestEffort", "Burstable"] {
-                let mut builder = pod(&format!("a/p{i}-{qos}"), "n1").qos(qos);
-                if let Some(priority) = priority {
-                    builder = builder.priority(priority);
+                for (wish, prefix) in [(true, "a"), (false, "b")] {
+                    // The annotated pod's name sorts first: only the annotation puts it after.
+                    let mut builder = pod(&format!("a/{prefix}{i}-{qos}"), "n1").qos(qos);
+                    if wish {
+                        builder = builder
+                            .annotation("descheduler.alpha.kubernetes.io/prefer-no-eviction", "");
+                    }
+                    if let Some(priority) = priority {
+                        builder = builder.priority(priority);
+                    }
+                    pods.push(builder.build());
                 }
-                pods.push(builder.build());
             }
         }
         pods.sort_by(|a, b| a.key.cmp(&b.key));

@@ -1,6 +1,8 @@
 //! Which pods a strategy may look at: its own namespace and label filters, owner kinds, and whether a
 //! pod can be moved at all before the gates weigh it.
 
+use std::sync::Arc;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::{
@@ -42,6 +44,21 @@ impl Selection<'_> {
             && self
                 .label_selector
                 .is_none_or(|s| matching::selector_matches(s, &pod.labels))
+    }
+
+    /// Of `pods` (one node's), those it admits that can still be moved, in the order victims are
+    /// taken ([`super::victim_order`]).
+    pub(crate) fn movable_in_victim_order<'p>(
+        &self,
+        pods: impl Iterator<Item = &'p Arc<PodInfo>>,
+        ctx: &PlanContext<'_>,
+        gatekeeper: &dyn Gatekeeper,
+    ) -> Vec<&'p Arc<PodInfo>> {
+        let mut pods: Vec<&Arc<PodInfo>> = pods
+            .filter(|p| still_movable(p, ctx, gatekeeper) && self.admits(p))
+            .collect();
+        pods.sort_by(|a, b| super::victim_order(a).cmp(&super::victim_order(b)));
+        pods
     }
 }
 

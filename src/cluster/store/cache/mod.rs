@@ -65,6 +65,9 @@ pub struct ClusterCache {
     interner: PodInterner,
     policies: Versioned<String, PolicyInfo>,
     namespaces: Versioned<String, NamespaceInfo>,
+    claims: Versioned<ObjectKey, crate::cluster::ClaimInfo>,
+    /// The last answer to each Prometheus query a policy reads, by query.
+    node_metrics: Versioned<String, crate::cluster::MetricSample>,
     node_usage: Versioned<String, UsageSeries>,
     pod_usage: Versioned<ObjectKey, UsageSeries>,
     /// Objects the watches serve but tidal cannot read, left out of the cache: why, and their uid when
@@ -199,6 +202,8 @@ impl ClusterCache {
             + self.zones.removals()
             + self.policies.removals()
             + self.namespaces.removals()
+            + self.claims.removals()
+            + self.node_metrics.removals()
             + self.node_usage.removals()
             + self.pod_usage.removals()
     }
@@ -319,6 +324,35 @@ impl ClusterCache {
         self.bound_removals();
     }
 
+    /// Records the answer to a Prometheus query, replacing the previous one.
+    pub fn record_node_metric(&mut self, query: &str, sample: crate::cluster::MetricSample) {
+        self.node_metrics
+            .insert_if_changed(&mut self.generation, query.to_owned(), sample);
+    }
+
+    /// Forgets the answers to queries no policy reads any more.
+    pub fn retain_node_metrics(&mut self, wanted: &[String]) {
+        let stale: Vec<String> = self
+            .node_metrics
+            .iter()
+            .map(|(q, _)| q.clone())
+            .filter(|q| !wanted.contains(q))
+            .collect();
+        for query in stale {
+            self.node_metrics.remove(&mut self.generation, &query);
+        }
+    }
+
+    pub fn apply_claim(&mut self, claim: crate::cluster::ClaimInfo) {
+        self.claims
+            .insert_if_changed(&mut self.generation, claim.key.clone(), claim);
+    }
+
+    pub fn delete_claim(&mut self, key: &ObjectKey) {
+        self.claims.remove(&mut self.generation, key);
+        self.bound_removals();
+    }
+
     /// Adds a `NodeMetrics` sample to the node's usage series.
     pub fn record_node_usage(&mut self, node: &str, sample: UsageSample) {
         self.node_usage
@@ -414,6 +448,7 @@ impl ClusterCache {
             ObjectKind::RevocableZone => self.zones.iter().next().is_some(),
             ObjectKind::DeschedulingPolicy => self.policies.iter().next().is_some(),
             ObjectKind::Namespace => self.namespaces.iter().next().is_some(),
+            ObjectKind::PersistentVolumeClaim => self.claims.iter().next().is_some(),
         }
     }
 
@@ -433,6 +468,9 @@ impl ClusterCache {
             ObjectKind::RevocableZone => named(self.zones.iter()),
             ObjectKind::DeschedulingPolicy => named(self.policies.iter()),
             ObjectKind::Namespace => named(self.namespaces.iter()),
+            ObjectKind::PersistentVolumeClaim => {
+                self.claims.iter().map(|(k, _)| k.clone()).collect()
+            }
         }
     }
 

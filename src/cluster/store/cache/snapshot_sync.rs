@@ -103,6 +103,8 @@ impl ClusterCache {
                 zones: self.zones.copy_all(),
                 policies: self.policies.copy_all(),
                 namespaces: self.namespaces.copy_all(),
+                claims: self.claims.copy_all(),
+                node_metrics: self.node_metrics.copy_all(),
                 node_usage: self.node_usage.copy_all(),
                 pod_usage: self.pod_usage.copy_all(),
             };
@@ -128,6 +130,10 @@ impl ClusterCache {
                 + self.zones.sync_into(since, &mut snapshot.zones)
                 + self.policies.sync_into(since, &mut snapshot.policies)
                 + self.namespaces.sync_into(since, &mut snapshot.namespaces)
+                + self.claims.sync_into(since, &mut snapshot.claims)
+                + self
+                    .node_metrics
+                    .sync_into(since, &mut snapshot.node_metrics)
                 + self.node_usage.sync_into(since, &mut snapshot.node_usage)
                 + self.pod_usage.sync_into(since, &mut snapshot.pod_usage)
         };
@@ -189,6 +195,8 @@ impl ClusterCache {
         self.zones.prune(through);
         self.policies.prune(through);
         self.namespaces.prune(through);
+        self.claims.prune(through);
+        self.node_metrics.prune(through);
         self.node_usage.prune(through);
         self.pod_usage.prune(through);
         self.pruned_through = through;

@@ -1,0 +1,303 @@
+//! `tidal explain pod NAMESPACE/NAME`: for one pod, every policy and strategy that considered it, the
+//! gate that stopped it or the round that will take it, and when, as sentences a person reads.
+
+use std::{sync::Arc, time::Duration};
+
+use anyhow::Context;
+use clap::Args;
+use serde::Serialize;
+
+use super::report::{REACHABLE_WITHIN, ReportArgs, plan_report, select_policies};
+use crate::{
+    cluster::{ObjectKey, PodInfo, PolicyInfo, Snapshot, dump::Dump},
+    controller,
+    planner::{self, CyclePlan},
+    report::{Format, Report, StrategyLine, WIDTH, wrap},
+    runtime::client,
+};
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// What to explain: `pod`.
+    #[arg(value_enum)]
+    pub kind: ExplainKind,
+    /// The pod, as `NAMESPACE/NAME`.
+    #[arg(value_name = "NAMESPACE/NAME")]
+    pub target: String,
+    #[command(flatten)]
+    pub input: ReportArgs,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExplainKind {
+    Pod,
+}
+
+/// The explanation, for machines (`-o json`): one verdict per policy.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explanation {
+    pub pod: String,
+    pub node: Option<String>,
+    pub now: String,
+    pub policies: Vec<Verdict>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    pub policy: String,
+    pub mode: String,
+    /// `evict`, `skipped`, `waiting`, `notProposed` or `error`.
+    pub outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<String>,
+    /// RFC 3339, UTC: when the round that may take it starts, when one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_round: Option<String>,
+    /// The explanation, as a person reads it.
+    pub sentence: String,
+}
+
+fn pod_key(target: &str) -> anyhow::Result<ObjectKey> {
+    match target.split_once('/') {
+        Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() => {
+            Ok(ObjectKey::new(namespace, name))
+        }
+        _ => anyhow::bail!("{target:?}: name the pod as NAMESPACE/NAME, e.g. batch/etl-0"),
+    }
+}
+
+/// `tidal explain` on saved clusters.
+pub(crate) fn explain(args: &ExplainArgs) -> anyhow::Result<String> {
+    let key = pod_key(&args.target)?;
+    let input = &args.input;
+    let mut dump = Dump::load_capped(&input.clusters, input.max_input_size, planner::check_policy)?;
+    let snapshot = dump.cache.snapshot();
+    let (cycle, _) = plan_report(&snapshot, input)?;
+    dump.warnings.clear();
+    render(&snapshot, &cycle, &key, input)
+}
+
+/// `tidal explain` against the live cluster.
+pub(crate) async fn explain_live(args: &ExplainArgs) -> anyhow::Result<String> {
+    let key = pod_key(&args.target)?;
+    let input = &args.input;
+    let config = input.client.config().await?;
+    let insecure = config.accept_invalid_certs;
+    let url = config.cluster_url.to_string();
+    let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
+    let timeout = input.timeout.as_std().max(Duration::from_secs(1));
+    client::check_reachable(&client, &url, timeout.min(REACHABLE_WITHIN)).await?;
+    super::report::warn_insecure(insecure);
+    let shared = controller::oneshot::live_cache(client, timeout).await?;
+    super::report::ask_prometheus(&input.prometheus, &shared).await?;
+    let snapshot = shared.write().snapshot();
+    let (cycle, _) = plan_report(&snapshot, input)?;
+    render(&snapshot, &cycle, &key, input)
+}
+
+fn render(
+    snapshot: &Snapshot,
+    cycle: &CyclePlan,
+    key: &ObjectKey,
+    args: &ReportArgs,
+) -> anyhow::Result<String> {
+    let Some(pod) = snapshot.pods().find(|p| p.key == *key).cloned() else {
+        let names = snapshot
+            .pods()
+            .filter(|p| p.key.namespace == key.namespace)
+            .map(|p| p.key.name.as_str());
+        let hint = crate::api::validation::did_you_mean(&key.name, names)
+            .map_or(String::new(), |n| {
+                format!("; did you mean {}/{n}?", key.namespace)
+            });
+        anyhow::bail!("no pod {key} in the input{hint}");
+    };
+    let (policies, _) = select_policies(snapshot, args)?;
+    let mut report = Report::from_cycle(cycle);
+    let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
+    report.add_schedule(snapshot, &refs, cycle);
+    let explanation = explain_pod(snapshot, cycle, &report, &policies, &pod);
+    Ok(match args.output {
+        Format::Json => serde_json::to_string_pretty(&explanation)? + "\n",
+        Format::Yaml => serde_saphyr::to_string(&explanation)?,
+        Format::Table | Format::Wide | Format::Markdown => sentences(&explanation),
+    })
+}
+
+fn sentences(explanation: &Explanation) -> String {
+    let mut out = format!(
+        "pod {} on {} at {}\n",
+        explanation.pod,
+        explanation.node.as_deref().unwrap_or("no node"),
+        explanation.now
+    );
+    for verdict in &explanation.policies {
+        out.push('\n');
+        out.push_str(&wrap(&format!("- {}", verdict.sentence), WIDTH, "  "));
+    }
+    out
+}
+
+fn explain_pod(
+    snapshot: &Snapshot,
+    cycle: &CyclePlan,
+    report: &Report,
+    policies: &[Arc<PolicyInfo>],
+    pod: &Arc<PodInfo>,
+) -> Explanation {
+    let (namespace, name) = (pod.key.namespace.as_str(), pod.key.name.as_str());
+    let is_pod = |ns: &str, n: &str| ns == namespace && n == name;
+    let mut verdicts = Vec::new();
+    for plan in &cycle.plans {
+        let mode = format!("{:?}", plan.mode);
+        let policy = plan.policy.clone();
+        let head = format!("Policy {policy} ({mode})");
+        if let Some(error) = &plan.error {
+            verdicts.push(Verdict {
+                policy,
+                mode,
+                outcome: "error",
+                strategy: None,
+                gate: None,
+                next_round: None,
+                sentence: format!("{head} did not run: {error}."),
+            });
+            continue;
+        }
+        let verb = if plan.mode == crate::api::PolicyMode::DryRun {
+            "would evict it now (DryRun: planned, never sent)"
+        } else {
+            "evicts it now"
+        };
+        if let Some(e) = report
+            .evictions
+            .iter()
+            .find(|e| e.policy == policy && is_pod(&e.namespace, &e.name))
+        {
+            verdicts.push(Verdict {
+                policy,
+                mode,
+                outcome: "evict",
+                strategy: Some(e.strategy.clone()),
+                gate: None,
+                next_round: None,
+                sentence: format!("{head} {verb}, for {}: {}.", e.strategy, e.reason),
+            });
+            continue;
+        }
+        if let Some(s) = report
+            .skipped
+            .iter()
+            .find(|s| s.policy == policy && is_pod(&s.namespace, &s.name))
+        {
+            let stop = if s.gate == "budget" {
+                format!("its job's budget holds it this round ({})", s.detail)
+            } else if s.gate == "policy" {
+                format!("the strategy's own arguments hold it back ({})", s.detail)
+            } else {
+                format!("gate {} stops it: {}", s.gate, s.detail)
+            };
+            let when = s
+                .next_round_shown
+                .as_ref()
+                .map_or(String::new(), |w| format!("; it {w}"));
+            verdicts.push(Verdict {
+                policy,
+                mode,
+                outcome: "skipped",
+                strategy: Some(s.strategy.clone()),
+                gate: Some(s.gate.clone()),
+                next_round: s.next_round.clone(),
+                sentence: format!(
+                    "{head}: {} wants it out ({}), but {stop}{when}.",
+                    s.strategy, s.reason
+                ),
+            });
+            continue;
+        }
+        if let Some(w) = report
+            .waiting
+            .iter()
+            .find(|w| w.policy == policy && is_pod(&w.namespace, &w.name))
+        {
+            verdicts.push(Verdict {
+                policy,
+                mode,
+                outcome: "waiting",
+                strategy: Some("tdm".to_owned()),
+                gate: None,
+                next_round: Some(w.next_round.clone()),
+                sentence: format!(
+                    "{head} takes it in zone {}'s next round, {} (evictPeriod holds the round \
+                     until then): {}.",
+                    w.zone, w.next_round_shown, w.reason
+                ),
+            });
+            continue;
+        }
+        let strategies: Vec<&StrategyLine> = report
+            .strategies
+            .iter()
+            .filter(|s| s.policy == policy)
+            .collect();
+        let names: Vec<&str> = strategies.iter().map(|s| s.strategy.as_str()).collect();
+        let mut sentence = format!(
+            "{head}: none of its strategies ({}) proposes it.",
+            names.join(", ")
+        );
+        // A finished pod holds nothing: only the strategies that clean up finished pods take it.
+        if pod.phase.is_finished() {
+            sentence.push_str(&format!(
+                " It has finished ({:?}) and holds nothing on its node.",
+                pod.phase
+            ));
+        }
+        if let Some(info) = policies.iter().find(|p| p.name == policy) {
+            let obstacles = planner::obstacles(snapshot, info, pod, cycle.now);
+            if obstacles.is_empty() {
+                sentence.push_str(" Were one to, no gate would stop it.");
+            } else {
+                let said: Vec<String> = obstacles
+                    .iter()
+                    .map(|(gate, why)| {
+                        if gate == "scope" {
+                            why.clone()
+                        } else {
+                            format!("gate {gate}: {why}")
+                        }
+                    })
+                    .collect();
+                sentence.push_str(&format!(
+                    " Were one to, it would not go: {}.",
+                    said.join("; ")
+                ));
+            }
+        }
+        for line in strategies.iter().filter(|s| s.saw.is_some()) {
+            sentence.push_str(&format!(
+                " {} saw {}.",
+                line.strategy,
+                line.saw.as_deref().unwrap_or_default()
+            ));
+        }
+        verdicts.push(Verdict {
+            policy,
+            mode,
+            outcome: "notProposed",
+            strategy: None,
+            gate: None,
+            next_round: None,
+            sentence,
+        });
+    }
+    Explanation {
+        pod: pod.key.to_string(),
+        node: pod.node_name.as_deref().map(String::from),
+        now: cycle.now.to_string(),
+        policies: verdicts,
+    }
+}
