@@ -9,5 +9,5 @@ pub mod inputs;
 pub mod model;
 pub mod outlook;
 
-pub use model::{Bound, DrainEstimate, Pacing, RoundEstimate};
+pub use model::{Bound, DrainEstimate, Pacing, RoundEstimate, Sender};
 pub use outlook::{DEFAULT_MARGIN, DrainSettings, ZoneOutlook, draining_policy, outlook};

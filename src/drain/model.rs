@@ -216,8 +216,10 @@ impl ZoneSim<'_> {
     }
 }
 
-/// The token bucket and the `concurrency` slots the sender has.
-struct Sender {
+/// The token bucket and the `concurrency` slots the sender has: the controller's pacing, for the
+/// model and for the timeline's simulated eviction queue alike.
+#[derive(Clone, Debug)]
+pub struct Sender {
     pacing: Pacing,
     tokens: f64,
     at: Timestamp,
@@ -225,7 +227,8 @@ struct Sender {
 }
 
 impl Sender {
-    fn new(pacing: Pacing, start: Timestamp) -> Sender {
+    /// A sender with its burst available from `start`.
+    pub fn new(pacing: Pacing, start: Timestamp) -> Sender {
         let slots = (0..pacing.concurrency.max(1))
             .map(|_| Reverse(start))
             .collect();
@@ -242,7 +245,7 @@ impl Sender {
     }
 
     /// The earliest instant a request queued at `ready` can go.
-    fn next_send(&self, ready: Timestamp) -> Timestamp {
+    pub fn next_send(&self, ready: Timestamp) -> Timestamp {
         let slot = self.slots.peek().map_or(ready, |Reverse(t)| *t);
         let mut at = ready.max(slot).max(self.at);
         if self.limited() {
@@ -263,7 +266,7 @@ impl Sender {
     }
 
     /// Sends one request at `at` (from [`Self::next_send`]); returns when its answer is in.
-    fn send(&mut self, at: Timestamp) -> Timestamp {
+    pub fn send(&mut self, at: Timestamp) -> Timestamp {
         if self.limited() {
             self.tokens = self.tokens_at(at) - 1.0;
         }
