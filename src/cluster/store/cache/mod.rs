@@ -542,13 +542,26 @@ mod tests {
         assert!(cache.mark_evicting(&key, at));
         assert!(cache.pod(&key).unwrap().is_leaving());
         let snapshot = cache.snapshot();
-        assert!(snapshot.jobs.values().all(|job| job.stats_as_is().leaving == 1));
+        assert!(
+            snapshot
+                .jobs
+                .values()
+                .all(|job| job.stats_as_is().leaving == 1)
+        );
         assert!(cache.unmark_evicting(&key, at));
         assert!(!cache.pod(&key).unwrap().is_leaving());
         assert_eq!(cache.evicting_count(), 0);
         let snapshot = cache.snapshot();
-        assert!(snapshot.jobs.values().all(|job| job.stats_as_is().leaving == 0));
-        assert!(!cache.unmark_evicting(&key, at), "marked once, unmarked once");
+        assert!(
+            snapshot
+                .jobs
+                .values()
+                .all(|job| job.stats_as_is().leaving == 0)
+        );
+        assert!(
+            !cache.unmark_evicting(&key, at),
+            "marked once, unmarked once"
+        );
     }
 
     #[test]
