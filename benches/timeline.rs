@@ -21,6 +21,12 @@ fn main() {
             &[&policy],
             spec.now,
             SignedDuration::from_hours(24),
+            &timeline::Settings::new(tidal::drain::DrainSettings::new(tidal::drain::Pacing {
+                qps: 20.0,
+                burst: 40,
+                concurrency: 8,
+                request: tidal::drain::Pacing::ASSUMED_REQUEST,
+            })),
         );
         let took = started.elapsed();
         let rounds = simulated
