@@ -7,8 +7,9 @@
 # Linked against glibc, not built static on musl: on the same real API server at 5,000 nodes / 150,000
 # pods, a musl build planned 1.75x slower (tidal_plan_duration_seconds mean 49–53 ms against 28–30 ms)
 # and synced twice as slowly (7.2–7.7 s against 3.6–4.1 s); musl's allocator and its plain memcpy and
-# memcmp, which the cache and the planner lean on (docs/performance.md, "The shipped build"). glibc is
-# also what the benchmarks measure, and the webhook's `malloc_trim` after bursts of huge requests needs it.
+# memcmp, which the cache and the planner lean on (docs/performance.md, "What the figures depend on").
+# glibc is also what the benchmarks measure, and the webhook's `malloc_trim` after bursts of huge
+# requests needs it.
 ARG RUST_VERSION=1.95
 
 # Debian 12 (bookworm) on both sides: the binary needs no glibc newer than the runtime image has.

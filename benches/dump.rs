@@ -1,4 +1,4 @@
-//! Memory of `tidal report --cluster` at 5,000 nodes / 150,000 pods (issue 11): the synthetic cluster
+//! Memory of `tidal report --cluster` at 5,000 nodes / 150,000 pods: the synthetic cluster
 //! written as a JSON `List` and as the YAML `kubectl get -o yaml` writes (keys sorted, so `items`
 //! before `kind`), then loaded with `Dump::load`; against the cache built from the same objects in
 //! memory, which is what the live report holds (it folds pages of 500 into the cache).

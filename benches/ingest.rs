@@ -1,4 +1,4 @@
-//! Ingest at the scale of issue 10 (5,000 nodes / 150,000 pods).
+//! Ingest at the scale of the performance reference (5,000 nodes / 150,000 pods).
 //!
 //! 1. Decoding: the same real API server page of 20 pods (tests/fixtures/protobuf) decoded from
 //!    protobuf and from JSON, through to the cache's `PodInfo`. A 150,000-pod list is 7,500 such

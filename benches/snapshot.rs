@@ -17,12 +17,13 @@
 //!   objects and applying them, and applying already converted ones.
 //!
 //! - `steady_cycle`: what one steady controller cycle costs once the watches applied a 1% churn (outside
-//!   the timing): the snapshot update and the lowNodeUtilization policy of issue 10 (thresholds 20/20/20,
-//!   targets 50/50/50) planned through the full gate chain, as `tidal_plan_duration_seconds` measures it
+//!   the timing): the snapshot update and the lowNodeUtilization policy of the performance reference
+//!   (thresholds 20/20/20, targets 50/50/50) planned through the full gate chain, as
+//!   `tidal_plan_duration_seconds` measures it
 //!   (the versions the update let go of are freed after the plan, outside the timing, as the controller
 //!   frees them, and the snapshot is lent to the cache until the next update; the plan itself is
 //!   dropped within it); `steady_cycle_shared` keeps the snapshot sharing the aggregates between
-//!   cycles instead, as the controller did before it lent them.
+//!   cycles instead, for comparison with the lending.
 //!
 //! - `steady_cycle_real_server_shape`: the same, over the cluster the real-server runs of
 //!   docs/performance.md populated (uniform nodes, one ReplicaSet per ten pods, 15% of the nodes
@@ -440,7 +441,8 @@ impl Converted {
     }
 }
 
-/// The policy of issue 10's comparison with the descheduler, with the strategies bench's default budget.
+/// The policy of the comparison with the descheduler (docs/performance.md), with the strategies bench's
+/// default budget.
 const LNU: &str = "mode: Evict
 strategies:
   lowNodeUtilization:
@@ -486,8 +488,8 @@ fn steady_cycle(c: &mut Criterion) {
     // As the controller does: what the update let go of is freed once the plan is made
     // (`churn_1pct/lent/free_retired` times that), and the snapshot's nodes and jobs are lent to the
     // cache until the next update. `steady_cycle_shared` keeps the snapshot sharing the aggregates
-    // between cycles instead, as before the controller lent them: the churn copies on write, and the
-    // update frees the copies (after the clock).
+    // between cycles instead, for comparison: the churn copies on write, and the update frees the
+    // copies (after the clock).
     for (name, lend) in [("steady_cycle", true), ("steady_cycle_shared", false)] {
         // Whatever the previous bench left lent comes back.
         cache.update_snapshot(&mut live);
@@ -514,7 +516,8 @@ criterion_group!(
     snapshot,
     benches,
     steady_cycle,
-    steady_cycle_real_server_shape
+    steady_cycle_real_server_shape,
+    steady_tdm_closed_zones
 );
 criterion_main!(snapshot);
 
@@ -527,21 +530,52 @@ strategies:
     usage: {source: Requests}
 ";
 
+/// The TDM policy of the drained zones: placement violations are left alone, as by default.
+const REAL_SERVER_TDM: &str = "mode: Evict
+strategies:
+  tdm: {evictPlacementViolations: false}
+";
+
 /// The cluster the real-server runs populated, as its populator built it: 5,000 nodes of 32 cpu,
 /// 128Gi and 110 pods over three zones; per 20 nodes, 3 with 10 pods of 100m / 256Mi, 3 with 45 of
 /// 533m / 2184Mi and 14 with 31 (32 on 250 of them) of 360m / 1480Mi; the pods spread over 200
 /// namespaces in turn, ten consecutive pods of a namespace to a ReplicaSet, all running and ready.
 fn real_server_shape() -> ClusterCache {
+    real_server_shape_with_zones(0)
+}
+
+/// [`real_server_shape`] with the first `zone_nodes` nodes in two revocable zones (half each), both
+/// closed at the bench's instant; their pods are not preemptable (the zones' preemptable pods are
+/// gone), so TDM leaves every one of them alone.
+fn real_server_shape_with_zones(zone_nodes: usize) -> ClusterCache {
     const NAMESPACES: usize = 200;
     let mut cache = ClusterCache::new();
+    for zone in ["rz1", "rz2"]
+        .into_iter()
+        .take(if zone_nodes > 0 { 2 } else { 0 })
+    {
+        let object: tidal::api::RevocableZone = serde_json::from_value(serde_json::json!({
+            "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
+            "metadata": {"name": zone},
+            // Closed at the bench's instant (2026-11-18T11:06:40Z).
+            "spec": {"windows": [{"time": "08:00-09:00"}]},
+        }))
+        .expect("a zone");
+        cache.apply_zone(tidal::cluster::ZoneInfo::from_zone(&object).expect("named"));
+    }
     let heartbeat = "2026-11-25T00:00:00Z";
     let mut i = 0usize;
     for n in 0..5_000usize {
         let name = format!("node-{n:04}");
         let resources = serde_json::json!({"cpu": "32", "memory": "128Gi", "pods": "110"});
+        let mut labels = serde_json::json!({
+            "kubernetes.io/hostname": name, "topology.kubernetes.io/zone": format!("zone-{}", n % 3)});
+        if n < zone_nodes {
+            labels["volcano.sh/revocable-zone"] =
+                serde_json::json!(if n < zone_nodes / 2 { "rz1" } else { "rz2" });
+        }
         let node: Node = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": name, "labels": {
-                "kubernetes.io/hostname": name, "topology.kubernetes.io/zone": format!("zone-{}", n % 3)}},
+            "metadata": {"name": name, "labels": labels},
             "status": {"capacity": resources, "allocatable": resources, "conditions": [{
                 "type": "Ready", "status": "True", "reason": "KubeletReady",
                 "lastHeartbeatTime": heartbeat, "lastTransitionTime": heartbeat}]},
@@ -603,6 +637,33 @@ fn steady_cycle_real_server_shape(c: &mut Criterion) {
     );
     let mut group = flat_group(c, "cycle_5000_nodes_150000_pods", Duration::from_secs(10));
     group.bench_function("steady_cycle_real_server_shape", |b| {
+        b.iter(|| black_box(cycle(&mut cache, &mut live)))
+    });
+    group.finish();
+}
+
+/// The steady TDM plan once two closed zones of 500 nodes each are drained: about 20,000 pods that
+/// are not preemptable stay on them, left alone (`evictPlacementViolations: false`). It should cost no
+/// more than the lowNodeUtilization plan of the same cluster (`steady_cycle_real_server_shape`).
+fn steady_tdm_closed_zones(c: &mut Criterion) {
+    let mut cache = real_server_shape_with_zones(1_000);
+    let spec: DeschedulingPolicySpec =
+        serde_saphyr::from_str(REAL_SERVER_TDM).expect("the bench's policy");
+    let policy = PolicyInfo::new("bench-tdm".into(), None, spec);
+    let now = jiff::Timestamp::constant(1_795_000_000, 0);
+    let mut live = cache.snapshot();
+    let cycle = |cache: &mut ClusterCache, live: &mut Snapshot| {
+        drop(cache.update_snapshot(live));
+        let cycle = planner::plan_all_with(live, &[&policy], now, SKIP_ROWS);
+        let plan = &cycle.plans[0];
+        assert!(plan.error.is_none(), "{:?}", plan.error);
+        let skips: u32 = plan.skip_counts.values().sum();
+        (plan.evictions.len(), skips)
+    };
+    let (evictions, skips) = cycle(&mut cache, &mut live);
+    eprintln!("steady_tdm_closed_zones: {evictions} evictions planned, {skips} left alone");
+    let mut group = flat_group(c, "cycle_5000_nodes_150000_pods", Duration::from_secs(10));
+    group.bench_function("steady_tdm_closed_zones", |b| {
         b.iter(|| black_box(cycle(&mut cache, &mut live)))
     });
     group.finish();

@@ -1,5 +1,5 @@
-//! The webhook process's resident memory before, during and after bursts of huge admission requests
-//! (issue 14 measured 546 MB left behind after twelve 1.26 MiB pods, 20 MB fresh). Serves HTTPS on
+//! The webhook process's resident memory before, during and after bursts of huge admission requests:
+//! what a burst leaves behind once it is over, against the fresh process. Serves HTTPS on
 //! 127.0.0.1 in this process and reads its own VmRSS / VmHWM from /proc (Linux only).
 //!
 //! `cargo bench --bench webhook_memory` (release); `cargo test --bench webhook_memory` runs the same

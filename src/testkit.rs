@@ -1,12 +1,16 @@
-//! The unit tests' one kit: one clock ([`NOW`]) and one builder vocabulary for pods, nodes, zones,
-//! policies, PodGroups and clusters. Every object is written as the JSON the API server would send and
-//! converted by the same code the cache uses (`PodInfo::from_pod`, `NodeInfo::from_node`, ...), so fields
-//! added to the slim types later do not break the tests, and plans go through the real gate chain.
+//! The unit tests' one kit: one clock ([`NOW`]), the object builders every test of tidal shares
+//! (pods, nodes, zones, PodGroups, policies, PDBs: `testkit/src/objects.rs`), and clusters to plan
+//! over. Every object is written as the JSON the API server would send and converted by the same code
+//! the cache uses (`PodInfo::from_pod`, `NodeInfo::from_node`, ...), so fields added to the slim types
+//! later do not break the tests, and plans go through the real gate chain.
 
 use std::collections::{BTreeMap, HashSet};
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::{
+    core::v1::{Namespace, Node, Pod},
+    policy::v1::PodDisruptionBudget,
+};
 use serde_json::{Value, json};
 
 use crate::{
@@ -20,114 +24,34 @@ use crate::{
 };
 
 /// The planning instant of the tests. A zone open 08:00-20:00 UTC ([`closed_zone`]) is closed then.
+/// Pods are created and scheduled a day before it (2026-11-21T04:00:00Z) unless they say otherwise.
 pub(crate) const NOW: &str = "2026-11-22T04:00:00Z";
-/// When every pod was created and scheduled unless it says otherwise: a day before [`NOW`].
-pub(crate) const CREATED: &str = "2026-11-21T04:00:00Z";
 
 pub(crate) fn ts(text: &str) -> Timestamp {
     text.parse().expect("test timestamp")
 }
 
+/// The kit's clock, which the object builders count from: [`NOW`].
 pub(crate) fn now() -> Timestamp {
     ts(NOW)
 }
 
-/// Merges `patch` into `base`: objects key by key, anything else replaced.
-pub(crate) fn merge(base: &mut Value, patch: Value) {
-    match (base, patch) {
-        (Value::Object(base), Value::Object(patch)) => {
-            for (key, value) in patch {
-                merge(base.entry(key).or_insert(Value::Null), value);
-            }
-        }
-        (base, patch) => *base = patch,
-    }
-}
+// The object builders are the end-to-end kit's, compiled here too so that a builder means the same in
+// both (`testkit/src/objects.rs`); this kit adds what reads them into tidal's types. There they are
+// the kit's public interface, and the unit tests use only part of them.
+#[allow(unreachable_pub, dead_code)]
+#[path = "../testkit/src/objects.rs"]
+mod objects;
 
-fn set_map_entry(object: &mut Value, map: &str, key: &str, value: &str) {
-    let meta = &mut object["metadata"];
-    if !meta.get(map).is_some_and(Value::is_object) {
-        meta[map] = json!({});
-    }
-    meta[map][key] = json!(value);
-}
-
-fn split_key(key: &str) -> (&str, &str) {
-    key.split_once('/').unwrap_or(("default", key))
-}
-
-pub(crate) struct NodeBuilder(Value);
-
-/// A ready, schedulable node of 8 cores, 32Gi and 110 pod slots.
-pub(crate) fn node(name: &str) -> NodeBuilder {
-    NodeBuilder(json!({
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {},
-        "status": {
-            "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}]
-        }
-    }))
-}
+pub(crate) use objects::{
+    NodeBuilder, PdbBuilder, PodBuilder, PodGroupBuilder, ZoneBuilder, node, pdb, pod, podgroup,
+    zone,
+};
 
 impl NodeBuilder {
-    /// Allocatable CPU (cores or millicores), memory and pod slots.
-    pub(crate) fn allocatable(mut self, cpu: &str, memory: &str, pods: u32) -> Self {
-        let allocatable = &mut self.0["status"]["allocatable"];
-        allocatable["cpu"] = json!(cpu);
-        allocatable["memory"] = json!(memory);
-        allocatable["pods"] = json!(pods.to_string());
-        self
-    }
-
-    /// Allocatable amount of one resource (`cpu`, `nvidia.com/gpu`, ...).
-    pub(crate) fn resource(mut self, resource: &str, amount: &str) -> Self {
-        self.0["status"]["allocatable"][resource] = json!(amount);
-        self
-    }
-
-    /// Member of RevocableZone `zone` (label `volcano.sh/revocable-zone`).
-    pub(crate) fn zone(self, zone: &str) -> Self {
-        self.label("volcano.sh/revocable-zone", zone)
-    }
-
-    pub(crate) fn label(mut self, key: &str, value: &str) -> Self {
-        set_map_entry(&mut self.0, "labels", key, value);
-        self
-    }
-
-    pub(crate) fn taint(mut self, key: &str, value: &str, effect: &str) -> Self {
-        let spec = &mut self.0["spec"];
-        if spec.get("taints").is_none() {
-            spec["taints"] = json!([]);
-        }
-        if let Some(taints) = spec["taints"].as_array_mut() {
-            taints.push(json!({"key": key, "value": value, "effect": effect}));
-        }
-        self
-    }
-
-    pub(crate) fn unschedulable(mut self) -> Self {
-        self.0["spec"]["unschedulable"] = json!(true);
-        self
-    }
-
-    pub(crate) fn not_ready(mut self) -> Self {
-        self.0["status"]["conditions"] = json!([{"type": "Ready", "status": "False"}]);
-        self
-    }
-
-    /// Merges raw JSON into the node, for the rare field no method sets.
-    pub(crate) fn patch(mut self, patch: Value) -> Self {
-        merge(&mut self.0, patch);
-        self
-    }
-
     /// The API object, for code that reads nodes as the API server sends them.
     pub(crate) fn object(self) -> Node {
-        serde_json::from_value(self.0).expect("test node JSON")
+        serde_json::from_value(self.into_value()).expect("test node JSON")
     }
 
     pub(crate) fn build(self) -> NodeInfo {
@@ -135,148 +59,10 @@ impl NodeBuilder {
     }
 }
 
-pub(crate) struct PodBuilder(Value);
-
-/// A running pod `namespace/name` owned by ReplicaSet `rs-<name>`, on `node` (empty: pending, unscheduled),
-/// created and scheduled at [`CREATED`], with one container requesting 100m CPU and 64Mi memory.
-pub(crate) fn pod(key: &str, node: &str) -> PodBuilder {
-    let (namespace, name) = split_key(key);
-    let mut value = json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": format!("uid-{namespace}-{name}"),
-            "creationTimestamp": CREATED,
-            "labels": {},
-            "ownerReferences": [{
-                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("rs-{name}"),
-                "uid": format!("rs-uid-{name}"), "controller": true
-            }]
-        },
-        "spec": {
-            "containers": [{
-                "name": "main",
-                "image": "example.com/app:1",
-                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}
-            }]
-        },
-        "status": {
-            "phase": "Running",
-            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": CREATED}]
-        }
-    });
-    if !node.is_empty() {
-        value["spec"]["nodeName"] = json!(node);
-    } else {
-        value["status"]["phase"] = json!("Pending");
-        value["status"]["conditions"] = json!([]);
-    }
-    PodBuilder(value)
-}
-
 impl PodBuilder {
-    /// The CPU and memory requests of the (first) container.
-    pub(crate) fn requests(self, cpu: &str, memory: &str) -> Self {
-        self.request("cpu", cpu).request("memory", memory)
-    }
-
-    /// The request of one resource of the (first) container.
-    pub(crate) fn request(mut self, resource: &str, amount: &str) -> Self {
-        self.0["spec"]["containers"][0]["resources"]["requests"][resource] = json!(amount);
-        self
-    }
-
-    pub(crate) fn label(mut self, key: &str, value: &str) -> Self {
-        set_map_entry(&mut self.0, "labels", key, value);
-        self
-    }
-
-    pub(crate) fn annotation(mut self, key: &str, value: &str) -> Self {
-        set_map_entry(&mut self.0, "annotations", key, value);
-        self
-    }
-
-    /// `volcano.sh/preemptable: "true"` as an annotation.
-    pub(crate) fn preemptable(self) -> Self {
-        self.annotation("volcano.sh/preemptable", "true")
-    }
-
-    /// Replaces the controller owner.
-    pub(crate) fn owned_by(mut self, kind: &str, name: &str) -> Self {
-        self.0["metadata"]["ownerReferences"] = json!([{
-            "apiVersion": "apps/v1", "kind": kind, "name": name,
-            "uid": format!("uid-{kind}-{name}"), "controller": true
-        }]);
-        self
-    }
-
-    /// No owner at all.
-    pub(crate) fn bare(mut self) -> Self {
-        self.0["metadata"]["ownerReferences"] = json!([]);
-        self
-    }
-
-    pub(crate) fn priority(mut self, priority: i32) -> Self {
-        self.0["spec"]["priority"] = json!(priority);
-        self
-    }
-
-    pub(crate) fn qos(mut self, qos: &str) -> Self {
-        self.0["status"]["qosClass"] = json!(qos);
-        self
-    }
-
-    pub(crate) fn phase(mut self, phase: &str) -> Self {
-        self.0["status"]["phase"] = json!(phase);
-        self
-    }
-
-    /// The creation time only; the pod stays scheduled at [`CREATED`].
-    pub(crate) fn created(mut self, at: &str) -> Self {
-        self.0["metadata"]["creationTimestamp"] = json!(at);
-        self
-    }
-
-    /// Scheduled at `at`: the `PodScheduled` condition, replacing every other condition.
-    pub(crate) fn scheduled_at(mut self, at: &str) -> Self {
-        self.0["status"]["conditions"] =
-            json!([{"type": "PodScheduled", "status": "True", "lastTransitionTime": at}]);
-        self
-    }
-
-    pub(crate) fn image(mut self, image: &str) -> Self {
-        self.0["spec"]["containers"][0]["image"] = json!(image);
-        self
-    }
-
-    /// Sets a field of the spec (`nodeSelector`, `affinity`, `tolerations`, ...) to a JSON value.
-    pub(crate) fn spec(mut self, field: &str, value: Value) -> Self {
-        self.0["spec"][field] = value;
-        self
-    }
-
-    /// Sets a field of the status (`containerStatuses`, `reason`, `conditions`, ...) to a JSON value.
-    pub(crate) fn status(mut self, field: &str, value: Value) -> Self {
-        self.0["status"][field] = value;
-        self
-    }
-
-    pub(crate) fn terminating(mut self) -> Self {
-        self.0["metadata"]["deletionTimestamp"] = json!(NOW);
-        self
-    }
-
-    /// Merges raw JSON into the pod, for what no other method says (e.g. a request that does not parse).
-    pub(crate) fn patch(mut self, patch: Value) -> Self {
-        merge(&mut self.0, patch);
-        self
-    }
-
     /// The API object, for code that reads pods as the API server sends them.
     pub(crate) fn object(self) -> Pod {
-        serde_json::from_value(self.0).expect("test pod JSON")
+        serde_json::from_value(self.into_value()).expect("test pod JSON")
     }
 
     pub(crate) fn build(self) -> PodInfo {
@@ -284,14 +70,31 @@ impl PodBuilder {
     }
 }
 
-pub(crate) struct ZoneBuilder(Value);
+impl ZoneBuilder {
+    /// The API object, for code that reads zones as the API server sends them.
+    pub(crate) fn object(self) -> RevocableZone {
+        serde_json::from_value(self.into_value()).expect("test zone JSON")
+    }
 
-/// A RevocableZone with no windows yet; nodes join it with [`NodeBuilder::zone`].
-pub(crate) fn zone(name: &str) -> ZoneBuilder {
-    ZoneBuilder(json!({
-        "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
-        "metadata": {"name": name}, "spec": {"windows": []},
-    }))
+    pub(crate) fn build(self) -> ZoneInfo {
+        ZoneInfo::from_zone(&self.object()).expect("test zone has a name")
+    }
+}
+
+impl PodGroupBuilder {
+    pub(crate) fn build(self) -> PodGroupInfo {
+        let group: PodGroup =
+            serde_json::from_value(self.into_value()).expect("test PodGroup JSON");
+        PodGroupInfo::from_podgroup(&group).expect("test PodGroup has a name")
+    }
+}
+
+impl PdbBuilder {
+    pub(crate) fn build(self) -> PdbInfo {
+        let pdb: PodDisruptionBudget =
+            serde_json::from_value(self.into_value()).expect("test PDB JSON");
+        PdbInfo::from_pdb(&pdb).expect("test PDB has a name")
+    }
 }
 
 /// Zone `name` open 08:00-20:00 UTC: closed at [`NOW`].
@@ -304,73 +107,12 @@ pub(crate) fn open_zone(name: &str) -> ZoneBuilder {
     zone(name).window("00:00-00:00")
 }
 
-impl ZoneBuilder {
-    /// Adds a window open `"HH:MM-HH:MM"` (in the zone's time zone, UTC unless set).
-    pub(crate) fn window(mut self, time: &str) -> Self {
-        if let Some(windows) = self.0["spec"]["windows"].as_array_mut() {
-            windows.push(json!({"time": time}));
-        }
-        self
-    }
-
-    /// Merges `patch` into the spec.
-    pub(crate) fn spec(mut self, patch: Value) -> Self {
-        merge(&mut self.0["spec"], patch);
-        self
-    }
-
-    pub(crate) fn status(mut self, status: Value) -> Self {
-        self.0["status"] = status;
-        self
-    }
-
-    /// The API object, for code that reads zones as the API server sends them.
-    pub(crate) fn object(self) -> RevocableZone {
-        serde_json::from_value(self.0).expect("test zone JSON")
-    }
-
-    pub(crate) fn build(self) -> ZoneInfo {
-        ZoneInfo::from_zone(&self.object()).expect("test zone has a name")
-    }
-}
-
-pub(crate) struct PodGroupBuilder(Value);
-
-/// A Volcano PodGroup `namespace/name` with `minMember: 1`.
-pub(crate) fn podgroup(key: &str) -> PodGroupBuilder {
-    let (namespace, name) = split_key(key);
-    PodGroupBuilder(json!({
-        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace}, "spec": {"minMember": 1},
-    }))
-}
-
-impl PodGroupBuilder {
-    pub(crate) fn label(mut self, key: &str, value: &str) -> Self {
-        set_map_entry(&mut self.0, "labels", key, value);
-        self
-    }
-
-    pub(crate) fn annotation(mut self, key: &str, value: &str) -> Self {
-        set_map_entry(&mut self.0, "annotations", key, value);
-        self
-    }
-
-    pub(crate) fn build(self) -> PodGroupInfo {
-        let group: PodGroup = serde_json::from_value(self.0).expect("test PodGroup JSON");
-        PodGroupInfo::from_podgroup(&group).expect("test PodGroup has a name")
-    }
-}
-
-/// A DryRun policy `p` running TDM with default arguments, with `patch` merged into its spec.
-pub(crate) fn policy(patch: Value) -> PolicyInfo {
-    let mut json = json!({
-        "apiVersion": "tidal.dev/v1alpha1", "kind": "DeschedulingPolicy",
-        "metadata": {"name": "p"},
-        "spec": {"mode": "DryRun", "strategies": {"tdm": {}}},
-    });
-    merge(&mut json, json!({"spec": patch}));
-    let policy: DeschedulingPolicy = serde_json::from_value(json).expect("test policy JSON");
+/// [`objects::policy`] read as tidal reads it: DeschedulingPolicy `p`, in DryRun, running TDM with
+/// default arguments, with `spec_patch` merged into its spec. Unit tests vary a policy only through its
+/// spec, so this kit hands it over built.
+pub(crate) fn policy(spec_patch: Value) -> PolicyInfo {
+    let policy: DeschedulingPolicy =
+        serde_json::from_value(objects::policy(spec_patch).into_value()).expect("test policy JSON");
     PolicyInfo::from_policy(&policy).expect("test policy has a name")
 }
 
@@ -440,15 +182,8 @@ impl Cluster {
         self
     }
 
-    /// A PodDisruptionBudget in `namespace` selecting pods with `app=<app>`.
-    pub(crate) fn pdb(mut self, namespace: &str, app: &str) -> Self {
-        let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget = serde_json::from_value(json!({
-            "metadata": {"name": format!("pdb-{app}"), "namespace": namespace},
-            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": app}}},
-            "status": {"disruptionsAllowed": 1, "currentHealthy": 1, "desiredHealthy": 0, "expectedPods": 1}
-        }))
-        .unwrap();
-        self.cache.apply_pdb(PdbInfo::from_pdb(&pdb).unwrap());
+    pub(crate) fn pdb(mut self, pdb: PdbBuilder) -> Self {
+        self.cache.apply_pdb(pdb.build());
         self
     }
 
@@ -460,7 +195,7 @@ impl Cluster {
     }
 
     pub(crate) fn pod_usage(mut self, pod: &str, cpu: i64, memory: i64, age_secs: i64) -> Self {
-        let (namespace, name) = split_key(pod);
+        let (namespace, name) = pod.split_once('/').unwrap_or(("default", pod));
         self.cache.record_pod_usage(
             &ObjectKey::new(namespace, name),
             sample(cpu, memory, age_secs),

@@ -1,14 +1,16 @@
 //! The command line: `tidal run`, `tidal report`, `tidal timeline`, `tidal convert`, `tidal crds`,
-//! `tidal completion`, `tidal webhook`. One file per command's arguments and work; this one parses and
+//! `tidal completion`, `tidal webhook`, `tidal register-webhooks`. One file per command's arguments and work; this one parses and
 //! dispatches.
 
 mod convert;
 mod pacing;
+mod register;
 mod report;
 mod run;
 
 pub use convert::{ConvertArgs, ConvertMode};
 pub use pacing::PacingArgs;
+pub use register::RegisterArgs;
 pub use report::{
     ReportArgs, TimelineArgs, builtin_policy, report, report_live, timeline, timeline_live,
 };
@@ -64,13 +66,16 @@ pub enum Command {
     /// Serve the admission webhook that keeps pods off revocable nodes they may not use (see
     /// docs/admission.md).
     Webhook(crate::webhook::WebhookArgs),
+    /// Apply the admission webhook configurations once the webhook answers through its Service (the
+    /// chart's install and upgrade hook), so that none is active while the webhook cannot be reached.
+    RegisterWebhooks(RegisterArgs),
 }
 
 impl Command {
     /// Whether the command talks to a cluster (and so needs the async runtime).
     pub fn is_live(&self) -> bool {
         match self {
-            Command::Run(_) | Command::Webhook(_) => true,
+            Command::Run(_) | Command::Webhook(_) | Command::RegisterWebhooks(_) => true,
             Command::Report(args) => args.clusters.is_empty(),
             Command::Timeline(args) => args.input.clusters.is_empty(),
             Command::Crds | Command::Convert(_) | Command::Completion { .. } => false,
@@ -81,7 +86,7 @@ impl Command {
     /// only what goes wrong (unless `-v`).
     pub fn default_log_level(&self) -> &'static str {
         match self {
-            Command::Run(_) | Command::Webhook(_) => "info",
+            Command::Run(_) | Command::Webhook(_) | Command::RegisterWebhooks(_) => "info",
             Command::Report(args) if args.verbose => "info",
             Command::Timeline(args) if args.input.verbose => "info",
             // kube's client logs every failed connection as an error; the report says it once, with
@@ -124,6 +129,7 @@ pub fn run_offline(command: &Command) -> anyhow::Result<String> {
         Command::Timeline(args) => timeline(args),
         Command::Run(_) => anyhow::bail!("`tidal run` needs a cluster"),
         Command::Webhook(_) => anyhow::bail!("`tidal webhook` needs a cluster"),
+        Command::RegisterWebhooks(_) => anyhow::bail!("`tidal register-webhooks` needs a cluster"),
     }
 }
 
@@ -142,6 +148,7 @@ pub async fn run_live(
             crate::webhook::serve(args.clone(), shutdown).await?;
             Ok(None)
         }
+        Command::RegisterWebhooks(args) => register::register(args).await.map(Some),
         Command::Report(args) => report_live(args).await.map(Some),
         Command::Timeline(args) => timeline_live(args).await.map(Some),
         Command::Crds | Command::Convert(_) | Command::Completion { .. } => {

@@ -1,33 +1,37 @@
-//! One cycle of the leader: snapshot the cache, plan the due policies, send evictions (or dry runs),
-//! then record rounds, write status and events, count metrics.
+//! One cycle of the leader: snapshot the cache, bring the drains up to date, plan the due policies,
+//! queue the evictions (earliest close first) and send the dry runs. The cycle returns once its
+//! evictions are queued: the control loop acts on the next zone change while they go out. Each
+//! outcome is applied as it comes (the cache, the zone's round, the pod's Event, the eviction counter);
+//! once all of a cycle's evictions have one, its policies' status, warnings and counts are written.
 
 use std::{
-    collections::{BTreeMap, BTreeSet, HashMap},
+    collections::{BTreeMap, BTreeSet},
     sync::{Arc, Mutex},
     time::Duration,
 };
 
-use futures::{StreamExt, future::BoxFuture};
+use futures::future::BoxFuture;
 use jiff::Timestamp;
-use tokio::time::Instant;
+use tokio::{task::JoinSet, time::Instant};
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use super::{
-    cycle_result::{
-        CycleResult, PolicyResult, Tallies, evicted, fresh_warnings, invalid_pods, tallies,
-        zone_gauges,
-    },
+    cycle_result::{CycleResult, PolicyResult, fresh_warnings, pod_event},
     cycle_timer::{PolicyClock, Trigger, ZoneClock, zone_clock},
-    verification::{LastVerified, order_for_verification, record_verified, sends},
+    drains::Drains,
+    finish::Finisher,
+    verification::{LastVerified, order_for_verification, sends},
 };
 use crate::{
     api::PolicyMode,
-    cluster::{ObjectKey, ObjectKind, PolicyInfo, Retired, SharedCache, Snapshot},
-    controller::evictor::{EvictionRequest, Evictor, Guard, Halt, Outcome},
-    controller::metrics::{Metrics, PolicyStrategy, TriggerLabel},
-    controller::status::{self, PolicyCounts, StatusWriter},
-    framework::PlannedEviction,
+    cluster::{PolicyInfo, Retired, SharedCache, Snapshot},
+    controller::evictor::{
+        EvictionQueue, EvictionRequest, Evictor, Guard, Halt, Outcome, Outcomes, Submission,
+    },
+    controller::metrics::{EvictionLabels, Metrics, PolicyStrategy},
+    controller::status::{self, StatusWriter},
+    framework::ZoneView,
     planner::{self, Plan, SkipRows},
     runtime::leader::LeaderHandle,
 };
@@ -39,7 +43,8 @@ const SKIP_ROWS: SkipRows = SkipRows::AtMost(1_000);
 /// Knobs of a cycle.
 #[derive(Clone, Debug)]
 pub struct CycleSettings {
-    /// Evictions (with retries) still unsent by then are abandoned.
+    /// Evictions of strategies other than TDM still unsent by then are abandoned (their plans go
+    /// stale); TDM's stay queued while their zone evicts.
     pub timeout: Duration,
     /// An in-flight mark whose pod never went away is dropped after this long.
     pub in_flight_ttl: Duration,
@@ -100,33 +105,39 @@ impl Guard for ActGuard {
 pub struct CycleRunner {
     pub client: kube::Client,
     pub shared: SharedCache,
-    /// Brought up to date at the start of each cycle. Once the plan is made, its nodes and jobs are
-    /// lent to the cache until the next cycle (`ClusterCache::lend_snapshot`): only its policies and
-    /// zones can be read between cycles.
+    /// Brought up to date at the start of each cycle and each drain refresh. Once read, its nodes and
+    /// jobs are lent to the cache (`ClusterCache::lend_snapshot`): only its policies and zones are
+    /// read in between.
     pub snapshot: Snapshot,
+    /// Sends the dry runs that verify DryRun plans.
     pub evictor: Evictor,
-    pub guard: ActGuard,
-    pub status: StatusWriter,
+    /// Every real eviction, earliest close first.
+    pub queue: EvictionQueue,
+    pub guard: Arc<ActGuard>,
+    pub status: Arc<StatusWriter>,
     pub metrics: Arc<Metrics>,
     pub settings: CycleSettings,
     /// The plan's warnings as last logged.
     pub warned: BTreeSet<String>,
-    pub last_verified: LastVerified,
+    pub last_verified: Arc<Mutex<LastVerified>>,
+    pub drains: Drains,
+    /// Cycles whose evictions are still going out, each finishing with its write-back.
+    pub finishing: JoinSet<()>,
 }
 
 impl CycleRunner {
     /// Policies and zones as the cycle timer sees them at `now`.
     pub fn clocks(&self, now: Timestamp) -> (Vec<PolicyClock>, Vec<ZoneClock>) {
         let cache = self.shared.read();
-        let snapshot_policies = cache.policies();
-        let policies = snapshot_policies
+        let policies = cache
+            .policies()
             .values()
             .map(|p| PolicyClock::of(p, self.settings.min_interval))
             .collect();
         let zones = cache
             .zones()
             .values()
-            .map(|zone| zone_clock(zone, zone.last_eviction_round, now))
+            .map(|zone| self.zone_clock(zone, zone.last_eviction_round, now))
             .collect();
         (policies, zones)
     }
@@ -148,16 +159,28 @@ impl CycleRunner {
             .values()
             .map(|zone| {
                 let last = zone.last_eviction_round.max(cache.local_round(&zone.name));
-                zone_clock(zone, last, now)
+                self.zone_clock(zone, last, now)
             })
             .collect();
         (policies, zones)
     }
 
+    /// A round that budgets held back entirely counts as a round for the timer: the zone is tried
+    /// again `evictPeriod` later, not at the policy's interval.
+    fn zone_clock(
+        &self,
+        zone: &crate::cluster::ZoneInfo,
+        last_round: Option<Timestamp>,
+        now: Timestamp,
+    ) -> ZoneClock {
+        let last = last_round.max(self.drains.attempt(&zone.name));
+        zone_clock(zone, last, now, self.drains.planned_start(&zone.name))
+    }
+
     /// Brings the long-lived snapshot up to `now`: expired in-flight marks dropped. Returns the
     /// versions the update let go of, for the caller to free once the plan is made: outside the
     /// cache's lock, so the watches do not wait, and outside the plan's latency.
-    fn refresh_snapshot(&mut self, now: Timestamp) -> Retired {
+    pub(crate) fn refresh_snapshot(&mut self, now: Timestamp) -> Retired {
         let mut cache = self.shared.write();
         let expired = cache.expire_evictions(now, self.settings.in_flight_ttl);
         if !expired.is_empty() {
@@ -176,29 +199,36 @@ impl CycleRunner {
         update.retired
     }
 
-    pub async fn run_cycle(
-        &mut self,
-        policies: &[String],
-        now: Timestamp,
-        trigger: Trigger,
-    ) -> CycleResult {
+    /// Plans the due policies at `now`, queues their evictions and sends their dry runs; returns once
+    /// they are on their way. What they become is written back when the last has an outcome.
+    pub async fn run_cycle(&mut self, policies: &[String], now: Timestamp, trigger: Trigger) {
         let started = Instant::now();
+        // Drains first: an auto drain due now makes its zone drain in this very plan.
+        self.refresh_drains(now, true).await;
         let retired = self.refresh_snapshot(now);
         let selected: Vec<Arc<PolicyInfo>> = policies
             .iter()
             .filter_map(|name| self.snapshot.policies.get(name).cloned())
             .collect();
         let refs: Vec<&PolicyInfo> = selected.iter().map(AsRef::as_ref).collect();
-        let mut cycle = planner::plan_all_with(&self.snapshot, &refs, now, SKIP_ROWS);
+        let mut cycle = planner::plan_all_in_flight(
+            &self.snapshot,
+            &refs,
+            now,
+            SKIP_ROWS,
+            self.queue.pending(),
+        );
         self.metrics
             .plan_duration
             .observe(started.elapsed().as_secs_f64());
         drop(retired);
-        let preemptable = cycle
+        let preemptable: BTreeMap<String, u32> = cycle
             .zones
             .keys()
             .map(|zone| (zone.clone(), status::preemptable_pods(&self.snapshot, zone)))
             .collect();
+        self.drains
+            .note_attempts(&cycle.zones, &cycle.plans, &preemptable, now);
         // Nothing below reads the snapshot's nodes or jobs: while the evictions go out, the watches
         // change the cache's aggregates in place instead of copying what the snapshot shares.
         self.shared.write().lend_snapshot(&mut self.snapshot);
@@ -219,230 +249,165 @@ impl CycleRunner {
             warn!("{warning}");
         }
         self.warned = cycle.warnings.iter().cloned().collect();
+        self.write_zones(&cycle.zones, &preemptable, now).await;
 
         let deadline = started + self.settings.timeout;
-        let rounds_recorded = Mutex::new(BTreeSet::new());
-        order_for_verification(&mut cycle.plans, &self.last_verified);
+        {
+            let last_verified = self
+                .last_verified
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            order_for_verification(&mut cycle.plans, &last_verified);
+        }
         let sends = sends(&cycle.plans, self.settings.dry_run_verify_per_cycle);
-        // Real evictions and dry runs go side by side, each paced by its own bucket: verifying a
-        // DryRun plan never holds back an Evict policy's evictions, before or after it.
-        let (this, plans, sends, rounds) = (&*self, &cycle.plans, &sends, &rounds_recorded);
-        let act_on = |mode: PolicyMode| async move {
-            let mut outcomes = Vec::new();
-            for (index, plan) in plans.iter().enumerate() {
-                if plan.mode == mode {
-                    let sent = &plan.evictions[..sends[index]];
-                    outcomes.push((index, this.act(plan, sent, now, deadline, rounds).await));
+        let mut rounds = BTreeSet::new();
+        let mut pending: Vec<BoxFuture<'static, (usize, Vec<Outcome>)>> = Vec::new();
+        for (index, plan) in cycle.plans.iter().enumerate() {
+            let sent = &plan.evictions[..sends[index]];
+            if sent.is_empty() {
+                continue;
+            }
+            match plan.mode {
+                PolicyMode::Evict => {
+                    let outcomes =
+                        self.queue_plan(plan, sent, &cycle.zones, now, deadline, &mut rounds);
+                    pending.push(Box::pin(async move { (index, outcomes.all().await) }));
+                }
+                PolicyMode::DryRun => {
+                    // Dry runs go side by side with the queue, paced by a bucket of their own:
+                    // verifying a DryRun plan never holds back a real eviction.
+                    let requests: Vec<EvictionRequest> = sent
+                        .iter()
+                        .map(|e| EvictionRequest::of(&e.candidate.pod, true))
+                        .collect();
+                    let (evictor, guard) = (self.evictor.clone(), Arc::clone(&self.guard));
+                    pending.push(Box::pin(async move {
+                        let outcomes = evictor
+                            .evict_all(&requests, deadline, guard.as_ref(), &|_, _| {})
+                            .await;
+                        (index, outcomes)
+                    }));
                 }
             }
-            outcomes
+        }
+        let finisher = Finisher {
+            shared: self.shared.clone(),
+            status: Arc::clone(&self.status),
+            metrics: Arc::clone(&self.metrics),
+            last_verified: Arc::clone(&self.last_verified),
+            policies: self.snapshot.policies.clone(),
         };
-        let (real, dry) = futures::join!(act_on(PolicyMode::Evict), act_on(PolicyMode::DryRun));
-        let mut outcomes: BTreeMap<usize, Vec<Outcome>> = real.into_iter().chain(dry).collect();
-        let policies: Vec<PolicyResult> = cycle
-            .plans
-            .into_iter()
-            .enumerate()
-            .map(|(index, plan)| {
-                let outcomes = outcomes.remove(&index).unwrap_or_default();
-                PolicyResult::new(plan, outcomes)
-            })
-            .collect();
-        record_verified(&mut self.last_verified, &policies, now);
-        let result = CycleResult {
-            now,
-            zones: cycle.zones,
-            preemptable,
-            policies,
-        };
-
-        // Also when shutting down: what this cycle evicted must be on record (rounds, events) before
-        // the lease goes to a standby. Every write checks leadership first.
-        self.write_back(&result).await;
-        self.count(&result, trigger, started);
-        result
+        let plans = cycle.plans;
+        self.finishing.spawn(async move {
+            let mut outcomes: BTreeMap<usize, Vec<Outcome>> = futures::future::join_all(pending)
+                .await
+                .into_iter()
+                .collect();
+            let policies: Vec<PolicyResult> = plans
+                .into_iter()
+                .enumerate()
+                .map(|(index, plan)| {
+                    let outcomes = outcomes.remove(&index).unwrap_or_default();
+                    PolicyResult::new(plan, outcomes)
+                })
+                .collect();
+            let result = CycleResult { now, policies };
+            finisher.finish(&result, trigger, started).await;
+        });
+        // Finished cycles leave nothing behind.
+        while self.finishing.try_join_next().is_some() {}
     }
 
-    /// Sends `sent`, the first of one plan's evictions. Each answer is applied to the cache as it comes (so nothing later
-    /// can count an evicted pod as running), and the first eviction in a zone records the round on
-    /// the zone at once (`rounds_recorded` holds the zones done this cycle).
-    async fn act(
+    /// Queues one Evict plan's evictions and starts its zones' rounds: noted in the cache at once
+    /// (the next plan and the cycle timer see it) and in the zone's status right after, so that
+    /// `evictPeriod` holds for any replica that takes over. Each outcome is applied as it comes: the
+    /// pod counts as leaving at once, it gets its Event, the eviction is counted.
+    fn queue_plan(
         &self,
         plan: &Plan,
-        sent: &[PlannedEviction],
+        sent: &[crate::framework::PlannedEviction],
+        zones: &BTreeMap<String, ZoneView>,
         now: Timestamp,
         deadline: Instant,
-        rounds_recorded: &Mutex<BTreeSet<String>>,
-    ) -> Vec<Outcome> {
-        let dry_run = plan.mode == PolicyMode::DryRun;
-        let requests: Vec<EvictionRequest> = sent
+        rounds: &mut BTreeSet<String>,
+    ) -> Outcomes {
+        for zone in sent.iter().filter_map(|e| e.candidate.zone.as_ref()) {
+            if rounds.insert(zone.clone()) {
+                self.shared.write().note_eviction_round(zone, now);
+                let (status, zone) = (Arc::clone(&self.status), zone.clone());
+                tokio::spawn(async move { status.eviction_round(&zone, now).await });
+            }
+        }
+        let submissions: Vec<Submission> = sent
             .iter()
-            .map(|e| EvictionRequest::of(&e.candidate.pod, dry_run))
+            .map(|eviction| {
+                let candidate = &eviction.candidate;
+                let zone = candidate
+                    .zone
+                    .as_ref()
+                    .filter(|_| candidate.strategy == crate::framework::StrategyId::Tdm);
+                Submission {
+                    request: EvictionRequest::of(&candidate.pod, false),
+                    priority: zone.map_or(Timestamp::MAX, |zone| {
+                        self.drains.priority(zone, zones.get(zone))
+                    }),
+                    // A zone's evictions stay wanted while it evicts; other plans go stale.
+                    deadline: zone.is_none().then_some(deadline),
+                    zone: zone.cloned(),
+                }
+            })
             .collect();
-        let zones: HashMap<ObjectKey, String> = sent
+        let candidates: Vec<crate::framework::Candidate> =
+            sent.iter().map(|e| e.candidate.clone()).collect();
+        let by_key: std::collections::HashMap<crate::cluster::ObjectKey, usize> = candidates
             .iter()
-            .filter_map(|e| Some((e.candidate.pod.key.clone(), e.candidate.zone.clone()?)))
+            .enumerate()
+            .map(|(at, c)| (c.pod.key.clone(), at))
             .collect();
-        let (new_round, mut rounds) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let shared = self.shared.clone();
-        let mark = move |request: &EvictionRequest, outcome: &Outcome| {
+        let (shared, status, metrics) = (
+            self.shared.clone(),
+            Arc::clone(&self.status),
+            Arc::clone(&self.metrics),
+        );
+        let policy = plan.policy.clone();
+        let on_outcome = move |request: &EvictionRequest, outcome: &Outcome| {
+            let Some(candidate) = by_key.get(&request.pod).map(|at| &candidates[*at]) else {
+                return;
+            };
             let leaving = match outcome {
                 Outcome::Evicted | Outcome::EvictedUnconfirmed => true,
                 // Not there (any more) on the server: it must not count as running until the watch
                 // catches up. A namesake that replaces it is another pod and drops the mark.
-                Outcome::Gone | Outcome::Replaced => !request.dry_run,
+                Outcome::Gone | Outcome::Replaced => true,
                 _ => false,
             };
             if leaving {
                 shared.write().mark_evicted(&request.pod, &request.uid, now);
             }
-            if outcome.evicted()
-                && let Some(zone) = zones.get(&request.pod)
-            {
-                shared.write().note_eviction_round(zone, now);
-                let first = rounds_recorded
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .insert(zone.clone());
-                if first {
-                    // The receiver outlives every sender: sending cannot fail.
-                    let _ = new_round.send(zone.clone());
-                }
-            }
+            metrics.add_evictions(
+                EvictionLabels {
+                    policy: policy.clone(),
+                    strategy: candidate.strategy.to_string(),
+                    result: outcome.label().to_owned(),
+                    zone: candidate.zone.clone().unwrap_or_default(),
+                },
+                1,
+            );
+            let Some(confirmed) = pod_event(outcome) else {
+                return;
+            };
+            let (status, policy, candidate) =
+                (Arc::clone(&status), policy.clone(), candidate.clone());
+            tokio::spawn(async move {
+                status.pod_evicted(&policy, &candidate, confirmed).await;
+            });
         };
-        let evictions = async move {
-            let mark = mark;
-            self.evictor
-                .evict_all(&requests, deadline, &self.guard, &mark)
-                .await
-        };
-        let record_rounds = async {
-            while let Some(zone) = rounds.recv().await {
-                self.status.eviction_round(&zone, now).await;
-            }
-        };
-        let (outcomes, ()) = futures::join!(evictions, record_rounds);
-        outcomes
+        self.queue.submit(submissions, Box::new(on_outcome))
     }
 
-    fn uid_of(&self, kind: ObjectKind, name: &str) -> Option<String> {
-        self.shared.read().uid_of(kind, name).map(str::to_owned)
-    }
-
-    /// Writes what the cycle did: zone status first (its `lastEvictionRound` keeps `evictPeriod`
-    /// across leaders), then events on evicted pods, then policy status and events.
-    async fn write_back(&mut self, cycle: &CycleResult) {
-        let now = cycle.now;
-        for view in cycle.zones.values() {
-            // From the cache, not the cycle's snapshot: it holds the rounds this cycle started.
-            let last_round = self
-                .shared
-                .read()
-                .zone(&view.name)
-                .and_then(|z| z.last_eviction_round);
-            let uid = self.uid_of(ObjectKind::RevocableZone, &view.name);
-            self.status
-                .identify("RevocableZone", &view.name, uid.as_deref());
-            let preemptable = cycle.preemptable.get(&view.name).copied().unwrap_or(0);
-            let previous = self.status.zone_ready(&view.name);
-            let written =
-                status::zone_status(view, preemptable, last_round, now, previous.as_ref());
-            self.status.zone(&view.name, &written).await;
-            let error = view.state.as_ref().err().map(String::as_str);
-            self.status
-                .warn_invalid("RevocableZone", &view.name, uid.as_deref(), error)
-                .await;
-        }
-
-        // Events on evicted pods, a few at a time.
-        let status = &self.status;
-        // Boxed with an explicit lifetime: see `Evictor::evict_all`.
-        let events: Vec<BoxFuture<'_, ()>> = evicted(&cycle.policies)
-            .into_iter()
-            .map(|(policy, candidate, confirmed)| -> BoxFuture<'_, ()> {
-                Box::pin(status.pod_evicted(policy, candidate, confirmed))
-            })
-            .collect();
-        futures::stream::iter(events)
-            .buffer_unordered(8)
-            .collect::<Vec<()>>()
-            .await;
-
-        self.status
-            .warn_invalid_pods(&invalid_pods(&cycle.policies))
-            .await;
-        let unreadable = self.shared.read().unreadable().clone();
-        self.status.warn_unreadable(&unreadable).await;
-
-        for result in &cycle.policies {
-            let plan = &result.plan;
-            let counts = PolicyCounts::of(plan, result.outcomes());
-            let generation = self
-                .snapshot
-                .policies
-                .get(&plan.policy)
-                .and_then(|p| p.generation);
-            let uid = self.uid_of(ObjectKind::DeschedulingPolicy, &plan.policy);
-            self.status
-                .identify("DeschedulingPolicy", &plan.policy, uid.as_deref());
-            let previous = self.status.policy_ready(&plan.policy);
-            let written = status::policy_status(plan, &counts, generation, now, previous.as_ref());
-            self.status.policy(&plan.policy, &written).await;
-            self.status
-                .warn_invalid(
-                    "DeschedulingPolicy",
-                    &plan.policy,
-                    uid.as_deref(),
-                    plan.error.as_deref(),
-                )
-                .await;
-            if counts.planned > 0 {
-                info!(policy = %plan.policy, "{}", counts.summary(plan.mode));
-                self.status
-                    .policy_cycle(&plan.policy, uid.as_deref(), counts.summary(plan.mode))
-                    .await;
-            }
-        }
-        let snapshot = &self.snapshot;
-        self.status
-            .retain("RevocableZone", |name| snapshot.zones.contains_key(name));
-        self.status.retain("DeschedulingPolicy", |name| {
-            snapshot.policies.contains_key(name)
-        });
-    }
-
-    fn count(&self, cycle: &CycleResult, trigger: Trigger, started: Instant) {
-        let m = &self.metrics;
-        m.cycles
-            .get_or_create(&TriggerLabel {
-                trigger: trigger.as_str().to_owned(),
-            })
-            .inc();
-        m.cycle_duration.observe(started.elapsed().as_secs_f64());
-        m.last_cycle.set(cycle.now.as_millisecond() as f64 / 1000.0);
-        let Tallies {
-            planned,
-            evictions,
-            skips,
-        } = tallies(&cycle.policies);
-        for (labels, n) in planned {
-            m.add_planned(labels, n);
-        }
-        for (labels, n) in evictions {
-            m.add_evictions(labels, n);
-        }
-        for (labels, n) in skips {
-            m.add_skips(labels, n);
-        }
-        m.set_zones(&zone_gauges(&cycle.zones, |zone| {
-            cycle.preemptable.get(zone).copied().unwrap_or(0)
-        }));
-        m.retain_policies(self.snapshot.policies.keys());
-        let cache = self.shared.read();
-        m.set_cache_sizes(
-            cache.node_count(),
-            cache.pod_count(),
-            cache.evicting_count(),
-        );
+    /// Waits for the cycles still finishing (their evictions and write-backs), at most `grace`.
+    pub async fn finish_all(&mut self, grace: Duration) -> bool {
+        let all = async { while self.finishing.join_next().await.is_some() {} };
+        tokio::time::timeout(grace, all).await.is_ok()
     }
 }

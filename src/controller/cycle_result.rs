@@ -17,7 +17,7 @@ use crate::{
 };
 
 /// One policy's plan, and what became of each of its planned evictions.
-pub struct PolicyResult {
+pub(crate) struct PolicyResult {
     pub plan: Plan,
     /// One per `plan.evictions`, in order (see [`PolicyResult::new`]).
     outcomes: Vec<Outcome>,
@@ -28,7 +28,7 @@ impl PolicyResult {
     /// of them unless [`sends`] held some back). Evictions without an outcome count as never sent
     /// (Evict) or unverified (DryRun), rather than shifting the others. In a DryRun policy a dry
     /// run not sent in time is unverified too: the plan stands, only its check is missing.
-    pub fn new(plan: Plan, mut outcomes: Vec<Outcome>) -> Self {
+    pub(crate) fn new(plan: Plan, mut outcomes: Vec<Outcome>) -> Self {
         outcomes.truncate(plan.evictions.len());
         let dry_run = plan.mode == PolicyMode::DryRun;
         if dry_run {
@@ -48,22 +48,19 @@ impl PolicyResult {
         PolicyResult { plan, outcomes }
     }
 
-    pub fn outcomes(&self) -> &[Outcome] {
+    pub(crate) fn outcomes(&self) -> &[Outcome] {
         &self.outcomes
     }
 
     /// Each planned eviction with its outcome.
-    pub fn results(&self) -> impl Iterator<Item = (&PlannedEviction, &Outcome)> {
+    pub(crate) fn results(&self) -> impl Iterator<Item = (&PlannedEviction, &Outcome)> {
         self.plan.evictions.iter().zip(&self.outcomes)
     }
 }
 
 /// What a finished cycle did.
-pub struct CycleResult {
+pub(crate) struct CycleResult {
     pub now: Timestamp,
-    pub zones: BTreeMap<String, ZoneView>,
-    /// Running preemptable pods per zone, as the plan saw them.
-    pub preemptable: BTreeMap<String, u32>,
     pub policies: Vec<PolicyResult>,
 }
 
@@ -80,7 +77,7 @@ pub(crate) fn zone_gauges(
             Some(ZoneGauges {
                 zone: view.name.clone(),
                 open: state.open,
-                draining: state.draining,
+                draining: state.evicting(),
                 next_change: state
                     .next_change
                     .map(|t| t.as_millisecond() as f64 / 1000.0),
@@ -99,21 +96,11 @@ pub(crate) fn fresh_warnings<'w>(logged: &BTreeSet<String>, current: &'w [String
         .collect()
 }
 
-/// Pods the API server evicted, with their policy and whether the eviction was confirmed (an
-/// unanswered attempt that a retry found done is not).
-pub(crate) fn evicted(policies: &[PolicyResult]) -> Vec<(&str, &Candidate, bool)> {
-    policies
-        .iter()
-        .flat_map(|result| {
-            result
-                .results()
-                .filter(|(_, outcome)| outcome.evicted())
-                .map(|(e, outcome)| {
-                    let confirmed = *outcome == Outcome::Evicted;
-                    (result.plan.policy.as_str(), &e.candidate, confirmed)
-                })
-        })
-        .collect()
+/// Whether an eviction's outcome gets an Event on its pod, and whether that Event says the eviction
+/// was confirmed: only pods the API server evicted get one (an unanswered attempt that a retry found
+/// done is evicted, unconfirmed).
+pub(crate) fn pod_event(outcome: &Outcome) -> Option<bool> {
+    outcome.evicted().then_some(*outcome == Outcome::Evicted)
 }
 
 /// Pods refused for unreadable settings, with the detail: each gets a Warning Event.
@@ -176,7 +163,7 @@ mod tests {
     use super::*;
     use crate::cluster::ObjectKey;
     use crate::controller::{
-        status::PolicyCounts,
+        status::compute::PolicyCounts,
         verification::{LastVerified, order_for_verification, record_verified, sends},
     };
     use crate::{
@@ -380,9 +367,18 @@ mod tests {
             ),
             PolicyResult::new(plan("q", &["e"], &[]), vec![Outcome::Gone]),
         ];
-        let evicted: Vec<(&str, String, bool)> = evicted(&policies)
-            .into_iter()
-            .map(|(policy, c, confirmed)| (policy, c.pod.key.to_string(), confirmed))
+        let evicted: Vec<(&str, String, bool)> = policies
+            .iter()
+            .flat_map(|result| {
+                result.results().filter_map(|(e, outcome)| {
+                    let confirmed = pod_event(outcome)?;
+                    Some((
+                        result.plan.policy.as_str(),
+                        e.candidate.pod.key.to_string(),
+                        confirmed,
+                    ))
+                })
+            })
             .collect();
         assert_eq!(
             evicted,

@@ -51,11 +51,14 @@ pub struct ZoneClock {
     pub phase: ZonePhase,
 }
 
-/// The zone's phase at `now`; `last_round` is the latest known start of an eviction round in it.
+/// The zone's phase at `now`; `last_round` is the latest known start of an eviction round in it (or
+/// of a round that budgets held back entirely: it is tried again `evictPeriod` later), and
+/// `planned_drain_start` when an `auto` drain is planned to start.
 pub(crate) fn zone_clock(
     zone: &ZoneInfo,
     last_round: Option<Timestamp>,
     now: Timestamp,
+    planned_drain_start: Option<Timestamp>,
 ) -> ZoneClock {
     let next_round = last_round
         .and_then(|last| last.checked_add(zone.spec.evict_period.to_signed()).ok())
@@ -72,7 +75,7 @@ pub(crate) fn zone_clock(
             let drain_start = state
                 .next_change
                 .filter(|_| state.open && !state.draining)
-                .and_then(|close| zone.fixed_drain_start(close))
+                .and_then(|close| zone.fixed_drain_start(close).or(planned_drain_start))
                 .filter(|start| *start > now);
             let next = [state.next_change, drain_start, next_round]
                 .into_iter()
@@ -302,11 +305,11 @@ mod tests {
     #[test]
     fn open_zone_wakes_at_drain_start_then_at_close() {
         let z = zone("08:00-20:00", 600, 60);
-        let clock = zone_clock(&z, None, at("2026-03-02T12:00:00Z"));
+        let clock = zone_clock(&z, None, at("2026-03-02T12:00:00Z"), None);
         assert!(clock.phase.open && !clock.phase.draining);
         assert_eq!(clock.phase.next, Some(at("2026-03-02T19:50:01Z")));
         // The close is the first whole second outside the window (20:00:00 is still open).
-        let draining = zone_clock(&z, None, at("2026-03-02T19:50:01Z"));
+        let draining = zone_clock(&z, None, at("2026-03-02T19:50:01Z"), None);
         assert!(draining.phase.open && draining.phase.draining);
         assert_eq!(draining.phase.next, Some(at("2026-03-02T20:00:01Z")));
     }
@@ -314,7 +317,7 @@ mod tests {
     #[test]
     fn without_drain_before_the_close_itself_is_next() {
         let z = zone("08:00-20:00", 0, 60);
-        let clock = zone_clock(&z, None, at("2026-03-02T12:00:00Z"));
+        let clock = zone_clock(&z, None, at("2026-03-02T12:00:00Z"), None);
         assert_eq!(clock.phase.next, Some(at("2026-03-02T20:00:01Z")));
     }
 
@@ -322,16 +325,17 @@ mod tests {
     fn closed_zone_wakes_for_its_next_round_before_it_opens() {
         let z = zone("08:00-20:00", 0, 300);
         let now = at("2026-03-02T21:00:00Z");
-        let fresh = zone_clock(&z, None, now);
+        let fresh = zone_clock(&z, None, now, None);
         assert!(!fresh.phase.open && fresh.phase.round_due);
         assert_eq!(fresh.phase.next, Some(at("2026-03-03T08:00:00Z")));
-        let after_round = zone_clock(&z, Some(at("2026-03-02T20:58:00Z")), now);
+        let after_round = zone_clock(&z, Some(at("2026-03-02T20:58:00Z")), now, None);
         assert!(!after_round.phase.round_due);
         assert_eq!(after_round.phase.next, Some(at("2026-03-02T21:03:00Z")));
         let later = zone_clock(
             &z,
             Some(at("2026-03-02T20:58:00Z")),
             at("2026-03-02T21:03:00Z"),
+            None,
         );
         assert!(later.phase.round_due, "evictPeriod elapsed exactly");
     }
@@ -340,7 +344,7 @@ mod tests {
     fn invalid_zone_never_wakes_anyone() {
         let mut z = zone("08:00-20:00", 0, 60);
         z.schedule = Err("bad".into());
-        let clock = zone_clock(&z, None, at("2026-03-02T21:00:00Z"));
+        let clock = zone_clock(&z, None, at("2026-03-02T21:00:00Z"), None);
         assert!(!clock.phase.valid);
         assert_eq!(clock.phase.next, None);
     }
@@ -349,7 +353,7 @@ mod tests {
     fn first_cycle_runs_everything_then_intervals_apply() {
         let t0 = at("2026-03-02T12:00:00Z");
         let policies = [policy("fast", 60, 1), policy("slow", 300, 1)];
-        let zones = [zone_clock(&zone("08:00-20:00", 0, 60), None, t0)];
+        let zones = [zone_clock(&zone("08:00-20:00", 0, 60), None, t0, None)];
         let mut s = CycleTimer::default();
         let due = s.due(&policies, &zones, t0).unwrap();
         assert_eq!(due.trigger, Trigger::Leader);
@@ -381,7 +385,7 @@ mod tests {
         let z = zone("08:00-20:00", 0, 60);
         let t0 = at("2026-03-02T19:58:00Z");
         let policies = [policy("p", 3600, 1), policy("q", 3600, 1)];
-        let zones = [zone_clock(&z, None, t0)];
+        let zones = [zone_clock(&z, None, t0, None)];
         let mut s = CycleTimer::default();
         s.record(&["p".to_owned(), "q".to_owned()], &policies, &zones, t0);
         let close = at("2026-03-02T20:00:01Z");
@@ -390,7 +394,7 @@ mod tests {
             s.due(&policies, &zones, close - SignedDuration::from_millis(1)),
             None
         );
-        let zones_now = [zone_clock(&z, None, close)];
+        let zones_now = [zone_clock(&z, None, close, None)];
         let due = s.due(&policies, &zones_now, close).unwrap();
         assert_eq!(due.trigger, Trigger::Zone);
         assert_eq!(due.policies, vec!["p", "q"]);
@@ -449,9 +453,9 @@ mod tests {
         let t0 = at("2026-03-02T12:00:00Z");
         let policies = [policy("p", 300, 1)];
         let mut s = CycleTimer::default();
-        let before = [zone_clock(&zone("08:00-20:00", 0, 60), None, t0)];
+        let before = [zone_clock(&zone("08:00-20:00", 0, 60), None, t0, None)];
         s.record(&["p".to_owned()], &policies, &before, t0);
-        let edited = [zone_clock(&zone("08:00-22:00", 0, 60), None, t0)];
+        let edited = [zone_clock(&zone("08:00-22:00", 0, 60), None, t0, None)];
         assert_eq!(
             s.due(&policies, &edited, t0).unwrap().trigger,
             Trigger::Zone
@@ -467,7 +471,7 @@ mod tests {
         let policies = [policy("p", 300, 1)];
         let mut s = CycleTimer::default();
         // The cycle at t0 started a round: the phases recorded are the ones after it.
-        let after = [zone_clock(&z, Some(t0), t0)];
+        let after = [zone_clock(&z, Some(t0), t0, None)];
         s.record(&["p".to_owned()], &policies, &after, t0);
         assert_eq!(
             s.due(&policies, &after, t0 + SignedDuration::from_secs(1)),
@@ -479,7 +483,7 @@ mod tests {
         );
         let t1 = t0 + SignedDuration::from_secs(60);
         let due = s
-            .due(&policies, &[zone_clock(&z, Some(t0), t1)], t1)
+            .due(&policies, &[zone_clock(&z, Some(t0), t1, None)], t1)
             .unwrap();
         assert_eq!(due.trigger, Trigger::Zone);
     }

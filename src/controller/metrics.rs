@@ -41,6 +41,20 @@ pub struct ZoneGauges {
     pub preemptable_pods: u32,
 }
 
+/// One zone's drain, for alerts on a close that will be missed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DrainGauges {
+    pub zone: String,
+    pub remaining_pods: u32,
+    /// Unix seconds at which the zone is expected empty; `None` when some pods would never leave.
+    pub expected_empty: Option<f64>,
+    /// Seconds from the expected empty zone to the close; `None` without a close ahead.
+    pub margin: Option<f64>,
+    pub at_risk: bool,
+    /// Unix seconds at which the drain for the close starts (or started).
+    pub start: Option<f64>,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct BuildLabels {
     pub version: String,
@@ -107,6 +121,11 @@ pub struct Metrics {
     zone_draining: Family<ZoneLabel, Gauge>,
     zone_next_change: Family<ZoneLabel, Gauge<f64, AtomicU64>>,
     zone_preemptable: Family<ZoneLabel, Gauge>,
+    drain_remaining: Family<ZoneLabel, Gauge>,
+    drain_expected_empty: Family<ZoneLabel, Gauge<f64, AtomicU64>>,
+    drain_margin: Family<ZoneLabel, Gauge<f64, AtomicU64>>,
+    drain_at_risk: Family<ZoneLabel, Gauge>,
+    drain_start: Family<ZoneLabel, Gauge<f64, AtomicU64>>,
     /// The per-policy series created so far, so that a deleted policy's can be dropped.
     policy_series: Mutex<BTreeMap<String, BTreeSet<PolicySeries>>>,
 }
@@ -238,7 +257,7 @@ impl Metrics {
         let zone_draining = Family::<ZoneLabel, Gauge>::default();
         registry.register(
             "zone_draining",
-            "1 while the zone is open but within drainBefore of its close",
+            "1 while the zone evicts its preemptable pods: closed, or draining ahead of its close",
             zone_draining.clone(),
         );
         let zone_next_change = Family::<ZoneLabel, Gauge<f64, AtomicU64>>::default();
@@ -252,6 +271,36 @@ impl Metrics {
             "zone_preemptable_pods",
             "Preemptable pods on the zone's nodes",
             zone_preemptable.clone(),
+        );
+        let drain_remaining = Family::<ZoneLabel, Gauge>::default();
+        registry.register(
+            "zone_drain_remaining_pods",
+            "Preemptable pods still on the zone while a close is ahead or it is closed, updated while evictions go out",
+            drain_remaining.clone(),
+        );
+        let drain_expected_empty = Family::<ZoneLabel, Gauge<f64, AtomicU64>>::default();
+        registry.register(
+            "zone_drain_expected_empty_timestamp_seconds",
+            "Unix time at which the zone is expected to hold no preemptable pod (absent when some never leave)",
+            drain_expected_empty.clone(),
+        );
+        let drain_margin = Family::<ZoneLabel, Gauge<f64, AtomicU64>>::default();
+        registry.register(
+            "zone_drain_margin_seconds",
+            "Seconds from the expected empty zone to its close; negative when the close will be missed",
+            drain_margin.clone(),
+        );
+        let drain_at_risk = Family::<ZoneLabel, Gauge>::default();
+        registry.register(
+            "zone_drain_at_risk",
+            "1 when the zone is not expected to be empty at its close (or is closed and still holds pods)",
+            drain_at_risk.clone(),
+        );
+        let drain_start = Family::<ZoneLabel, Gauge<f64, AtomicU64>>::default();
+        registry.register(
+            "zone_drain_start_timestamp_seconds",
+            "Unix time at which the drain for the zone's next close starts or started",
+            drain_start.clone(),
         );
         let leader = Gauge::default();
         registry.register(
@@ -287,6 +336,11 @@ impl Metrics {
             zone_draining,
             zone_next_change,
             zone_preemptable,
+            drain_remaining,
+            drain_expected_empty,
+            drain_margin,
+            drain_at_risk,
+            drain_start,
             policy_series: Mutex::default(),
         }
     }
@@ -334,6 +388,39 @@ impl Metrics {
                 .set(i64::from(z.preemptable_pods));
             if let Some(at) = z.next_change {
                 self.zone_next_change.get_or_create(&label).set(at);
+            }
+        }
+    }
+
+    /// Replaces the drain series: zones without a drain ahead have none.
+    pub fn set_drains(&self, drains: &[DrainGauges]) {
+        self.drain_remaining.clear();
+        self.drain_at_risk.clear();
+        for family in [
+            &self.drain_expected_empty,
+            &self.drain_margin,
+            &self.drain_start,
+        ] {
+            family.clear();
+        }
+        for drain in drains {
+            let label = ZoneLabel {
+                zone: drain.zone.clone(),
+            };
+            self.drain_remaining
+                .get_or_create(&label)
+                .set(i64::from(drain.remaining_pods));
+            self.drain_at_risk
+                .get_or_create(&label)
+                .set(i64::from(drain.at_risk));
+            for (family, value) in [
+                (&self.drain_expected_empty, drain.expected_empty),
+                (&self.drain_margin, drain.margin),
+                (&self.drain_start, drain.start),
+            ] {
+                if let Some(value) = value {
+                    family.get_or_create(&label).set(value);
+                }
             }
         }
     }

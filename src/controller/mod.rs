@@ -11,7 +11,9 @@
 pub(crate) mod cycle;
 pub(crate) mod cycle_result;
 pub(crate) mod cycle_timer;
+pub(crate) mod drains;
 pub mod evictor;
+pub(crate) mod finish;
 pub(crate) mod metrics;
 pub(crate) mod oneshot;
 pub(crate) mod status;
@@ -31,7 +33,8 @@ pub use cycle::{CycleRunner, CycleSettings};
 use cycle_timer::CycleTimer;
 
 use self::{
-    evictor::{Evictor, EvictorConfig},
+    drains::Drains,
+    evictor::{EvictionQueue, Evictor, EvictorConfig},
     metrics::Metrics,
     status::StatusWriter,
     taints::KeeperSettings,
@@ -179,6 +182,19 @@ pub async fn run_with_clients(
         }
     });
 
+    let guard = Arc::new(cycle::ActGuard {
+        leader: leader.clone(),
+        shutdown: shutdown.clone(),
+        abandon,
+    });
+    let evictor = Evictor::new(evictions, config.eviction.clone());
+    let queue = EvictionQueue::new();
+    background.spawn({
+        let (queue, evictor, guard) = (queue.clone(), evictor.clone(), Arc::clone(&guard));
+        let (shared, stop) = (shared.clone(), servers_stop.clone());
+        async move { queue.dispatch(evictor, guard, shared, stop).await }
+    });
+
     let identity = config
         .lease
         .as_ref()
@@ -187,17 +203,21 @@ pub async fn run_with_clients(
         client: client.clone(),
         shared: shared.clone(),
         snapshot: Snapshot::default(),
-        evictor: Evictor::new(evictions, config.eviction.clone()),
-        guard: cycle::ActGuard {
-            leader: leader.clone(),
-            shutdown: shutdown.clone(),
-            abandon,
-        },
-        status: StatusWriter::new(client.clone(), &identity, leader.clone(), metrics.clone()),
+        evictor: evictor.clone(),
+        queue: queue.clone(),
+        guard: Arc::clone(&guard),
+        status: Arc::new(StatusWriter::new(
+            client.clone(),
+            &identity,
+            leader.clone(),
+            metrics.clone(),
+        )),
         metrics,
         settings: config.cycle.clone(),
         warned: Default::default(),
         last_verified: Default::default(),
+        drains: Drains::new(config.drain_margin),
+        finishing: JoinSet::new(),
     };
     control_loop(&mut runtime, &config, leader, &shutdown).await;
 
@@ -236,43 +256,34 @@ async fn control_loop(
         let shared = rt.shared.clone();
         let following = || {
             timer.reset();
+            rt.drains.reset();
             rt.status.forget();
         };
         if !until_leading_and_synced("cycles", &leader, &shared, shutdown, following).await {
-            return;
+            break;
         }
 
         let now = Timestamp::now();
+        rt.refresh_drains(now, false).await;
         let (policies, zones) = rt.clocks(now);
         if let Some(due) = timer.due(&policies, &zones, now) {
             info!(trigger = due.trigger.as_str(), policies = ?due.policies, "cycle");
-            let finished = {
-                // Past the grace period, requests on the wire are cut (see `ActGuard`) and the cycle
-                // writes back what it did; that write-back gets one more grace period.
-                let (abandon, grace) = (rt.guard.abandon.clone(), config.shutdown_grace);
-                let write_back_over = async move {
-                    abandon.cancelled().await;
-                    tokio::time::sleep(grace).await;
-                };
-                let cycle = rt.run_cycle(&due.policies, now, due.trigger);
-                tokio::pin!(cycle);
-                tokio::select! {
-                    _ = &mut cycle => true,
-                    () = write_back_over => false,
-                }
-            };
-            if !finished {
-                warn!(
-                    "shutdown: the interrupted cycle's write-back did not finish in time; giving it up"
-                );
-                return;
-            }
+            // Returns once the evictions are queued: the next zone change is acted on while they
+            // go out.
+            rt.run_cycle(&due.policies, now, due.trigger).await;
             let (policies, zones) = rt.snapshot_clocks(now);
             timer.record(&due.policies, &policies, &zones, now);
             continue;
         }
 
-        let wake = cycle_timer::sleep_for(timer.next_wakeup(&policies, &zones), now, MAX_SLEEP);
+        let next = [
+            timer.next_wakeup(&policies, &zones),
+            Some(rt.drains.next_refresh(now)),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let wake = cycle_timer::sleep_for(next, now, MAX_SLEEP);
         tokio::select! {
             () = tokio::time::sleep(wake) => {}
             changed = changes.changed() => {
@@ -280,14 +291,22 @@ async fn control_loop(
                     // Let a burst of edits (or our own status writes) settle before re-planning.
                     tokio::select! {
                         () = tokio::time::sleep(config.config_debounce) => {}
-                        () = shutdown.cancelled() => return,
+                        () = shutdown.cancelled() => break,
                     }
                     changes.borrow_and_update();
                 }
             }
             () = leadership.lost() => {}
-            () = shutdown.cancelled() => return,
+            () = shutdown.cancelled() => break,
         }
+    }
+    // Past the grace period requests on the wire are cut (see `ActGuard`) and every cycle writes
+    // back what it did: what was evicted must be on record before the lease goes to a standby. The
+    // write-backs get one more grace period.
+    if !rt.finish_all(config.shutdown_grace.saturating_mul(2)).await {
+        warn!(
+            "shutdown: the write-back of cycles still finishing did not end in time; giving it up"
+        );
     }
 }
 

@@ -45,7 +45,7 @@ pub(crate) async fn live_cache(client: Client, timeout: Duration) -> anyhow::Res
 /// a pod already gone, ...) move to the skipped list under the gate that names why (`pdb`, `gone`, ...).
 /// Those not sent within `timeout` stay planned and are returned as unverified: not being checked
 /// is not a refusal. Each check is independent: two pods under one budget that allows one
-/// disruption both pass here, while a real cycle would get a 429 for the second.
+/// disruption are both accepted here, while a real cycle would get a 429 for the second.
 pub(crate) async fn verify(
     client: Client,
     cycle: &mut CyclePlan,

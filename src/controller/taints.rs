@@ -179,7 +179,7 @@ pub fn next_pass(
     let transition = snapshot
         .zones
         .values()
-        .filter_map(|zone| cycle_timer::zone_clock(zone, None, now).phase.next)
+        .filter_map(|zone| cycle_timer::zone_clock(zone, None, now, None).phase.next)
         .min();
     let mut wait = cycle_timer::sleep_for(transition, now, settings.resync);
     if failed {

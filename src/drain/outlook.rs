@@ -222,13 +222,6 @@ fn drain_start(
             capped: None,
         };
     }
-    if let Some(started) = zone.drain_started.filter(|s| s.close == close) {
-        return Start {
-            at: started.at,
-            now: false,
-            capped: None,
-        };
-    }
     // How long the drain takes on its own, started now: cooldowns that end later make it longer, so
     // the lead errs early.
     let alone = model::estimate(std::slice::from_ref(drain), settings.pacing);
@@ -237,12 +230,19 @@ fn drain_start(
         .map_or(SignedDuration::ZERO, DrainEstimate::duration);
     let wanted = settings.lead_for(duration);
     let max = zone.spec.max_drain_before.to_signed();
-    let lead = wanted.min(max);
-    let at = close.checked_sub(lead).unwrap_or(Timestamp::MIN);
+    let capped = (wanted > max).then_some(wanted);
+    if let Some(started) = zone.drain_started.filter(|s| s.close == close) {
+        return Start {
+            at: started.at,
+            now: false,
+            capped,
+        };
+    }
+    let at = close.checked_sub(wanted.min(max)).unwrap_or(Timestamp::MIN);
     Start {
         at,
         now: !evicting && at <= now,
-        capped: (wanted > max).then_some(wanted),
+        capped,
     }
 }
 

@@ -236,7 +236,7 @@ mod tests {
     fn a_node_that_took_one_pod_of_a_shape_is_tried_for_the_next() {
         // Three old 1-core pods of one shape, on a (2 cores free), c and d (full); b has 1 core
         // free. p1 (on a) goes to b; p2 (on c) to a, the node p1's search had to skip; p3 (on d)
-        // must find a's second free core. The search used to forget a once it took p2.
+        // must find a's second free core: a search that forgot a once it took p2 would not.
         let cluster = node_with(Cluster::new(), "a", "x/p1", "1");
         let cluster = cluster
             .node(node("b").allocatable("4", "8Gi", 110))

@@ -383,7 +383,12 @@ mod tests {
         let mut cluster = tainted()
             .namespace("a", &[("tier", "batch")])
             .namespace("b", &[("tier", "prod")])
-            .pdb("a", "covered")
+            .pdb(
+                pdb("a/pdb-covered", "covered")
+                    .max_unavailable(1)
+                    .status(json!({"disruptionsAllowed": 1, "currentHealthy": 1,
+                        "desiredHealthy": 0, "expectedPods": 1})),
+            )
             .pod(
                 pod("a/covered", "n1")
                     .requests("100m", "1Gi")

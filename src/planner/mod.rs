@@ -196,11 +196,23 @@ pub fn plan_all_with(
     now: Timestamp,
     rows: SkipRows,
 ) -> CyclePlan {
+    plan_all_in_flight(snapshot, policies, now, rows, HashSet::new())
+}
+
+/// [`plan_all_with`] where `in_flight` pods (evictions queued or on the wire) count as leaving, as
+/// those of an earlier policy of the cycle do: never planned again, and within their jobs' budgets.
+pub fn plan_all_in_flight(
+    snapshot: &Snapshot,
+    policies: &[&PolicyInfo],
+    now: Timestamp,
+    rows: SkipRows,
+    in_flight: HashSet<ObjectKey>,
+) -> CyclePlan {
     let (zones, mut warnings) = zone_views(snapshot, now);
     warnings.extend(missing_podgroups(snapshot));
     warnings.extend(unreadable_pods(snapshot));
     warnings.extend(implausible_capacity(snapshot));
-    let mut planned: HashSet<ObjectKey> = HashSet::new();
+    let mut planned = in_flight;
     let mut plans = Vec::new();
     for (at, policy) in policies.iter().enumerate() {
         let plan = plan_policy_with(snapshot, policy, now, &zones, &planned, rows);

@@ -607,7 +607,7 @@ mod tests {
     }
 
     #[test]
-    fn with_one_policy_rows_and_counts_are_as_before() {
+    fn with_one_policy_the_table_has_no_policy_column_and_counts_rows_once() {
         let report = report(
             &["p"],
             vec![eviction("a", "p"), eviction("b", "p")],

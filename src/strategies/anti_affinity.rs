@@ -245,7 +245,7 @@ mod tests {
     #[test]
     fn a_pod_evicted_by_an_earlier_strategy_no_longer_violates() {
         // podLifeTime runs first and evicts the old pod of the pair: the young one then repels
-        // nothing and stays (both used to go).
+        // nothing and stays (counting the evicted pod would send both).
         let mut cluster = Cluster::new()
             .node(node("n1").allocatable("4", "8Gi", 110))
             .node(node("n2").allocatable("4", "8Gi", 110))

@@ -314,8 +314,8 @@ mod tests {
     #[test]
     fn replicas_evicted_by_an_earlier_strategy_leave_their_node_but_count_in_the_total() {
         // podLifeTime evicts the two oldest of four replicas on n1: the two left are within their
-        // share (4 over 2 nodes: 2 per node), so removeDuplicates has nothing to do. It used to evict
-        // the other two as well, emptying n1.
+        // share (4 over 2 nodes: 2 per node), so removeDuplicates has nothing to do: counting only the
+        // replicas left would evict the other two as well, emptying n1.
         let mut cluster = Cluster::new()
             .node(node("n1").allocatable("4", "8Gi", 110))
             .node(node("n2").allocatable("4", "8Gi", 110))
@@ -333,9 +333,10 @@ mod tests {
     fn feasibility_is_per_placement_and_a_pod_that_fits_nowhere_else_stays() {
         // Three replicas on n1; the newest carries a node selector no node matches (patched after it
         // was scheduled). The group could spread over three nodes, so n1 keeps one: the two others
-        // go, the stuck one stays, whatever the pods are called. The plan used to follow one sample
-        // pod: named first, the stuck pod made the whole group look unplaceable (nothing evicted);
-        // named last, it was evicted itself although it fits no node.
+        // go, the stuck one stays, whatever the pods are called. A plan that followed one sample pod
+        // would depend on the names: named first, the stuck pod would make the whole group look
+        // unplaceable (nothing evicted); named last, it would be evicted itself although it fits no
+        // node.
         for stuck in ["a/web-0-stuck", "a/web-9-stuck"] {
             let mut cluster = Cluster::new()
                 .node(node("n1").allocatable("4", "8Gi", 110))

@@ -515,7 +515,7 @@ mod tests {
     #[test]
     fn room_freed_by_an_earlier_strategy_is_not_made_again() {
         // podLifeTime evicts the old 2-core pod: the pending pod will fit in the room it leaves, so the
-        // preemptable pod stays (it used to be evicted too).
+        // preemptable pod stays (making room again would evict it too).
         let mut cluster = Cluster::new()
             .node(node("n1").allocatable("4", "16Gi", 110))
             .pod(

@@ -665,8 +665,8 @@ mod tests {
     #[test]
     fn node_fit_charges_each_planned_move_against_its_destination() {
         // 20 pods in zone a; zone b's only node has 3 free pod slots. Balancing wants 10 moves; with
-        // topologyBalanceNodeFit only 3 have somewhere to go (each move used to be checked against
-        // the same empty node).
+        // topologyBalanceNodeFit only 3 have somewhere to go (checking each move against the node as
+        // it stands, without the moves planned before it, would send all 10).
         let mut cluster = Cluster::new()
             .node(node("a1").allocatable("40", "80Gi", 110).label("zone", "a"))
             .node(node("b1").allocatable("40", "80Gi", 3).label("zone", "b"));

@@ -260,7 +260,7 @@ mod tests {
 
     /// A bare, unscheduled pod `ns/p` with `extra_spec` merged into its spec, as the webhook sees it
     /// on CREATE: the API object and what tidal reads of it.
-    fn pod(extra_spec: Value, annotations: Value) -> (Pod, PodInfo) {
+    fn created_pod(extra_spec: Value, annotations: Value) -> (Pod, PodInfo) {
         let pod = kit::pod("ns/p", "")
             .bare()
             .patch(json!({"metadata": {"annotations": annotations}, "spec": extra_spec}))
@@ -287,7 +287,7 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let spec = |n: usize| json!({"affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": terms(n)}}}});
-        let (p, info) = pod(spec(MAX_PATCHED_TERMS + 1), json!({}));
+        let (p, info) = created_pod(spec(MAX_PATCHED_TERMS + 1), json!({}));
         let m = mutate(&p, &info, &Preemptable::No);
         assert!(m.patch.0.is_empty());
         assert!(
@@ -297,7 +297,7 @@ mod tests {
         );
         // At the limit the patch still comes, and stays proportional to the pod: one requirement
         // added per term.
-        let (p, info) = pod(spec(MAX_PATCHED_TERMS), json!({}));
+        let (p, info) = created_pod(spec(MAX_PATCHED_TERMS), json!({}));
         let m = mutate(&p, &info, &Preemptable::No);
         let patched = patched_affinity(&p, &m);
         assert_eq!(
@@ -314,7 +314,7 @@ mod tests {
 
     #[test]
     fn non_preemptable_pod_without_affinity_gets_one_required_term() {
-        let (p, info) = pod(json!({}), json!({}));
+        let (p, info) = created_pod(json!({}), json!({}));
         let m = mutate(&p, &info, &Preemptable::No);
         assert_eq!(
             patched_affinity(&p, &m),
@@ -327,7 +327,7 @@ mod tests {
 
     #[test]
     fn requirement_is_anded_into_every_user_term_and_nothing_else_changes() {
-        let (p, info) = pod(
+        let (p, info) = created_pod(
             json!({"affinity": {
                 "nodeAffinity": {
                     REQUIRED: {"nodeSelectorTerms": [
@@ -375,14 +375,14 @@ mod tests {
 
     #[test]
     fn mutation_is_idempotent() {
-        let (p, info) = pod(json!({}), json!({}));
+        let (p, info) = created_pod(json!({}), json!({}));
         let first = mutate(&p, &info, &Preemptable::No);
         let mut doc = serde_json::to_value(&p).unwrap();
         json_patch::patch(&mut doc, &first.patch).unwrap();
         let again: Pod = serde_json::from_value(doc).unwrap();
         assert!(mutate(&again, &info, &Preemptable::No).is_empty());
 
-        let (p, info) = pod(json!({}), json!({}));
+        let (p, info) = created_pod(json!({}), json!({}));
         let first = mutate(&p, &info, &Preemptable::Yes);
         let mut doc = serde_json::to_value(&p).unwrap();
         json_patch::patch(&mut doc, &first.patch).unwrap();
@@ -392,7 +392,7 @@ mod tests {
 
     #[test]
     fn preemptable_pod_prefers_revocable_nodes_keeping_user_preferences() {
-        let (p, info) = pod(
+        let (p, info) = created_pod(
             json!({"affinity": {"nodeAffinity": {PREFERRED: [
                 {"weight": 10, "preference": {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}}
             ]}}}),
@@ -416,7 +416,7 @@ mod tests {
 
     #[test]
     fn a_pod_opted_into_one_zone_prefers_that_zone() {
-        let (p, info) = pod(
+        let (p, info) = created_pod(
             json!({}),
             json!({"volcano.sh/preemptable": "true", "volcano.sh/revocable-zone": "z2"}),
         );
@@ -434,7 +434,7 @@ mod tests {
         let opted = json!({"volcano.sh/preemptable": "true", "volcano.sh/revocable-zone": "z2"});
         let off = json!({"key": "volcano.sh/revocable-zone", "operator": "DoesNotExist"});
         let z2 = json!({"key": "volcano.sh/revocable-zone", "operator": "In", "values": ["z2"]});
-        let (p, info) = pod(json!({}), opted.clone());
+        let (p, info) = created_pod(json!({}), opted.clone());
         let m = mutate(&p, &info, &Preemptable::Yes);
         assert_eq!(
             patched_affinity(&p, &m)["nodeAffinity"][REQUIRED]["nodeSelectorTerms"],
@@ -443,7 +443,7 @@ mod tests {
 
         // Each of the user's terms is kept, once per alternative; empty terms stay empty.
         let disk = json!({"key": "disk", "operator": "In", "values": ["ssd"]});
-        let (p, info) = pod(
+        let (p, info) = created_pod(
             json!({"affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [
                 {"matchExpressions": [disk]}, {}
             ]}}}}),
@@ -468,7 +468,7 @@ mod tests {
         assert!(mutate(&again, &info, &Preemptable::Yes).is_empty());
 
         // Any zone ("*"): a preference only, no requirement.
-        let (p, info) = pod(
+        let (p, info) = created_pod(
             json!({}),
             json!({"volcano.sh/preemptable": "true", "volcano.sh/revocable-zone": "*"}),
         );
@@ -482,7 +482,7 @@ mod tests {
 
     #[test]
     fn unreadable_annotation_admits_unchanged_with_a_warning() {
-        let (p, info) = pod(json!({}), json!({"volcano.sh/preemptable": "yes please"}));
+        let (p, info) = created_pod(json!({}), json!({"volcano.sh/preemptable": "yes please"}));
         let preemptable = super::super::placement::preemptable(&info, None);
         let m = mutate(&p, &info, &preemptable);
         assert!(m.is_empty());
@@ -496,7 +496,7 @@ mod tests {
 
     #[test]
     fn pods_with_node_name_and_daemonset_pods_are_left_alone() {
-        let (p, info) = pod(json!({"nodeName": "n1"}), json!({}));
+        let (p, info) = created_pod(json!({"nodeName": "n1"}), json!({}));
         assert!(mutate(&p, &info, &Preemptable::No).is_empty());
 
         let mut ds: Pod = serde_json::from_value(json!({
@@ -513,7 +513,7 @@ mod tests {
 
     #[test]
     fn non_preemptable_pod_asking_for_revocable_nodes_is_warned() {
-        let (p, info) = pod(
+        let (p, info) = created_pod(
             json!({"nodeSelector": {"volcano.sh/revocable-zone": "z1"}}),
             json!({}),
         );
@@ -525,7 +525,7 @@ mod tests {
             m.warnings
         );
 
-        let (p, info) = pod(json!({}), json!({"volcano.sh/revocable-zone": "*"}));
+        let (p, info) = created_pod(json!({}), json!({"volcano.sh/revocable-zone": "*"}));
         let m = mutate(&p, &info, &Preemptable::No);
         assert!(
             m.warnings[0].contains("is not preemptable"),

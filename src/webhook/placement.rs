@@ -131,14 +131,15 @@ mod tests {
     use crate::{cluster::Setting, testkit as kit};
 
     /// A bare, unscheduled pod `ns/p`: placement reads only its labels and annotations.
-    fn pod(labels: serde_json::Value, annotations: serde_json::Value) -> PodInfo {
+    fn unscheduled_pod(labels: serde_json::Value, annotations: serde_json::Value) -> PodInfo {
         kit::pod("ns/p", "")
             .bare()
             .patch(json!({"metadata": {"labels": labels, "annotations": annotations}}))
             .build()
     }
 
-    fn node(zone: Option<&str>) -> NodeInfo {
+    /// Node `n1`, in revocable zone `zone` if given.
+    fn node_in(zone: Option<&str>) -> NodeInfo {
         let node = kit::node("n1");
         match zone {
             Some(zone) => node.zone(zone),
@@ -147,7 +148,8 @@ mod tests {
         .build()
     }
 
-    fn zone(windows: &[&str], drain: &str) -> ZoneInfo {
+    /// Zone `z1`, open in `windows` (UTC), draining `drain` before each close.
+    fn zone_z1(windows: &[&str], drain: &str) -> ZoneInfo {
         windows
             .iter()
             .fold(kit::zone("z1"), |zone, window| zone.window(window))
@@ -160,7 +162,7 @@ mod tests {
     }
 
     fn preemptable_pod() -> PodInfo {
-        pod(json!({}), json!({"volcano.sh/preemptable": "true"}))
+        unscheduled_pod(json!({}), json!({"volcano.sh/preemptable": "true"}))
     }
 
     #[test]
@@ -172,24 +174,24 @@ mod tests {
             min_member: None,
         };
         assert_eq!(
-            preemptable(&pod(json!({}), json!({})), None),
+            preemptable(&unscheduled_pod(json!({}), json!({})), None),
             Preemptable::No
         );
         assert_eq!(
-            preemptable(&pod(json!({}), json!({})), Some(&group("true"))),
+            preemptable(&unscheduled_pod(json!({}), json!({})), Some(&group("true"))),
             Preemptable::Yes
         );
         // The pod's own label beats its group.
         assert_eq!(
             preemptable(
-                &pod(json!({"volcano.sh/preemptable": "false"}), json!({})),
+                &unscheduled_pod(json!({"volcano.sh/preemptable": "false"}), json!({})),
                 Some(&group("true"))
             ),
             Preemptable::No
         );
         assert!(matches!(
             preemptable(
-                &pod(json!({}), json!({"volcano.sh/preemptable": "yes"})),
+                &unscheduled_pod(json!({}), json!({"volcano.sh/preemptable": "yes"})),
                 None
             ),
             Preemptable::Unreadable(_)
@@ -199,9 +201,9 @@ mod tests {
     #[test]
     fn ordinary_nodes_take_anything() {
         let verdict = check_binding(
-            &pod(json!({}), json!({})),
+            &unscheduled_pod(json!({}), json!({})),
             None,
-            &node(None),
+            &node_in(None),
             None,
             at("12:00"),
         );
@@ -210,11 +212,11 @@ mod tests {
 
     #[test]
     fn rule_1_non_preemptable_pods_stay_off_revocable_nodes() {
-        let z = zone(&["08:00-21:00"], "0s");
+        let z = zone_z1(&["08:00-21:00"], "0s");
         let verdict = check_binding(
-            &pod(json!({}), json!({})),
+            &unscheduled_pod(json!({}), json!({})),
             None,
-            &node(Some("z1")),
+            &node_in(Some("z1")),
             Some(&z),
             at("12:00"),
         );
@@ -229,9 +231,9 @@ mod tests {
         // Also when no RevocableZone exists: the rule is about the node label.
         assert!(
             !check_binding(
-                &pod(json!({}), json!({})),
+                &unscheduled_pod(json!({}), json!({})),
                 None,
-                &node(Some("z1")),
+                &node_in(Some("z1")),
                 None,
                 at("12:00")
             )
@@ -241,11 +243,11 @@ mod tests {
 
     #[test]
     fn rule_2_preemptable_pods_only_while_the_zone_is_open() {
-        let z = zone(&["08:00-21:00"], "0s");
+        let z = zone_z1(&["08:00-21:00"], "0s");
         let open = check_binding(
             &preemptable_pod(),
             None,
-            &node(Some("z1")),
+            &node_in(Some("z1")),
             Some(&z),
             at("12:00"),
         );
@@ -253,7 +255,7 @@ mod tests {
         let Verdict::Deny(message) = check_binding(
             &preemptable_pod(),
             None,
-            &node(Some("z1")),
+            &node_in(Some("z1")),
             Some(&z),
             at("22:00"),
         ) else {
@@ -267,11 +269,11 @@ mod tests {
 
     #[test]
     fn a_draining_zone_takes_no_new_pods() {
-        let z = zone(&["08:00-21:00"], "1h");
+        let z = zone_z1(&["08:00-21:00"], "1h");
         let Verdict::Deny(message) = check_binding(
             &preemptable_pod(),
             None,
-            &node(Some("z1")),
+            &node_in(Some("z1")),
             Some(&z),
             at("20:30"),
         ) else {
@@ -290,7 +292,7 @@ mod tests {
             check_binding(
                 &preemptable_pod(),
                 None,
-                &node(Some("z1")),
+                &node_in(Some("z1")),
                 Some(&z),
                 at("19:30")
             )
@@ -300,14 +302,14 @@ mod tests {
 
     #[test]
     fn zone_opt_in_must_match_the_node_zone() {
-        let z = zone(&["00:00-00:00"], "0s");
+        let z = zone_z1(&["00:00-00:00"], "0s");
         let opted = |value: &str| {
-            pod(
+            unscheduled_pod(
                 json!({}),
                 json!({"volcano.sh/preemptable": "true", "volcano.sh/revocable-zone": value}),
             )
         };
-        let n = node(Some("z1"));
+        let n = node_in(Some("z1"));
         assert!(check_binding(&opted("*"), None, &n, Some(&z), at("12:00")).is_allowed());
         assert!(check_binding(&opted("z1"), None, &n, Some(&z), at("12:00")).is_allowed());
         let Verdict::Deny(message) = check_binding(&opted("z2"), None, &n, Some(&z), at("12:00"))
@@ -322,10 +324,10 @@ mod tests {
 
     #[test]
     fn unreadable_preemptable_is_denied_with_key_and_value() {
-        let z = zone(&["00:00-00:00"], "0s");
-        let bad = pod(json!({}), json!({"volcano.sh/preemptable": "maybe"}));
+        let z = zone_z1(&["00:00-00:00"], "0s");
+        let bad = unscheduled_pod(json!({}), json!({"volcano.sh/preemptable": "maybe"}));
         let Verdict::Deny(message) =
-            check_binding(&bad, None, &node(Some("z1")), Some(&z), at("12:00"))
+            check_binding(&bad, None, &node_in(Some("z1")), Some(&z), at("12:00"))
         else {
             panic!("unreadable must deny")
         };
@@ -340,19 +342,19 @@ mod tests {
         let Verdict::Allow { warnings } = check_binding(
             &preemptable_pod(),
             None,
-            &node(Some("z1")),
+            &node_in(Some("z1")),
             None,
             at("12:00"),
         ) else {
             panic!("unknown zone allows")
         };
         assert!(warnings[0].contains("no RevocableZone z1"));
-        let mut broken = zone(&["08:00-21:00"], "0s");
+        let mut broken = zone_z1(&["08:00-21:00"], "0s");
         broken.schedule = Err("unknown time zone".to_owned());
         let Verdict::Allow { warnings } = check_binding(
             &preemptable_pod(),
             None,
-            &node(Some("z1")),
+            &node_in(Some("z1")),
             Some(&broken),
             at("12:00"),
         ) else {
@@ -366,7 +368,7 @@ mod tests {
         let ds = kit::pod("ns/agent", "")
             .owned_by("DaemonSet", "agent")
             .build();
-        let z = zone(&["08:00-21:00"], "0s");
-        assert!(check_binding(&ds, None, &node(Some("z1")), Some(&z), at("23:00")).is_allowed());
+        let z = zone_z1(&["08:00-21:00"], "0s");
+        assert!(check_binding(&ds, None, &node_in(Some("z1")), Some(&z), at("23:00")).is_allowed());
     }
 }

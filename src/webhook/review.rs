@@ -777,7 +777,7 @@ mod tests {
     }
 
     /// A Binding without a node to bind to (no `target`, an empty name, or a target that is not a
-    /// Node) is refused, as the API server's own validation refuses it; it used to be allowed.
+    /// Node) is refused, as the API server's own validation refuses it.
     #[test]
     fn bindings_without_a_node_target_are_denied() {
         let c = cache(&[pod_object("web", json!({}), json!({}))]);

@@ -36,9 +36,9 @@ const BODY_LIMIT: usize = 6 * 1024 * 1024;
 const SMALL_BODY: usize = 256 * 1024;
 /// KiB of larger bodies parsed at the same time. Parsing takes many times a body's size (a 1.86 MiB
 /// pod of 20,000 affinity terms raises the peak by about 145 MiB), and tokio runs as many parses at
-/// once as the node has cores, whatever the pod's CPU limit: with 8 workers, twelve such pods at once
-/// peaked at 920 MiB without the budget and 635 MiB with it (before objects were read in place; 354
-/// MiB since). A request that waits past the request deadline gets a 408.
+/// once as the node has cores, whatever the pod's CPU limit. The budget bounds what they take together:
+/// with 8 workers, twelve such pods at once peak at about 354 MiB. A request that waits past the
+/// request deadline gets a 408.
 const LARGE_BODY_BUDGET_KIB: u32 = 8 * 1024;
 
 /// Pause between two looks at the cache while waiting for an object to arrive.

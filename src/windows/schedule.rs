@@ -18,7 +18,7 @@ use super::{DailyWindow, WindowError};
 /// within a few weeks (Samoa's 2011 skip of a whole day is the extreme), so
 /// every instant up to `t + trusted` has a local time before that, which is
 /// why `trusted = days - 1`. Most schedules change within a day, so the cheap
-/// first pass usually answers; the last pass reaches past a weekly window that
+/// first search usually answers; the widest reaches past a weekly window that
 /// a DST gap or a skipped day erased for one week.
 const PASSES: [(i64, i64); 3] = [(2, 1), (9, 8), (23, 22)];
 

@@ -303,6 +303,7 @@ fn pod(p: api::Pod) -> pb::Pod {
                 .map(volume)
                 .collect(),
             scheduler_name: s.scheduler_name,
+            termination_grace_period_seconds: s.termination_grace_period_seconds,
             ..Default::default()
         }),
         status: p.status.map(|s| pb::PodStatus {

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import re
 import datetime
 import os
@@ -231,7 +232,7 @@ FOREIGN_SCHEMAS = {
 }
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chart():
     with helm.Chart.load(str(CHART)) as loaded:
         yield loaded
@@ -249,6 +250,11 @@ def render(chart, values: dict, release: str = RELEASE) -> tuple[list[dict], str
         for doc in yaml.safe_load_all(out[path]):
             if doc:
                 docs.append(doc)
+    # The webhook configurations are applied by the register hook from this ConfigMap, not by Helm:
+    # they are checked here as the objects the cluster will hold.
+    for config_map in find(docs, "ConfigMap"):
+        if config_map["metadata"]["name"].endswith("-webhook-configurations"):
+            docs.extend(json.loads(config_map["data"]["configurations.json"]))
     return docs, notes
 
 
@@ -520,7 +526,8 @@ def test_webhook_only_reads(chart):
 
 def test_no_lease_role_without_leader_election(chart):
     docs, _ = render(chart, VARIANTS["single-replica-no-lease"])
-    assert find(docs, "Role") == []
+    for role in find(docs, "Role"):
+        assert not grants(role["rules"], "coordination.k8s.io", "leases", "get"), role["metadata"]["name"]
 
 
 # -------------------------------------------------------------------------------------------- pods and probes
@@ -707,8 +714,119 @@ def test_selectors_from_values(chart):
 def test_webhook_off_renders_no_webhook_objects(chart):
     docs, _ = render(chart, VARIANTS["webhook-off"])
     kinds = {d["kind"] for d in docs}
-    assert not {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Secret"} & kinds
+    assert not {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Secret", "Job", "ConfigMap"} & kinds
     assert [d["metadata"]["name"] for d in find(docs, "Deployment")] == ["tidal-controller"]
+
+
+# ------------------------------------------------------------------------ registration and rollout (no fail-open)
+
+
+def register_hook(docs):
+    return one(docs, "Job", "tidal-webhook-register")
+
+
+def test_webhook_configurations_are_registered_by_a_hook_not_by_helm(chart):
+    out = chart.render(values={}, name=RELEASE, namespace=NAMESPACE, is_install=True)
+    rendered_kinds = {
+        doc["kind"]
+        for path, text in out.items()
+        if not path.endswith("NOTES.txt")
+        for doc in yaml.safe_load_all(text)
+        if doc
+    }
+    # Helm itself never creates them: at install they would be active before the webhook can answer.
+    assert not {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} & rendered_kinds
+    docs, _ = render(chart, {})
+    job = register_hook(docs)
+    annotations = job["metadata"]["annotations"]
+    assert annotations["helm.sh/hook"] == "post-install,post-upgrade,post-rollback"
+    assert set(annotations["helm.sh/hook-delete-policy"].split(",")) == {"before-hook-creation", "hook-succeeded"}
+    spec = job["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    assert container["args"] == [
+        "register-webhooks",
+        "--configurations=/etc/tidal/register/configurations.json",
+        "--owner-cluster-role=tidal-webhook-register",
+        "--timeout=4m",
+    ]
+    volume = next(v for v in spec["volumes"] if v["name"] == "configurations")
+    assert volume["configMap"]["name"] == "tidal-webhook-configurations"
+    assert spec["serviceAccountName"] == "tidal-webhook-register"
+    assert spec["restartPolicy"] == "Never"
+    # The Job outlives its wait by a margin: the command gives up first and says why.
+    assert job["spec"]["activeDeadlineSeconds"] == 4 * 60 + 60
+    # Its pod is not a webhook pod: the Service must never send it a review.
+    service = one(docs, "Service", "tidal-webhook")
+    labels = job["spec"]["template"]["metadata"]["labels"]
+    assert not all(labels.get(k) == v for k, v in service["spec"]["selector"].items()), labels
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert spec["securityContext"]["runAsNonRoot"] is True
+
+
+def test_the_register_hook_may_touch_only_the_releases_configurations(chart):
+    docs, _ = render(chart, {})
+    rules = rules_of(docs, "ClusterRole", "tidal-webhook-register")
+    for rule in rules:
+        # Named objects only, and nothing is ever deleted or updated: the hook applies in place.
+        assert rule.get("resourceNames"), rule
+        assert set(rule["verbs"]) <= {"get", "create", "patch"}, rule
+    admission = [r for r in rules if r["apiGroups"] == ["admissionregistration.k8s.io"]]
+    assert admission == [{
+        "apiGroups": ["admissionregistration.k8s.io"],
+        "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+        "resourceNames": ["tidal"],
+        "verbs": ["get", "create", "patch"],
+    }]
+    # The owner it reads is its own ClusterRole: deleting it at uninstall deletes the configurations.
+    assert {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"],
+            "resourceNames": ["tidal-webhook-register"], "verbs": ["get"]} in rules
+    assert rules_of(docs, "Role", "tidal-webhook-register") == [
+        {"apiGroups": [""], "resources": ["services"], "resourceNames": ["tidal-webhook"], "verbs": ["get"]}
+    ]
+    for kind in ("ClusterRoleBinding", "RoleBinding"):
+        binding = one(docs, kind, "tidal-webhook-register")
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "tidal-webhook-register", "namespace": NAMESPACE}]
+    # The configurations name the object the role allows.
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        assert one(docs, kind)["metadata"]["name"] == "tidal"
+
+
+def test_a_half_turned_off_is_registered_without_webhooks(chart):
+    docs, _ = render(chart, {"webhook": {"mutating": {"enabled": False}}})
+    assert one(docs, "MutatingWebhookConfiguration")["webhooks"] == []
+    assert len(one(docs, "ValidatingWebhookConfiguration")["webhooks"]) == 2
+    docs, _ = render(chart, {"webhook": {"validating": {"enabled": False}}})
+    assert one(docs, "ValidatingWebhookConfiguration")["webhooks"] == []
+
+
+def test_the_register_hook_runs_where_the_webhook_may(chart):
+    docs, _ = render(chart, VARIANTS["everything"])
+    webhook = pod_spec(docs, "tidal-webhook")
+    hook = register_hook(docs)["spec"]["template"]["spec"]
+    for key in ("nodeSelector", "tolerations", "priorityClassName", "imagePullSecrets"):
+        assert hook.get(key) == webhook.get(key), key
+    docs, _ = render(chart, {"webhook": {"register": {"timeout": "90s"}}})
+    job = register_hook(docs)
+    assert "--timeout=90s" in job["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert job["spec"]["activeDeadlineSeconds"] == 150
+
+
+def test_a_webhook_rollout_never_leaves_the_service_without_a_ready_pod(chart):
+    docs, _ = render(chart, {})
+    strategy = one(docs, "Deployment", "tidal-webhook")["spec"]["strategy"]
+    assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    assert one(docs, "PodDisruptionBudget", "tidal-webhook")["spec"]["minAvailable"] == 1
+
+
+def test_the_binary_accepts_the_register_args(chart):
+    binary_with_command("register-webhooks")
+    docs, _ = render(chart, {})
+    container = register_hook(docs)["spec"]["template"]["spec"]["containers"][0]
+    result = run_tidal(container)
+    assert result is not None
+    # Past parsing, the configurations file (only in the pod) stops it.
+    assert result.returncode == 1, result.stderr
+    assert "/etc/tidal/register/configurations.json" in result.stderr, result.stderr
 
 
 # -------------------------------------------------------------------------------------------------------- TLS
@@ -876,6 +994,17 @@ def tidal_binary() -> pathlib.Path | None:
     return None
 
 
+def binary_with_command(command: str) -> pathlib.Path:
+    """The built tidal binary; skips the test when there is none, or when it has no `command`."""
+    binary = tidal_binary()
+    if binary is None:
+        pytest.skip("no tidal binary built (cargo build) and TIDAL_BIN unset")
+    probe = subprocess.run([str(binary), command, "--help"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"this tidal binary has no `{command}` command")
+    return binary
+
+
 def container_env(container: dict) -> dict[str, str]:
     """The container's environment as the kubelet would give it: literal values as rendered, the downward
     API fields the chart uses filled in."""
@@ -918,12 +1047,7 @@ def test_the_binary_accepts_the_webhook_args(chart):
 
 
 def test_the_binary_accepts_the_controller_args(chart):
-    binary = tidal_binary()
-    if binary is None:
-        pytest.skip("no tidal binary built (cargo build) and TIDAL_BIN unset")
-    probe = subprocess.run([str(binary), "run", "--help"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.skip("this tidal binary has no `run` command")
+    binary_with_command("run")
     for variant in ["everything", "taints-off"]:
         docs, _ = render(chart, VARIANTS[variant])
         container = pod_spec(docs, "tidal-controller")["containers"][0]

@@ -12,10 +12,14 @@ const NS: &str = "batch";
 
 /// The cluster most tests start from: one revocable node in a closed zone, one normal node, a policy.
 fn base(server: &FakeApiServer, evict_period: &str, mode: &str) {
-    server.apply(node("rev-1", Some("rz")));
-    server.apply(node("std-1", None));
-    server.apply(zone("rz", &closed_window(), evict_period));
-    server.apply(policy("tdm", mode, "200ms"));
+    server.apply(node("rev-1").zone("rz"));
+    server.apply(node("std-1"));
+    server.apply(
+        zone("rz")
+            .window(&closed_window())
+            .evict_period(evict_period),
+    );
+    server.apply(policy(json!({"mode": mode, "interval": "200ms"})).named("tdm"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -28,30 +32,30 @@ async fn closed_zone_is_drained_within_budget_cooldown_and_pdb() {
     // A job of three with maxUnavailable 1: one goes this round.
     for i in 0..3 {
         server.apply(
-            pod(NS, &format!("job-{i}"), "rev-1")
+            pod(&format!("{NS}/job-{i}"), "rev-1")
                 .preemptable()
-                .owned_by("job")
-                .annotated("volcano.sh/jdb-max-unavailable", "1"),
+                .owned_by("ReplicaSet", "job")
+                .annotation("volcano.sh/jdb-max-unavailable", "1"),
         );
     }
-    server.apply(pod(NS, "solo", "rev-1").preemptable());
+    server.apply(pod(&format!("{NS}/solo"), "rev-1").preemptable());
     server.apply(
-        pod(NS, "cooling", "rev-1")
+        pod(&format!("{NS}/cooling"), "rev-1")
             .preemptable()
             .just_scheduled()
-            .annotated("volcano.sh/cooldown-time", "1h"),
+            .annotation("volcano.sh/cooldown-time", "1h"),
     );
     server.apply(
-        pod(NS, "guarded", "rev-1")
+        pod(&format!("{NS}/guarded"), "rev-1")
             .preemptable()
-            .labelled("app", "db"),
+            .label("app", "db"),
     );
-    server.apply(pdb(NS, "db", "db", 1));
+    server.apply(pdb(&format!("{NS}/db"), "db").min_available(1));
     // Not preemptable at all, on a revocable node: a placement violation, proposed every cycle.
-    server.apply(pod(NS, "misplaced", "rev-1"));
-    server.apply(pod(NS, "elsewhere", "std-1").preemptable());
+    server.apply(pod(&format!("{NS}/misplaced"), "rev-1"));
+    server.apply(pod(&format!("{NS}/elsewhere"), "std-1").preemptable());
     // A zone whose window cannot be read: reported, never acted on.
-    server.apply(zone("broken", "25:00-26:00", "1m"));
+    server.apply(zone("broken").window("25:00-26:00").evict_period("1m"));
 
     let controller = server.controller();
 
@@ -238,9 +242,9 @@ async fn dropped_watches_and_410_lose_no_pod_and_evict_nothing_twice() {
     server.set_eviction_effect(EvictionEffect::Keep);
     // A new round every second: only the in-flight marks stand between the pods and a second eviction.
     base(&server, "1s", "Evict");
-    server.apply(pod(NS, "v1", "rev-1"));
-    server.apply(pod(NS, "v2", "rev-1"));
-    server.apply(pod(NS, "bystander", "std-1"));
+    server.apply(pod(&format!("{NS}/v1"), "rev-1"));
+    server.apply(pod(&format!("{NS}/v2"), "rev-1"));
+    server.apply(pod(&format!("{NS}/bystander"), "std-1"));
     let controller = server.controller();
     eventually("v1 and v2 evicted", || {
         let e = server.evictions();
@@ -250,7 +254,7 @@ async fn dropped_watches_and_410_lose_no_pod_and_evict_nothing_twice() {
 
     // A dropped watch: the watcher resumes from its last resourceVersion and sees what it missed.
     server.cut_watches();
-    server.apply(pod(NS, "v3", "rev-1"));
+    server.apply(pod(&format!("{NS}/v3"), "rev-1"));
     server.delete("pods", NS, "bystander");
     eventually("v3 evicted after the watch resumed", || {
         (!accepted(&server.evictions(), "v3").is_empty()).then_some(())
@@ -259,7 +263,7 @@ async fn dropped_watches_and_410_lose_no_pod_and_evict_nothing_twice() {
 
     // 410 Gone: history compacted, the watchers must relist. Changes made meanwhile are not lost.
     server.expire_watches();
-    server.apply(pod(NS, "v4", "rev-1"));
+    server.apply(pod(&format!("{NS}/v4"), "rev-1"));
     server.delete("pods", NS, "v1");
     eventually("v4 evicted after the relist", || {
         (!accepted(&server.evictions(), "v4").is_empty()).then_some(())
@@ -303,13 +307,13 @@ async fn dropped_watches_and_410_lose_no_pod_and_evict_nothing_twice() {
 async fn dry_run_policy_sends_only_dry_runs_and_fills_status_and_report() {
     let server = Scenario::start().await;
     base(&server, "1m", "DryRun");
-    server.apply(pod(NS, "free", "rev-1").preemptable());
+    server.apply(pod(&format!("{NS}/free"), "rev-1").preemptable());
     server.apply(
-        pod(NS, "guarded", "rev-1")
+        pod(&format!("{NS}/guarded"), "rev-1")
             .preemptable()
-            .labelled("app", "db"),
+            .label("app", "db"),
     );
-    server.apply(pdb(NS, "db", "db", 1));
+    server.apply(pdb(&format!("{NS}/db"), "db").min_available(1));
     let controller = server.controller();
 
     let status = eventually("the dry-run status", || {
@@ -419,22 +423,23 @@ async fn dry_run_policy_sends_only_dry_runs_and_fills_status_and_report() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_dry_run_plan_is_verified_within_its_budget_and_leaves_real_evictions_their_pace() {
     let server = Scenario::start().await;
-    server.apply(node("rev-1", Some("rz")));
-    server.apply(zone("rz", &closed_window(), "1m"));
-    // Named to be planned first: before the fix, its dry runs took the tokens and the cycle's time.
-    let mut dry = policy("a-dry", "DryRun", "1h");
+    server.apply(node("rev-1").zone("rz"));
+    server.apply(zone("rz").window(&closed_window()).evict_period("1m"));
+    // Named to be planned first, so that its dry runs would take the tokens and the cycle's time if
+    // they were not bounded apart from the real evictions.
+    let mut dry = policy(json!({"mode": "DryRun", "interval": "1h"})).named("a-dry");
     dry["spec"]["namespaces"] = json!({"include": [NS]});
     server.apply(dry);
-    let mut evict = policy("b-evict", "Evict", "1h");
+    let mut evict = policy(json!({"mode": "Evict", "interval": "1h"})).named("b-evict");
     evict["spec"]["namespaces"] = json!({"include": ["shop"]});
     server.apply(evict);
     const PLANNED: u64 = 2_000;
     const BUDGET: u64 = 15;
     for i in 0..PLANNED {
-        server.apply(pod(NS, &format!("w-{i:04}"), "rev-1").preemptable());
+        server.apply(pod(&format!("{NS}/w-{i:04}"), "rev-1").preemptable());
     }
     for i in 0..3 {
-        server.apply(pod("shop", &format!("s-{i}"), "rev-1").preemptable());
+        server.apply(pod(&format!("shop/s-{i}"), "rev-1").preemptable());
     }
     let budget = BUDGET.to_string();
     let controller = server.controller_configured(
@@ -530,7 +535,7 @@ async fn policy_edit_takes_effect_without_restart() {
         // A long interval: only the edit itself can make the policy run again soon.
         p["spec"]["interval"] = json!("1h");
     });
-    server.apply(pod(NS, "misplaced", "rev-1"));
+    server.apply(pod(&format!("{NS}/misplaced"), "rev-1"));
     let controller = server.controller();
     policy_ran(&server, "tdm", "a first cycle").await;
     assert_eq!(policy_status(&server, "tdm")["planned"], json!(0));
@@ -563,7 +568,7 @@ async fn transient_errors_are_retried_within_the_cycle() {
     let server = Scenario::start().await;
     server.set_eviction_effect(EvictionEffect::Terminate);
     base(&server, "1h", "Evict");
-    server.apply(pod(NS, "misplaced", "rev-1"));
+    server.apply(pod(&format!("{NS}/misplaced"), "rev-1"));
     server.fail_evictions(&[500, 503]);
     let controller = server.controller();
     eventually("the eviction to go through", || {
@@ -596,9 +601,9 @@ async fn a_pod_with_an_unreadable_budget_is_not_evicted_and_warned_once() {
     let server = Scenario::start().await;
     base(&server, "1s", "Evict");
     server.apply(
-        pod(NS, "bad-budget", "rev-1")
+        pod(&format!("{NS}/bad-budget"), "rev-1")
             .preemptable()
-            .annotated("volcano.sh/jdb-max-unavailable", "lots"),
+            .annotation("volcano.sh/jdb-max-unavailable", "lots"),
     );
     let controller = server.controller();
     controller.wait_cycles(4.0).await;
@@ -619,11 +624,12 @@ async fn a_pod_with_an_unreadable_budget_is_not_evicted_and_warned_once() {
         note.contains("volcano.sh/jdb-max-unavailable") && note.contains("lots"),
         "{note}"
     );
-    // Once, not once per cycle: nothing else in this cluster writes events.
+    // Once, not once per cycle: nothing else in the pod's namespace writes events (the zone's, about
+    // the pod that will never leave it, go to `default`).
     let event_writes = server
         .requests()
         .iter()
-        .filter(|r| r.path.contains("/events") && r.method != "GET")
+        .filter(|r| r.path.contains(&format!("/namespaces/{NS}/events")) && r.method != "GET")
         .count();
     assert_eq!(event_writes, 1);
     controller.stop().await;
@@ -634,9 +640,9 @@ async fn a_pod_with_an_unreadable_budget_is_not_evicted_and_warned_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_deleted_and_created_again_runs_at_once() {
     let server = Scenario::start().await;
-    server.apply(node("rev-1", Some("rz")));
-    server.apply(zone("rz", &closed_window(), "1h"));
-    server.apply(policy("tdm", "Evict", "1h"));
+    server.apply(node("rev-1").zone("rz"));
+    server.apply(zone("rz").window(&closed_window()).evict_period("1h"));
+    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
     let generation = |server: &FakeApiServer| {
         server.get("deschedulingpolicies", "", "tdm").unwrap()["metadata"]["generation"].clone()
     };
@@ -645,7 +651,7 @@ async fn a_policy_deleted_and_created_again_runs_at_once() {
     policy_ran(&server, "tdm", "a first cycle").await;
 
     server.delete("deschedulingpolicies", "", "tdm");
-    server.apply(policy("tdm", "Evict", "1h"));
+    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
     assert_eq!(generation(&server), first_generation);
     policy_ran(&server, "tdm", "a cycle of the new policy").await;
     controller.stop().await;
@@ -657,7 +663,7 @@ async fn a_policy_deleted_and_created_again_runs_at_once() {
 async fn a_zone_deleted_and_created_again_gets_its_status_and_warning() {
     let server = Scenario::start().await;
     base(&server, "1h", "Evict");
-    server.apply(zone("broken", "25:00-26:00", "1m"));
+    server.apply(zone("broken").window("25:00-26:00").evict_period("1m"));
     let controller = server.controller();
     let first_uid = server.get("revocablezones", "", "broken").unwrap()["metadata"]["uid"].clone();
     eventually("the first zone's warning", || {
@@ -667,7 +673,7 @@ async fn a_zone_deleted_and_created_again_gets_its_status_and_warning() {
     assert!(zone_status(&server, "broken")["conditions"].is_array());
 
     server.delete("revocablezones", "", "broken");
-    server.apply(zone("broken", "25:00-26:00", "1m"));
+    server.apply(zone("broken").window("25:00-26:00").evict_period("1m"));
     let second_uid = server.get("revocablezones", "", "broken").unwrap()["metadata"]["uid"].clone();
     assert_ne!(first_uid, second_uid);
     let status = eventually("the new zone's status", || {
@@ -733,10 +739,10 @@ async fn a_podgroup_budget_applies_when_the_crd_is_served() {
     let server = Scenario::start().await;
     server.serve_podgroups(true);
     base(&server, "1h", "Evict");
-    server.apply(podgroup(NS, "pg").annotated("volcano.sh/jdb-max-unavailable", "1"));
+    server.apply(podgroup(&format!("{NS}/pg")).annotation("volcano.sh/jdb-max-unavailable", "1"));
     for i in 0..3 {
         server.apply(
-            pod(NS, &format!("m-{i}"), "rev-1")
+            pod(&format!("{NS}/m-{i}"), "rev-1")
                 .preemptable()
                 .in_group("pg"),
         );
@@ -769,7 +775,7 @@ async fn a_podgroup_crd_installed_later_is_watched_and_one_removed_is_forgotten(
     });
     // Not preemptable by themselves: only their PodGroup says so.
     for i in 0..2 {
-        server.apply(pod(NS, &format!("m-{i}"), "rev-1").in_group("pg"));
+        server.apply(pod(&format!("{NS}/m-{i}"), "rev-1").in_group("pg"));
     }
     let controller = server.controller();
     policy_ran(&server, "tdm", "a first cycle").await;
@@ -777,9 +783,9 @@ async fn a_podgroup_crd_installed_later_is_watched_and_one_removed_is_forgotten(
 
     server.serve_podgroups(true);
     server.apply(
-        podgroup(NS, "pg")
-            .annotated("volcano.sh/preemptable", "true")
-            .annotated("volcano.sh/jdb-max-unavailable", "1"),
+        podgroup(&format!("{NS}/pg"))
+            .annotation("volcano.sh/preemptable", "true")
+            .annotation("volcano.sh/jdb-max-unavailable", "1"),
     );
     eventually("the PodGroup to be seen", || {
         (zone_status(&server, "rz")["preemptablePods"] == json!(2)).then_some(())
@@ -815,7 +821,7 @@ async fn a_podgroup_crd_installed_later_is_watched_and_one_removed_is_forgotten(
 /// sign that every kind listed (nothing plans before) and a cycle ran.
 async fn evict_one_misplaced_pod(server: &Scenario) -> Controller {
     base(server, "1h", "Evict");
-    server.apply(pod(NS, "misplaced", "rev-1"));
+    server.apply(pod(&format!("{NS}/misplaced"), "rev-1"));
     let controller = server.controller();
     eventually("the eviction, once every kind is synced", || {
         (!accepted(&server.evictions(), "misplaced").is_empty()).then_some(())
@@ -881,7 +887,7 @@ async fn a_failed_initial_list_is_retried_before_any_cycle() {
 async fn every_distinct_cycle_summary_is_its_own_event() {
     let server = Scenario::start().await;
     base(&server, "1s", "Evict");
-    server.apply(pod(NS, "m-0", "rev-1"));
+    server.apply(pod(&format!("{NS}/m-0"), "rev-1"));
     let controller = server.controller();
     let has_note = |text: &str| {
         events_about(&server, "tdm", "Cycle")
@@ -892,8 +898,8 @@ async fn every_distinct_cycle_summary_is_its_own_event() {
         has_note("planned 1, evicted 1").then_some(())
     })
     .await;
-    server.apply(pod(NS, "m-1", "rev-1"));
-    server.apply(pod(NS, "m-2", "rev-1"));
+    server.apply(pod(&format!("{NS}/m-1"), "rev-1"));
+    server.apply(pod(&format!("{NS}/m-2"), "rev-1"));
     eventually("the second, different summary", || {
         has_note("planned 2, evicted 2").then_some(())
     })
@@ -906,16 +912,17 @@ async fn every_distinct_cycle_summary_is_its_own_event() {
     controller.stop().await;
 }
 
-/// 404 (already gone) and 409 (replaced) are final answers, not evictions: no event, no round; the
-/// pods count as leaving until the watch catches up, so later rounds do not propose them again.
+/// 404 (already gone) and 409 (replaced) are final answers, not evictions: no event, no eviction
+/// counted; the pods count as leaving until the watch catches up, so later rounds do not propose
+/// them again. The round itself started when it was planned, and is on record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gone_and_replaced_answers_are_not_evictions_and_not_proposed_again() {
     let server = Scenario::start().await;
     base(&server, "1s", "Evict");
     // The server says so, but its watch does not (yet): the pods stay listed.
     server.fail_evictions(&[404, 409]);
-    server.apply(pod(NS, "p1", "rev-1"));
-    server.apply(pod(NS, "p2", "rev-1"));
+    server.apply(pod(&format!("{NS}/p1"), "rev-1"));
+    server.apply(pod(&format!("{NS}/p2"), "rev-1"));
     let controller = server.controller();
     let skipped_gone =
         |metrics: &str| metric_sum(metrics, r#"tidal_skips_total{policy="tdm",gate="gone"}"#);
@@ -930,10 +937,10 @@ async fn gone_and_replaced_answers_are_not_evictions_and_not_proposed_again() {
     assert_eq!(result(&metrics, "replaced"), 1.0, "{metrics}");
     assert_eq!(skipped_gone(&metrics), 2.0, "{metrics}");
     assert_eq!(result(&metrics, "evicted"), 0.0, "{metrics}");
-    assert!(zone_status(&server, "rz")["lastEvictionRound"].is_null());
+    assert!(zone_status(&server, "rz")["lastEvictionRound"].is_string());
 
     // Later rounds (one evicts a newcomer) leave p1 and p2 alone.
-    server.apply(pod(NS, "newcomer", "rev-1"));
+    server.apply(pod(&format!("{NS}/newcomer"), "rev-1"));
     eventually("a later round", || {
         (!accepted(&server.evictions(), "newcomer").is_empty()).then_some(())
     })
@@ -955,7 +962,7 @@ async fn an_eviction_whose_answer_was_lost_counts_once() {
     base(&server, "1h", "Evict");
     one_cycle_only(&server);
     server.eviction_faults(&[EvictionFault::LateAnswer(std::time::Duration::from_secs(3))]);
-    server.apply(pod(NS, "misplaced", "rev-1"));
+    server.apply(pod(&format!("{NS}/misplaced"), "rev-1"));
     let controller = server.controller_configured("a", &["--leader-elect", "false"], |config| {
         config.eviction.request_timeout = std::time::Duration::from_millis(500)
     });
@@ -995,9 +1002,9 @@ async fn a_pod_under_two_budgets_is_not_retried() {
     let server = Scenario::start().await;
     base(&server, "1h", "Evict");
     one_cycle_only(&server);
-    server.apply(pod(NS, "doubly", "rev-1").labelled("app", "db"));
-    server.apply(pdb(NS, "one", "db", 0));
-    server.apply(pdb(NS, "two", "db", 0));
+    server.apply(pod(&format!("{NS}/doubly"), "rev-1").label("app", "db"));
+    server.apply(pdb(&format!("{NS}/one"), "db").min_available(0));
+    server.apply(pdb(&format!("{NS}/two"), "db").min_available(0));
     let controller = server.controller();
     let status = eventually("the status", || {
         let status = policy_status(&server, "tdm");
@@ -1034,7 +1041,7 @@ async fn an_attempt_ends_at_the_deadline_or_when_leadership_lapses() {
     use tokio::time::Instant;
 
     let server = Scenario::start().await;
-    server.apply(pod(NS, "stuck", "rev-1"));
+    server.apply(pod(&format!("{NS}/stuck"), "rev-1"));
     // Far longer than the test is allowed to take.
     server.set_eviction_delay(Duration::from_secs(3600));
     let kubeconfig = server.kubeconfig("t");

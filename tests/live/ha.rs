@@ -40,9 +40,13 @@ fn assert_only_holders_evicted(server: &FakeApiServer) {
 
 /// A revocable node in a closed zone with this `evictPeriod`, and a TDM policy running every 200ms.
 fn one_closed_zone(server: &FakeApiServer, evict_period: &str) {
-    server.apply(node("rev-1", Some("rz")));
-    server.apply(zone("rz", &closed_window(), evict_period));
-    server.apply(policy("tdm", "Evict", "200ms"));
+    server.apply(node("rev-1").zone("rz"));
+    server.apply(
+        zone("rz")
+            .window(&closed_window())
+            .evict_period(evict_period),
+    );
+    server.apply(policy(json!({"mode": "Evict", "interval": "200ms"})).named("tdm"));
 }
 
 fn evicted_by(server: &FakeApiServer, pod: &str) -> Vec<String> {
@@ -58,7 +62,7 @@ async fn only_the_lease_holder_evicts_and_standbys_take_over() {
     // Evicted pods terminate as on a real cluster, so a new leader sees them leaving.
     server.set_eviction_effect(EvictionEffect::Terminate);
     one_closed_zone(&server, "1s");
-    server.apply(pod(NS, "v1", "rev-1"));
+    server.apply(pod(&format!("{NS}/v1"), "rev-1"));
 
     let a = server.controller_with("a", &[]);
     eventually("a to hold the lease", || {
@@ -81,7 +85,7 @@ async fn only_the_lease_holder_evicts_and_standbys_take_over() {
         (holder(&server).as_deref() == Some("b")).then_some(())
     })
     .await;
-    server.apply(pod(NS, "v2", "rev-1"));
+    server.apply(pod(&format!("{NS}/v2"), "rev-1"));
     eventually("v2 evicted", || {
         (!evicted_by(&server, "v2").is_empty()).then_some(())
     })
@@ -98,7 +102,7 @@ async fn only_the_lease_holder_evicts_and_standbys_take_over() {
     })
     .await;
     b.kill().await;
-    server.apply(pod(NS, "v3", "rev-1"));
+    server.apply(pod(&format!("{NS}/v3"), "rev-1"));
     eventually("c to hold the lease", || {
         (holder(&server).as_deref() == Some("c")).then_some(())
     })
@@ -150,7 +154,7 @@ async fn a_leader_whose_lease_is_taken_stops_at_once() {
         (metric_sum(&a.metrics().await, "tidal_leader ") == 0.0).then_some(())
     })
     .await;
-    server.apply(pod(NS, "v1", "rev-1"));
+    server.apply(pod(&format!("{NS}/v1"), "rev-1"));
     // a keeps polling the lease (and keeps its cache fed) but never acts.
     let lease_reads = |server: &FakeApiServer| {
         server
@@ -186,7 +190,7 @@ async fn sigterm_abandons_slow_requests_after_the_grace_period_and_releases_the_
     server.set_eviction_delay(STUCK);
     one_closed_zone(&server, "1h");
     for name in ["v1", "v2", "v3"] {
-        server.apply(pod(NS, name, "rev-1"));
+        server.apply(pod(&format!("{NS}/{name}"), "rev-1"));
     }
     let a = start_patient(&server, "200ms");
     eventually("the first eviction in flight", || {
@@ -232,8 +236,8 @@ async fn sigterm_mid_round_records_the_round_and_events_before_releasing() {
     let server = Scenario::start().await;
     server.set_eviction_effect(EvictionEffect::Terminate);
     one_closed_zone(&server, "1h");
-    server.apply(pod(NS, "v1", "rev-1"));
-    server.apply(pod(NS, "v2", "rev-1"));
+    server.apply(pod(&format!("{NS}/v1"), "rev-1"));
+    server.apply(pod(&format!("{NS}/v2"), "rev-1"));
     // The first eviction goes through, the second hangs.
     server.eviction_faults(&[EvictionFault::None, EvictionFault::Delay(STUCK)]);
     let a = start_patient(&server, "300ms");
@@ -307,7 +311,7 @@ async fn a_leader_that_cannot_renew_stops_acting_until_it_can() {
         (metric_sum(&a.metrics().await, "tidal_leader ") == 1.0).then_some(())
     })
     .await;
-    server.apply(pod(NS, "v1", "rev-1"));
+    server.apply(pod(&format!("{NS}/v1"), "rev-1"));
     eventually("v1 evicted", || {
         (evicted_by(&server, "v1") == vec!["a".to_owned()]).then_some(())
     })
@@ -321,7 +325,7 @@ async fn a_leader_that_cannot_renew_stops_acting_until_it_can() {
 async fn the_binary_releases_its_lease_on_sigterm() {
     let server = Scenario::start().await;
     one_closed_zone(&server, "1h");
-    server.apply(pod(NS, "v1", "rev-1"));
+    server.apply(pod(&format!("{NS}/v1"), "rev-1"));
     let kubeconfig = server.kubeconfig("bin");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_tidal"))
         .args(["run", "--kubeconfig"])

@@ -8,6 +8,7 @@
 mod support;
 
 mod controller;
+mod drain;
 mod ha;
 mod protobuf;
 mod taints;

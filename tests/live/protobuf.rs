@@ -35,7 +35,7 @@ use tidal_testkit::{
     protobuf::{envelope, fixture},
 };
 
-use crate::support::eventually;
+use crate::support::{eventually, pod};
 
 /// Pods of the recorded page, re-encoded without the namespace the watch stream is about (so that what
 /// the watch does is visible), with its continue token; and a last page: no items, no token.
@@ -135,7 +135,12 @@ fn client(addr: SocketAddr) -> kube::Client {
     kube::Client::try_from(config).unwrap()
 }
 
-fn pod(shared: &SharedCache, namespace: &str, name: &str) -> Option<Arc<tidal::cluster::PodInfo>> {
+/// Pod `namespace/name` as the shared cache holds it, if it does.
+fn cached_pod(
+    shared: &SharedCache,
+    namespace: &str,
+    name: &str,
+) -> Option<Arc<tidal::cluster::PodInfo>> {
     shared.read().pod(&ObjectKey::new(namespace, name)).cloned()
 }
 
@@ -152,13 +157,13 @@ async fn pods_are_listed_page_by_page_and_watched_in_protobuf() {
     ));
     // The watch stream: three pods added in namespace `fixture`, web-1 relabelled, web-2 deleted.
     eventually("the watch applied", || {
-        let relabelled =
-            pod(&shared, "fixture", "web-1").is_some_and(|p| p.labels.get("tier") == Some("front"));
-        (relabelled && pod(&shared, "fixture", "web-2").is_none()).then_some(())
+        let relabelled = cached_pod(&shared, "fixture", "web-1")
+            .is_some_and(|p| p.labels.get("tier") == Some("front"));
+        (relabelled && cached_pod(&shared, "fixture", "web-2").is_none()).then_some(())
     })
     .await;
     assert!(shared.is_kind_synced(ObjectKind::Pod));
-    assert!(pod(&shared, "fixture", "web-3").is_some());
+    assert!(cached_pod(&shared, "fixture", "web-3").is_some());
     // The listed pods, and web-1 and web-3 from the watch (web-2 came and went).
     assert_eq!(shared.read().pod_count(), LISTED + 2);
 
@@ -201,7 +206,7 @@ async fn a_truncated_watch_stream_is_never_half_applied_and_leads_to_a_relist() 
     .await;
     // The relist holds what the server lists, and none of the watched pods it does not list.
     assert_eq!(shared.read().pod_count(), LISTED);
-    assert!(pod(&shared, "fixture", "web-1").is_none());
+    assert!(cached_pod(&shared, "fixture", "web-1").is_none());
     task.abort();
 }
 
@@ -212,7 +217,7 @@ async fn the_json_wire_never_asks_for_protobuf() {
     for wire in [Wire::Json, Wire::Protobuf] {
         let server = FakeApiServer::start().await;
         server.speak_protobuf(true);
-        server.apply(crate::support::pod("default", "listed", "node-1"));
+        server.apply(pod("default/listed", "node-1"));
         let dir = tempfile::tempdir().unwrap();
         let config = kube::Config::from_custom_kubeconfig(
             kube::config::Kubeconfig::read_from(server.kubeconfig(dir.path(), "t")).unwrap(),
@@ -229,8 +234,9 @@ async fn the_json_wire_never_asks_for_protobuf() {
             InitialSync::WatchList,
         ));
         eventually("the list", || {
-            (shared.is_kind_synced(ObjectKind::Pod) && pod(&shared, "default", "listed").is_some())
-                .then_some(())
+            (shared.is_kind_synced(ObjectKind::Pod)
+                && cached_pod(&shared, "default", "listed").is_some())
+            .then_some(())
         })
         .await;
         assert_eq!(

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use tidal_testkit::{
     fake_apiserver::{EvictionEffect, EvictionFault, EvictionRecord, FakeApiServer},
-    objects::{Object, node, pdb, pod, podgroup, policy, zone},
+    objects::{NodeBuilder, node, pdb, pod, podgroup, policy, zone},
 };
 
 /// Polls `check` until it returns `Some`; fails after a generous timeout (a safety net against hangs,
@@ -262,6 +262,17 @@ pub fn closed_window() -> String {
 /// A daily window around the current time, open for the next hours.
 pub fn open_window() -> String {
     window_from_now(-1, 3)
+}
+
+/// A daily window open since an hour ago that closes `minutes` from now (at the end of that minute).
+pub fn window_closing_in(minutes: i64) -> String {
+    let now = Timestamp::now();
+    let hhmm = |t: Timestamp| t.strftime("%H:%M").to_string();
+    format!(
+        "{}-{}",
+        hhmm(now - SignedDuration::from_hours(1)),
+        hhmm(now + SignedDuration::from_mins(minutes))
+    )
 }
 
 fn window_from_now(start_hours: i64, end_hours: i64) -> String {

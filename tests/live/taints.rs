@@ -13,7 +13,7 @@ use tidal::{
     runtime::ClientArgs,
 };
 
-fn with_taints(node: Object, taints: Value) -> Object {
+fn with_taints(node: NodeBuilder, taints: Value) -> NodeBuilder {
     node.patch(json!({"spec": {"taints": taints}}))
 }
 
@@ -46,13 +46,13 @@ fn taints_of(server: &FakeApiServer, node: &str) -> Value {
 async fn taints_follow_the_zone_and_keep_everyone_elses() {
     let server = Scenario::start().await;
     let gpu = json!({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"});
-    server.apply(with_taints(node("rev-1", Some("rz")), json!([gpu])));
+    server.apply(with_taints(node("rev-1").zone("rz"), json!([gpu])));
     server.apply(with_taints(
-        node("rev-2", Some("rz")),
+        node("rev-2").zone("rz"),
         json!([{"key": "tidal.dev/zone-closed", "value": "old-name", "effect": "NoSchedule"}]),
     ));
-    server.apply(node("std-1", None));
-    server.apply(zone("rz", &closed_window(), "1m"));
+    server.apply(node("std-1"));
+    server.apply(zone("rz").window(&closed_window()).evict_period("1m"));
     let client = ClientArgs {
         kubeconfig: Some(server.kubeconfig("t")),
         context: None,
@@ -114,10 +114,10 @@ async fn taints_follow_the_zone_and_keep_everyone_elses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_controller_keeps_the_taint_in_line_with_the_zone() {
     let server = Scenario::start().await;
-    server.apply(node("rev-1", Some("rz")));
-    server.apply(node("std-1", None));
-    server.apply(zone("rz", &closed_window(), "1m"));
-    server.apply(policy("tdm", "Evict", "200ms"));
+    server.apply(node("rev-1").zone("rz"));
+    server.apply(node("std-1"));
+    server.apply(zone("rz").window(&closed_window()).evict_period("1m"));
+    server.apply(policy(json!({"mode": "Evict", "interval": "200ms"})).named("tdm"));
     let controller = server.controller();
     let ours = json!([{"key": "tidal.dev/zone-closed", "value": "rz", "effect": "NoSchedule"}]);
 
@@ -142,9 +142,9 @@ async fn the_controller_keeps_the_taint_in_line_with_the_zone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zone_taints_off_leaves_nodes_alone() {
     let server = Scenario::start().await;
-    server.apply(node("rev-1", Some("rz")));
-    server.apply(zone("rz", &closed_window(), "1m"));
-    server.apply(policy("tdm", "Evict", "200ms"));
+    server.apply(node("rev-1").zone("rz"));
+    server.apply(zone("rz").window(&closed_window()).evict_period("1m"));
+    server.apply(policy(json!({"mode": "Evict", "interval": "200ms"})).named("tdm"));
     let controller =
         server.controller_with("a", &["--leader-elect", "false", "--zone-taints", "false"]);
     controller.wait_cycles(3.0).await;
@@ -164,9 +164,9 @@ async fn zone_taints_off_leaves_nodes_alone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn taints_follow_node_changes_and_failed_patches_are_retried_without_policies() {
     let server = Scenario::start().await;
-    server.apply(node("rev-1", Some("rz")));
-    server.apply(node("std-1", None));
-    server.apply(zone("rz", &closed_window(), "1m"));
+    server.apply(node("rev-1").zone("rz"));
+    server.apply(node("std-1"));
+    server.apply(zone("rz").window(&closed_window()).evict_period("1m"));
     server.fail_requests("PATCH", "/nodes/rev-1", &[500, 500, 500]);
     let controller = server.controller();
     let ours = json!([{"key": "tidal.dev/zone-closed", "value": "rz", "effect": "NoSchedule"}]);

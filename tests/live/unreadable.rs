@@ -8,15 +8,15 @@ use crate::support::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_object_is_skipped_and_counted_not_fatal_for_its_kind() {
     let server = Scenario::start().await;
-    server.apply(node("rev-1", Some("rz")));
-    server.apply(zone("rz", &closed_window(), "1s"));
-    server.apply(policy("tdm", "Evict", "200ms"));
-    server.apply(pod("batch", "good", "rev-1").preemptable());
+    server.apply(node("rev-1").zone("rz"));
+    server.apply(zone("rz").window(&closed_window()).evict_period("1s"));
+    server.apply(policy(json!({"mode": "Evict", "interval": "200ms"})).named("tdm"));
+    server.apply(pod("batch/good", "rev-1").preemptable());
     // Neither can be decoded: windows must be a list, containers a list of containers.
-    let mut bad_zone = zone("bad", &closed_window(), "1s");
+    let mut bad_zone = zone("bad").window(&closed_window()).evict_period("1s");
     bad_zone["spec"]["windows"] = json!(5);
     server.apply(bad_zone);
-    let mut bad_pod = pod("batch", "bad", "rev-1").preemptable();
+    let mut bad_pod = pod("batch/bad", "rev-1").preemptable();
     bad_pod["spec"]["containers"] = json!("not a list");
     server.apply(bad_pod);
 

@@ -40,11 +40,11 @@ fn pod_metrics(name: &str, cpu: &str, memory: &str) -> Value {
 /// Two nodes whose requests look idle, while metrics-server says `busy` runs hot: only measured
 /// usage shows that pods should move.
 fn hot_node_cluster(server: &FakeApiServer) {
-    server.apply(node("busy", None));
-    server.apply(node("idle", None));
+    server.apply(node("busy"));
+    server.apply(node("idle"));
     for i in 0..4 {
         let name = format!("web-{i}");
-        server.apply(pod(NS, &name, "busy").owned_by("web"));
+        server.apply(pod(&format!("{NS}/{name}"), "busy").owned_by("ReplicaSet", "web"));
         server.apply(pod_metrics(&name, "1800m", "4Gi"));
     }
     server.apply(node_metrics("busy", "7500m", "20Gi"));

@@ -29,7 +29,7 @@ const CORE: [ObjectKind; 4] = [
 /// Two busy nodes (30 pods of 200m on 8 cores: 75%), two idle ones, two namespaces, a budget.
 fn populate(server: &FakeApiServer) {
     for name in ["busy-1", "busy-2", "idle-1", "idle-2"] {
-        server.apply(node(name, None));
+        server.apply(node(name));
     }
     for namespace in ["web", "batch"] {
         server.apply(
@@ -44,16 +44,16 @@ fn populate(server: &FakeApiServer) {
         };
         let host = if i % 2 == 0 { "busy-1" } else { "busy-2" };
         server.apply(
-            pod(namespace, &format!("p-{i:02}"), host)
-                .labelled("app", app)
-                .owned_by(&format!("{app}-rs"))
+            pod(&format!("{namespace}/p-{i:02}"), host)
+                .label("app", app)
+                .owned_by("ReplicaSet", &format!("{app}-rs"))
                 .patch(
                     json!({"spec": {"containers": [{"name": "main", "image": "busybox",
                     "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}}}]}}),
                 ),
         );
     }
-    server.apply(pdb("web", "front", "front", 15));
+    server.apply(pdb("web/front", "front").min_available(15));
 }
 
 /// A fake API server holding [`populate`]'s cluster, speaking protobuf or not, answering watch-lists
@@ -366,7 +366,7 @@ async fn a_relist_through_the_watch_list_removes_what_vanished() {
         let (shared, tasks) = mirror(&server, &CORE, wire, InitialSync::WatchList).await;
         synced(&shared).await;
         // The watch goes on after the initial events, on the same stream.
-        server.apply(pod("web", "late", "idle-1"));
+        server.apply(pod("web/late", "idle-1"));
         eventually("the watch saw the new pod", || {
             shared
                 .read()

@@ -193,7 +193,8 @@ fn review(sub: Option<&str>, name: &str, object: Value) -> Vec<u8> {
     .unwrap()
 }
 
-fn pod(name: &str, annotations: Value, affinity: Option<Value>) -> Value {
+/// Pod `team-a/<name>` as the API server hands it to a webhook on `CREATE`: defaulted, not scheduled.
+fn created_pod(name: &str, annotations: Value, affinity: Option<Value>) -> Value {
     let mut pod = json!({
         "kind": "Pod", "apiVersion": "v1",
         "metadata": {"name": name, "namespace": "team-a", "labels": {"app": "web"},
@@ -297,7 +298,7 @@ fn apply_patch(response: &Value, object: &Value) -> Value {
 /// Creates pod `name` with `annotations` through `/mutate-pods`; asserts it is admitted unchanged and
 /// returns the first warning.
 async fn admitted_unchanged(hook: &Webhook, name: &str, annotations: Value) -> String {
-    let object = pod(name, annotations, None);
+    let object = created_pod(name, annotations, None);
     let response = call(hook, "POST", "/mutate-pods", review(None, name, object))
         .await
         .json();
@@ -317,7 +318,7 @@ async fn pod_create_gets_affinity_merged_into_its_own() {
     let hook = start(SharedCache::from_cache(cluster(true, &[]))).await;
 
     // Without affinity: one required term.
-    let plain = pod("web-1", json!({}), None);
+    let plain = created_pod("web-1", json!({}), None);
     let reply = call(
         &hook,
         "POST",
@@ -354,7 +355,7 @@ async fn pod_create_gets_affinity_merged_into_its_own() {
         ]},
         PREFERRED: [{"weight": 20, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}}]
     }});
-    let user = pod("web-2", json!({}), Some(own));
+    let user = created_pod("web-2", json!({}), Some(own));
     let reply = call(
         &hook,
         "POST",
@@ -380,7 +381,7 @@ async fn pod_create_gets_affinity_merged_into_its_own() {
     // Preemptable: a preferred term toward revocable nodes, after the user's preference.
     let own = json!({"nodeAffinity": {PREFERRED: [
         {"weight": 20, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}}]}});
-    let spot = pod(
+    let spot = created_pod(
         "spot-1",
         json!({"volcano.sh/preemptable": "true"}),
         Some(own),
@@ -417,8 +418,8 @@ async fn pod_create_gets_affinity_merged_into_its_own() {
 
 #[tokio::test]
 async fn bindings_follow_the_placement_rules() {
-    let web = pod("web-1", json!({}), None);
-    let spot = pod("spot-1", json!({"volcano.sh/preemptable": "true"}), None);
+    let web = created_pod("web-1", json!({}), None);
+    let spot = created_pod("spot-1", json!({"volcano.sh/preemptable": "true"}), None);
     let open = start(SharedCache::from_cache(cluster(
         true,
         &[web.clone(), spot.clone()],
@@ -458,7 +459,7 @@ async fn bindings_follow_the_placement_rules() {
     );
 
     // Pod CREATE with spec.nodeName goes through the same rules.
-    let mut direct = pod("direct-1", json!({}), None);
+    let mut direct = created_pod("direct-1", json!({}), None);
     direct["spec"]["nodeName"] = json!("rev-1");
     let reply = call(
         &open,
@@ -474,8 +475,8 @@ async fn bindings_follow_the_placement_rules() {
 
 #[tokio::test]
 async fn legacy_bindings_are_judged_too() {
-    let web = pod("web-1", json!({}), None);
-    let spot = pod("spot-1", json!({"volcano.sh/preemptable": "true"}), None);
+    let web = created_pod("web-1", json!({}), None);
+    let spot = created_pod("spot-1", json!({"volcano.sh/preemptable": "true"}), None);
     let hook = start(SharedCache::from_cache(cluster(true, &[web, spot]))).await;
     let bind = |pod: &str, node: &str| legacy_binding_review(pod, binding(pod, node));
 
@@ -550,7 +551,7 @@ async fn before_sync_bindings_are_admitted_with_a_warning_and_not_ready() {
     );
 
     // Synced, the same binding is judged (and, the pod being unknown, waited for then let through).
-    *cache.write() = cluster(true, &[pod("web-1", json!({}), None)]);
+    *cache.write() = cluster(true, &[created_pod("web-1", json!({}), None)]);
     cache.set_synced(ObjectKind::Node, true);
     cache.set_synced(ObjectKind::Pod, true);
     assert_eq!(
@@ -568,7 +569,7 @@ async fn before_sync_bindings_are_admitted_with_a_warning_and_not_ready() {
 #[tokio::test]
 async fn a_relist_keeps_the_webhook_ready_and_checking() {
     let cache = SharedCache::new(&[ObjectKind::Node, ObjectKind::Pod]);
-    *cache.write() = cluster(true, &[pod("web-1", json!({}), None)]);
+    *cache.write() = cluster(true, &[created_pod("web-1", json!({}), None)]);
     cache.set_synced(ObjectKind::Node, true);
     cache.set_synced(ObjectKind::Pod, true);
     let hook = start(cache.clone()).await;
@@ -592,7 +593,7 @@ async fn a_relist_keeps_the_webhook_ready_and_checking() {
 #[tokio::test]
 async fn before_sync_pods_that_need_no_lookup_are_still_mutated() {
     let hook = start(SharedCache::new(&[ObjectKind::Node, ObjectKind::Pod])).await;
-    let plain = pod("web-1", json!({}), None);
+    let plain = created_pod("web-1", json!({}), None);
     let response = call(
         &hook,
         "POST",
@@ -622,7 +623,7 @@ async fn before_sync_pods_that_need_no_lookup_are_still_mutated() {
 #[tokio::test]
 async fn after_the_shutdown_signal_requests_are_answered_until_the_delay_ends() {
     let state = WebhookState::new(
-        SharedCache::from_cache(cluster(true, &[pod("web-1", json!({}), None)])),
+        SharedCache::from_cache(cluster(true, &[created_pod("web-1", json!({}), None)])),
         Duration::from_millis(200),
     );
     let (signal, signalled) = tokio::sync::oneshot::channel::<()>();
@@ -703,7 +704,7 @@ async fn slow_bodies_cannot_hold_the_slots_past_the_request_deadline() {
         slow.push(tls);
     }
     // Every slot is taken by a body that will never arrive; the real request still gets an answer.
-    let body = review(None, "web-1", pod("web-1", json!({}), None));
+    let body = review(None, "web-1", created_pod("web-1", json!({}), None));
     let answered = tokio::time::timeout(
         Duration::from_secs(30),
         call(&hook, "POST", "/mutate-pods", body),
@@ -780,7 +781,7 @@ async fn idle_tls_connections_cannot_hold_the_slots() {
         idle.push(connect(&hook).await);
     }
     // Every slot is held by an idle connection; with the old 120s header timeout this waited 120s.
-    let body = review(None, "web-1", pod("web-1", json!({}), None));
+    let body = review(None, "web-1", created_pod("web-1", json!({}), None));
     let answered = tokio::time::timeout(
         Duration::from_secs(30),
         call(&hook, "POST", "/mutate-pods", body),
@@ -942,7 +943,7 @@ async fn a_pod_that_reaches_the_cache_late_is_still_judged() {
         let cache = cache.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            serde_json::from_value::<Pod>(pod("web-9", json!({}), None))
+            serde_json::from_value::<Pod>(created_pod("web-9", json!({}), None))
                 .unwrap()
                 .apply_to(&mut cache.write(), jiff::Timestamp::UNIX_EPOCH)
                 .unwrap();

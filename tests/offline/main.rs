@@ -1,7 +1,9 @@
 //! Tests that need no process and no network: the CLI (`tidal report` end to end, the strategy
 //! catalogue), the generated CRDs and the shipped examples against them, the chart's RBAC against what
-//! each process watches, and the snapshot's property tests. One binary, so the library is linked once.
+//! each process watches, the snapshot's property tests, the layering and the architecture page. One
+//! binary, so the library is linked once.
 
+mod architecture_doc;
 mod chart_rbac;
 mod cli;
 mod crds;

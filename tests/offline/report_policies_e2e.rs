@@ -1,5 +1,5 @@
 //! `tidal report` with several policies: rows say which policy decided them, and the summary counts
-//! pods, not rows (issue 13: with two policies the demo's five pods appeared as `EVICTIONS (10)`).
+//! pods, not rows (with two policies the demo's five pods are `EVICTIONS (5)`, not `(10)`).
 
 use std::{io::Write, path::Path, process::Command};
 

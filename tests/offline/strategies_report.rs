@@ -105,7 +105,8 @@ fn low_node_utilization_drains_busy_nodes_towards_idle_ones() {
     let report = run("lowNodeUtilization");
     // node-d1 (98% cpu) first; pods without priority first, Job pods included. They fill node-c1 to
     // its 50% target. node-a1 (73%) stays: the only room left is on node-a2, whose maintenance taint
-    // its pods do not tolerate (pooled room used to send them towards node-c1 all the same).
+    // its pods do not tolerate (pooling the room of every underutilized node would send them
+    // towards node-c1 all the same).
     assert_eq!(
         evicted(&report),
         ["batch/spot-b", "batch/spot-c", "batch/spot-a"]

@@ -9,6 +9,7 @@ use std::{
 
 use serde_json::Value;
 use tempfile::NamedTempFile;
+use tidal_testkit::objects;
 
 /// The instant the README runs the demo at: Monday, both zones closed.
 const DEMO_NOW: &str = "2026-11-23T09:30:00Z";
@@ -391,43 +392,43 @@ pub(crate) fn cluster_file(objects: Vec<Value>) -> NamedTempFile {
 
 /// A node of zone `zone` with room for `pods` pods.
 fn roomy_node(name: &str, zone: &str, pods: usize) -> Value {
-    tidal_testkit::objects::node(name, Some(zone))
-        .patch(serde_json::json!({"status": {"allocatable": {
-            "cpu": "1000", "memory": "4Ti", "pods": (pods + 10).to_string()}}}))
+    let slots = u32::try_from(pods + 10).expect("a small node");
+    objects::node(name)
+        .zone(zone)
+        .allocatable("1000", "4Ti", slots)
         .into()
 }
 
 /// A preemptable pod of zone node `node`, owned by ReplicaSet `owner`, long past any cooldown, gone
 /// `grace` seconds after its eviction.
-fn preemptable_pod(
-    name: &str,
-    node: &str,
-    owner: &str,
-    grace: u32,
-) -> tidal_testkit::objects::Object {
-    tidal_testkit::objects::pod("batch", name, node)
+fn preemptable_pod(name: &str, node: &str, owner: &str, grace: u32) -> objects::PodBuilder {
+    objects::pod(&format!("batch/{name}"), node)
         .preemptable()
-        .owned_by(owner)
+        .owned_by("ReplicaSet", owner)
         .scheduled_at("2026-11-20T03:00:00Z")
-        .patch(serde_json::json!({"spec": {"terminationGracePeriodSeconds": grace}}))
+        .spec("terminationGracePeriodSeconds", serde_json::json!(grace))
 }
 
 /// Zone `rz` (UTC, open 08:00-20:00, so closing at 20:00:01) with `spec` merged in; one node holding
 /// a job of 100 pods that may lose one at a time and take a minute to terminate.
 pub(crate) fn zone_with_a_big_job(spec: Value) -> NamedTempFile {
-    let mut zone = tidal_testkit::objects::zone("rz", "08:00-20:00", "1m");
-    tidal_testkit::objects::merge(&mut zone, serde_json::json!({"spec": spec}));
-    let mut objects = vec![
+    let zone = objects::zone("rz")
+        .window("08:00-20:00")
+        .evict_period("1m")
+        .spec(spec);
+    let mut items = vec![
         zone.into(),
-        tidal_testkit::objects::policy("tdm", "DryRun", "5m").into(),
+        objects::policy(serde_json::json!({"interval": "5m"}))
+            .named("tdm")
+            .into(),
         roomy_node("rev-1", "rz", 100),
     ];
-    objects.extend((0..100).map(|i| {
+    items.extend((0..100).map(|i| {
         preemptable_pod(&format!("big-{i:03}"), "rev-1", "big", 60)
-            .annotated("volcano.sh/jdb-max-unavailable", "1")
+            .annotation("volcano.sh/jdb-max-unavailable", "1")
             .into()
     }));
-    cluster_file(objects)
+    cluster_file(items)
 }
 
 fn drain_of<'t>(timeline: &'t Value, zone: &str) -> &'t Value {
@@ -565,29 +566,30 @@ fn with_budgets_after_close_ignore_the_round_at_the_close_takes_every_pod_left()
 /// (`drainBefore: 0s`): `a` holds 3,000 one-pod jobs, `b` 100.
 fn two_zones_two_minutes_apart() -> NamedTempFile {
     let zone = |name: &str, window: &str| -> Value {
-        let mut zone = tidal_testkit::objects::zone(name, window, "1m");
-        tidal_testkit::objects::merge(
-            &mut zone,
-            serde_json::json!({"spec": {"drainBefore": "0s"}}),
-        );
-        zone.into()
+        objects::zone(name)
+            .window(window)
+            .evict_period("1m")
+            .spec(serde_json::json!({"drainBefore": "0s"}))
+            .into()
     };
-    let mut objects = vec![
+    let mut items = vec![
         zone("a", "08:00-20:00"),
         zone("b", "08:00-20:02"),
-        tidal_testkit::objects::policy("tdm", "Evict", "5m").into(),
+        objects::policy(serde_json::json!({"mode": "Evict", "interval": "5m"}))
+            .named("tdm")
+            .into(),
         roomy_node("a-1", "a", 3_000),
         roomy_node("b-1", "b", 100),
     ];
-    objects.extend((0..3_000).map(|i| {
+    items.extend((0..3_000).map(|i| {
         let name = format!("a-{i:04}");
         preemptable_pod(&name, "a-1", &name, 30).into()
     }));
-    objects.extend((0..100).map(|i| {
+    items.extend((0..100).map(|i| {
         let name = format!("b-{i:03}");
         preemptable_pod(&name, "b-1", &name, 30).into()
     }));
-    cluster_file(objects)
+    cluster_file(items)
 }
 
 #[test]
@@ -633,17 +635,22 @@ fn two_zones_closing_two_minutes_apart_the_second_round_starts_at_its_close_whil
 
 /// Zone `z` (`drainBefore: auto`, closing at 20:00:01) holding 2,000 one-pod jobs.
 pub(crate) fn a_large_zone_of_small_jobs() -> NamedTempFile {
-    let mut objects = vec![
-        tidal_testkit::objects::zone("z", "08:00-20:00", "1m").into(),
-        tidal_testkit::objects::policy("tdm", "DryRun", "5m").into(),
+    let mut items = vec![
+        objects::zone("z")
+            .window("08:00-20:00")
+            .evict_period("1m")
+            .into(),
+        objects::policy(serde_json::json!({"interval": "5m"}))
+            .named("tdm")
+            .into(),
         roomy_node("z-1", "z", 1_000),
         roomy_node("z-2", "z", 1_000),
     ];
-    objects.extend((0..2_000).map(|i| {
+    items.extend((0..2_000).map(|i| {
         let name = format!("p-{i:04}");
         preemptable_pod(&name, if i % 2 == 0 { "z-1" } else { "z-2" }, &name, 30).into()
     }));
-    cluster_file(objects)
+    cluster_file(items)
 }
 
 #[test]
@@ -658,7 +665,7 @@ fn at_the_default_pacing_the_timeline_drain_ends_when_the_drain_estimate_says() 
     let estimated = instant(&drain["estimate"]["expectedEmptyAt"]);
     // The report's, two hours ahead.
     let report = crate::report_e2e::plan_with(&[file.path()], now, &[]);
-    let zone = crate::report_e2e::zone(&report, "z");
+    let zone = crate::report_e2e::zone_of(&report, "z");
     let reported = instant(&zone["drain"]["expectedEmptyAt"]);
     assert_eq!(zone["drain"]["drainStart"], drain["drainStart"]);
     for other in [estimated, reported] {

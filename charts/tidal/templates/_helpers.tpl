@@ -176,3 +176,13 @@ matchExpressions:
   {{- toYaml . | nindent 2 }}
   {{- end }}
 {{- end }}
+
+{{/* The ConfigMap holding the webhook configurations the register hook applies. */}}
+{{- define "tidal.webhook.configurationsName" -}}
+{{- include "tidal.suffixed" (dict "base" (include "tidal.webhook.fullname" .) "suffix" "-configurations") }}
+{{- end }}
+
+{{/* The register hook's Job, ServiceAccount and roles. */}}
+{{- define "tidal.webhook.registerName" -}}
+{{- include "tidal.suffixed" (dict "base" (include "tidal.webhook.fullname" .) "suffix" "-register") }}
+{{- end }}

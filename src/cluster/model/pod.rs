@@ -549,7 +549,8 @@ fn qos_class(pod: &Pod) -> QosClass {
 mod tests {
     use super::*;
 
-    fn pod(metadata: serde_json::Value) -> Pod {
+    /// A running pod on `n1` with one container and the given `metadata`, nothing else.
+    fn pod_with_metadata(metadata: serde_json::Value) -> Pod {
         serde_json::from_value(serde_json::json!({
             "metadata": metadata,
             "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
@@ -587,6 +588,21 @@ mod tests {
                 .brief()
                 .victim_rank()
         );
+    }
+
+    #[test]
+    fn the_grace_period_is_the_pods_own_or_the_api_servers_default() {
+        use crate::testkit::pod;
+        let with = |seconds: i64| {
+            pod("a/x", "n1")
+                .spec("terminationGracePeriodSeconds", serde_json::json!(seconds))
+                .build()
+        };
+        assert_eq!(with(60).termination_grace_seconds(), 60);
+        assert_eq!(with(0).termination_grace_seconds(), 0);
+        assert_eq!(with(-5).termination_grace_seconds(), 0, "never negative");
+        assert_eq!(pod("a/y", "n1").build().termination_grace_seconds(), 30);
+        assert!(with(30).rare.is_none(), "the default costs nothing");
     }
 
     #[test]
@@ -635,7 +651,7 @@ mod tests {
 
     #[test]
     fn a_budget_set_as_a_pod_label_is_read() {
-        let info = PodInfo::from_pod(&pod(serde_json::json!({
+        let info = PodInfo::from_pod(&pod_with_metadata(serde_json::json!({
             "name": "a-0", "namespace": "ns",
             "labels": {"volcano.sh/jdb-max-unavailable": "1"},
         })))
@@ -650,7 +666,7 @@ mod tests {
 
     #[test]
     fn owner_kinds_and_problems_read_the_same_when_kept_apart() {
-        let owned = PodInfo::from_pod(&pod(serde_json::json!({
+        let owned = PodInfo::from_pod(&pod_with_metadata(serde_json::json!({
             "name": "a-0", "namespace": "ns",
             "ownerReferences": [
                 {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": "u1"},
@@ -666,7 +682,7 @@ mod tests {
         assert!(owned.problems().is_empty());
 
         // Only a non-controller owner: still owned (`bare_pods` must not treat it as bare).
-        let referenced = PodInfo::from_pod(&pod(serde_json::json!({
+        let referenced = PodInfo::from_pod(&pod_with_metadata(serde_json::json!({
             "name": "a-1", "namespace": "ns",
             "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": "u1"}],
         })))
@@ -674,12 +690,15 @@ mod tests {
         assert!(referenced.owner.is_none());
         assert_eq!(referenced.owner_kinds().collect::<Vec<_>>(), ["ConfigMap"]);
 
-        let bare = PodInfo::from_pod(&pod(serde_json::json!({"name": "b", "namespace": "ns"})));
+        let bare = PodInfo::from_pod(&pod_with_metadata(
+            serde_json::json!({"name": "b", "namespace": "ns"}),
+        ));
         let bare = bare.unwrap();
         assert!(!bare.has_owner());
         assert!(bare.rare.is_none(), "a plain pod pays no rare part");
 
-        let mut malformed: Pod = pod(serde_json::json!({"name": "c", "namespace": "ns"}));
+        let mut malformed: Pod =
+            pod_with_metadata(serde_json::json!({"name": "c", "namespace": "ns"}));
         malformed.spec.as_mut().unwrap().containers[0].resources =
             Some(serde_json::from_value(serde_json::json!({"requests": {"cpu": "lots"}})).unwrap());
         let malformed = PodInfo::from_pod(&malformed).unwrap();
@@ -690,7 +709,7 @@ mod tests {
     #[test]
     fn interning_shares_what_pods_repeat_and_changes_nothing_they_say() {
         let replica = |name: &str| {
-            PodInfo::from_pod(&pod(serde_json::json!({
+            PodInfo::from_pod(&pod_with_metadata(serde_json::json!({
                 "name": name, "namespace": "ns", "labels": {"app": "web"},
                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
                                      "uid": "u2", "controller": true}],
@@ -730,10 +749,12 @@ mod tests {
             serde_json::json!({"name": "a-0"}),
             serde_json::json!({"name": "a-0", "namespace": ""}),
         ] {
-            let error = PodInfo::from_pod(&pod(metadata)).unwrap_err();
+            let error = PodInfo::from_pod(&pod_with_metadata(metadata)).unwrap_err();
             assert_eq!(error.to_string(), "pod without metadata.namespace");
         }
-        let ok = PodInfo::from_pod(&pod(serde_json::json!({"name": "a-0", "namespace": "ns"})));
+        let ok = PodInfo::from_pod(&pod_with_metadata(
+            serde_json::json!({"name": "a-0", "namespace": "ns"}),
+        ));
         assert_eq!(ok.unwrap().key, ObjectKey::new("ns", "a-0"));
     }
 }

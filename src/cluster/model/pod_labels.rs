@@ -1,5 +1,5 @@
 //! A pod's labels in the cache. A `BTreeMap<String, String>` allocates a 500-byte node for even one
-//! label; with 150,000 pods that alone was a sixth of the cache. Pods' labels are read, never edited,
+//! label; with 150,000 pods that alone would be a sixth of the cache. Pods' labels are read, never edited,
 //! so a sorted slice does: one allocation for the pairs, binary search. The replicas of a workload
 //! carry the same labels (a Deployment's pods differ only in name), so the cache interns whole sets
 //! and, within them, the keys and values.

@@ -1,12 +1,12 @@
 //! What a snapshot update lets go of, collected for the caller to drop later: a list that grows in
 //! chunks too small for glibc's allocator to treat as large requests.
 //!
-//! The update runs under the cache's lock and collects about 3,000 versions per 1% churn. In one `Vec`
-//! growing by doubling, each growth past 1 KiB was a large request. Before serving one, glibc's
-//! malloc consolidates its fast bins, which hold the small blocks freed since the last such request:
-//! the previous update's leftovers and the watches' garbage. That was a quarter of the update's time, spent under the lock on frees that
-//! had happened outside it. Chunks below that size are served from the small bins, which never
-//! consolidate; the next large request, outside the lock, does it instead.
+//! The update runs under the cache's lock and collects about 3,000 versions per 1% churn. Before
+//! serving a large request (past 1 KiB), glibc's malloc consolidates its fast bins, which hold every
+//! small block freed since the last such request: the previous update's leftovers and the watches'
+//! garbage. A `Vec` growing by doubling would make such requests, and pay for frees that happened
+//! outside the lock under it (a quarter of the update's time). Chunks below that size are served from
+//! the small bins, which never consolidate; the next large request, outside the lock, does it.
 
 /// Items in insertion order, in chunks of at most [`Pile::CHUNK`].
 pub(crate) struct Pile<T> {

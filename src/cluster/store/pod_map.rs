@@ -416,7 +416,7 @@ mod tests {
 
     /// A new version of pod `ns/name`: a distinct allocation, told apart from others by pointer, and
     /// each version with another brief than the last (priority, and every third one terminating).
-    fn pod(name: &str) -> Arc<PodInfo> {
+    fn pod_version(name: &str) -> Arc<PodInfo> {
         thread_local! {
             static BASE: PodInfo = crate::testkit::pod("ns/base", "n1").build();
             static VERSION: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
@@ -531,7 +531,7 @@ mod tests {
             for op in ops {
                 match op {
                     Op::Insert(n) => {
-                        let pod = pod(&format!("p{n:03}"));
+                        let pod = pod_version(&format!("p{n:03}"));
                         let previous = map.insert(Arc::clone(&pod));
                         prop_assert!(same_version(previous, model.insert(pod.key.clone(), pod)));
                     }
@@ -566,10 +566,12 @@ mod tests {
 
     #[test]
     fn a_change_copies_one_path_and_shares_the_rest() {
-        let originals: Vec<Arc<PodInfo>> = (0..5_000).map(|n| pod(&format!("p{n:05}"))).collect();
+        let originals: Vec<Arc<PodInfo>> = (0..5_000)
+            .map(|n| pod_version(&format!("p{n:05}")))
+            .collect();
         let mut map: PodMap = originals.iter().cloned().collect();
         let snapshot = map.clone();
-        let replacement = pod("p02500");
+        let replacement = pod_version("p02500");
         map.insert(Arc::clone(&replacement));
         map.remove(&key("p04000"));
 
@@ -595,7 +597,7 @@ mod tests {
 
     #[test]
     fn emptied_maps_hold_nothing_and_removing_the_absent_copies_nothing() {
-        let mut map: PodMap = (0..100).map(|n| pod(&format!("p{n:03}"))).collect();
+        let mut map: PodMap = (0..100).map(|n| pod_version(&format!("p{n:03}"))).collect();
         let snapshot = map.clone();
         assert_eq!(map.remove(&key("absent")), None);
         assert!(Arc::ptr_eq(

@@ -5,6 +5,7 @@
 pub(crate) mod body;
 pub(crate) mod limiter;
 pub(crate) mod outcome;
+pub(crate) mod queue;
 pub(crate) mod retry;
 
 use std::{sync::Arc, time::Duration};
@@ -17,6 +18,7 @@ use tracing::{debug, info, warn};
 pub use body::{EvictionRequest, eviction_body};
 pub use limiter::TokenBucket;
 pub use outcome::{Answer, Outcome, classify, classify_answer};
+pub use queue::{EvictionQueue, OnOutcome, Outcomes, Submission};
 pub use retry::RetryPolicy;
 
 #[derive(Clone, Debug)]
@@ -94,6 +96,8 @@ pub struct Evictor {
     /// Dry runs (verifying DryRun policies) have a bucket of their own at the same rate, so that
     /// checking a plan never delays or starves the real evictions of another policy.
     dry_run_limiter: Arc<Mutex<TokenBucket>>,
+    /// How long answered requests took, smoothed: what the drain estimate assumes of the next ones.
+    request_seconds: Arc<std::sync::Mutex<Option<f64>>>,
 }
 
 impl Evictor {
@@ -109,8 +113,33 @@ impl Evictor {
             client,
             limiter: bucket(),
             dry_run_limiter: bucket(),
+            request_seconds: Arc::default(),
             config,
         }
+    }
+
+    pub fn config(&self) -> &EvictorConfig {
+        &self.config
+    }
+
+    /// How long an eviction request typically takes here, once one has been answered.
+    pub fn typical_request(&self) -> Option<Duration> {
+        let seconds = *self
+            .request_seconds
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        seconds.and_then(|s| Duration::try_from_secs_f64(s).ok())
+    }
+
+    fn note_request(&self, took: Duration) {
+        // Smoothed over the last twenty or so answers.
+        const WEIGHT: f64 = 0.05;
+        let mut seconds = self
+            .request_seconds
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let took = took.as_secs_f64();
+        *seconds = Some(seconds.map_or(took, |s| s + WEIGHT * (took - s)));
     }
 
     fn limiter(&self, dry_run: bool) -> &Mutex<TokenBucket> {
@@ -226,10 +255,14 @@ impl Evictor {
             .config
             .request_timeout
             .min(deadline.saturating_duration_since(Instant::now()));
+        let started = Instant::now();
         let sent = tokio::select! {
             sent = tokio::time::timeout(limit, self.client.request_text(http)) => sent,
             why = guard.lapsed() => return Attempt::Cut(why),
         };
+        if matches!(sent, Ok(Ok(_)) | Ok(Err(kube::Error::Api(_)))) {
+            self.note_request(started.elapsed());
+        }
         let status = match sent {
             Err(_) => {
                 return Attempt::Transient {

@@ -6,14 +6,17 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};
 
 use crate::{
-    api::{PolicyMode, policy::DeschedulingPolicyStatus, zone::RevocableZoneStatus},
+    api::{DrainStatus, PolicyMode, policy::DeschedulingPolicyStatus, zone::RevocableZoneStatus},
     cluster::{PodPhase, Setting, Snapshot},
     controller::evictor::Outcome,
+    drain::ZoneOutlook,
     framework::ZoneView,
     planner::Plan,
 };
 
 pub(crate) const READY: &str = "Ready";
+/// A zone's condition saying whether it will be empty of preemptable pods at its close.
+pub(crate) const DRAIN_ON_TRACK: &str = "DrainOnTrack";
 
 /// Counts of one policy's cycle: plan and outcomes together.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -116,6 +119,15 @@ pub(crate) fn policy_status(
     }
 }
 
+/// What the zone's status says of its drain: the drain itself and the `DrainOnTrack` condition.
+pub(crate) struct ZoneDrainStatus<'a> {
+    pub outlook: Option<&'a ZoneOutlook>,
+    /// When the drain for the upcoming close started, as the cache knows it.
+    pub started: Option<(Timestamp, Timestamp)>,
+    /// The `DrainOnTrack` condition written last, for its transition time.
+    pub previous: Option<&'a Condition>,
+}
+
 /// The status of a zone at `now`.
 pub(crate) fn zone_status(
     view: &ZoneView,
@@ -123,6 +135,7 @@ pub(crate) fn zone_status(
     last_round: Option<Timestamp>,
     now: Timestamp,
     previous: Option<&Condition>,
+    drain: &ZoneDrainStatus<'_>,
 ) -> RevocableZoneStatus {
     let (state, ready) = match &view.state {
         Ok(state) => (
@@ -141,12 +154,57 @@ pub(crate) fn zone_status(
         draining: state.map(|s| s.evicting()),
         next_change: state.and_then(|s| s.next_change).map(Time),
         last_eviction_round: last_round.map(MicroTime),
-        drain: None,
         nodes: Some(u32::try_from(view.nodes).unwrap_or(u32::MAX)),
         preemptable_pods: Some(preemptable_pods),
         observed_generation: None,
-        conditions: vec![ready],
+        drain: drain_status(drain, now),
+        conditions: [Some(ready), drain_condition(drain, now)]
+            .into_iter()
+            .flatten()
+            .collect(),
     }
+}
+
+fn drain_status(drain: &ZoneDrainStatus<'_>, now: Timestamp) -> Option<DrainStatus> {
+    let outlook = drain.outlook?;
+    let started = drain
+        .started
+        .filter(|(close, _)| Some(*close) == outlook.close)
+        .map(|(_, at)| at);
+    let planned = outlook.drain_start.filter(|_| started.is_none());
+    Some(DrainStatus {
+        close: outlook.close.map(Time),
+        started_at: started.map(Time),
+        starts_at: planned.filter(|at| *at > now).map(Time),
+        remaining_pods: Some(outlook.remaining),
+        expected_empty_at: outlook.estimate.empty_at().map(Time),
+        margin_seconds: outlook.margin().map(|m| m.as_secs()),
+        at_close: outlook.close.map(|_| outlook.estimate.at_close),
+        summary: Some(match &outlook.fix {
+            Some(fix) => format!("{}. To make the close: {fix}", outlook.summary),
+            None => outlook.summary.clone(),
+        }),
+    })
+}
+
+fn drain_condition(drain: &ZoneDrainStatus<'_>, now: Timestamp) -> Option<Condition> {
+    let outlook = drain.outlook?;
+    let (ok, reason, message) = match (outlook.at_risk, outlook.close) {
+        (false, _) => (true, "OnTrack", outlook.summary.clone()),
+        (true, Some(_)) => (
+            false,
+            "CloseWillBeMissed",
+            outlook.fix.clone().unwrap_or_default(),
+        ),
+        (true, None) => (
+            false,
+            "ClosedWithPods",
+            outlook.fix.clone().unwrap_or_default(),
+        ),
+    };
+    let mut condition = condition(ok, reason, message, None, now, drain.previous);
+    condition.type_ = DRAIN_ON_TRACK.to_owned();
+    Some(condition)
 }
 
 /// Running pods on the zone's nodes that say they are preemptable (pod, else its PodGroup). Policy
@@ -300,14 +358,19 @@ mod tests {
             nodes: 2,
             budgets_after_close: Default::default(),
         };
-        let status = zone_status(&view, 5, Some(now), now, None);
+        let no_drain = ZoneDrainStatus {
+            outlook: None,
+            started: None,
+            previous: None,
+        };
+        let status = zone_status(&view, 5, Some(now), now, None, &no_drain);
         assert_eq!(status.open, Some(false));
         assert_eq!(status.nodes, Some(2));
         assert_eq!(status.preemptable_pods, Some(5));
         assert_eq!(status.last_eviction_round, Some(MicroTime(now)));
         assert_eq!(status.conditions[0].status, "True");
         view.state = Err("bad window".into());
-        let status = zone_status(&view, 0, None, now, None);
+        let status = zone_status(&view, 0, None, now, None, &no_drain);
         assert_eq!(status.open, None);
         assert_eq!(status.conditions[0].reason, "InvalidWindows");
     }

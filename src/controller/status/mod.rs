@@ -4,10 +4,11 @@
 
 pub(crate) mod compute;
 pub(crate) mod events;
+mod write;
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::Arc,
+    sync::{Arc, Mutex, MutexGuard},
 };
 
 use futures::{StreamExt, future::BoxFuture};
@@ -15,7 +16,7 @@ use futures::{StreamExt, future::BoxFuture};
 use jiff::Timestamp;
 use k8s_openapi::{
     api::core::v1::ObjectReference,
-    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+    apimachinery::pkg::apis::meta::v1::{Condition, MicroTime},
 };
 use kube::{
     Api, Client,
@@ -38,7 +39,8 @@ use crate::{
     runtime::leader::LeaderHandle,
 };
 
-pub(crate) use compute::{PolicyCounts, policy_status, preemptable_pods, zone_status};
+pub(crate) use compute::preemptable_pods;
+pub(crate) use write::{CycleObjects, ZoneWrite};
 
 const CONTROLLER: &str = "tidal";
 /// New invalid-annotation warnings per cycle: a job whose PodGroup carries a bad budget warns on each
@@ -55,12 +57,21 @@ pub struct StatusWriter {
     recorder: EventRecorder,
     leader: LeaderHandle,
     metrics: Arc<Metrics>,
-    written: HashMap<(&'static str, String), serde_json::Value>,
-    warned: HashMap<(&'static str, String), String>,
+    /// What was written and warned about; shared by the cycles and the writes their evictions
+    /// finish with, and never held across a request.
+    memory: Mutex<Memory>,
+}
+
+type ObjectName = (&'static str, String);
+
+#[derive(Default)]
+struct Memory {
+    written: HashMap<ObjectName, serde_json::Value>,
+    warned: HashMap<ObjectName, String>,
     /// The uid of each zone and policy that `written` and `warned` remember something of. A name that
     /// comes back with another uid is another object (deleted and created again): it has no status
     /// and was never warned about, whatever was remembered of its namesake.
-    uids: HashMap<(&'static str, String), String>,
+    uids: HashMap<ObjectName, String>,
 }
 
 impl StatusWriter {
@@ -82,39 +93,43 @@ impl StatusWriter {
             recorder,
             leader,
             metrics,
-            written: HashMap::new(),
-            warned: HashMap::new(),
-            uids: HashMap::new(),
+            memory: Mutex::new(Memory::default()),
         }
     }
 
+    fn memory(&self) -> MutexGuard<'_, Memory> {
+        self.memory
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Forgets what was written (after leadership changes hands, another replica may have written since).
-    pub fn forget(&mut self) {
-        self.written.clear();
-        self.warned.clear();
-        self.uids.clear();
+    pub fn forget(&self) {
+        *self.memory() = Memory::default();
     }
 
     /// Notes which object the zone or policy `name` is, before its status and warnings: what was
     /// remembered of a namesake with another uid is forgotten.
-    pub fn identify(&mut self, kind: &'static str, name: &str, uid: Option<&str>) {
+    pub fn identify(&self, kind: &'static str, name: &str, uid: Option<&str>) {
         let Some(uid) = uid else {
             return;
         };
         let key = (kind, name.to_owned());
-        if self.uids.get(&key).is_some_and(|known| known != uid) {
-            self.written.remove(&key);
-            self.warned.remove(&key);
+        let mut memory = self.memory();
+        if memory.uids.get(&key).is_some_and(|known| known != uid) {
+            memory.written.remove(&key);
+            memory.warned.remove(&key);
         }
-        self.uids.insert(key, uid.to_owned());
+        memory.uids.insert(key, uid.to_owned());
     }
 
     /// Forgets the zones or policies of `kind` that no longer exist.
-    pub fn retain(&mut self, kind: &'static str, exists: impl Fn(&str) -> bool) {
-        let keep = |key: &(&'static str, String)| key.0 != kind || exists(&key.1);
-        self.written.retain(|key, _| keep(key));
-        self.warned.retain(|key, _| keep(key));
-        self.uids.retain(|key, _| keep(key));
+    pub fn retain(&self, kind: &'static str, exists: impl Fn(&str) -> bool) {
+        let keep = |key: &ObjectName| key.0 != kind || exists(&key.1);
+        let mut memory = self.memory();
+        memory.written.retain(|key, _| keep(key));
+        memory.warned.retain(|key, _| keep(key));
+        memory.uids.retain(|key, _| keep(key));
     }
 
     /// The Ready condition last written for a policy, for transition times.
@@ -127,18 +142,29 @@ impl StatusWriter {
     }
 
     fn previous_ready(&self, kind: &'static str, name: &str) -> Option<Condition> {
-        let written = self.written.get(&(kind, name.to_owned()))?;
-        let conditions = written.get("conditions")?.clone();
-        let conditions: Vec<Condition> = serde_json::from_value(conditions).ok()?;
-        conditions.into_iter().find(|c| c.type_ == compute::READY)
+        self.previous_condition(kind, name, compute::READY)
     }
 
-    pub async fn policy(&mut self, name: &str, status: &DeschedulingPolicyStatus) {
+    /// A condition last written for an object, for its transition time.
+    pub fn previous_condition(
+        &self,
+        kind: &'static str,
+        name: &str,
+        type_: &str,
+    ) -> Option<Condition> {
+        let memory = self.memory();
+        let written = memory.written.get(&(kind, name.to_owned()))?;
+        let conditions = written.get("conditions")?.clone();
+        let conditions: Vec<Condition> = serde_json::from_value(conditions).ok()?;
+        conditions.into_iter().find(|c| c.type_ == type_)
+    }
+
+    pub async fn policy(&self, name: &str, status: &DeschedulingPolicyStatus) {
         let api: Api<DeschedulingPolicy> = Api::all(self.client.clone());
         self.write("DeschedulingPolicy", &api, name, status).await;
     }
 
-    pub async fn zone(&mut self, name: &str, status: &RevocableZoneStatus) {
+    pub async fn zone(&self, name: &str, status: &RevocableZoneStatus) {
         let api: Api<RevocableZone> = Api::all(self.client.clone());
         self.write("RevocableZone", &api, name, status).await;
     }
@@ -151,7 +177,7 @@ impl StatusWriter {
             return false;
         }
         let api: Api<RevocableZone> = Api::all(self.client.clone());
-        let patch = serde_json::json!({"status": {"lastEvictionRound": Time(at)}});
+        let patch = serde_json::json!({"status": {"lastEvictionRound": MicroTime(at)}});
         match api
             .patch_status(zone, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -176,7 +202,7 @@ impl StatusWriter {
         leading
     }
 
-    async fn write<K, S>(&mut self, kind: &'static str, api: &Api<K>, name: &str, status: &S)
+    async fn write<K, S>(&self, kind: &'static str, api: &Api<K>, name: &str, status: &S)
     where
         K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
         S: Serialize,
@@ -185,7 +211,7 @@ impl StatusWriter {
             return;
         };
         let key = (kind, name.to_owned());
-        if self.written.get(&key) == Some(&value) || !self.may_write(kind, name) {
+        if self.memory().written.get(&key) == Some(&value) || !self.may_write(kind, name) {
             return;
         }
         // Replace the whole status: a merge patch would keep counts of gates that no longer skip.
@@ -204,7 +230,7 @@ impl StatusWriter {
         {
             Ok(_) => {
                 debug!(kind, name, "status written");
-                self.written.insert(key, value);
+                self.memory().written.insert(key, value);
             }
             Err(error) => {
                 self.count_error(kind);
@@ -276,7 +302,7 @@ impl StatusWriter {
 
     /// A Warning on an invalid policy or zone, sent again only when the message changes.
     pub async fn warn_invalid(
-        &mut self,
+        &self,
         kind: &'static str,
         name: &str,
         uid: Option<&str>,
@@ -284,14 +310,15 @@ impl StatusWriter {
     ) {
         let key = (kind, name.to_owned());
         let Some(message) = message else {
-            self.warned.remove(&key);
+            self.memory().warned.remove(&key);
             return;
         };
-        if self.warned.get(&key).map(String::as_str) == Some(message) || !self.may_write(kind, name)
+        if self.memory().warned.get(&key).map(String::as_str) == Some(message)
+            || !self.may_write(kind, name)
         {
             return;
         }
-        self.warned.insert(key, message.to_owned());
+        self.memory().warned.insert(key, message.to_owned());
         let (reason, reference) = match kind {
             "RevocableZone" => ("InvalidZone", zone_reference(name, uid)),
             _ => ("InvalidPolicy", policy_reference(name, uid)),
@@ -310,30 +337,35 @@ impl StatusWriter {
     /// do not parse: each pod once per distinct message while it stays invalid. `invalid` is this
     /// cycle's complete list; pods missing from it are forgotten, so a pod that turns invalid again is
     /// warned again. Returns how many were sent.
-    pub async fn warn_invalid_pods(&mut self, invalid: &[(&Candidate, &str)]) -> usize {
+    pub async fn warn_invalid_pods(&self, invalid: &[(&Candidate, &str)]) -> usize {
         let current: std::collections::HashSet<String> = invalid
             .iter()
             .map(|(candidate, _)| candidate.pod.key.to_string())
             .collect();
-        self.warned
-            .retain(|(kind, name), _| *kind != "Pod" || current.contains(name));
-        let mut fresh = Vec::new();
-        for (candidate, detail) in invalid {
-            let key = ("Pod", candidate.pod.key.to_string());
-            if self.warned.get(&key).map(String::as_str) == Some(*detail) {
-                continue;
+        let fresh = {
+            let mut memory = self.memory();
+            memory
+                .warned
+                .retain(|(kind, name), _| *kind != "Pod" || current.contains(name));
+            let mut fresh = Vec::new();
+            for (candidate, detail) in invalid {
+                let key = ("Pod", candidate.pod.key.to_string());
+                if memory.warned.get(&key).map(String::as_str) == Some(*detail) {
+                    continue;
+                }
+                if fresh.len() == MAX_POD_WARNINGS_PER_CYCLE {
+                    warn!(
+                        remaining = invalid.len() - fresh.len(),
+                        "more pods with invalid tidal annotations; their warnings follow in later cycles"
+                    );
+                    break;
+                }
+                warn!(pod = %candidate.pod.key, "not evicted: {detail}");
+                memory.warned.insert(key, (*detail).to_owned());
+                fresh.push((*candidate, *detail));
             }
-            if fresh.len() == MAX_POD_WARNINGS_PER_CYCLE {
-                warn!(
-                    remaining = invalid.len() - fresh.len(),
-                    "more pods with invalid tidal annotations; their warnings follow in later cycles"
-                );
-                break;
-            }
-            warn!(pod = %candidate.pod.key, "not evicted: {detail}");
-            self.warned.insert(key, (*detail).to_owned());
-            fresh.push((*candidate, *detail));
-        }
+            fresh
+        };
         let sent = fresh.len();
         let events = fresh.into_iter().map(|(candidate, detail)| {
             let event = Event {
@@ -368,7 +400,7 @@ impl StatusWriter {
     /// so never evicted and never planned from): once per object and message while it stays
     /// unreadable, again if it turns unreadable anew. Returns how many were sent.
     pub async fn warn_unreadable(
-        &mut self,
+        &self,
         unreadable: &BTreeMap<(ObjectKind, ObjectKey), Unreadable>,
     ) -> usize {
         const TAG: &str = "Unreadable";
@@ -377,17 +409,24 @@ impl StatusWriter {
             .keys()
             .map(|(kind, key)| name(kind, key))
             .collect();
-        self.warned
-            .retain(|(tag, object), _| *tag != TAG || current.contains(object));
-        let mut fresh = Vec::new();
-        for ((kind, key), object) in unreadable {
-            let warned = (TAG, name(kind, key));
-            if self.warned.get(&warned) == Some(&object.error) || !self.may_write(TAG, &warned.1) {
-                continue;
+        let fresh = {
+            let mut memory = self.memory();
+            memory
+                .warned
+                .retain(|(tag, object), _| *tag != TAG || current.contains(object));
+            let mut fresh = Vec::new();
+            for ((kind, key), object) in unreadable {
+                let warned = (TAG, name(kind, key));
+                if memory.warned.get(&warned) == Some(&object.error)
+                    || !self.may_write(TAG, &warned.1)
+                {
+                    continue;
+                }
+                memory.warned.insert(warned, object.error.clone());
+                fresh.push((*kind, key, object));
             }
-            self.warned.insert(warned, object.error.clone());
-            fresh.push((*kind, key, object));
-        }
+            fresh
+        };
         let sent = fresh.len();
         let events = fresh.into_iter().map(|(kind, key, object)| {
             let event = Event {

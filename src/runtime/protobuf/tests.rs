@@ -214,3 +214,23 @@ fn only_the_annotated_bookmark_ends_the_initial_events() {
     assert!(!read(&[(INITIAL_EVENTS_END, "false")]).1);
     assert!(!read(&[("other", "true")]).1);
 }
+
+#[test]
+fn a_pods_grace_period_survives_the_protobuf_path() {
+    use k8s_pb::api::core::v1 as pb;
+    let spec = pb::PodSpec {
+        termination_grace_period_seconds: Some(45),
+        ..pb::PodSpec::default()
+    };
+    let pod = convert::pod(pb::Pod {
+        metadata: Some(k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("p".to_owned()),
+            namespace: Some("ns".to_owned()),
+            ..Default::default()
+        }),
+        spec: Some(spec),
+        status: None,
+    });
+    let info = PodInfo::from_pod(&pod).unwrap();
+    assert_eq!(info.termination_grace_seconds(), 45);
+}

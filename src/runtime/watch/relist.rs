@@ -3,7 +3,8 @@
 //!
 //! A first list into a kind the cache holds nothing of needs no such record: nothing can have
 //! vanished. At 150,000 pods the set of read keys is about 8 MB and more while it grows, all of it
-//! on top of the cache being filled, so the first list keeps only a count (issue 10's listing peak).
+//! on top of the cache being filled, so the first list keeps only a count (the listing peak in
+//! docs/performance.md).
 
 use std::collections::HashSet;
 

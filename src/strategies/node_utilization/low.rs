@@ -416,7 +416,8 @@ mod tests {
     #[test]
     fn evictions_admitted_by_an_earlier_strategy_count_as_gone() {
         // removeDuplicates runs first and moves 6 of the 9 replicas off n1, leaving it at 30%: below
-        // target, so lowNodeUtilization must not drain it further (it used to empty n1).
+        // target, so lowNodeUtilization must not drain it further (counting the replicas as still
+        // there would empty n1).
         let mut cluster = Cluster::new().standard_nodes(&["n1", "n2", "n3"]);
         for i in 0..9 {
             cluster = cluster.pod(

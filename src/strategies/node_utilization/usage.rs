@@ -337,9 +337,9 @@ fn fits(
 /// A search passes over the destinations the pod's placement signature allows, up to the first that
 /// fits: most it passes are full on some bounded resource, so each signature keeps its destinations'
 /// spare room in columns of plain numbers, one per bounded resource, which the search reads instead of
-/// the destinations themselves. (A tree of maxima over the destinations was tried and cost more: the
-/// destinations it must pass are full on different resources, so the maxima of a run of them fit
-/// nearly every move and prune little.)
+/// the destinations themselves. (A tree of maxima over the destinations costs more: the destinations
+/// a search must pass are full on different resources, so the maxima of a run of them fit nearly
+/// every move and prune little.)
 pub(crate) struct Room<'s> {
     resources: Vec<String>,
     /// `resources`, matched once.
@@ -453,8 +453,8 @@ impl Reachable {
     }
 }
 
-/// A placement signature, hashed with a fixed seed (as SipHash's `DefaultHasher` did before, at a
-/// fraction of its cost: Room hashes one for every pod it weighs).
+/// A placement signature, hashed with a fixed seed: as deterministic as SipHash's `DefaultHasher`, at
+/// a fraction of its cost (Room hashes one for every pod it weighs).
 fn signature_hash(value: impl Hash) -> u64 {
     foldhash::quality::FixedState::default().hash_one(value)
 }

@@ -1,0 +1,164 @@
+//! What a cycle writes back, each in one call: the zones' status (state, drain, conditions, warnings)
+//! and, once its evictions all have an outcome, its policies' status, Events and warnings.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use kube::runtime::events::{Event, EventType};
+use tracing::info;
+
+use super::{
+    StatusWriter, compute,
+    compute::{PolicyCounts, ZoneDrainStatus},
+    truncate, zone_reference,
+};
+use crate::{
+    cluster::{ObjectKey, ObjectKind, Unreadable},
+    controller::cycle_result::{CycleResult, invalid_pods},
+    drain::ZoneOutlook,
+    framework::ZoneView,
+};
+
+/// One zone's status to write.
+pub(crate) struct ZoneWrite<'a> {
+    pub view: &'a ZoneView,
+    pub uid: Option<String>,
+    pub last_round: Option<Timestamp>,
+    /// The close an `auto` drain started for, and when.
+    pub started: Option<(Timestamp, Timestamp)>,
+    pub preemptable: u32,
+    pub outlook: Option<&'a ZoneOutlook>,
+}
+
+/// What the cache says of the objects a cycle's write-back is about.
+pub(crate) struct CycleObjects {
+    /// Each planned policy's generation, as the cycle planned it.
+    pub generations: BTreeMap<String, Option<i64>>,
+    /// The uid of each policy, as the watch last saw it.
+    pub uids: BTreeMap<String, Option<String>>,
+    pub unreadable: BTreeMap<(ObjectKind, ObjectKey), Unreadable>,
+}
+
+const ZONE: &str = "RevocableZone";
+const POLICY: &str = "DeschedulingPolicy";
+/// The memory key of the at-risk warning sent for a zone's close.
+const DRAIN_AT_RISK: &str = "DrainAtRisk";
+
+impl StatusWriter {
+    /// Writes each zone's status and warns about what needs it: unreadable windows, and once per
+    /// close, a drain that will not be done in time. Zones not among `zones` are forgotten.
+    pub(crate) async fn write_zones(&self, zones: &[ZoneWrite<'_>], now: Timestamp) {
+        for zone in zones {
+            let name = zone.view.name.as_str();
+            let uid = zone.uid.as_deref();
+            self.identify(ZONE, name, uid);
+            let previous = self.zone_ready(name);
+            let previous_drain = self.previous_condition(ZONE, name, compute::DRAIN_ON_TRACK);
+            let drain = ZoneDrainStatus {
+                outlook: zone.outlook,
+                started: zone.started,
+                previous: previous_drain.as_ref(),
+            };
+            let status = compute::zone_status(
+                zone.view,
+                zone.preemptable,
+                zone.last_round,
+                now,
+                previous.as_ref(),
+                &drain,
+            );
+            self.zone(name, &status).await;
+            let error = zone.view.state.as_ref().err().map(String::as_str);
+            self.warn_invalid(ZONE, name, uid, error).await;
+            self.warn_drain(name, uid, zone.outlook).await;
+        }
+        self.retain(ZONE, |name| zones.iter().any(|z| z.view.name == name));
+        self.retain(DRAIN_AT_RISK, |name| {
+            zones.iter().any(|z| z.view.name == name)
+        });
+    }
+
+    /// A Warning Event once per close that will be missed (and once while a closed zone still holds
+    /// pods), naming what would fix it.
+    async fn warn_drain(&self, zone: &str, uid: Option<&str>, outlook: Option<&ZoneOutlook>) {
+        let key = (DRAIN_AT_RISK, zone.to_owned());
+        let Some(outlook) = outlook.filter(|o| o.at_risk) else {
+            self.memory().warned.remove(&key);
+            return;
+        };
+        let close = outlook
+            .close
+            .map_or_else(|| "closed".to_owned(), |close| close.to_string());
+        if self.memory().warned.get(&key) == Some(&close) || !self.may_write(ZONE, zone) {
+            return;
+        }
+        self.memory().warned.insert(key, close);
+        let fix = outlook.fix.as_deref().unwrap_or_default();
+        let note = match (outlook.close, outlook.estimate.empty_at()) {
+            (Some(close), Some(empty)) => format!(
+                "the drain will not be done by the close at {close}: expected empty at {empty}, \
+                 {} pods still there at the close. {fix}",
+                outlook.estimate.at_close
+            ),
+            (Some(close), None) => format!(
+                "the zone will not be empty at the close at {close}: {} pods still there. {fix}",
+                outlook.estimate.at_close
+            ),
+            (None, _) => format!(
+                "the zone is closed and {} preemptable pods are still on it. {fix}",
+                outlook.remaining
+            ),
+        };
+        info!(zone, "drain at risk: {note}");
+        let event = Event {
+            type_: EventType::Warning,
+            reason: "DrainAtRisk".to_owned(),
+            note: Some(truncate(note)),
+            action: "Drain".to_owned(),
+            secondary: None,
+        };
+        self.publish(event, zone_reference(zone, uid), ZONE).await;
+    }
+
+    /// A Normal Event when an `auto` drain starts, with what it expects.
+    pub(crate) async fn drain_started(&self, zone: &str, uid: Option<&str>, outlook: &ZoneOutlook) {
+        let close = outlook.close.map_or_else(String::new, |c| c.to_string());
+        let event = Event {
+            type_: EventType::Normal,
+            reason: "DrainStarted".to_owned(),
+            note: Some(truncate(format!(
+                "draining ahead of the close at {close}: {}",
+                outlook.summary
+            ))),
+            action: "Drain".to_owned(),
+            secondary: None,
+        };
+        self.publish(event, zone_reference(zone, uid), ZONE).await;
+    }
+
+    /// Writes what a cycle did once its evictions all have an outcome: the policies' status, their
+    /// Events, and warnings on pods and objects tidal cannot read.
+    pub(crate) async fn write_cycle(&self, cycle: &CycleResult, objects: &CycleObjects) {
+        self.warn_invalid_pods(&invalid_pods(&cycle.policies)).await;
+        self.warn_unreadable(&objects.unreadable).await;
+        for result in &cycle.policies {
+            let plan = &result.plan;
+            let counts = PolicyCounts::of(plan, result.outcomes());
+            let generation = objects.generations.get(&plan.policy).copied().flatten();
+            let uid = objects.uids.get(&plan.policy).cloned().flatten();
+            self.identify(POLICY, &plan.policy, uid.as_deref());
+            let previous = self.policy_ready(&plan.policy);
+            let written =
+                compute::policy_status(plan, &counts, generation, cycle.now, previous.as_ref());
+            self.policy(&plan.policy, &written).await;
+            self.warn_invalid(POLICY, &plan.policy, uid.as_deref(), plan.error.as_deref())
+                .await;
+            if counts.planned > 0 {
+                info!(policy = %plan.policy, "{}", counts.summary(plan.mode));
+                self.policy_cycle(&plan.policy, uid.as_deref(), counts.summary(plan.mode))
+                    .await;
+            }
+        }
+        self.retain(POLICY, |name| objects.uids.contains_key(name));
+    }
+}

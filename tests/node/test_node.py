@@ -1,0 +1,595 @@
+"""tidal installed by its chart on a real node, with real pods (tests/node/README.md).
+
+One scenario, in order: install (no review skipped from the moment the webhook configuration is
+active), a TDM drain of a zone that closes within about a minute (rounds, budgets, evictPeriod, the
+closed-zone taint, the webhook, a leader failover mid-drain, what `tidal report` and `tidal timeline`
+said beforehand), the zone's next opening, `helm upgrade` and a rolling restart of the webhook (no review
+skipped), `helm uninstall` (no webhook configuration left). Run by scripts/test-node, which brings the
+node up; skipped when TIDAL_NODE_KUBECONFIG is not set."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import pathlib
+import subprocess
+import threading
+import time
+
+import pytest
+
+from kube import Kube
+
+KUBECONFIG = os.environ.get("TIDAL_NODE_KUBECONFIG")
+pytestmark = pytest.mark.skipif(not KUBECONFIG, reason="TIDAL_NODE_KUBECONFIG not set: no real node")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CHART = pathlib.Path(os.environ.get("TIDAL_NODE_CHART", ROOT / "charts" / "tidal"))
+RELEASE, NAMESPACE = "tidal", "tidal-system"
+NODE = os.environ.get("TIDAL_NODE_NAME", "realnode")
+TDM_NS, PROBE_NS = "tidal-node-tdm", "tidal-node-probe"
+ZONE, POLICY = "nightly", "node-tdm"
+EVICT_PERIOD = 20
+BUSYBOX = "localhost/busybox:1"
+ZONE_TAINT = "tidal.dev/zone-closed"
+# tidal's own pods share the only node with the zone: they may run there and tolerate its taint.
+TOLERATION = {"key": ZONE_TAINT, "operator": "Exists", "effect": "NoSchedule"}
+VALUES = {
+    "image": {"repository": "localhost/tidal", "tag": "node", "pullPolicy": "Never"},
+    "avoidRevocableNodes": False,
+    "controller": {"tolerations": [TOLERATION]},
+    "webhook": {"tolerations": [TOLERATION]},
+}
+# Jobs on the zone: (name, pods, budget annotation, expected evictions per round)
+# A percentage budget counts the pods the job still has: train loses 2 of 4, then 1 of 2, then 1 of 1.
+PODGROUPS = [("train", 4, "50%", [2, 1, 1]), ("sweep", 3, "1", [1, 1, 1])]
+# A Deployment: its evicted pod is recreated and stays Pending (taint, webhook), which uses its budget up.
+DEPLOYMENT = ("etl", 3, "1", [1, 0, 0])
+
+
+@pytest.fixture(scope="module")
+def kube():
+    k = Kube(KUBECONFIG)
+    status, _ = k.request("GET", "/readyz")
+    assert status == 200, "the node's API server is not ready"
+    return k
+
+
+def helm_config():
+    import helm_python as helm
+
+    return helm.Config(kubeconfig_path=KUBECONFIG, namespace=NAMESPACE)
+
+
+def tidal(*args: str) -> str:
+    binary = os.environ.get("TIDAL_BIN", str(ROOT / "target" / "release" / "tidal"))
+    result = subprocess.run([binary, *args, "--kubeconfig", KUBECONFIG], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Admission under load: reviews the API server sends while something changes
+
+
+def probe_pod(index: int) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"probe-{index}", "namespace": PROBE_NS},
+        "spec": {"containers": [{"name": "c", "image": BUSYBOX, "imagePullPolicy": "Never"}]},
+    }
+
+
+def mutated(pod: dict) -> bool:
+    """Whether tidal's webhook saw this non-preemptable pod: it gets the affinity off revocable nodes."""
+    return "volcano.sh/revocable-zone" in json.dumps(pod.get("spec", {}).get("affinity", {}))
+
+
+class AdmissionLoad(threading.Thread):
+    """Server-side dry-run pod creations, about ten a second, each noting whether tidal's mutating
+    configuration existed just before and whether the webhook's patch came back."""
+
+    def __init__(self, kube: Kube):
+        super().__init__(daemon=True)
+        self.kube, self.stop, self.samples = kube, threading.Event(), []
+
+    def run(self):
+        index = 0
+        while not self.stop.is_set():
+            index += 1
+            configured = self.kube.request(
+                "GET", f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/{RELEASE}"
+            )[0] == 200
+            started = time.time()
+            status, answer = self.kube.request("POST", f"/api/v1/namespaces/{PROBE_NS}/pods?dryRun=All", probe_pod(index))
+            self.samples.append(
+                {"at": started, "configured": configured, "status": status,
+                 "mutated": status == 201 and mutated(answer), "took": time.time() - started}
+            )
+            time.sleep(0.1)
+
+    def finish(self):
+        self.stop.set()
+        self.join(30)
+        return self.samples
+
+
+class FailOpen:
+    """Reviews the API server could not get an answer for: its fail-open counter for tidal's webhooks
+    (failurePolicy Ignore) and its log lines "failed calling webhook"."""
+
+    def __init__(self, kube: Kube):
+        self.kube = kube
+        self.log = os.environ.get("TIDAL_NODE_APISERVER_LOG")
+        self.metric0, self.lines0 = self.metric(), len(self.lines())
+
+    def metric(self) -> float:
+        return self.kube.metric_sum("apiserver_admission_webhook_fail_open_count", r'name="[a-z.]*tidal\.dev"')
+
+    def lines(self) -> list[str]:
+        if not self.log or not os.path.exists(self.log):
+            return []
+        with open(self.log, errors="replace") as f:
+            return [line for line in f if "failed calling webhook" in line and "tidal.dev" in line]
+
+    def since(self) -> tuple[float, list[str]]:
+        return self.metric() - self.metric0, self.lines()[self.lines0:]
+
+
+def settled(samples: list[dict], since: float) -> list[dict]:
+    return [s for s in samples if s["at"] >= since]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The scenario's objects
+
+
+PODGROUP_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "podgroups.scheduling.volcano.sh"},
+    "spec": {
+        "group": "scheduling.volcano.sh",
+        "names": {"kind": "PodGroup", "plural": "podgroups", "singular": "podgroup", "shortNames": ["pg"]},
+        "scope": "Namespaced",
+        "versions": [{"name": "v1beta1", "served": True, "storage": True, "subresources": {"status": {}},
+                      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
+    },
+}
+
+
+def pod_template(labels: dict, annotations: dict) -> dict:
+    return {
+        "metadata": {"labels": labels, "annotations": annotations},
+        "spec": {
+            # busybox's sleep ignores SIGTERM: a short grace period makes an eviction quick to see.
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "work", "image": BUSYBOX, "imagePullPolicy": "Never",
+                            "command": ["sleep", "86400"]}],
+        },
+    }
+
+
+def hhmm(t: dt.datetime) -> str:
+    return t.strftime("%H:%M")
+
+
+@pytest.fixture(scope="module")
+def state():
+    """What one test leaves for the next (the scenario is one story)."""
+    return {}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 1. Install
+
+
+def test_install_answers_every_review_once_registered(kube, state):
+    kube.apply([PODGROUP_CRD])
+    for ns in (PROBE_NS, TDM_NS):
+        kube.kubectl("create", "namespace", ns, check=False)
+    kube.wait_for("the PodGroup CRD", lambda: kube.get("/apis/scheduling.volcano.sh/v1beta1/podgroups"), 30)
+    fail_open = FailOpen(kube)
+    load = AdmissionLoad(kube)
+    load.start()
+    time.sleep(2)
+    started = time.time()
+    with helm_config() as config:
+        release = config.install(str(CHART), RELEASE, VALUES, namespace=NAMESPACE, create_namespace=True,
+                                 wait="watcher", timeout=300)
+    state["install_seconds"] = time.time() - started
+    assert release.get("status") == "deployed", release
+    time.sleep(5)
+    samples = load.finish()
+    metric, lines = fail_open.since()
+    registered = [s["at"] for s in samples if s["configured"]]
+    assert registered, "the webhook configuration never appeared"
+    first = min(registered)
+    state["registered_after"] = first - started
+    before = [s for s in samples if s["at"] < first]
+    # The API server picks a new configuration up through its informer: allow it a second.
+    active = settled(samples, first + 1.0)
+    print(f"\ninstall: helm install --wait {state['install_seconds']:.1f}s; configuration registered "
+          f"{state['registered_after']:.1f}s after the install began; {len(samples)} dry-run creations, "
+          f"{len(before)} before it, {len(active)} after it was active, "
+          f"{sum(s['mutated'] for s in active)} of those patched; fail-open count +{metric:g}")
+    # The load saw the change: creations well before the registration were not patched (the webhook did
+    # not exist for the API server yet).
+    assert before and not any(s["mutated"] for s in before if s["at"] < first - 2.0)
+    assert active and all(s["status"] == 201 for s in active), [s for s in active if s["status"] != 201][:3]
+    unchecked = [s for s in active if not s["mutated"]]
+    assert not unchecked, f"{len(unchecked)} reviews skipped after registration, first at {unchecked[0]['at'] - first:.2f}s"
+    assert metric == 0, f"the API server failed open {metric:g} times"
+    assert not lines, lines[:3]
+    # The webhook configurations are owned by the release (its register ClusterRole), not left to chance.
+    for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        config = kube.get(f"/apis/admissionregistration.k8s.io/v1/{kind}/{RELEASE}")
+        owners = config["metadata"].get("ownerReferences", [])
+        assert [(o["kind"], o["name"]) for o in owners] == [("ClusterRole", "tidal-webhook-register")], owners
+    # Both controller replicas and the leader Lease.
+    kube.wait_for("a leader", lambda: leader(kube), 60)
+
+
+def leader(kube: Kube) -> str | None:
+    lease = kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/tidal-controller")
+    return lease and lease["spec"].get("holderIdentity")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 2. TDM on a real node
+
+
+class PodWatch(threading.Thread):
+    """Lists the namespace's pods twice a second: when each was first seen terminating (evicted), each
+    binding, and each pod's job."""
+
+    def __init__(self, kube: Kube, namespace: str):
+        super().__init__(daemon=True)
+        self.kube, self.namespace, self.stop = kube, namespace, threading.Event()
+        self.pods: dict[str, dict] = {}
+
+    def run(self):
+        while not self.stop.is_set():
+            now = time.time()
+            listing = self.kube.get(f"/api/v1/namespaces/{self.namespace}/pods") or {"items": []}
+            for pod in listing["items"]:
+                meta, spec = pod["metadata"], pod["spec"]
+                seen = self.pods.setdefault(meta["uid"], {
+                    "name": meta["name"], "job": job_of(pod), "first": now, "terminating": None, "bound": None,
+                    "preemptable": meta.get("labels", {}).get("volcano.sh/preemptable") == "true",
+                })
+                if spec.get("nodeName") and seen["bound"] is None:
+                    seen["bound"] = now
+                if meta.get("deletionTimestamp") and seen["terminating"] is None:
+                    seen["terminating"] = now
+            time.sleep(0.5)
+
+    def evictions(self) -> list[dict]:
+        return sorted((p for p in self.pods.values() if p["terminating"]), key=lambda p: p["terminating"])
+
+
+def job_of(pod: dict) -> str:
+    group = pod["metadata"].get("annotations", {}).get("scheduling.k8s.io/group-name")
+    if group:
+        return group
+    return pod["metadata"]["labels"].get("app", pod["metadata"]["name"])
+
+
+def rounds_of(evictions: list[dict], gap: float = 5.0) -> list[list[dict]]:
+    rounds: list[list[dict]] = []
+    for eviction in evictions:
+        if rounds and eviction["terminating"] - rounds[-1][-1]["terminating"] < gap:
+            rounds[-1].append(eviction)
+        else:
+            rounds.append([eviction])
+    return rounds
+
+
+def per_job(round_: list[dict]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for eviction in round_:
+        counts[eviction["job"]] = counts.get(eviction["job"], 0) + 1
+    return counts
+
+
+def expected_rounds() -> list[dict[str, int]]:
+    jobs = PODGROUPS + [DEPLOYMENT]
+    out = []
+    for index in range(3):
+        counts = {name: plan[index] for name, _, _, plan in jobs if plan[index]}
+        if counts:
+            out.append(counts)
+    return out
+
+
+def node_taints(kube: Kube) -> list[dict]:
+    return kube.get(f"/api/v1/nodes/{NODE}")["spec"].get("taints") or []
+
+
+def zone_taint(kube: Kube) -> bool:
+    return any(t["key"] == ZONE_TAINT and t["effect"] == "NoSchedule" for t in node_taints(kube))
+
+
+def create_workloads(kube: Kube):
+    preemptable = {"volcano.sh/preemptable": "true"}
+    documents = []
+    for name, size, budget, _ in PODGROUPS:
+        documents.append({
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": TDM_NS,
+                         "annotations": {**preemptable, "volcano.sh/jdb-max-unavailable": budget}},
+            "spec": {"minMember": 1, "queue": "default"},
+        })
+    kube.apply(documents)
+    pods = []
+    for name, size, _, _ in PODGROUPS:
+        group = kube.get(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{TDM_NS}/podgroups/{name}")
+        owner = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "name": name,
+                 "uid": group["metadata"]["uid"], "controller": True}
+        for index in range(size):
+            template = pod_template({**preemptable, "app": name}, {"scheduling.k8s.io/group-name": name})
+            pods.append({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {**template["metadata"], "name": f"{name}-{index}", "namespace": TDM_NS,
+                                      "ownerReferences": [owner]},
+                         "spec": template["spec"]})
+    name, size, budget, _ = DEPLOYMENT
+    deployments = [
+        (name, size, {**preemptable, "app": name}, {"volcano.sh/jdb-max-unavailable": budget}),
+        # Not preemptable: the webhook keeps it off the zone's (only) node, so it stays Pending.
+        ("web", 2, {"app": "web"}, {}),
+    ]
+    for name, size, labels, annotations in deployments:
+        pods.append({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": TDM_NS},
+            "spec": {"replicas": size, "selector": {"matchLabels": {"app": name}},
+                     "template": pod_template(labels, annotations)},
+        })
+    kube.apply(pods)
+
+
+def test_tdm_drains_a_closing_zone_round_by_round(kube, state):
+    # The zone: open now, closing at the end of a minute 40-100 s away, open again three minutes later.
+    now = dt.datetime.now(dt.timezone.utc)
+    close_minute = (now + dt.timedelta(seconds=100)).replace(second=0, microsecond=0)
+    closes_at = close_minute + dt.timedelta(seconds=1)  # both ends of a window are included
+    opens_at = close_minute + dt.timedelta(minutes=3)
+    start = now - dt.timedelta(minutes=1)
+    zone = {
+        "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone", "metadata": {"name": ZONE},
+        "spec": {"windows": [{"time": f"{hhmm(start)}-{hhmm(close_minute)}"},
+                             {"time": f"{hhmm(opens_at)}-{hhmm(opens_at + dt.timedelta(minutes=30))}"}],
+                 "timeZone": "UTC", "evictPeriod": f"{EVICT_PERIOD}s", "taintWhenClosed": True},
+    }
+    policy = {
+        "apiVersion": "tidal.dev/v1alpha1", "kind": "DeschedulingPolicy", "metadata": {"name": POLICY},
+        "spec": {"mode": "Evict", "interval": "30s", "strategies": {"tdm": {}},
+                 "defaults": {"cooldown": "0s"}, "namespaces": {"include": [TDM_NS]}},
+    }
+    kube.kubectl("label", "node", NODE, f"volcano.sh/revocable-zone={ZONE}", "--overwrite")
+    kube.apply([zone, policy])
+    create_workloads(kube)
+    watch = PodWatch(kube, TDM_NS)
+    watch.start()
+    preemptable_total = sum(size for _, size, _, _ in PODGROUPS) + DEPLOYMENT[1]
+
+    def running():
+        pods = (kube.get(f"/api/v1/namespaces/{TDM_NS}/pods") or {"items": []})["items"]
+        up = [p for p in pods if p["status"].get("phase") == "Running"]
+        return len(up) == preemptable_total and up
+    kube.wait_for("the preemptable pods Running on the node", running, 60)
+    assert dt.datetime.now(dt.timezone.utc) < closes_at - dt.timedelta(seconds=10), "too slow to set up"
+    assert not zone_taint(kube), "the open zone's node is tainted"
+
+    # What tidal says will happen, from outside the cluster, before it happens.
+    timeline = json.loads(tidal("timeline", "-o", "json", "--span", "10m"))
+    state["timeline"] = timeline
+    report_open = json.loads(tidal("report", "-o", "json"))
+    assert not report_open["evictions"], report_open["evictions"]
+
+    # The close: the taint and the first round.
+    wait = (closes_at - dt.datetime.now(dt.timezone.utc)).total_seconds()
+    time.sleep(max(0.0, wait))
+    closed = time.time()
+    kube.wait_for("the closed-zone taint", lambda: zone_taint(kube), 15, 0.2)
+    state["taint_after"] = time.time() - closed
+    kube.wait_for("round 1", lambda: watch.evictions(), 30, 0.2)
+    time.sleep(2)
+    # While round 2 waits for evictPeriod, once round 1's pods are gone (a terminating pod still counts
+    # against its job's budget): what `tidal report` says now.
+    evicted = {e["name"] for e in watch.evictions()}
+
+    def gone():
+        names = {p["metadata"]["name"] for p in kube.get(f"/api/v1/namespaces/{TDM_NS}/pods")["items"]}
+        return not evicted & names
+    kube.wait_for("round 1's pods to be gone", gone, 15, 0.2)
+    report_closed = json.loads(tidal("report", "-o", "json"))
+    state["report_closed"] = report_closed
+    # Leader failover mid-drain: delete the leader's pod (the standby takes the Lease).
+    holder = leader(kube)
+    kube.kubectl("-n", NAMESPACE, "delete", "pod", holder, "--wait=false")
+    failover = time.time()
+    kube.wait_for("a new leader", lambda: (leader(kube) or holder) != holder, 60, 0.5)
+    state["failover_seconds"] = time.time() - failover
+
+    expected = expected_rounds()
+    total = sum(sum(r.values()) for r in expected)
+    kube.wait_for(f"{total} evictions", lambda: len(watch.evictions()) >= total,
+                  EVICT_PERIOD * (len(expected) + 2) + 30)
+    time.sleep(EVICT_PERIOD + 5)  # nothing more may follow
+    watch.stop.set()
+    evictions = watch.evictions()
+    rounds = rounds_of(evictions)
+    observed = [per_job(r) for r in rounds]
+    starts = [r[0]["terminating"] - closed for r in rounds]
+    print(f"\ndrain: taint {state['taint_after']:.1f}s after the close; rounds at "
+          f"{', '.join(f'+{s:.1f}s' for s in starts)}: {observed}; failover {state['failover_seconds']:.1f}s")
+
+    # Round by round, each job within its budget; evictPeriod apart, across the failover too.
+    assert observed == expected, (observed, expected)
+    for before, after in zip(starts, starts[1:]):
+        assert after - before >= EVICT_PERIOD - 1.0, starts
+    assert starts[0] < 10, f"the first round came {starts[0]:.1f}s after the close"
+    # No pod evicted twice, by either replica: one Descheduled event per evicted pod.
+    events = kube.get(f"/apis/events.k8s.io/v1/namespaces/{TDM_NS}/events")["items"]
+    descheduled = [e["regarding"]["name"] for e in events if e.get("reason") == "Descheduled"]
+    counts = {name: sum(e.get("series", {}).get("count", 1) for e in events
+                        if e.get("reason") == "Descheduled" and e["regarding"]["name"] == name)
+              for name in set(descheduled)}
+    assert sorted(counts) == sorted(e["name"] for e in evictions), (counts, [e["name"] for e in evictions])
+    assert set(counts.values()) == {1}, counts
+
+    # What `tidal timeline` said before the close is what happened: the same rounds at the same times,
+    # the same pods of the PodGroups. The timeline assumes evicted pods leave and nothing new arrives, so
+    # it has the Deployment lose a pod every round; here its replacement stays Pending and holds the
+    # budget, as the report below says.
+    predicted = timeline_rounds(timeline)
+    assert len(predicted) == len(rounds), (predicted, observed)
+    for index, (plan, real) in enumerate(zip(predicted, rounds)):
+        assert abs((plan[0]["at"] - closes_at.timestamp()) - starts[index]) < 8, (index, plan[0]["at"], starts)
+        groups = {name for name, _, _, _ in PODGROUPS}
+        assert sorted(e["name"] for e in plan if e["job"] in groups) == sorted(
+            e["name"] for e in real if e["job"] in groups), (index, plan, real)
+    assert per_job(predicted[0]) == observed[0], (predicted[0], observed[0])
+    # What `tidal report` said during round 2's wait: the pods of round 2 wait for it, at its time.
+    waiting = {w["name"]: w for w in report_closed.get("waiting", [])}
+    round2 = {e["name"] for e in rounds[1]}
+    assert round2 <= set(waiting), (round2, sorted(waiting))
+    next_round = dt.datetime.fromisoformat(waiting[min(round2)]["nextRound"].replace("Z", "+00:00")).timestamp()
+    assert abs(next_round - rounds[1][0]["terminating"]) < 8, (next_round, rounds[1][0]["terminating"])
+    # And now, the drain over: the Deployment's two pods stay, held by its budget (its replacement is
+    # Pending), which is what the controller did.
+    report_after = json.loads(tidal("report", "-o", "json"))
+    assert not report_after["evictions"], report_after["evictions"]
+    held = [s for s in report_after["skipped"] if s["gate"] == "budget"]
+    assert sorted(s["name"] for s in held) == sorted(on_node_names(kube)), report_after["skipped"]
+    assert all("1 unavailable" in s["detail"] for s in held), held
+
+    # The zone's status: closed, not "draining" (that is an open zone closing within drainBefore; the
+    # CRD's description of the field says so), and the last round recorded.
+    status = kube.get(f"/apis/tidal.dev/v1alpha1/revocablezones/{ZONE}")["status"]
+    assert status["open"] is False and status["draining"] is False, status
+    last_round = dt.datetime.fromisoformat(status["lastEvictionRound"].replace("Z", "+00:00")).timestamp()
+    assert abs(last_round - rounds[-1][0]["terminating"]) < 3, (status, rounds[-1][0]["terminating"])
+
+    # Where the pods went: the PodGroup pods are gone; the Deployment's evicted pod was recreated and
+    # stays Pending, as does the non-preemptable web (never bound to the zone's node).
+    pods = kube.get(f"/api/v1/namespaces/{TDM_NS}/pods")["items"]
+    on_node = [p["metadata"]["name"] for p in pods if p["spec"].get("nodeName") == NODE
+               and not p["metadata"].get("deletionTimestamp")]
+    assert sorted(on_node) == sorted(p["metadata"]["name"] for p in pods
+                                     if p["metadata"]["labels"].get("app") == "etl"
+                                     and p["status"].get("phase") == "Running"), on_node
+    pending = [p for p in pods if p["status"].get("phase") == "Pending"]
+    assert sorted(job_of(p) for p in pending) == ["etl", "web", "web"], [p["metadata"]["name"] for p in pending]
+    assert not any(p["bound"] and not p["preemptable"] for p in watch.pods.values()), "a non-preemptable pod was bound"
+    late = [p["name"] for p in watch.pods.values() if p["bound"] and p["bound"] > closed + 1]
+    assert not late, f"bound to the closed zone: {late}"
+    # The webhook refuses a preemptable pod placed on the closed zone's node directly (no scheduler).
+    status, answer = kube.request("POST", f"/api/v1/namespaces/{TDM_NS}/pods?dryRun=All", {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "direct", "labels": {"volcano.sh/preemptable": "true"}},
+        "spec": {"nodeName": NODE, "containers": [{"name": "c", "image": BUSYBOX}]},
+    })
+    assert status == 403 and "tidal" in json.dumps(answer), (status, answer)
+    state["opens_at"] = opens_at
+    state["watch"] = watch
+
+
+def on_node_names(kube: Kube) -> list[str]:
+    pods = kube.get(f"/api/v1/namespaces/{TDM_NS}/pods")["items"]
+    return [p["metadata"]["name"] for p in pods if p["spec"].get("nodeName") == NODE]
+
+
+def timeline_rounds(timeline: dict) -> list[list[dict]]:
+    """The evictions `tidal timeline -o json` predicted for the zone, round by round."""
+    rounds = []
+    for event in timeline["events"]:
+        if event.get("zone") != ZONE or not event.get("evictions"):
+            continue
+        at = dt.datetime.fromisoformat(event["at"].replace("Z", "+00:00")).timestamp()
+        rounds.append([{"at": at, "name": p["name"], "job": job_name(p)} for p in event["evictions"]])
+    return rounds
+
+
+def job_name(pod: dict) -> str:
+    """The test's job name of a report entry ("PodGroup ns/train", "ReplicaSet ns/etl-5d9c...")."""
+    name = (pod.get("job") or "").split("/")[-1]
+    return DEPLOYMENT[0] if name.startswith(DEPLOYMENT[0] + "-") else name
+
+
+def test_the_zone_opens_again_untainted_and_takes_its_pods_back(kube, state):
+    opens_at = state["opens_at"]
+    time.sleep(max(0.0, (opens_at - dt.datetime.now(dt.timezone.utc)).total_seconds()))
+    opened = time.time()
+    kube.wait_for("the taint to go", lambda: not zone_taint(kube), 20, 0.2)
+    state["untaint_after"] = time.time() - opened
+
+    def etl_back():
+        pods = kube.get(f"/api/v1/namespaces/{TDM_NS}/pods?labelSelector=app%3Detl")["items"]
+        return len(pods) == DEPLOYMENT[1] and all(p["status"].get("phase") == "Running" for p in pods)
+    kube.wait_for("the recreated etl pod Running again", etl_back, 60)
+    web = kube.get(f"/api/v1/namespaces/{TDM_NS}/pods?labelSelector=app%3Dweb")["items"]
+    assert all(not p["spec"].get("nodeName") for p in web), "a non-preemptable pod landed on a revocable node"
+    print(f"\nopen: taint removed {state['untaint_after']:.1f}s after the opening")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3. Upgrade and rolling restart
+
+
+def test_upgrade_and_rolling_restart_answer_every_review(kube, state):
+    fail_open = FailOpen(kube)
+    load = AdmissionLoad(kube)
+    load.start()
+    time.sleep(2)
+    values = {**VALUES, "webhook": {**VALUES["webhook"], "timeoutSeconds": 4, "lookupWait": "2s"}}
+    started = time.time()
+    with helm_config() as config:
+        release = config.upgrade(str(CHART), RELEASE, values, namespace=NAMESPACE, wait="watcher", timeout=300)
+    upgraded = time.time() - started
+    assert release.get("status") == "deployed", release
+    mutating = kube.get(f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/{RELEASE}")
+    assert mutating["webhooks"][0]["timeoutSeconds"] == 4
+    deployment = kube.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/tidal-webhook")
+    assert "--lookup-wait=2s" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    restarted = time.time()
+    kube.kubectl("-n", NAMESPACE, "rollout", "restart", "deployment/tidal-webhook")
+    kube.kubectl("-n", NAMESPACE, "rollout", "status", "deployment/tidal-webhook", "--timeout=180s")
+    restart = time.time() - restarted
+    time.sleep(5)
+    samples = load.finish()
+    metric, lines = fail_open.since()
+    print(f"\nupgrade {upgraded:.1f}s, rolling restart {restart:.1f}s: {len(samples)} dry-run creations, "
+          f"{sum(s['mutated'] for s in samples)} patched, slowest {max(s['took'] for s in samples):.2f}s; "
+          f"fail-open count +{metric:g}")
+    assert all(s["status"] == 201 for s in samples), [s for s in samples if s["status"] != 201][:3]
+    unchecked = [s for s in samples if not s["mutated"]]
+    assert not unchecked, f"{len(unchecked)} of {len(samples)} reviews skipped"
+    assert metric == 0, f"the API server failed open {metric:g} times"
+    assert not lines, lines[:3]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 4. Uninstall
+
+
+def test_uninstall_leaves_no_webhook_configuration(kube, state):
+    with helm_config() as config:
+        config.uninstall(RELEASE, wait="watcher", timeout=120)
+
+    def gone():
+        return all(
+            kube.request("GET", f"/apis/admissionregistration.k8s.io/v1/{kind}/{RELEASE}")[0] == 404
+            for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
+        )
+    kube.wait_for("the webhook configurations to go", gone, 30)
+    status, answer = kube.request("POST", f"/api/v1/namespaces/{PROBE_NS}/pods?dryRun=All", probe_pod(0))
+    assert status == 201 and not mutated(answer), (status, answer)
+    # Leave the node as it was found.
+    kube.kubectl("delete", "namespace", TDM_NS, PROBE_NS, "--wait=false", check=False)
+    kube.kubectl("delete", "revocablezone", ZONE, "--ignore-not-found", check=False)
+    kube.kubectl("delete", "deschedulingpolicy", POLICY, "--ignore-not-found", check=False)
+    kube.kubectl("label", "node", NODE, "volcano.sh/revocable-zone-", check=False)
+    kube.kubectl("taint", "node", NODE, f"{ZONE_TAINT}-", check=False)
