@@ -286,9 +286,8 @@ impl DrainRecord {
                 }
                 if self.held.contains_key(GateId::Budget.name()) {
                     text.push_str(
-                        ": with no evicted pod replaced, their jobs' budgets allow no more \
-                         evictions; let the jobs lose more pods at once, or make sure their \
-                         replacements can run elsewhere",
+                        ": their jobs' budgets allow no more evictions (a minAvailable as \
+                         large as the job); let the jobs lose pods (volcano.sh/jdb-max-unavailable)",
                     );
                 }
                 text
@@ -296,8 +295,7 @@ impl DrainRecord {
         };
         if let Some(empty) = estimated_empty.filter(|_| self.empty_at.is_none()) {
             fix.push_str(&format!(
-                "; the drain estimate, which counts on evicted pods being replaced, expects the \
-                 zone empty by {}",
+                "; the drain estimate made at the drain's start expected the zone empty by {}",
                 crate::report::clock::local(tz, empty)
             ));
         }

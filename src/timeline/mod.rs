@@ -9,9 +9,11 @@
 //! closing zones' and given up at the cycle timeout), counts as leaving from the moment it is planned,
 //! goes out at the eviction rate (QPS, burst, concurrency, each request taking
 //! [`Pacing::ASSUMED_REQUEST`](crate::drain::Pacing::ASSUMED_REQUEST)), and its pod is gone its
-//! termination grace period later; its job's budget is held until then. Nothing new arrives: evicted
-//! pods are not replaced, and `DryRun` policies are simulated as if they were `Evict` (that is what
-//! they preview), so that later policies see their evictions as in flight, as the controller would.
+//! termination grace period later; its job's budget is held until then. Its job's controller then
+//! replaces it elsewhere, as the drain estimate assumes (on no node: where it lands is not known; a
+//! bare pod is not replaced). Nothing else arrives, and `DryRun` policies are simulated as if they
+//! were `Evict` (that is what they preview), so that later policies see their evictions as in
+//! flight, as the controller would.
 //!
 //! Per zone and close, the simulation says when the zone is empty and the margin before the close, or
 //! by how much the close is missed and how many pods are still there, with the drain outlook's
@@ -93,7 +95,8 @@ impl Assumptions {
             drain_slack_seconds: settings.drain.slack.as_secs(),
             cycle_timeout_seconds: settings.cycle_timeout.as_secs(),
             pods: "an evicted pod is gone its terminationGracePeriodSeconds (30s unless set) after its \
-                   eviction is sent; evicted pods are not replaced and nothing new arrives"
+                   eviction is sent, replaced on another node by its job's controller (a bare pod is \
+                   not); nothing else arrives"
                 .to_owned(),
         }
     }

@@ -83,8 +83,8 @@ fn demo_timeline_paces_rounds_by_evict_period_within_each_job_s_budget() {
     let timeline = json(&["timeline", "--cluster", path(&demo), "--now", DEMO_NOW]);
     assert_eq!(timeline["until"], "2026-11-24T09:30:00Z", "24h by default");
 
-    // yarn-a: evictPeriod 2m; etl-nightly (4 pods, maxUnavailable 40%) loses 2, then 40% of the 2
-    // left (1), then the last one; the misplaced invoice-export replica goes in round 1.
+    // yarn-a: evictPeriod 2m; etl-nightly (4 pods, maxUnavailable 40%: 2) loses 2, replaced
+    // elsewhere once gone, then the other 2; the misplaced invoice-export replica goes in round 1.
     assert_eq!(
         rounds(&timeline, "yarn-a"),
         [
@@ -98,16 +98,16 @@ fn demo_timeline_paces_rounds_by_evict_period_within_each_job_s_budget() {
             ),
             (
                 "2026-11-23T09:32:00Z".to_owned(),
-                vec!["analytics/etl-nightly-5d9c7b8f4-7ctzq".to_owned()]
-            ),
-            (
-                "2026-11-23T09:34:00Z".to_owned(),
-                vec!["analytics/etl-nightly-5d9c7b8f4-dn5wl".to_owned()]
+                vec![
+                    "analytics/etl-nightly-5d9c7b8f4-7ctzq".to_owned(),
+                    "analytics/etl-nightly-5d9c7b8f4-dn5wl".to_owned(),
+                ]
             ),
         ]
     );
-    // yarn-b: evictPeriod 5m; hpo-sweep (maxUnavailable 1) loses one trial per round; resnet-train keeps
-    // its minAvailable 3, so after worker-2 the rest stay until the zone opens.
+    // yarn-b: evictPeriod 5m; hpo-sweep (maxUnavailable 1) loses one trial per round; resnet-train
+    // keeps its minAvailable 3, so it loses one worker per round, each once the last one's
+    // replacement runs, and worker-3 only once its cooldown has ended (09:42:40).
     assert_eq!(
         rounds(&timeline, "yarn-b"),
         [
@@ -120,7 +120,18 @@ fn demo_timeline_paces_rounds_by_evict_period_within_each_job_s_budget() {
             ),
             (
                 "2026-11-23T09:35:00Z".to_owned(),
-                vec!["ml/hpo-sweep-trial-0".to_owned()]
+                vec![
+                    "ml/hpo-sweep-trial-0".to_owned(),
+                    "ml/resnet-train-worker-0".to_owned(),
+                ]
+            ),
+            (
+                "2026-11-23T09:40:00Z".to_owned(),
+                vec!["ml/resnet-train-worker-1".to_owned()]
+            ),
+            (
+                "2026-11-23T09:45:00Z".to_owned(),
+                vec!["ml/resnet-train-worker-3".to_owned()]
             ),
         ]
     );
@@ -182,7 +193,7 @@ fn demo_timeline_paces_rounds_by_evict_period_within_each_job_s_budget() {
         "Tue 06:40 CET",
         "starts draining",
         "Tue 07:00 CET",
-        "yarn-a: 3 rounds, 5 evictions",
+        "yarn-a: 2 rounds, 5 evictions",
     ] {
         assert!(
             table.contains(expected),
@@ -322,7 +333,15 @@ fn pods_held_back_by_evict_period_wait_for_the_next_round() {
         .into_iter()
         .map(|r| r.0)
         .collect();
-    assert_eq!(at, ["2026-11-23T09:33:00Z", "2026-11-23T09:38:00Z"]);
+    assert_eq!(
+        at,
+        [
+            "2026-11-23T09:33:00Z",
+            "2026-11-23T09:38:00Z",
+            "2026-11-23T09:43:00Z",
+            "2026-11-23T09:48:00Z"
+        ]
+    );
 }
 
 #[test]
