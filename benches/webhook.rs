@@ -199,7 +199,7 @@ fn decide_bytes(endpoint: Endpoint, body: &[u8], shared: &SharedCache) -> Vec<u8
             Attempt::Retry(what) => panic!("benchmark data misses {what}"),
         }
     };
-    review::response_body(review::respond(&request, answer))
+    review::response_body(&review::respond(&request, answer))
 }
 
 struct Cases {

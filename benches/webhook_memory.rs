@@ -1,13 +1,13 @@
-//! The webhook process's resident memory before, during and after bursts of huge admission requests:
-//! what a burst leaves behind once it is over, against the fresh process. Serves HTTPS on
-//! 127.0.0.1 in this process and reads its own VmRSS / VmHWM from /proc (Linux only).
+//! The webhook process's resident memory before, during and after bursts of huge admission requests,
+//! and while clients leave their answers unread. Serves HTTPS on 127.0.0.1 in this process and reads
+//! its own VmRSS / VmHWM from /proc (Linux only).
 //!
 //! `cargo bench --bench webhook_memory` (release); `cargo test --bench webhook_memory` runs the same
-//! in the dev profile. `LARGE_BODY_BUDGET_KIB=1000000` turns the large-body parse budget off for
-//! comparison. Figures are in docs/admission.md. Prints, does not assert: memory is measured and
-//! reported, not a pass/fail bound.
+//! in the dev profile. `MEMORY_BUDGET_KIB=1000000` turns the memory budget off for comparison.
+//! Figures are in docs/admission.md. Prints, does not assert: memory is measured and reported, not a
+//! pass/fail bound.
 
-use std::{sync::Arc, time::Duration};
+use std::{path::Path, sync::Arc, time::Duration};
 
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, body::Bytes};
@@ -22,6 +22,10 @@ use tidal::{
         tls::CertStore,
     },
 };
+use tidal_testkit::{
+    admission, fake_apiserver::FakeApiServer, flood, webhook_process::WebhookProcess,
+};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsConnector;
 
@@ -73,6 +77,27 @@ struct Client {
 }
 
 impl Client {
+    /// Sends `body` on a connection of its own and leaves the answer unread (the connection is
+    /// returned to be held).
+    async fn send_unread(&self, body: Bytes) -> tokio_rustls::client::TlsStream<TcpStream> {
+        use tokio::io::AsyncWriteExt;
+        let tcp = TcpStream::connect(self.addr).await.expect("connect");
+        let mut tls = self
+            .connector
+            .connect(ServerName::try_from("localhost").expect("name"), tcp)
+            .await
+            .expect("handshake");
+        let head = format!(
+            "POST /mutate-pods HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\n\r\n",
+            body.len()
+        );
+        tls.write_all(head.as_bytes()).await.expect("write");
+        tls.write_all(&body).await.expect("write");
+        tls.flush().await.expect("flush");
+        tls
+    }
+
     /// The answer's size, or its status when it is not a success (a 408 when the machine is too
     /// slow for the request deadline, as in the dev profile).
     async fn post(&self, body: Bytes) -> Result<usize, hyper::StatusCode> {
@@ -121,12 +146,12 @@ async fn start() -> Client {
         SharedCache::from_cache(ClusterCache::default()),
         Duration::ZERO,
     );
-    // LARGE_BODY_BUDGET_KIB=1000000 turns the parse budget off, for comparison.
-    if let Some(kib) = std::env::var("LARGE_BODY_BUDGET_KIB")
+    // MEMORY_BUDGET_KIB=1000000 turns the memory budget off, for comparison.
+    if let Some(kib) = std::env::var("MEMORY_BUDGET_KIB")
         .ok()
         .and_then(|v| v.parse().ok())
     {
-        state = state.with_large_body_budget(kib);
+        state = state.with_memory_budget(kib);
     }
     tokio::spawn(server::serve_tls(
         listener,
@@ -147,8 +172,14 @@ async fn start() -> Client {
     }
 }
 
+/// Starts a new peak: the kernel's high-water mark (VmHWM) is reset to the current RSS.
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
 /// Eight workers, as tokio starts on an eight-core node whatever the pod's CPU limit: up to eight
-/// requests are parsed at once.
+/// requests are decided at once. Every request body is built before the peak is reset, so that the
+/// peaks are the server's (and the client's TLS), not the building of the bodies.
 #[tokio::main(flavor = "multi_thread", worker_threads = 8)]
 async fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -158,10 +189,9 @@ async fn main() {
         "fresh (one small request served): RSS {}",
         mib(proc_kb("VmRSS"))
     );
-    client
-        .post(huge_pod(20_000))
-        .await
-        .expect("one huge request");
+    let body = huge_pod(20_000);
+    reset_peak();
+    client.post(body).await.expect("one huge request");
     println!(
         "one 20,000-term pod alone: peak RSS {}, after {}",
         mib(proc_kb("VmHWM")),
@@ -170,30 +200,139 @@ async fn main() {
     for (terms, rounds) in [(100, 1), (20_000, 2)] {
         let body = huge_pod(terms);
         for round in 1..=rounds {
-            let burst: Vec<_> = (0..12)
-                .map(|_| {
-                    let (client, body) = (Arc::clone(&client), body.clone());
-                    tokio::spawn(async move { client.post(body).await })
-                })
-                .collect();
-            let (mut answered, mut failed) = (0, Vec::new());
-            for call in burst {
-                match call.await.expect("call") {
-                    Ok(size) => answered += size,
-                    Err(status) => failed.push(status.as_u16()),
-                }
-            }
-            let after = proc_kb("VmRSS");
-            tokio::time::sleep(Duration::from_secs(3)).await;
-            println!(
-                "12 x {terms} terms ({:.2} MiB each, answers {:.2} MiB in all, failed {failed:?}), \
-                 round {round}: peak RSS so far {}, right after {}, 3s later {}",
-                body.len() as f64 / 1048576.0,
-                answered as f64 / 1048576.0,
-                mib(proc_kb("VmHWM")),
-                mib(after),
-                mib(proc_kb("VmRSS")),
-            );
+            let bodies = vec![body.clone(); 12];
+            burst(
+                &client,
+                &format!("12 x {terms} terms, round {round}"),
+                bodies,
+            )
+            .await;
         }
     }
+    // The pod of 100 terms of 1,800 values, half of the burst opted into a zone (refused), half not
+    // (patched with 100 operations).
+    let amplifying: Vec<Bytes> = (0..24)
+        .map(|n| Bytes::from(admission::pod_review(admission::amplifying_pod(n % 2 == 0))))
+        .collect();
+    burst(&client, "12 x 1,800-value pods", amplifying[..12].to_vec()).await;
+    // 24 clients that send one and never read the answer.
+    reset_peak();
+    let mut unread = Vec::new();
+    for body in &amplifying {
+        unread.push(client.send_unread(body.clone()).await);
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    println!(
+        "24 x 1,800-value pods, answers unread for 3s: peak RSS {}, now {}",
+        mib(proc_kb("VmHWM")),
+        mib(proc_kb("VmRSS")),
+    );
+    drop(unread);
+    drop(amplifying);
+    process().await;
+}
+
+/// The same requests against `tidal webhook` as its own process (this bench's build of the binary),
+/// whose figures are the server's alone: the client's bodies and buffers are in this process.
+async fn process() {
+    let server = FakeApiServer::start().await;
+    let dir = tempfile::tempdir().expect("a scratch folder");
+    let hook = WebhookProcess::start(
+        Path::new(env!("CARGO_BIN_EXE_tidal")),
+        &server.kubeconfig(dir.path(), "webhook"),
+        dir.path(),
+    )
+    .await;
+    println!(
+        "tidal webhook as its own process, fresh: RSS {}",
+        mib(hook.status_kib("VmRSS"))
+    );
+    let send = |body: Vec<u8>| {
+        let (target, tls) = (hook.https, hook.tls.clone());
+        let request = flood::post("/mutate-pods", &body);
+        tokio::spawn(async move {
+            flood::request(target, [127, 0, 0, 1].into(), Some(&tls), &request).await
+        })
+    };
+    for (what, body) in [
+        ("a 20,000-term pod", huge_pod(20_000).to_vec()),
+        (
+            "a 1,800-value pod",
+            admission::pod_review(admission::amplifying_pod(false)),
+        ),
+    ] {
+        let started = hook.status_kib("VmRSS");
+        hook.reset_peak();
+        let calls: Vec<_> = (0..12).map(|_| send(body.clone())).collect();
+        let mut statuses = Vec::new();
+        for call in calls {
+            statuses.push(call.await.expect("call").map_or(0, |(status, _)| status));
+        }
+        println!(
+            "12 x {what} at once (statuses {statuses:?}): peak RSS {} (from {}), after {}",
+            mib(hook.status_kib("VmHWM")),
+            mib(started),
+            mib(hook.status_kib("VmRSS")),
+        );
+    }
+    let before = hook.metric("tidal_webhook_requests_total{").await;
+    hook.reset_peak();
+    let mut unread = Vec::new();
+    for n in 0..24u8 {
+        let body = admission::pod_review(admission::amplifying_pod(n % 2 == 0));
+        let tcp = flood::tcp_from(hook.https, [127, 0, 0, 2 + n % 8].into())
+            .await
+            .expect("connect");
+        let mut tls = hook
+            .tls
+            .connect(ServerName::try_from("localhost").expect("name"), tcp)
+            .await
+            .expect("handshake");
+        tls.write_all(&flood::post("/mutate-pods", &body))
+            .await
+            .expect("write");
+        tls.flush().await.expect("flush");
+        unread.push(tls);
+    }
+    while hook.metric("tidal_webhook_requests_total{").await < before + 24.0 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    println!(
+        "24 x a 1,800-value pod, answers unread, 1s after the last was answered: RSS {}, peak {}",
+        mib(hook.status_kib("VmRSS")),
+        mib(hook.status_kib("VmHWM")),
+    );
+    drop(unread);
+}
+
+/// The requests of `bodies` at once; prints the peak and the memory afterwards.
+async fn burst(client: &Arc<Client>, what: &str, bodies: Vec<Bytes>) {
+    let size = bodies[0].len();
+    reset_peak();
+    let calls: Vec<_> = bodies
+        .into_iter()
+        .map(|body| {
+            let client = Arc::clone(client);
+            tokio::spawn(async move { client.post(body).await })
+        })
+        .collect();
+    let (mut answered, mut failed) = (0, Vec::new());
+    for call in calls {
+        match call.await.expect("call") {
+            Ok(size) => answered += size,
+            Err(status) => failed.push(status.as_u16()),
+        }
+    }
+    let after = proc_kb("VmRSS");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    println!(
+        "{what} ({:.2} MiB each, answers {:.2} MiB in all, failed {failed:?}): peak RSS {}, \
+         right after {}, 3s later {}",
+        size as f64 / 1048576.0,
+        answered as f64 / 1048576.0,
+        mib(proc_kb("VmHWM")),
+        mib(after),
+        mib(proc_kb("VmRSS")),
+    );
 }

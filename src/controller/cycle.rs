@@ -21,6 +21,7 @@ use super::{
     cycle_timer::{PolicyClock, Trigger, ZoneClock, zone_clock},
     drains::Drains,
     finish::Finisher,
+    unanswered::{Pending, Settled, Unanswered},
     verification::{LastVerified, order_for_verification, sends},
 };
 use crate::{
@@ -123,6 +124,8 @@ pub struct CycleRunner {
     pub drains: Drains,
     /// Cycles whose evictions are still going out, each finishing with its write-back.
     pub finishing: JoinSet<()>,
+    /// Evictions that got no answer, waiting for the watch to show whether they went.
+    pub(crate) unanswered: Arc<Unanswered>,
 }
 
 impl CycleRunner {
@@ -370,10 +373,24 @@ impl CycleRunner {
             Arc::clone(&self.metrics),
         );
         let policy = plan.policy.clone();
+        let unanswered = Arc::clone(&self.unanswered);
         let on_outcome = move |request: &EvictionRequest, outcome: &Outcome| {
             let Some(candidate) = by_key.get(&request.pod).map(|at| &candidates[*at]) else {
                 return;
             };
+            if let Outcome::Unanswered(_) = outcome {
+                // Counted, and told on the pod, once the watch shows whether it went.
+                unanswered.hold(
+                    &mut shared.write(),
+                    Pending {
+                        policy: policy.clone(),
+                        candidate: candidate.clone(),
+                        uid: request.uid.clone(),
+                        since: now,
+                    },
+                );
+                return;
+            }
             let leaving = match outcome {
                 Outcome::Evicted | Outcome::EvictedUnconfirmed => true,
                 // Not there (any more) on the server: it must not count as running until the watch
@@ -403,6 +420,39 @@ impl CycleRunner {
             });
         };
         self.queue.submit(submissions, Box::new(on_outcome))
+    }
+
+    /// Counts the unanswered evictions the watch has settled since the last look, and tells the pods
+    /// that went: each once, as `evicted_unconfirmed` or `failed`.
+    pub(crate) fn settle_unanswered(&self) {
+        if self.unanswered.is_empty() {
+            return;
+        }
+        let settled = self.unanswered.settle(&self.shared.read());
+        for (pending, settled) in settled {
+            let candidate = &pending.candidate;
+            let result = match settled {
+                Settled::Evicted => Outcome::EvictedUnconfirmed,
+                Settled::NotEvicted => Outcome::Failed(String::new()),
+            };
+            self.metrics.add_evictions(
+                EvictionLabels {
+                    policy: pending.policy.clone(),
+                    strategy: candidate.strategy.to_string(),
+                    result: result.label().to_owned(),
+                    zone: candidate.zone.clone().unwrap_or_default(),
+                },
+                1,
+            );
+            if let Some(confirmed) = pod_event(&result) {
+                let status = Arc::clone(&self.status);
+                tokio::spawn(async move {
+                    status
+                        .pod_evicted(&pending.policy, &pending.candidate, confirmed)
+                        .await;
+                });
+            }
+        }
     }
 
     /// Waits for the cycles still finishing (their evictions and write-backs), at most `grace`.

@@ -18,6 +18,7 @@ pub(crate) mod metrics;
 pub(crate) mod oneshot;
 pub(crate) mod status;
 pub mod taints;
+pub(crate) mod unanswered;
 pub(crate) mod verification;
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
@@ -218,6 +219,7 @@ pub async fn run_with_clients(
         last_verified: Default::default(),
         drains: Drains::new(config.drain_margin),
         finishing: JoinSet::new(),
+        unanswered: Arc::default(),
     };
     control_loop(&mut runtime, &config, leader, &shutdown).await;
 
@@ -264,6 +266,7 @@ async fn control_loop(
         }
 
         let now = Timestamp::now();
+        rt.settle_unanswered();
         rt.refresh_drains(now, false).await;
         let (policies, zones) = rt.clocks(now);
         if let Some(due) = timer.due(&policies, &zones, now) {
@@ -279,6 +282,7 @@ async fn control_loop(
         let next = [
             timer.next_wakeup(&policies, &zones),
             Some(rt.drains.next_refresh(now)),
+            (!rt.unanswered.is_empty()).then(|| now + unanswered::RECHECK),
         ]
         .into_iter()
         .flatten()

@@ -211,6 +211,7 @@ pub fn plan_all_in_flight(
     let (zones, mut warnings) = zone_views(snapshot, now);
     warnings.extend(missing_podgroups(snapshot));
     warnings.extend(unreadable_pods(snapshot));
+    warnings.extend(unreadable_nodes(snapshot));
     warnings.extend(implausible_capacity(snapshot));
     let mut planned = in_flight;
     let mut plans = Vec::new();
@@ -268,6 +269,24 @@ pub fn unreadable_pods(snapshot: &Snapshot) -> Option<String> {
     })
 }
 
+/// Nodes with a value tidal cannot read (an allocatable of `NaN`, `1e400`, `-100` or `12abc`): their
+/// capacity is unknown, not zero, so no pod is placed on them in a plan and the utilization
+/// strategies leave them alone (no source, no destination): a value read wrongly never widens
+/// disruption. One line for all, naming the first few.
+pub fn unreadable_nodes(snapshot: &Snapshot) -> Option<String> {
+    let nodes = snapshot
+        .nodes
+        .values()
+        .filter_map(|state| state.node.as_deref())
+        .filter(|node| !node.problems.is_empty());
+    first_few(nodes, |node| node.problems[0].to_string()).map(|(count, named)| {
+        format!(
+            "{count} node(s) have values tidal cannot read; no pod is planned onto them and \
+             lowNodeUtilization and highNodeUtilization leave them alone: {named}"
+        )
+    })
+}
+
 /// Ready nodes whose pods request more of a resource than the node has (allocatable missing, `0`, or
 /// `1m` of cpu; GPUs gone after a device-plugin restart): the capacity data is wrong, so the utilization
 /// strategies leave these nodes alone rather than drain them on its word. Said once per cycle, naming
@@ -275,7 +294,11 @@ pub fn unreadable_pods(snapshot: &Snapshot) -> Option<String> {
 pub fn implausible_capacity(snapshot: &Snapshot) -> Option<String> {
     use crate::cluster::model::resources::format_amount;
     let over = snapshot.nodes.iter().filter_map(|(name, state)| {
-        let node = state.node.as_deref().filter(|n| n.ready)?;
+        // A node whose allocatable cannot be read is named by `unreadable_nodes`, not as zero here.
+        let node = state
+            .node
+            .as_deref()
+            .filter(|n| n.ready && n.problems.is_empty())?;
         let resource = state
             .requested
             .names()

@@ -164,6 +164,47 @@ fn pods_with_unreadable_requests_are_named_not_invisible() {
     assert_eq!(super::unreadable_pods(&clean.snapshot()), None);
 }
 
+/// An allocatable of `NaN`, `1e400`, `-100` or `12abc` is unreadable, not zero: the node is named in
+/// a warning with the value, not reported as holding more than an allocatable of 0, and a node that
+/// is far above target when its allocatable is read is never drained when it cannot be.
+#[test]
+fn nodes_with_unreadable_allocatable_are_named_and_left_alone() {
+    // Nine 1-core pods on a 10-core node "busy" (90%) whose cpu is `cpu`, next to two idle nodes.
+    let world = |cpu: &str| {
+        let mut world = Cluster::new()
+            .node(node("n2").allocatable("10", "100Gi", 110))
+            .node(node("n3").allocatable("10", "100Gi", 110))
+            .node(node("busy").allocatable(cpu, "100Gi", 110));
+        for j in 0..9 {
+            world = world.pod(pod(&format!("a/p{j}"), "busy").requests("1", "1Gi"));
+        }
+        world
+    };
+    let policy = crate::testkit::policy_yaml(
+        "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {cpu: 20, memory: 20}\n    \
+         targetThresholds: {cpu: 50, memory: 50}\ndefaults: {jobBudget: {maxUnavailable: 100}}\n",
+    );
+    // Readable, it is drained: the assertions below can fail.
+    assert!(!plan(&mut world("10"), &policy).evictions.is_empty());
+    for bad in ["NaN", "1e400", "-100", "12abc"] {
+        let snapshot = world(bad).snapshot();
+        let warning = super::unreadable_nodes(&snapshot).expect("a warning");
+        assert!(
+            warning.starts_with("1 node(s)")
+                && warning.contains(&format!("Node busy: status.allocatable.cpu={bad:?}")),
+            "{warning}"
+        );
+        assert_eq!(super::implausible_capacity(&snapshot), None);
+        let plans = plan_all(&snapshot, &[&policy], ts(NOW));
+        assert!(plans.warnings.contains(&warning), "{:?}", plans.warnings);
+        assert!(
+            plans.plans[0].evictions.is_empty(),
+            "{bad}: {:?}",
+            evicted(&plans.plans[0])
+        );
+    }
+}
+
 #[test]
 fn nodes_holding_more_than_their_allocatable_are_named() {
     let broken: Node = serde_json::from_value(json!({

@@ -3,12 +3,20 @@
 //! them (rule 3); a preemptable pod opted into one zone is also required to stay off the other zones,
 //! which the binding check would deny. The user's own terms are kept: required terms are ORed by
 //! Kubernetes, so our requirement is ANDed into each of them rather than added as a term of its own.
+//!
+//! The patch is written operation by operation, never computed as the difference of two documents:
+//! an array diff turns a rewritten list into one `replace` per value, hundreds of times the size of
+//! what changed. Each operation adds what tidal adds at the deepest place that already exists, so the
+//! patch stays within a small multiple of tidal's own terms, and it is refused past
+//! [`MAX_PATCH_BYTES`] before it is ever held whole.
+
+use std::io::{self, Write};
 
 use k8s_openapi::api::core::v1::{
     Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
     PreferredSchedulingTerm,
 };
-use serde_json::{Value, json};
+use serde::{Serialize, Serializer, ser::SerializeMap};
 
 use super::placement::{Preemptable, is_exempt};
 use crate::{api::labels, cluster::PodInfo};
@@ -17,17 +25,37 @@ use crate::{api::labels, cluster::PodInfo};
 /// preemptable pods its top node score there.
 pub(crate) const PREFERRED_WEIGHT: i32 = 100;
 
-/// What a pod CREATE gets: a patch (empty when nothing changes) and warnings for the client.
+/// Required node-affinity terms above which a pod is not patched (the API server sets no limit).
+pub(crate) const MAX_PATCHED_TERMS: usize = 100;
+
+/// The largest patch tidal sends, in bytes of JSON (the response carries it in base64, a third more).
+/// Rule 1 adds one short operation per required term (at most 100 terms: about 20 KiB); only a pod
+/// opted into one zone gets a copy of its own terms, so this bounds that copy: a pod whose terms are
+/// over 30 KiB of JSON is far beyond any real scheduling constraint.
+pub(crate) const MAX_PATCH_BYTES: usize = 64 * 1024;
+
+/// What a pod CREATE gets: a patch (empty when nothing changes), warnings for the client, and a
+/// refusal when the pod asks for a rule tidal cannot write into it.
 #[derive(Debug, Default)]
 pub(crate) struct Mutation {
-    pub patch: json_patch::Patch,
+    /// The JSON patch (RFC 6902), serialized as it goes into the response; empty for no change.
+    pub patch: Vec<u8>,
     pub warnings: Vec<String>,
+    /// Why the pod is denied (then `patch` is empty).
+    pub refusal: Option<String>,
 }
 
 impl Mutation {
+    fn unchanged(warning: String) -> Mutation {
+        Mutation {
+            warnings: vec![warning],
+            ..Mutation::default()
+        }
+    }
+
     #[cfg(test)]
     fn is_empty(&self) -> bool {
-        self.patch.0.is_empty()
+        self.patch.is_empty() && self.refusal.is_none()
     }
 }
 
@@ -65,11 +93,23 @@ pub(crate) fn toward_revocable_nodes(zone_opt_in: Option<&str>) -> NodeSelectorR
     }
 }
 
-/// Required node-affinity terms above which a pod is not patched (the API server sets no limit).
-pub(crate) const MAX_PATCHED_TERMS: usize = 100;
+/// What tidal adds to a pod's node affinity.
+struct Wanted {
+    /// Each required term must carry one of these (empty: no requirement).
+    alternatives: Vec<NodeSelectorRequirement>,
+    /// A preferred term with this requirement.
+    preference: Option<NodeSelectorRequirement>,
+}
 
 /// Computes the patch for `pod` (the object being created), whose tidal settings are read into `info`
 /// and whose preemptability (pod, else PodGroup) is `preemptable`.
+///
+/// When the patch cannot be written (too many terms, or larger than [`MAX_PATCH_BYTES`]), what
+/// happens depends on what the pod loses. A pod opted into one zone loses the requirement to stay
+/// off the other zones, which its own annotation asked for: it is denied, saying why, so that its
+/// author finds out at once. Any other pod is admitted unpatched with a warning: that is every
+/// ordinary workload of the cluster, which tidal must never block, and it loses only steering: the
+/// binding check still refuses a node it may not use, and the sweep evicts what slips through.
 pub(crate) fn mutate(pod: &Pod, info: &PodInfo, preemptable: &Preemptable) -> Mutation {
     let Some(spec) = &pod.spec else {
         return Mutation::default();
@@ -79,35 +119,13 @@ pub(crate) fn mutate(pod: &Pod, info: &PodInfo, preemptable: &Preemptable) -> Mu
     if is_exempt(info) || spec.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
         return Mutation::default();
     }
-    // The patch grows with the pod's own required terms (each gets tidal's requirement, a zone opt-in
-    // doubles them): a pod with thousands of terms would get a patch many times its own size, and a
-    // few such requests at once could exhaust the webhook's memory. Such a pod is admitted unchanged;
-    // the binding check still keeps it off nodes it may not use.
-    let terms = required_terms(pod).len();
-    if terms > MAX_PATCHED_TERMS {
-        return Mutation {
-            patch: json_patch::Patch(Vec::new()),
-            warnings: vec![format!(
-                "tidal: pod {} has {terms} required node-affinity terms (more than {MAX_PATCHED_TERMS}); \
-                 admitted without tidal's placement rules, and it may not be bound to revocable nodes \
-                 it is not allowed on",
-                info.key
-            )],
-        };
-    }
-    let original = spec.affinity.clone();
-    let mut affinity = original.clone().unwrap_or_default();
     let mut warnings = Vec::new();
-    match preemptable {
+    let wanted = match preemptable {
         Preemptable::Unreadable(invalid) => {
-            warnings.push(format!(
+            return Mutation::unchanged(format!(
                 "tidal: {invalid}; pod admitted unchanged, and it may not be bound to revocable nodes until \
                  the value is fixed"
             ));
-            return Mutation {
-                patch: json_patch::Patch(Vec::new()),
-                warnings,
-            };
         }
         Preemptable::No => {
             if asks_for_revocable_nodes(pod) {
@@ -124,81 +142,304 @@ pub(crate) fn mutate(pod: &Pod, info: &PodInfo, preemptable: &Preemptable) -> Mu
                     labels::REVOCABLE_ZONE
                 ));
             }
-            require_one_of(&mut affinity, &[off_revocable_nodes()]);
-        }
-        Preemptable::Yes => {
-            // A preference alone would let the scheduler fall back to another zone's nodes, where
-            // every binding is denied: the pod would retry there forever.
-            if let Some(zone) = named_zone(info.zone_opt_in.as_deref()) {
-                require_one_of(&mut affinity, &[off_revocable_nodes(), in_zone(zone)]);
+            Wanted {
+                alternatives: vec![off_revocable_nodes()],
+                preference: None,
             }
-            prefer(
-                &mut affinity,
-                toward_revocable_nodes(info.zone_opt_in.as_deref()),
-            );
         }
-    }
-    Mutation {
-        patch: affinity_patch(original.as_ref(), &affinity),
-        warnings,
-    }
-}
-
-/// Requires one of `alternatives` on top of each required term: a term that carries none of them is
-/// replaced by one copy per alternative, each with that alternative ANDed in (Kubernetes ORs terms, so
-/// this is `term AND (a OR b)`); a pod without required terms gets one term per alternative. Empty
-/// terms match no node and stay empty, since adding to them would make them match. A term already
-/// carrying an alternative is left alone, which keeps the mutation idempotent.
-fn require_one_of(affinity: &mut Affinity, alternatives: &[NodeSelectorRequirement]) {
-    let node = affinity
-        .node_affinity
-        .get_or_insert_with(NodeAffinity::default);
-    let selector = node
-        .required_during_scheduling_ignored_during_execution
-        .get_or_insert_with(NodeSelector::default);
-    let own = std::mem::take(&mut selector.node_selector_terms);
-    let has_own = !own.is_empty();
-    let terms = if has_own {
-        own
-    } else {
-        vec![NodeSelectorTerm::default()]
+        // A preference alone would let the scheduler fall back to another zone's nodes, where every
+        // binding is denied: the pod would retry there forever.
+        Preemptable::Yes => Wanted {
+            alternatives: named_zone(info.zone_opt_in.as_deref())
+                .map(|zone| vec![off_revocable_nodes(), in_zone(zone)])
+                .unwrap_or_default(),
+            preference: Some(toward_revocable_nodes(info.zone_opt_in.as_deref())),
+        },
     };
-    for term in terms {
-        let expressions = term.match_expressions.as_deref().unwrap_or_default();
-        let empty = expressions.is_empty() && term.match_fields.as_ref().is_none_or(Vec::is_empty);
-        let has_one = expressions.iter().any(|e| alternatives.contains(e));
-        if (empty && has_own) || has_one {
-            selector.node_selector_terms.push(term);
-            continue;
-        }
-        for alternative in alternatives {
-            let mut narrowed = term.clone();
-            narrowed
-                .match_expressions
-                .get_or_insert_with(Vec::new)
-                .push(alternative.clone());
-            selector.node_selector_terms.push(narrowed);
+    let zone_requirement = wanted.alternatives.len() > 1;
+    let terms = required_terms(pod).len();
+    let written = if terms > MAX_PATCHED_TERMS {
+        Err(format!(
+            "{terms} required node-affinity terms (more than {MAX_PATCHED_TERMS})"
+        ))
+    } else {
+        write_patch(spec.affinity.as_ref(), &wanted).map_err(|TooLarge| {
+            format!(
+                "required node affinity too large for tidal's patch (over {} KiB)",
+                MAX_PATCH_BYTES / 1024
+            )
+        })
+    };
+    match written {
+        Ok(patch) => Mutation {
+            patch,
+            warnings,
+            refusal: None,
+        },
+        Err(why) if zone_requirement => Mutation {
+            patch: Vec::new(),
+            warnings,
+            refusal: Some(format!(
+                "tidal: pod {} opts into revocable zone {} ({}), but it has {why}, so tidal cannot \
+                 require it to stay off the other zones; use fewer or shorter required terms, or opt \
+                 into any zone with \"*\"",
+                info.key,
+                info.zone_opt_in.as_deref().unwrap_or_default(),
+                labels::REVOCABLE_ZONE
+            )),
+        },
+        Err(why) => {
+            warnings.push(format!(
+                "tidal: pod {} has {why}; admitted without tidal's placement rules, and it may not be \
+                 bound to revocable nodes it is not allowed on",
+                info.key
+            ));
+            Mutation {
+                patch: Vec::new(),
+                warnings,
+                refusal: None,
+            }
         }
     }
 }
 
-/// Adds a preferred term with `requirement`, unless the pod already has that very term.
-fn prefer(affinity: &mut Affinity, requirement: NodeSelectorRequirement) {
-    let node = affinity
-        .node_affinity
-        .get_or_insert_with(NodeAffinity::default);
-    let preferred = node
-        .preferred_during_scheduling_ignored_during_execution
-        .get_or_insert_with(Vec::new);
-    let term = PreferredSchedulingTerm {
+/// The patch would be larger than [`MAX_PATCH_BYTES`].
+#[derive(Debug)]
+struct TooLarge;
+
+/// Collects the serialized patch, failing as soon as it would pass [`MAX_PATCH_BYTES`]: an oversized
+/// patch is never held whole.
+struct Capped(Vec<u8>);
+
+impl Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.0.len() + buf.len() > MAX_PATCH_BYTES {
+            return Err(io::Error::other("patch too large"));
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A JSON patch being written: `[`, operations separated by commas, `]`.
+struct PatchWriter {
+    out: Capped,
+}
+
+impl PatchWriter {
+    fn new() -> PatchWriter {
+        PatchWriter {
+            out: Capped(Vec::new()),
+        }
+    }
+
+    /// Appends `{"op":"add","path":path,"value":value}`. `add` sets an object member whether or not it
+    /// exists, and appends to an array at `/-`.
+    fn add(&mut self, path: &str, value: &impl Serialize) -> Result<(), TooLarge> {
+        #[derive(Serialize)]
+        struct Add<'a, V> {
+            op: &'static str,
+            path: &'a str,
+            value: &'a V,
+        }
+        let separator: &[u8] = if self.out.0.is_empty() { b"[" } else { b"," };
+        self.out.write_all(separator).map_err(|_| TooLarge)?;
+        serde_json::to_writer(
+            &mut self.out,
+            &Add {
+                op: "add",
+                path,
+                value,
+            },
+        )
+        .map_err(|_| TooLarge)
+    }
+
+    /// The patch; empty when there is no operation.
+    fn finish(mut self) -> Result<Vec<u8>, TooLarge> {
+        if !self.out.0.is_empty() {
+            self.out.write_all(b"]").map_err(|_| TooLarge)?;
+        }
+        Ok(self.out.0)
+    }
+}
+
+const AFFINITY: &str = "/spec/affinity";
+const NODE_AFFINITY: &str = "/spec/affinity/nodeAffinity";
+const REQUIRED: &str = "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution";
+const TERMS: &str =
+    "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms";
+const PREFERRED: &str =
+    "/spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution";
+
+/// The operations that give the pod whose affinity is `original` what tidal wants: each adds tidal's
+/// part at the deepest place the pod already has, and never repeats the user's part except where a
+/// term must be split in two (a zone opt-in).
+fn write_patch(original: Option<&Affinity>, wanted: &Wanted) -> Result<Vec<u8>, TooLarge> {
+    let mut patch = PatchWriter::new();
+    let Some(affinity) = original else {
+        // Nothing of the user's to keep: the whole affinity is tidal's.
+        if let Some(node) = fresh_node_affinity(wanted) {
+            let affinity = Affinity {
+                node_affinity: Some(node),
+                ..Affinity::default()
+            };
+            patch.add(AFFINITY, &affinity)?;
+        }
+        return patch.finish();
+    };
+    let Some(node) = &affinity.node_affinity else {
+        if let Some(node) = fresh_node_affinity(wanted) {
+            patch.add(NODE_AFFINITY, &node)?;
+        }
+        return patch.finish();
+    };
+    match &node.required_during_scheduling_ignored_during_execution {
+        _ if wanted.alternatives.is_empty() => {}
+        None => {
+            let selector = NodeSelector {
+                node_selector_terms: only_alternatives(&wanted.alternatives),
+            };
+            patch.add(REQUIRED, &selector)?;
+        }
+        Some(selector) if selector.node_selector_terms.is_empty() => {
+            patch.add(TERMS, &only_alternatives(&wanted.alternatives))?;
+        }
+        Some(selector) => {
+            let terms = &selector.node_selector_terms;
+            if let [alternative] = wanted.alternatives.as_slice() {
+                // One requirement ANDed into each term that lacks it: one short operation per term.
+                for (at, term) in terms.iter().enumerate() {
+                    if keeps(term, &wanted.alternatives) {
+                        continue;
+                    }
+                    match &term.match_expressions {
+                        Some(_) => {
+                            patch.add(&format!("{TERMS}/{at}/matchExpressions/-"), alternative)?
+                        }
+                        None => {
+                            patch.add(&format!("{TERMS}/{at}/matchExpressions"), &[alternative])?
+                        }
+                    }
+                }
+            } else if terms.iter().any(|t| !keeps(t, &wanted.alternatives)) {
+                // Several alternatives: a term becomes one copy per alternative, so the list is
+                // rewritten as a whole, in one operation.
+                let split = SplitTerms {
+                    terms,
+                    alternatives: &wanted.alternatives,
+                };
+                patch.add(TERMS, &split)?;
+            }
+        }
+    }
+    if let Some(requirement) = &wanted.preference {
+        let term = preferred_term(requirement.clone());
+        match &node.preferred_during_scheduling_ignored_during_execution {
+            Some(preferred) if preferred.iter().any(|p| p.preference == term.preference) => {}
+            Some(_) => patch.add(&format!("{PREFERRED}/-"), &term)?,
+            None => patch.add(PREFERRED, &[term])?,
+        }
+    }
+    patch.finish()
+}
+
+/// The node affinity of a pod that has none: one required term per alternative and the preference.
+fn fresh_node_affinity(wanted: &Wanted) -> Option<NodeAffinity> {
+    if wanted.alternatives.is_empty() && wanted.preference.is_none() {
+        return None;
+    }
+    Some(NodeAffinity {
+        required_during_scheduling_ignored_during_execution: (!wanted.alternatives.is_empty())
+            .then(|| NodeSelector {
+                node_selector_terms: only_alternatives(&wanted.alternatives),
+            }),
+        preferred_during_scheduling_ignored_during_execution: wanted
+            .preference
+            .clone()
+            .map(|requirement| vec![preferred_term(requirement)]),
+    })
+}
+
+/// One term per alternative, for a pod without required terms of its own.
+fn only_alternatives(alternatives: &[NodeSelectorRequirement]) -> Vec<NodeSelectorTerm> {
+    alternatives
+        .iter()
+        .map(|alternative| NodeSelectorTerm {
+            match_expressions: Some(vec![alternative.clone()]),
+            match_fields: None,
+        })
+        .collect()
+}
+
+fn preferred_term(requirement: NodeSelectorRequirement) -> PreferredSchedulingTerm {
+    PreferredSchedulingTerm {
         weight: PREFERRED_WEIGHT,
         preference: NodeSelectorTerm {
             match_expressions: Some(vec![requirement]),
             match_fields: None,
         },
-    };
-    if !preferred.iter().any(|p| p.preference == term.preference) {
-        preferred.push(term);
+    }
+}
+
+/// A user's term that stays as it is: it already carries one of the alternatives (which keeps the
+/// mutation idempotent), or it is empty, which matches no node and would match some once narrowed.
+fn keeps(term: &NodeSelectorTerm, alternatives: &[NodeSelectorRequirement]) -> bool {
+    let expressions = term.match_expressions.as_deref().unwrap_or_default();
+    let empty = expressions.is_empty() && term.match_fields.as_ref().is_none_or(Vec::is_empty);
+    empty || expressions.iter().any(|e| alternatives.contains(e))
+}
+
+/// The user's terms with each one that [`keeps`] nothing replaced by one copy per alternative, that
+/// alternative ANDed in (Kubernetes ORs terms, so this is `term AND (a OR b)`). Serialized straight
+/// from the pod's terms: the copies are never built.
+struct SplitTerms<'a> {
+    terms: &'a [NodeSelectorTerm],
+    alternatives: &'a [NodeSelectorRequirement],
+}
+
+impl Serialize for SplitTerms<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(None)?;
+        for term in self.terms {
+            if keeps(term, self.alternatives) {
+                seq.serialize_element(term)?;
+                continue;
+            }
+            for extra in self.alternatives {
+                seq.serialize_element(&Narrowed { term, extra })?;
+            }
+        }
+        seq.end()
+    }
+}
+
+/// `term` with `extra` ANDed in, serialized as the `NodeSelectorTerm` it stands for.
+struct Narrowed<'a> {
+    term: &'a NodeSelectorTerm,
+    extra: &'a NodeSelectorRequirement,
+}
+
+impl Serialize for Narrowed<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Expressions<'a>(&'a [NodeSelectorRequirement], &'a NodeSelectorRequirement);
+        impl Serialize for Expressions<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_seq(self.0.iter().chain(std::iter::once(self.1)))
+            }
+        }
+        let own = self.term.match_expressions.as_deref().unwrap_or_default();
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("matchExpressions", &Expressions(own, self.extra))?;
+        if let Some(fields) = &self.term.match_fields {
+            map.serialize_entry("matchFields", fields)?;
+        }
+        map.end()
     }
 }
 
@@ -238,23 +479,10 @@ fn required_terms(pod: &Pod) -> &[NodeSelectorTerm] {
         .unwrap_or_default()
 }
 
-/// The JSON patch turning the pod's affinity into `updated`, computed by diffing the two documents
-/// (rooted at the pod, so the paths are the pod's), which keeps every operation as small as possible.
-fn affinity_patch(original: Option<&Affinity>, updated: &Affinity) -> json_patch::Patch {
-    let rooted = |affinity: Option<Value>| match affinity {
-        Some(value) => json!({"spec": {"affinity": value}}),
-        None => json!({"spec": {}}),
-    };
-    // Serializing k8s-openapi types cannot fail; treat a failure as "no change" rather than panic.
-    let before = rooted(original.and_then(|a| serde_json::to_value(a).ok()));
-    let Ok(after) = serde_json::to_value(updated) else {
-        return json_patch::Patch(Vec::new());
-    };
-    json_patch::diff(&before, &rooted(Some(after)))
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
     use crate::testkit as kit;
 
@@ -269,11 +497,24 @@ mod tests {
         (pod, info)
     }
 
+    /// The mutation's patch, read back as the API server reads it.
+    fn operations(mutation: &Mutation) -> json_patch::Patch {
+        if mutation.patch.is_empty() {
+            return json_patch::Patch(Vec::new());
+        }
+        serde_json::from_slice(&mutation.patch).expect("the patch is a JSON patch")
+    }
+
+    /// `pod` as JSON with the mutation's patch applied.
+    fn patched(pod: &Pod, mutation: &Mutation) -> Value {
+        let mut doc = serde_json::to_value(pod).unwrap();
+        json_patch::patch(&mut doc, &operations(mutation)).unwrap();
+        doc
+    }
+
     /// The pod's affinity after applying the mutation's patch to the pod's JSON.
     fn patched_affinity(pod: &Pod, mutation: &Mutation) -> Value {
-        let mut doc = serde_json::to_value(pod).unwrap();
-        json_patch::patch(&mut doc, &mutation.patch).unwrap();
-        doc["spec"]["affinity"].clone()
+        patched(pod, mutation)["spec"]["affinity"].clone()
     }
 
     const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
@@ -289,7 +530,7 @@ mod tests {
         let spec = |n: usize| json!({"affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": terms(n)}}}});
         let (p, info) = created_pod(spec(MAX_PATCHED_TERMS + 1), json!({}));
         let m = mutate(&p, &info, &Preemptable::No);
-        assert!(m.patch.0.is_empty());
+        assert!(m.patch.is_empty() && m.refusal.is_none());
         assert!(
             m.warnings[0].contains("required node-affinity terms"),
             "{:?}",
@@ -307,9 +548,115 @@ mod tests {
                 .len(),
             MAX_PATCHED_TERMS
         );
-        let patch_bytes = serde_json::to_vec(&m.patch).unwrap().len();
+        let patch_bytes = m.patch.len();
         let pod_bytes = serde_json::to_vec(&p).unwrap().len();
         assert!(patch_bytes < 4 * pod_bytes, "{patch_bytes} vs {pod_bytes}");
+    }
+
+    /// `n` required terms of `values` values each (`v0`, `v1`, ...), as a pod spec.
+    fn wide_terms(n: usize, values: usize) -> Value {
+        let values: Vec<String> = (0..values).map(|i| format!("v{i}")).collect();
+        let terms: Vec<Value> = (0..n)
+            .map(|i| json!({"matchExpressions": [{"key": format!("k{i}"), "operator": "In", "values": values}]}))
+            .collect();
+        json!({"affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": terms}}}})
+    }
+
+    const ZONE_Z2: (&str, &str) = ("volcano.sh/revocable-zone", "z2");
+
+    /// The pod that turned 1.24 MB of affinity into a 30.5 MB patch: opted into one zone, with 100
+    /// required terms of 1,800 values. Its terms cannot be split within the patch cap, and the split
+    /// is what keeps it off the other zones, so it is refused, with no patch built.
+    #[test]
+    fn a_zone_opt_in_too_large_to_split_is_refused_not_amplified() {
+        let opted = json!({"volcano.sh/preemptable": "true", ZONE_Z2.0: ZONE_Z2.1});
+        let (p, info) = created_pod(wide_terms(100, 1_800), opted.clone());
+        assert!(serde_json::to_vec(&p).unwrap().len() > 1_000_000);
+        let m = mutate(&p, &info, &Preemptable::Yes);
+        assert!(m.patch.is_empty());
+        let refusal = m.refusal.expect("refused");
+        assert!(
+            refusal.contains("ns/p opts into revocable zone z2") && refusal.contains("\"*\""),
+            "{refusal}"
+        );
+        // The same past the term limit, however small the terms.
+        let (p, info) = created_pod(wide_terms(MAX_PATCHED_TERMS + 1, 1), opted);
+        let m = mutate(&p, &info, &Preemptable::Yes);
+        assert!(m.patch.is_empty() && m.refusal.is_some());
+    }
+
+    /// Without a zone to require, the same terms cost one short operation each (rule 1), or a single
+    /// one (rule 3's preference): never a copy of the user's values.
+    #[test]
+    fn the_patch_grows_with_what_tidal_adds_not_with_the_pod() {
+        let (p, info) = created_pod(wide_terms(100, 1_800), json!({}));
+        let m = mutate(&p, &info, &Preemptable::No);
+        assert_eq!(operations(&m).0.len(), 100);
+        assert!(m.patch.len() < 100 * 220, "{} bytes", m.patch.len());
+        let terms = &patched_affinity(&p, &m)["nodeAffinity"][REQUIRED]["nodeSelectorTerms"];
+        let rule = json!({"key": "volcano.sh/revocable-zone", "operator": "DoesNotExist"});
+        assert!(terms.as_array().unwrap().iter().all(|t| {
+            t["matchExpressions"].as_array().unwrap().last() == Some(&rule)
+                && t["matchExpressions"][0]["values"].as_array().unwrap().len() == 1_800
+        }));
+
+        let (p, info) = created_pod(
+            wide_terms(100, 1_800),
+            json!({"volcano.sh/preemptable": "true"}),
+        );
+        let m = mutate(&p, &info, &Preemptable::Yes);
+        assert_eq!(operations(&m).0.len(), 1);
+        assert!(m.patch.len() < 300, "{}", String::from_utf8_lossy(&m.patch));
+    }
+
+    /// A zone opt-in within the cap: one operation rewrites the list of terms (each split in two),
+    /// one adds the preference; the patch is about twice the user's terms, never more.
+    #[test]
+    fn a_zone_opt_in_is_one_operation_about_twice_the_terms() {
+        let spec = wide_terms(3, 200);
+        let terms_bytes =
+            serde_json::to_vec(&spec["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"])
+                .unwrap()
+                .len();
+        let (p, info) = created_pod(
+            spec,
+            json!({"volcano.sh/preemptable": "true", ZONE_Z2.0: ZONE_Z2.1}),
+        );
+        let m = mutate(&p, &info, &Preemptable::Yes);
+        assert!(m.refusal.is_none());
+        assert_eq!(operations(&m).0.len(), 2);
+        assert!(
+            m.patch.len() < 2 * terms_bytes + 1_000,
+            "{} bytes for {terms_bytes} bytes of terms",
+            m.patch.len()
+        );
+        let terms = &patched_affinity(&p, &m)["nodeAffinity"][REQUIRED]["nodeSelectorTerms"];
+        assert_eq!(terms.as_array().unwrap().len(), 6);
+        assert_eq!(
+            terms[1]["matchExpressions"][1],
+            json!({"key": "volcano.sh/revocable-zone", "operator": "In", "values": ["z2"]})
+        );
+        assert_eq!(terms[1]["matchExpressions"][0]["key"], "k0");
+        assert_eq!(terms[2]["matchExpressions"][0]["key"], "k1");
+    }
+
+    /// The cap is exact: a split just over it is refused, even though each term alone is small.
+    #[test]
+    fn the_patch_never_passes_its_cap() {
+        let opted = json!({"volcano.sh/preemptable": "true", ZONE_Z2.0: ZONE_Z2.1});
+        let mut largest = 0;
+        for values in [100, 200, 400, 800, 1_600] {
+            let (p, info) = created_pod(wide_terms(10, values), opted.clone());
+            let m = mutate(&p, &info, &Preemptable::Yes);
+            match m.refusal {
+                None => largest = largest.max(m.patch.len()),
+                Some(_) => assert!(m.patch.is_empty()),
+            }
+        }
+        assert!(
+            largest > MAX_PATCH_BYTES / 4 && largest <= MAX_PATCH_BYTES,
+            "{largest}"
+        );
     }
 
     #[test]
@@ -366,7 +713,7 @@ mod tests {
         );
         // Small operations, not a replacement of the user's affinity.
         assert!(
-            m.patch
+            operations(&m)
                 .0
                 .iter()
                 .all(|op| matches!(op, json_patch::PatchOperation::Add(_)))
@@ -377,16 +724,12 @@ mod tests {
     fn mutation_is_idempotent() {
         let (p, info) = created_pod(json!({}), json!({}));
         let first = mutate(&p, &info, &Preemptable::No);
-        let mut doc = serde_json::to_value(&p).unwrap();
-        json_patch::patch(&mut doc, &first.patch).unwrap();
-        let again: Pod = serde_json::from_value(doc).unwrap();
+        let again: Pod = serde_json::from_value(patched(&p, &first)).unwrap();
         assert!(mutate(&again, &info, &Preemptable::No).is_empty());
 
         let (p, info) = created_pod(json!({}), json!({}));
         let first = mutate(&p, &info, &Preemptable::Yes);
-        let mut doc = serde_json::to_value(&p).unwrap();
-        json_patch::patch(&mut doc, &first.patch).unwrap();
-        let again: Pod = serde_json::from_value(doc).unwrap();
+        let again: Pod = serde_json::from_value(patched(&p, &first)).unwrap();
         assert!(mutate(&again, &info, &Preemptable::Yes).is_empty());
     }
 
@@ -460,11 +803,7 @@ mod tests {
             ])
         );
         // Idempotent: the split terms already carry one alternative each.
-        let again: Pod = {
-            let mut doc = serde_json::to_value(&p).unwrap();
-            json_patch::patch(&mut doc, &m.patch).unwrap();
-            serde_json::from_value(doc).unwrap()
-        };
+        let again: Pod = serde_json::from_value(patched(&p, &m)).unwrap();
         assert!(mutate(&again, &info, &Preemptable::Yes).is_empty());
 
         // Any zone ("*"): a preference only, no requirement.

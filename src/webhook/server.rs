@@ -1,20 +1,32 @@
 //! The webhook's HTTP side: the axum router (admission endpoints, `/healthz`, `/readyz`), served over
-//! HTTPS with rustls, plus the plain-HTTP metrics listener.
+//! HTTPS with rustls, plus the plain-HTTP metrics listener; and the memory budget that large bodies
+//! and answers share.
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{
+    convert::Infallible,
+    future::Future,
+    pin::Pin,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    task::{Context, Poll},
+    time::Duration,
+};
 
 use axum::{
     Router,
-    body::Bytes,
-    extract::{DefaultBodyLimit, State},
+    body::{Body, Bytes},
+    extract::{DefaultBodyLimit, FromRequest, Request, State},
     http::{StatusCode, header},
     response::{IntoResponse, Response},
     routing::{get, post},
 };
+use hyper::body::{Frame, SizeHint};
 use jiff::Timestamp;
 use tokio::{
     net::TcpListener,
-    sync::{Semaphore, SemaphorePermit},
+    sync::{OwnedSemaphorePermit, Semaphore},
     time::Instant,
 };
 use tokio_rustls::TlsAcceptor;
@@ -32,14 +44,26 @@ use crate::{
 
 /// Largest AdmissionReview accepted. Objects are at most ~1.5 MiB in etcd; a review carries one.
 const BODY_LIMIT: usize = 6 * 1024 * 1024;
-/// Bodies up to this size are parsed at once: real pods and bindings are far smaller.
+/// Bodies up to this size are read and parsed at once: real pods and bindings are far smaller.
 const SMALL_BODY: usize = 256 * 1024;
-/// KiB of larger bodies parsed at the same time. Parsing takes many times a body's size (a 1.86 MiB
-/// pod of 20,000 affinity terms raises the peak by about 145 MiB), and tokio runs as many parses at
-/// once as the node has cores, whatever the pod's CPU limit. The budget bounds what they take together:
-/// with 8 workers, twelve such pods at once peak at about 354 MiB. A request that waits past the
-/// request deadline gets a 408.
-const LARGE_BODY_BUDGET_KIB: u32 = 8 * 1024;
+/// Answers up to this size are written without a share of the budget: a denial or an ordinary pod's
+/// patch is well under a kilobyte, and a connection holds at most this plus hyper's and rustls'
+/// buffers outside the budget.
+const SMALL_ANSWER: usize = 16 * 1024;
+/// Pieces in which a large answer is handed to hyper. Copied out, so that what hyper buffers while
+/// a slow client reads does not keep the whole answer alive after its share has been given back.
+const ANSWER_PIECE: usize = 16 * 1024;
+/// KiB of memory lent at once to large bodies (from before they are read until they are decided)
+/// and large answers (until they are written or their connection is dropped). tokio runs as many
+/// decisions at once as the node has cores, whatever the pod's CPU limit, and huge requests would
+/// each take many times their size: twelve 1.86 MiB pods at once peaked at 920 MiB with no budget.
+/// A request that waits past the request deadline gets a 408.
+const MEMORY_BUDGET_KIB: u32 = 32 * 1024;
+/// What reading a body takes, as a multiple of its size: the body, the object's text, and the typed
+/// object. Counted in bytes asked of the allocator, a pod of 100 affinity terms of 1,800 values took
+/// 5.3 times its size, one of 20,000 terms 6 times; the allocator's own overhead on small strings
+/// makes it about 8 in resident memory.
+const READ_COST: usize = 8;
 
 /// Pause between two looks at the cache while waiting for an object to arrive.
 const RETRY_PAUSE: Duration = Duration::from_millis(20);
@@ -53,9 +77,8 @@ pub struct WebhookState {
     pub lookup_wait: Duration,
     /// Cancelled when shutdown begins: `/readyz` fails from then on, requests are still answered.
     draining: CancellationToken,
-    /// KiB of large bodies being parsed at once (see [`LARGE_BODY_BUDGET_KIB`]).
-    large_bodies: Arc<Semaphore>,
-    large_body_budget_kib: u32,
+    /// Memory for large bodies and answers (see [`MEMORY_BUDGET_KIB`]).
+    budget: Arc<Budget>,
 }
 
 impl WebhookState {
@@ -65,17 +88,20 @@ impl WebhookState {
             metrics: Arc::new(Metrics::new()),
             lookup_wait,
             draining: CancellationToken::new(),
-            large_bodies: Arc::new(Semaphore::new(LARGE_BODY_BUDGET_KIB as usize)),
-            large_body_budget_kib: LARGE_BODY_BUDGET_KIB,
+            budget: Budget::new(MEMORY_BUDGET_KIB),
         }
     }
 
-    /// The same with a parse budget of `kib` KiB for large bodies instead of [`LARGE_BODY_BUDGET_KIB`]
-    /// (a body larger than the budget takes all of it).
-    pub fn with_large_body_budget(mut self, kib: u32) -> WebhookState {
-        self.large_bodies = Arc::new(Semaphore::new(kib.max(1) as usize));
-        self.large_body_budget_kib = kib.max(1);
+    /// The same with a memory budget of `kib` KiB instead of [`MEMORY_BUDGET_KIB`] (a request that
+    /// would take more takes all of it).
+    pub fn with_memory_budget(mut self, kib: u32) -> WebhookState {
+        self.budget = Budget::new(kib);
         self
+    }
+
+    /// KiB of the memory budget not lent out now.
+    pub fn budget_available_kib(&self) -> usize {
+        self.budget.permits.available_permits()
     }
 
     /// Cancelled once shutdown has begun (see [`drain`]).
@@ -102,8 +128,8 @@ pub async fn drain(state: WebhookState, signal: impl Future<Output = ()>, delay:
 pub fn router(state: WebhookState) -> Router {
     let endpoint = |endpoint: Endpoint| {
         post(
-            move |State(state): State<WebhookState>, body: Bytes| async move {
-                admission_response(&state, endpoint, &body).await
+            move |State(state): State<WebhookState>, request: Request| async move {
+                admission_response(&state, endpoint, request).await
             },
         )
     };
@@ -180,24 +206,170 @@ async fn metrics(State(state): State<WebhookState>) -> Response {
         .into_response()
 }
 
-async fn admission_response(state: &WebhookState, endpoint: Endpoint, body: &[u8]) -> Response {
-    let permit = large_body_permit(state, body.len()).await;
-    let (status, body) = admit(state, endpoint, body).await;
-    if let Some(permit) = permit {
-        drop(permit);
-        // The last large parse of a burst has ended: give its memory back to the system, which the
-        // allocator would otherwise keep (glibc keeps freed memory in per-thread arenas: ~200 MiB
-        // after a burst of huge pods, against 14 MiB fresh).
-        if state.large_bodies.available_permits() == state.large_body_budget_kib as usize {
-            release_free_memory();
-        }
-    }
+async fn admission_response(
+    state: &WebhookState,
+    endpoint: Endpoint,
+    request: Request,
+) -> Response {
+    // A large body waits for its share of the budget before it is read, so that bodies waiting for
+    // the budget do not pile up in memory. The API server always sends Content-Length; a body
+    // without one counts as the largest accepted.
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        .unwrap_or(BODY_LIMIT);
+    let parse_share = if declared > SMALL_BODY {
+        Some(
+            state
+                .budget
+                .share(declared.min(BODY_LIMIT) * READ_COST, true)
+                .await,
+        )
+    } else {
+        None
+    };
+    let body = match Bytes::from_request(request, state).await {
+        Ok(body) => body,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let (status, answer) = admit(state, endpoint, &body).await;
+    drop(body);
     let content_type = if status == StatusCode::OK {
         "application/json"
     } else {
         "text/plain; charset=utf-8"
     };
+    let body = held_answer(state, answer, parse_share).await;
     (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// The answer's body. A large answer holds a share of the budget until it has been handed over in
+/// full (written, but for what hyper and rustls buffer) or its connection has been dropped: taken
+/// from the parse's share when there is one, else waited for.
+async fn held_answer(state: &WebhookState, answer: Vec<u8>, parse_share: Option<Share>) -> Body {
+    if answer.len() <= SMALL_ANSWER {
+        return Body::from(answer);
+    }
+    let kib = kib_of(answer.len(), &state.budget);
+    let share = match parse_share.and_then(|mut parse| parse.split(kib)) {
+        Some(share) => share,
+        None => state.budget.share(answer.len(), false).await,
+    };
+    Body::new(HeldAnswer {
+        rest: Bytes::from(answer),
+        share: Some(share),
+    })
+}
+
+/// KiB of `bytes`, as taken from `budget` (at most all of it).
+fn kib_of(bytes: usize, budget: &Budget) -> u32 {
+    u32::try_from(bytes.div_ceil(1024))
+        .unwrap_or(u32::MAX)
+        .clamp(1, budget.total)
+}
+
+/// Memory lent to large bodies and answers, in KiB.
+struct Budget {
+    permits: Arc<Semaphore>,
+    total: u32,
+    /// A large body was parsed since the allocator's free memory was last given back.
+    trim_due: AtomicBool,
+}
+
+impl Budget {
+    fn new(kib: u32) -> Arc<Budget> {
+        let total = kib.max(1);
+        Arc::new(Budget {
+            permits: Arc::new(Semaphore::new(total as usize)),
+            total,
+            trim_due: AtomicBool::new(false),
+        })
+    }
+
+    /// Waits for a share for `bytes` (at most the whole budget). `parse`: for a large body, whose
+    /// parse leaves memory in the allocator's arenas.
+    async fn share(self: &Arc<Self>, bytes: usize, parse: bool) -> Share {
+        let kib = kib_of(bytes, self);
+        // The semaphore is never closed.
+        let permit = Arc::clone(&self.permits).acquire_many_owned(kib).await.ok();
+        if parse {
+            self.trim_due.store(true, Ordering::Relaxed);
+        }
+        Share {
+            permit,
+            budget: Arc::clone(self),
+        }
+    }
+}
+
+/// A share of the budget, given back when dropped.
+struct Share {
+    permit: Option<OwnedSemaphorePermit>,
+    budget: Arc<Budget>,
+}
+
+impl Share {
+    /// `kib` of this share as a share of its own (`None` when this one holds less).
+    fn split(&mut self, kib: u32) -> Option<Share> {
+        let permit = self.permit.as_mut()?.split(kib as usize)?;
+        Some(Share {
+            permit: Some(permit),
+            budget: Arc::clone(&self.budget),
+        })
+    }
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        drop(self.permit.take());
+        // The last large body and answer of a burst are done: give their memory back to the
+        // system, which the allocator would otherwise keep (glibc keeps freed memory in per-thread
+        // arenas: ~200 MiB after a burst of huge pods, against 14 MiB fresh).
+        if self.budget.permits.available_permits() == self.budget.total as usize
+            && self.budget.trim_due.swap(false, Ordering::Relaxed)
+        {
+            release_free_memory();
+        }
+    }
+}
+
+/// A large answer and its share of the budget: handed to hyper in pieces copied out of it, and the
+/// share given back with the answer once the last piece has been handed over.
+struct HeldAnswer {
+    rest: Bytes,
+    share: Option<Share>,
+}
+
+impl hyper::body::Body for HeldAnswer {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.rest.is_empty() {
+            self.share = None;
+            return Poll::Ready(None);
+        }
+        let len = self.rest.len().min(ANSWER_PIECE);
+        let piece = self.rest.split_to(len);
+        let piece = Bytes::copy_from_slice(&piece);
+        if self.rest.is_empty() {
+            self.rest = Bytes::new();
+            self.share = None;
+        }
+        Poll::Ready(Some(Ok(Frame::data(piece))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.rest.len() as u64)
+    }
 }
 
 /// Returns the allocator's free memory to the system. glibc (which the image links) only trims the top
@@ -209,19 +381,6 @@ fn release_free_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
-}
-
-/// Waits until a body of `len` bytes may be parsed: at once when it is small, else when its size fits
-/// in what the other large bodies being parsed leave of the budget.
-async fn large_body_permit(state: &WebhookState, len: usize) -> Option<SemaphorePermit<'_>> {
-    if len <= SMALL_BODY {
-        return None;
-    }
-    let kib = u32::try_from(len.div_ceil(1024))
-        .unwrap_or(u32::MAX)
-        .min(state.large_body_budget_kib);
-    // The semaphore is never closed.
-    state.large_bodies.acquire_many(kib).await.ok()
 }
 
 /// Answers one AdmissionReview body: `200` with the response review, or `400` with a plain-text
@@ -269,7 +428,7 @@ pub async fn admit(state: &WebhookState, endpoint: Endpoint, body: &[u8]) -> (St
     state
         .metrics
         .observe(endpoint, outcome, started.elapsed().as_secs_f64());
-    (StatusCode::OK, review::response_body(response))
+    (StatusCode::OK, review::response_body(&response))
 }
 
 /// Decides from the cache, retrying while an object the decision needs has not arrived yet (up to
@@ -318,12 +477,17 @@ pub type ServeLimits = ConnectionLimits;
 ///   was not about to use, and it drops a connection as soon as it sees it closed.
 /// - 10s from a request's headers to its answer, the body included (then 408 and close). The API
 ///   server gives up on a call after `timeoutSeconds` (at most 30s, the chart's 5s) anyway.
+/// - 5s to write an answer (the API server reads it at once; an answer is at most about 90 KiB).
+/// - Full, a client from an address holding at least two connections fewer than the largest holder
+///   takes the slot of that holder's oldest connection without a request under way, so that a flood
+///   from a few addresses cannot keep the API server out (`runtime::connections`).
 pub const WEBHOOK_LIMITS: ConnectionLimits = ConnectionLimits {
     max_connections: 512,
     max_per_peer: 128,
     handshake_timeout: Duration::from_secs(5),
     idle_timeout: Duration::from_secs(10),
     request_timeout: Duration::from_secs(10),
+    write_timeout: Duration::from_secs(5),
     drain_timeout: Duration::from_secs(10),
 };
 
@@ -349,7 +513,7 @@ pub async fn serve_tls_with(
     let acceptor = TlsAcceptor::from(tls);
     connections::serve(
         listener,
-        move |stream| acceptor.accept(stream),
+        Some(move |stream| acceptor.accept(stream)),
         app,
         shutdown,
         limits,
@@ -362,40 +526,101 @@ mod tests {
     use futures::FutureExt;
 
     use super::*;
-    use crate::cluster::ClusterCache;
 
-    /// Large bodies share a parse budget: while it is used up another large body waits, a small one
-    /// never does, and the budget comes back when a parse ends.
+    /// Large bodies share the budget: while it is used up another large body waits, and the budget
+    /// comes back when a share is dropped. A large answer takes its share out of its parse's.
     #[test]
-    fn large_bodies_wait_for_the_parse_budget() {
-        let state = WebhookState::new(
-            SharedCache::from_cache(ClusterCache::default()),
-            Duration::ZERO,
-        );
-        let huge = 6 * 1024 * 1024;
-        let first = large_body_permit(&state, huge)
+    fn large_bodies_wait_for_the_budget() {
+        let budget = Budget::new(8 * 1024);
+        let mib = 1024 * 1024;
+        let first = budget
+            .share(6 * mib, true)
             .now_or_never()
             .expect("budget free");
-        assert!(first.is_some());
-        let second = large_body_permit(&state, 3 * 1024 * 1024).now_or_never();
-        assert!(second.is_none(), "6 + 3 MiB in parse at once");
         assert!(
-            large_body_permit(&state, 1024 * 1024)
-                .now_or_never()
-                .is_some(),
-            "6 + 1 MiB fits in the budget"
+            budget.share(3 * mib, true).now_or_never().is_none(),
+            "6 + 3 MiB at once"
         );
-        assert!(
-            large_body_permit(&state, 10 * 1024)
-                .now_or_never()
-                .expect("a small body never waits")
-                .is_none()
-        );
+        let mut parse = budget
+            .share(mib, true)
+            .now_or_never()
+            .expect("6 + 1 MiB fits");
+        let answer = parse.split(100).expect("100 KiB out of 1 MiB");
+        drop(parse);
+        assert_eq!(budget.permits.available_permits(), 2 * 1024 - 100);
         drop(first);
-        assert!(
-            large_body_permit(&state, 3 * 1024 * 1024)
-                .now_or_never()
-                .is_some()
+        assert!(budget.share(3 * mib, true).now_or_never().is_some());
+        drop(answer);
+        assert_eq!(budget.permits.available_permits(), 8 * 1024);
+        // More than the whole budget takes all of it, no more.
+        let all = budget
+            .share(BODY_LIMIT * READ_COST, true)
+            .now_or_never()
+            .unwrap();
+        assert_eq!(budget.permits.available_permits(), 0);
+        drop(all);
+    }
+
+    /// Polls `check` until it holds; fails after a generous bound (a guard against hanging, not a
+    /// timing assertion).
+    async fn eventually(what: &str, check: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !check() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// A client asks for a large answer and never reads it: the answer holds its share of the budget
+    /// while it waits, and the write deadline ends the connection, which frees the answer and gives
+    /// the share back (every other deadline is far beyond the test's bound).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_unread_answer_holds_its_share_until_the_write_deadline() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        const ANSWER: usize = 64 << 20;
+        let state = WebhookState::new(
+            SharedCache::from_cache(crate::cluster::ClusterCache::default()),
+            Duration::ZERO,
         );
+        let answering = state.clone();
+        let app = Router::new().route(
+            "/large",
+            get(move || {
+                let state = answering.clone();
+                async move { held_answer(&state, vec![b'x'; ANSWER], None).await }
+            }),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let never = Duration::from_secs(600);
+        let limits = ConnectionLimits {
+            idle_timeout: never,
+            request_timeout: never,
+            write_timeout: Duration::from_millis(300),
+            ..ConnectionLimits::ADMIN
+        };
+        tokio::spawn(connections::serve_plain(
+            listener,
+            app,
+            std::future::pending(),
+            limits,
+        ));
+        let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        client
+            .write_all(b"GET /large HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let whole = MEMORY_BUDGET_KIB as usize;
+        eventually("the answer to take its share", || {
+            state.budget_available_kib() < whole
+        })
+        .await;
+        eventually("the write deadline to give the share back", || {
+            state.budget_available_kib() == whole
+        })
+        .await;
+        let mut received = Vec::new();
+        let _ = client.read_to_end(&mut received).await;
+        assert!(received.len() < ANSWER, "the whole answer was written");
     }
 }

@@ -996,6 +996,50 @@ async fn an_eviction_whose_answer_was_lost_counts_once() {
     controller.stop().await;
 }
 
+/// The answer to an eviction is lost although the server evicted the pod, and every retry fails (a
+/// dying API server): not a failure to count, nor a pod to evict again. It is held as leaving, and
+/// once the watch shows it gone it is counted evicted (unconfirmed) once, with its Event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_eviction_unanswered_to_the_last_retry_is_settled_by_the_watch() {
+    let server = Scenario::start().await;
+    base(&server, "1h", "Evict");
+    one_cycle_only(&server);
+    server.eviction_faults(&[
+        EvictionFault::LateAnswer(std::time::Duration::from_secs(3)),
+        EvictionFault::Code(503),
+        EvictionFault::Code(503),
+    ]);
+    server.apply(pod(&format!("{NS}/misplaced"), "rev-1"));
+    let controller = server.controller_configured("a", &["--leader-elect", "false"], |config| {
+        config.eviction.request_timeout = std::time::Duration::from_millis(500);
+        config.eviction.retry.max_attempts = 3;
+        config.eviction.retry.initial = std::time::Duration::from_millis(10);
+    });
+    let metrics = eventually_async("the eviction settled", || async {
+        let metrics = controller.metrics().await;
+        (result(&metrics, "evicted_unconfirmed") >= 1.0).then_some(metrics)
+    })
+    .await;
+    assert_eq!(result(&metrics, "evicted_unconfirmed"), 1.0, "{metrics}");
+    assert_eq!(result(&metrics, "failed"), 0.0, "{metrics}");
+    assert_eq!(result(&metrics, "unanswered"), 0.0, "{metrics}");
+    let events = eventually("the pod's Event", || {
+        let events = events_about(&server, "misplaced", "Descheduled");
+        (!events.is_empty()).then_some(events)
+    })
+    .await;
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert!(events[0]["note"].as_str().unwrap().contains("unconfirmed"));
+    let codes: Vec<u16> = server
+        .evictions()
+        .iter()
+        .filter(|e| e.name == "misplaced")
+        .map(|e| e.code)
+        .collect();
+    assert_eq!(codes, vec![201, 503, 503]);
+    controller.stop().await;
+}
+
 /// A pod under two PodDisruptionBudgets gets a 500 that no retry fixes: sent once, skipped as error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_under_two_budgets_is_not_retried() {

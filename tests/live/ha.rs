@@ -368,3 +368,63 @@ async fn the_binary_releases_its_lease_on_sigterm() {
     assert!(status.success(), "{status:?}");
     assert_eq!(holder(&server), None, "released on SIGTERM");
 }
+
+/// `evictPeriod` holds across a restart: the next controller's first round waits for the period to
+/// pass from the round the stopped one recorded (kept to the microsecond: see the status writer's
+/// tests), however soon it starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rounds_across_a_restart_are_never_closer_than_evict_period() {
+    const PERIOD: Duration = Duration::from_secs(3);
+    let server = Scenario::start().await;
+    one_closed_zone(&server, "3s");
+    // One job of three that may lose one pod a round: one round per eviction.
+    for i in 0..3 {
+        server.apply(
+            pod(&format!("{NS}/job-{i}"), "rev-1")
+                .preemptable()
+                .owned_by("ReplicaSet", "job")
+                .annotation("volcano.sh/jdb-max-unavailable", "1"),
+        );
+    }
+    let evictions = |server: &FakeApiServer| {
+        server
+            .evictions()
+            .iter()
+            .filter(|e| !e.dry_run && (200..300).contains(&e.code))
+            .count()
+    };
+    let a = server.controller_with("a", &["--leader-elect", "false"]);
+    eventually("the first round", || {
+        (evictions(&server) == 1).then_some(())
+    })
+    .await;
+    let round = eventually("the first round on record", || {
+        let zone = server.get("revocablezones", "", "rz")?;
+        zone["status"]["lastEvictionRound"]
+            .as_str()
+            .and_then(|at| at.parse::<jiff::Timestamp>().ok())
+    })
+    .await;
+    a.stop().await;
+    assert_eq!(evictions(&server), 1, "{:#?}", server.evictions());
+
+    let earliest = round + jiff::SignedDuration::try_from(PERIOD).unwrap();
+    let b = server.controller_with("b", &["--leader-elect", "false"]);
+    // Seen done at `now` means done by `now`: seen before `earliest`, the round came early.
+    loop {
+        let now = jiff::Timestamp::now();
+        if evictions(&server) >= 2 {
+            assert!(
+                now >= earliest,
+                "the next round was done by {now}, before {earliest} (last round {round} + {PERIOD:?})"
+            );
+            break;
+        }
+        assert!(
+            now < earliest + jiff::SignedDuration::from_secs(30),
+            "no second round"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    b.stop().await;
+}

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tidal::{
     api::RevocableZone,
     cluster::{ClusterCache, Ingest, ObjectKind, SharedCache},
+    runtime::{admin, connections::ConnectionLimits},
     webhook::{
         server::{self, ServeLimits, WebhookState},
         tls::CertStore,
@@ -28,12 +29,12 @@ use tokio::{
 use tokio_rustls::TlsConnector;
 
 /// A test CA and a way to issue serving certificates for `localhost` from it.
-struct Pki {
+pub struct Pki {
     ca: CertifiedIssuer<'static, KeyPair>,
 }
 
 impl Pki {
-    fn new() -> Pki {
+    pub fn new() -> Pki {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         Pki {
@@ -42,7 +43,7 @@ impl Pki {
     }
 
     /// A serving certificate and key (PEM), signed by the CA.
-    fn issue(&self) -> (String, String) {
+    pub fn issue(&self) -> (String, String) {
         let key = KeyPair::generate().unwrap();
         let params =
             CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
@@ -50,7 +51,7 @@ impl Pki {
         (cert.pem(), key.serialize_pem())
     }
 
-    fn client(&self) -> TlsConnector {
+    pub fn client(&self) -> TlsConnector {
         let mut roots = RootCertStore::empty();
         roots.add(self.ca.der().clone()).unwrap();
         let config = ClientConfig::builder_with_provider(tidal::webhook::tls::provider())
@@ -62,17 +63,17 @@ impl Pki {
     }
 }
 
-fn write_pair(dir: &Path, (cert, key): &(String, String)) {
+pub fn write_pair(dir: &Path, (cert, key): &(String, String)) {
     std::fs::write(dir.join("tls.crt"), cert).unwrap();
     std::fs::write(dir.join("tls.key"), key).unwrap();
 }
 
-struct Webhook {
-    addr: SocketAddr,
-    pki: Pki,
+pub struct Webhook {
+    pub addr: SocketAddr,
+    pub pki: Pki,
     store: Arc<CertStore>,
     dir: tempfile::TempDir,
-    stop: tokio::sync::oneshot::Sender<()>,
+    pub stop: tokio::sync::oneshot::Sender<()>,
 }
 
 /// Starts the HTTPS server on 127.0.0.1 with a fresh certificate, deciding from `cache`.
@@ -82,7 +83,7 @@ async fn start(cache: SharedCache) -> Webhook {
 }
 
 /// Starts the HTTPS server for `state` with `limits`; it stops when `until` resolves (or `stop`).
-async fn start_with(
+pub async fn start_with(
     state: WebhookState,
     limits: ServeLimits,
     until: impl Future<Output = ()> + Send + 'static,
@@ -117,21 +118,21 @@ async fn start_with(
     }
 }
 
-struct Reply {
-    status: StatusCode,
-    body: Vec<u8>,
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Vec<u8>,
     /// The certificate the server presented.
     served: CertificateDer<'static>,
 }
 
 impl Reply {
-    fn json(&self) -> Value {
+    pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap()
     }
 }
 
 /// A TLS connection to the webhook, as the API server opens it.
-async fn connect(hook: &Webhook) -> tokio_rustls::client::TlsStream<TcpStream> {
+pub async fn connect(hook: &Webhook) -> tokio_rustls::client::TlsStream<TcpStream> {
     let tcp = TcpStream::connect(hook.addr).await.unwrap();
     hook.pki
         .client()
@@ -140,7 +141,7 @@ async fn connect(hook: &Webhook) -> tokio_rustls::client::TlsStream<TcpStream> {
         .expect("TLS handshake with a certificate from the test CA")
 }
 
-async fn call(hook: &Webhook, method: &str, path: &str, body: Vec<u8>) -> Reply {
+pub async fn call(hook: &Webhook, method: &str, path: &str, body: Vec<u8>) -> Reply {
     let tls = connect(hook).await;
     let served = tls.get_ref().1.peer_certificates().unwrap()[0].clone();
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
@@ -165,7 +166,7 @@ async fn call(hook: &Webhook, method: &str, path: &str, body: Vec<u8>) -> Reply 
 }
 
 /// An AdmissionReview as the API server sends it (admission.k8s.io/v1).
-fn review(sub: Option<&str>, name: &str, object: Value) -> Vec<u8> {
+pub fn review(sub: Option<&str>, name: &str, object: Value) -> Vec<u8> {
     let kind = if sub.is_some() { "Binding" } else { "Pod" };
     let mut request = json!({
         "uid": "e911857d-c318-4a7d-8e34-6e3a37e7b3b5",
@@ -194,7 +195,7 @@ fn review(sub: Option<&str>, name: &str, object: Value) -> Vec<u8> {
 }
 
 /// Pod `team-a/<name>` as the API server hands it to a webhook on `CREATE`: defaulted, not scheduled.
-fn created_pod(name: &str, annotations: Value, affinity: Option<Value>) -> Value {
+pub fn created_pod(name: &str, annotations: Value, affinity: Option<Value>) -> Value {
     let mut pod = json!({
         "kind": "Pod", "apiVersion": "v1",
         "metadata": {"name": name, "namespace": "team-a", "labels": {"app": "web"},
@@ -238,7 +239,7 @@ fn binding(pod: &str, node: &str) -> Value {
 
 /// Two ordinary nodes and two revocable ones in zone `nightly`, which is always open or always
 /// closed depending on `open`; the pods given are in the cache too.
-fn cluster(open: bool, pods: &[Value]) -> ClusterCache {
+pub fn cluster(open: bool, pods: &[Value]) -> ClusterCache {
     let mut cache = ClusterCache::new();
     for (name, zone) in [
         ("std-1", None),
@@ -284,11 +285,16 @@ fn cluster(open: bool, pods: &[Value]) -> ClusterCache {
     cache
 }
 
-/// Applies the response's JSON patch to `object`. kube serializes the patch bytes as a JSON array of
-/// numbers, which the API server's decoder reads as `[]byte` just like base64.
-fn apply_patch(response: &Value, object: &Value) -> Value {
-    let bytes: Vec<u8> = serde_json::from_value(response["response"]["patch"].clone())
-        .expect("the response carries a patch");
+/// Applies the response's JSON patch to `object`. The patch is a Go `[]byte`, which JSON carries as a
+/// base64 string.
+pub fn apply_patch(response: &Value, object: &Value) -> Value {
+    use base64::Engine;
+    let encoded = response["response"]["patch"]
+        .as_str()
+        .expect("the response carries a patch as a base64 string");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .expect("base64");
     let patch: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
     let mut patched = object.clone();
     json_patch::patch(&mut patched, &patch).unwrap();
@@ -749,7 +755,7 @@ async fn connections_over_the_cap_wait_for_a_free_slot() {
 
 /// A TCP connection to `addr` from the loopback address `from` (all of 127.0.0.0/8 is loopback on
 /// Linux): a distinct client address for the per-address cap.
-async fn tcp_from(addr: SocketAddr, from: &str) -> std::io::Result<TcpStream> {
+pub async fn tcp_from(addr: SocketAddr, from: &str) -> std::io::Result<TcpStream> {
     let socket = tokio::net::TcpSocket::new_v4()?;
     socket.bind(SocketAddr::new(from.parse().unwrap(), 0))?;
     socket.connect(addr).await
@@ -757,7 +763,7 @@ async fn tcp_from(addr: SocketAddr, from: &str) -> std::io::Result<TcpStream> {
 
 /// Whether the server closes `stream` (EOF or reset) before `bound`, reading and discarding whatever it
 /// sends. `bound` only guards against hanging.
-async fn closed_within(stream: &mut (impl AsyncReadExt + Unpin), bound: Duration) -> bool {
+pub async fn closed_within(stream: &mut (impl AsyncReadExt + Unpin), bound: Duration) -> bool {
     let mut sink = Vec::new();
     tokio::time::timeout(bound, stream.read_to_end(&mut sink))
         .await
@@ -886,26 +892,34 @@ async fn one_flooding_address_cannot_take_every_slot() {
     let _ = hook.stop.send(());
 }
 
-/// The plain-HTTP metrics port (it also serves the probes) has the same kind of limits: connections
-/// that never finish their headers are closed at the idle deadline, one address gets only its share,
-/// and the kubelet's probe from another address gets through a flood of 300 connections.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_metrics_port_survives_a_flood_of_unfinished_headers() {
-    use tidal::runtime::{admin, connections::ConnectionLimits};
+/// Serves the webhook's plain-HTTP metrics and probe port on 127.0.0.1 with `limits`, until the
+/// token is cancelled.
+pub async fn serve_metrics(
+    limits: ConnectionLimits,
+) -> (SocketAddr, tokio_util::sync::CancellationToken) {
     let state = WebhookState::new(SharedCache::from_cache(cluster(true, &[])), Duration::ZERO);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = tokio_util::sync::CancellationToken::new();
-    let limits = ConnectionLimits {
-        idle_timeout: Duration::from_millis(300),
-        ..ConnectionLimits::ADMIN
-    };
     tokio::spawn(admin::serve_with(
         listener,
         server::metrics_router(state),
         stop.clone(),
         limits,
     ));
+    (addr, stop)
+}
+
+/// The plain-HTTP metrics port (it also serves the probes) has the same kind of limits: connections
+/// that never finish their headers are closed at the idle deadline, one address gets only its share,
+/// and the kubelet's probe from another address gets through a flood of 300 connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_port_survives_a_flood_of_unfinished_headers() {
+    let (addr, stop) = serve_metrics(ConnectionLimits {
+        idle_timeout: Duration::from_millis(300),
+        ..ConnectionLimits::ADMIN
+    })
+    .await;
     let mut flood = Vec::new();
     for _ in 0..300 {
         let mut tcp = tcp_from(addr, "127.0.0.1").await.unwrap();

@@ -198,7 +198,7 @@ impl Dump {
         max_input_bytes: u64,
     ) -> Result<(), DumpError> {
         let (capped, too_large) = stream::Capped::new(reader, max_input_bytes);
-        let mut reader = BufReader::with_capacity(CHUNK, capped);
+        let mut reader = BufReader::with_capacity(CHUNK, stream::Utf8Checked::new(capped));
         let syntax = |message: String| DumpError::Syntax {
             path: path.to_owned(),
             message,
@@ -502,6 +502,8 @@ fn yaml_error(error: &serde_saphyr::Error, input_bytes: u64) -> String {
         | serde_saphyr::Error::AliasExpansionLimitExceeded { .. } => {
             format!("the limit on alias expansion (scaled to the input's {input_bytes} bytes)")
         }
+        // Says only "IO error": the cause says what and where (a byte that is not UTF-8).
+        serde_saphyr::Error::IOError { cause } => return cause.to_string(),
         _ => return message,
     };
     format!(
@@ -641,6 +643,37 @@ mod tests {
         );
         let error = load(&json).unwrap_err().to_string();
         assert!(error.contains("recursion limit"), "{error}");
+    }
+
+    /// A byte that is not UTF-8 is named with its file, offset and line, in YAML and in JSON, wherever
+    /// the parser is when it comes.
+    #[test]
+    fn text_that_is_not_utf8_is_refused_with_its_position() {
+        let yaml = b"apiVersion: v1\nkind: List\nitems: []\n# caf\xe9\n".to_vec();
+        let json = b"{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [], \"x\": \"\xff\"}"
+            .to_vec();
+        // Past the first buffer of the reader: the parser is under way when the byte comes.
+        let mut long = b"apiVersion: v1\nkind: List\nitems: []\n".to_vec();
+        long.extend(b"# comment\n".repeat(30_000));
+        long.extend(b"x: \xc3\x28\n");
+        for (text, offset, line) in [(yaml, 41, 4), (json, 56, 1), (long, 300_039, 30_004)] {
+            let mut dump = Dump::default();
+            let error = dump
+                .add_reader(
+                    Path::new("c.yaml"),
+                    &text[..],
+                    None,
+                    DEFAULT_MAX_INPUT_BYTES,
+                )
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.starts_with("c.yaml: ")
+                    && error.contains(&format!("at byte offset {offset} (line {line})")),
+                "{error}"
+            );
+            assert!(!error.contains("IO error"), "{error}");
+        }
     }
 
     #[test]

@@ -74,6 +74,100 @@ impl<R: Read> Read for Capped<R> {
     }
 }
 
+/// Passes bytes through, checking that they are UTF-8 text as they go: the first byte that is not
+/// fails the read with an error naming its offset and line, where the YAML parser would only say
+/// "IO error". A character split between two reads is checked when its end arrives.
+pub(super) struct Utf8Checked<R> {
+    inner: R,
+    /// Bytes passed so far.
+    offset: u64,
+    /// Newlines passed so far.
+    lines: u64,
+    /// The start of a character whose end has not been read yet.
+    carry: [u8; 3],
+    carried: usize,
+}
+
+impl<R> Utf8Checked<R> {
+    pub(super) fn new(inner: R) -> Self {
+        Utf8Checked {
+            inner,
+            offset: 0,
+            lines: 0,
+            carry: [0; 3],
+            carried: 0,
+        }
+    }
+
+    fn pass(&mut self, bytes: &[u8]) {
+        self.offset += bytes.len() as u64;
+        self.lines += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+    }
+
+    /// The error for the byte `byte` at `offset`.
+    fn invalid(&self, offset: u64, byte: u8) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "not UTF-8 text: byte 0x{byte:02X} at byte offset {offset} (line {})",
+                self.lines + 1
+            ),
+        )
+    }
+
+    fn check(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        if self.carried > 0 {
+            let start = self.offset - self.carried as u64;
+            let length = match self.carry[0] {
+                0xC0..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                _ => 4,
+            };
+            let take = (length - self.carried).min(bytes.len());
+            let mut sequence = [0u8; 4];
+            sequence[..self.carried].copy_from_slice(&self.carry[..self.carried]);
+            sequence[self.carried..self.carried + take].copy_from_slice(&bytes[..take]);
+            let filled = self.carried + take;
+            match std::str::from_utf8(&sequence[..filled]) {
+                Ok(_) => self.carried = 0,
+                Err(e) if e.error_len().is_none() => {
+                    self.carry[..filled].copy_from_slice(&sequence[..filled]);
+                    self.carried = filled;
+                }
+                Err(_) => return Err(self.invalid(start, self.carry[0])),
+            }
+            self.pass(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        if let Err(e) = std::str::from_utf8(bytes) {
+            let valid = e.valid_up_to();
+            self.pass(&bytes[..valid]);
+            if e.error_len().is_some() {
+                return Err(self.invalid(self.offset, bytes[valid]));
+            }
+            let tail = &bytes[valid..];
+            self.carry[..tail.len()].copy_from_slice(tail);
+            self.carried = tail.len();
+            self.pass(tail);
+            return Ok(());
+        }
+        self.pass(bytes);
+        Ok(())
+    }
+}
+
+impl<R: Read> Read for Utf8Checked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 && self.carried > 0 {
+            let start = self.offset - self.carried as u64;
+            return Err(self.invalid(start, self.carry[0]));
+        }
+        self.check(&buf[..n])?;
+        Ok(n)
+    }
+}
+
 /// Skips leading whitespace; `None` at the end of the input, else whether the text starts like JSON.
 pub(super) fn looks_like_json(reader: &mut impl BufRead) -> io::Result<Option<bool>> {
     loop {
@@ -512,6 +606,56 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reads `bytes` through [`Utf8Checked`] `chunk` bytes at a time.
+    fn read_in_chunks(bytes: &[u8], chunk: usize) -> io::Result<Vec<u8>> {
+        struct Chunks<'a>(&'a [u8], usize);
+        impl Read for Chunks<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = self.0.len().min(self.1).min(buf.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut out = Vec::new();
+        Utf8Checked::new(Chunks(bytes, chunk)).read_to_end(&mut out)?;
+        Ok(out)
+    }
+
+    /// Characters of two, three and four bytes split across reads at every point pass; a bad byte is
+    /// named at its offset however the input is cut, and so is a character cut off by the end.
+    #[test]
+    fn utf8_is_checked_across_reads() {
+        let text = "a\u{e9}b\n\u{20ac}c\u{1f600}d\n".as_bytes();
+        for chunk in 1..=text.len() {
+            assert_eq!(
+                read_in_chunks(text, chunk).unwrap(),
+                text,
+                "chunks of {chunk}"
+            );
+        }
+        let mut bad = text.to_vec();
+        bad.insert(5, 0xff);
+        let cut_short = &text[..text.len() - 3];
+        for chunk in 1..=bad.len() {
+            let error = read_in_chunks(&bad, chunk).unwrap_err().to_string();
+            assert!(
+                error.contains("byte 0xFF at byte offset 5 (line 2)"),
+                "chunks of {chunk}: {error}"
+            );
+            let error = read_in_chunks(cut_short, chunk).unwrap_err().to_string();
+            assert!(
+                error.contains("byte 0xF0 at byte offset 9 (line 2)"),
+                "chunks of {chunk}: {error}"
+            );
+        }
+        // A continuation byte where a character should start, and a start byte without its end.
+        let error = read_in_chunks(b"ab\x80", 2).unwrap_err().to_string();
+        assert!(error.contains("byte 0x80 at byte offset 2"), "{error}");
+        let error = read_in_chunks(b"a\xe2\x82z", 2).unwrap_err().to_string();
+        assert!(error.contains("byte 0xE2 at byte offset 1"), "{error}");
+    }
 
     #[derive(Default)]
     struct Collect {

@@ -232,7 +232,12 @@ impl Evictor {
                 }
                 None => {
                     warn!(pod = %request.pod, attempt, %failure, "eviction failed; giving up this cycle");
-                    return Outcome::Failed(format!("{failure} (after {attempt} attempts)"));
+                    let why = format!("{failure} (after {attempt} attempts)");
+                    return if maybe_applied && !request.dry_run {
+                        Outcome::Unanswered(why)
+                    } else {
+                        Outcome::Failed(why)
+                    };
                 }
             }
         }

@@ -74,6 +74,9 @@ pub enum Outcome {
     Replaced,
     /// A rejection or retries exhausted within the deadline.
     Failed(String),
+    /// Retries exhausted after an attempt that got no answer: the server may have applied it. The
+    /// pod is held as leaving until the watch shows whether it went (`controller::unanswered`).
+    Unanswered(String),
     /// Never sent, or abandoned: no longer leader, shutting down, or out of time.
     Abandoned(String),
     /// A DryRun policy's planned eviction that no dry run checked this cycle (past the cycle's
@@ -92,6 +95,7 @@ impl Outcome {
             Outcome::Gone => "gone",
             Outcome::Replaced => "replaced",
             Outcome::Failed(_) => "failed",
+            Outcome::Unanswered(_) => "unanswered",
             Outcome::Abandoned(_) => "abandoned",
             Outcome::Unverified(_) => "unverified",
         }
@@ -116,6 +120,12 @@ impl Outcome {
                 "the pod was replaced by another with the same name",
             )),
             Outcome::Failed(why) => Some(Refusal::new(SkipReason::Error, why.clone())),
+            Outcome::Unanswered(why) => Some(Refusal::new(
+                SkipReason::Error,
+                format!(
+                    "{why}; an attempt got no answer, so the pod counts as leaving until the watch shows whether it went"
+                ),
+            )),
             Outcome::Abandoned(why) => Some(Refusal::new(SkipReason::Abandoned, why.clone())),
         }
     }

@@ -177,7 +177,7 @@ impl StatusWriter {
             return false;
         }
         let api: Api<RevocableZone> = Api::all(self.client.clone());
-        let patch = serde_json::json!({"status": {"lastEvictionRound": MicroTime(at)}});
+        let patch = round_patch(at);
         match api
             .patch_status(zone, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -269,7 +269,7 @@ impl StatusWriter {
             candidate.strategy, candidate.reason, pod.job
         );
         if !confirmed {
-            note.push_str(", unconfirmed: the answer was lost and the pod was gone on retry");
+            note.push_str(", unconfirmed: the answer was lost and the pod was gone afterwards");
         }
         if let Some(zone) = &candidate.zone {
             note.push_str(&format!(", zone {zone}"));
@@ -511,9 +511,34 @@ fn config_reference(kind: &str, name: &str, uid: Option<&str>) -> ObjectReferenc
     }
 }
 
+/// The status patch recording a round. To the microsecond: `evictPeriod` counts from it across
+/// restarts and failovers, and a round written to the second lets the next come up to a second early.
+fn round_patch(at: Timestamp) -> serde_json::Value {
+    serde_json::json!({"status": {"lastEvictionRound": MicroTime(at)}})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_round_is_recorded_and_read_back_to_the_microsecond() {
+        let at: Timestamp = "2026-11-22T11:41:46.368215Z".parse().unwrap();
+        let patch = round_patch(at);
+        assert_eq!(
+            patch["status"]["lastEvictionRound"],
+            "2026-11-22T11:41:46.368215Z"
+        );
+        let zone: crate::api::RevocableZone = serde_json::from_value(serde_json::json!({
+            "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
+            "metadata": {"name": "rz"},
+            "spec": {"windows": [{"time": "08:00-09:00"}]},
+            "status": patch["status"],
+        }))
+        .unwrap();
+        let info = crate::cluster::ZoneInfo::from_zone(&zone).unwrap();
+        assert_eq!(info.last_eviction_round, Some(at));
+    }
 
     /// A client whose every request fails at once (nothing listens on port 1).
     fn unreachable_client() -> Client {
