@@ -16,13 +16,37 @@ use crate::{
 };
 
 /// Whether a pod may run on a node of a given revocable zone.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ZonePlacement {
     /// Preemptable and not opted into a different zone.
     Allowed,
-    Violation(String),
+    Violation(Violation),
     /// Its preemptable setting is unreadable; gate `invalid` refuses it with the details.
     Unknown,
+}
+
+/// Why a pod may not run on a revocable zone's nodes. Written out only when a person will read it:
+/// a closed zone can hold tens of thousands of pods that are not preemptable, counted every cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Violation {
+    NotPreemptable,
+    /// Preemptable, but opted into another zone (`pod.zone_opt_in`).
+    OptedElsewhere,
+}
+
+impl Violation {
+    pub fn describe(self, pod: &PodInfo, zone: &str) -> String {
+        match self {
+            Violation::NotPreemptable => {
+                format!("not preemptable, on a node of revocable zone {zone}")
+            }
+            Violation::OptedElsewhere => format!(
+                "{}={} but runs in revocable zone {zone}",
+                labels::REVOCABLE_ZONE,
+                pod.zone_opt_in.as_deref().unwrap_or_default()
+            ),
+        }
+    }
 }
 
 pub struct PlanContext<'a> {
@@ -46,15 +70,14 @@ impl<'a> PlanContext<'a> {
     pub fn zone_placement(&self, pod: &PodInfo, zone: &str) -> ZonePlacement {
         match self.preemptable(pod) {
             Setting::Invalid(_) => ZonePlacement::Unknown,
-            Setting::Valid(false) | Setting::Unset => ZonePlacement::Violation(format!(
-                "not preemptable, on a node of revocable zone {zone}"
-            )),
+            Setting::Valid(false) | Setting::Unset => {
+                ZonePlacement::Violation(Violation::NotPreemptable)
+            }
             // An empty annotation is read as no opt-in when the pod is parsed (cluster/pod.rs).
             Setting::Valid(true) => match pod.zone_opt_in.as_deref() {
-                Some(opted) if opted != "*" && opted != zone => ZonePlacement::Violation(format!(
-                    "{}={opted} but runs in revocable zone {zone}",
-                    labels::REVOCABLE_ZONE
-                )),
+                Some(opted) if opted != "*" && opted != zone => {
+                    ZonePlacement::Violation(Violation::OptedElsewhere)
+                }
                 _ => ZonePlacement::Allowed,
             },
         }

@@ -16,6 +16,15 @@ pub trait Gatekeeper {
     /// reported as skipped, and the others stay undecided so that a later offer may use them.
     fn offer_all(&mut self, candidates: Vec<Candidate>) -> bool;
 
+    /// A pod the strategy found but its own arguments keep (placement violations with
+    /// `evictPlacementViolations: false`): reported as held, never put to the gates, and decided, so
+    /// that no later strategy of the plan evicts it. `candidate` is built only if the report lists
+    /// the pod: a closed zone can hold tens of thousands of them, counted every cycle.
+    fn hold(&mut self, pod: &Arc<PodInfo>, candidate: &mut dyn FnMut() -> Candidate) {
+        let _ = pod;
+        self.offer(candidate());
+    }
+
     /// What `offer` would answer, without deciding or reporting anything.
     fn would_admit(&mut self, candidate: &Candidate) -> bool;
 

@@ -14,7 +14,7 @@ mod zones;
 
 pub use candidate::{Candidate, Exemptions, PlannedEviction, Skipped};
 pub(crate) use context::PlacementGroups;
-pub use context::{PlanContext, ZonePlacement};
+pub use context::{PlanContext, Violation, ZonePlacement};
 pub use gate::Gate;
 pub use gatekeeper::{AcceptAll, Gatekeeper};
 pub use strategy::{Balancing, Plugin, PodByPod, Strategy, StrategyId};

@@ -64,6 +64,10 @@ pub trait Plugin {
 pub trait PodByPod: Plugin {
     /// Candidates in the order they should be considered: gates with budgets or limits admit the first.
     fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate>;
+
+    /// The pods the strategy found but its own arguments keep, each through
+    /// [`Gatekeeper::hold`]; after the candidates, which they never compete with.
+    fn hold(&self, _ctx: &PlanContext<'_>, _gatekeeper: &mut dyn Gatekeeper) {}
 }
 
 /// Balances with feedback: evicts until a node is balanced, a pending pod fits or a group is spread, so
@@ -102,6 +106,7 @@ impl Strategy {
                 for candidate in s.propose(ctx) {
                     gatekeeper.offer(candidate);
                 }
+                s.hold(ctx, gatekeeper);
             }
             Strategy::Balancing(s) => s.balance(ctx, gatekeeper),
         }

@@ -76,12 +76,15 @@ impl<'c, 'a> PlanGatekeeper<'c, 'a> {
         self.proposer = None;
     }
 
-    fn precheck(&self, candidate: &Candidate) -> Precheck {
-        let pod = &candidate.pod;
-        if !self.ctx.policy.spec.namespaces.admits(&pod.key.namespace)
+    /// Out of the policy's scope, already leaving, or decided earlier in this plan.
+    fn out_of_play(&self, pod: &PodInfo) -> bool {
+        !self.ctx.policy.spec.namespaces.admits(&pod.key.namespace)
             || self.ctx.is_leaving(pod)
             || self.decided.contains_key(&address(pod))
-        {
+    }
+
+    fn precheck(&self, candidate: &Candidate) -> Precheck {
+        if self.out_of_play(&candidate.pod) {
             return Precheck::Drop;
         }
         match &candidate.held {
@@ -120,17 +123,21 @@ impl<'c, 'a> PlanGatekeeper<'c, 'a> {
         debug_assert!(earlier.is_none(), "{} decided twice", pod.key);
     }
 
-    fn skip(&mut self, candidate: Candidate, refusal: Refusal) {
-        self.decide(&candidate.pod, Outcome::Skipped);
-        *self.skip_counts.entry(refusal.reason).or_default() += 1;
-        let listed = match self.rows {
+    /// Whether a skip for `reason` gets its row.
+    fn listed(&self, reason: SkipReason) -> bool {
+        match self.rows {
             SkipRows::All => true,
             // Unreadable settings are always listed: each gets its Warning Event.
             SkipRows::AtMost(cap) => {
-                self.skipped.len() < cap || refusal.reason == SkipReason::Gate(GateId::Invalid)
+                self.skipped.len() < cap || reason == SkipReason::Gate(GateId::Invalid)
             }
-        };
-        if !listed {
+        }
+    }
+
+    fn skip(&mut self, candidate: Candidate, refusal: Refusal) {
+        self.decide(&candidate.pod, Outcome::Skipped);
+        *self.skip_counts.entry(refusal.reason).or_default() += 1;
+        if !self.listed(refusal.reason) {
             return;
         }
         self.skipped.push(Skipped {
@@ -162,6 +169,23 @@ impl Gatekeeper for PlanGatekeeper<'_, '_> {
                 true
             }
         }
+    }
+
+    fn hold(&mut self, pod: &Arc<PodInfo>, candidate: &mut dyn FnMut() -> Candidate) {
+        if self.out_of_play(pod) {
+            return;
+        }
+        if !self.listed(SkipReason::HeldByPolicy) {
+            self.decide(pod, Outcome::Skipped);
+            *self
+                .skip_counts
+                .entry(SkipReason::HeldByPolicy)
+                .or_default() += 1;
+            return;
+        }
+        let candidate = candidate();
+        let why = candidate.held.clone().unwrap_or_default();
+        self.skip(candidate, Refusal::new(SkipReason::HeldByPolicy, why));
     }
 
     fn offer_all(&mut self, candidates: Vec<Candidate>) -> bool {

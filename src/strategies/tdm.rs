@@ -7,7 +7,8 @@ use crate::api::args::TdmArgs;
 use crate::{
     cluster::{PodInfo, PodPhase, Setting},
     framework::{
-        Candidate, Exemptions, PlanContext, Plugin, PodByPod, StrategyId, ZonePlacement, ZoneView,
+        Candidate, Exemptions, Gatekeeper, PlanContext, Plugin, PodByPod, StrategyId, Violation,
+        ZonePlacement, ZoneView,
     },
 };
 
@@ -58,59 +59,106 @@ impl Plugin for Tdm {
 impl PodByPod for Tdm {
     fn propose(&self, ctx: &PlanContext<'_>) -> Vec<Candidate> {
         let mut out = Vec::new();
-        for zone in ctx.zones.values() {
-            // Everything TDM evicts in a zone, placement violations included, is that zone's round: pacing
-            // violations by evictPeriod too keeps one timer per zone and never evicts faster than asked.
-            if zone.state.is_err() || !zone.round_due {
-                continue;
-            }
+        for zone in due_zones(ctx) {
             let evicting = zone.evicting_now();
             let mut in_zone: Vec<Candidate> = Vec::new();
-            for node in ctx.snapshot.zone_nodes(&zone.name) {
-                for pod in node.pods.values() {
-                    // DaemonSet and static pods belong to their node; evicting them moves nothing.
-                    if pod.phase != PodPhase::Running || ctx.is_leaving(pod) || pod.is_node_bound()
-                    {
-                        continue;
+            for pod in movable_pods(ctx, zone) {
+                let placement = ctx.zone_placement(pod, &zone.name);
+                let candidate = match placement {
+                    ZonePlacement::Allowed if evicting => {
+                        Candidate::new(pod, ID, Self::closing_reason(zone))
                     }
-                    let placement = ctx.zone_placement(pod, &zone.name);
-                    let lifts_budgets = placement == ZonePlacement::Allowed && zone.lifts_budgets();
-                    let candidate = match placement {
-                        ZonePlacement::Allowed if evicting => {
-                            Candidate::new(pod, ID, Self::closing_reason(zone))
-                        }
-                        ZonePlacement::Allowed => continue,
-                        ZonePlacement::Unknown => Candidate::new(
-                            pod,
-                            ID,
-                            format!("on revocable zone {}, preemptable unknown", zone.name),
-                        ),
-                        ZonePlacement::Violation(why) => {
-                            let candidate =
-                                Candidate::new(pod, ID, format!("placement violation: {why}"));
-                            if self.args.evict_placement_violations {
-                                candidate
-                            } else {
-                                candidate.held("evictPlacementViolations is off")
-                            }
-                        }
-                    };
-                    // Its pods must leave the zone wherever they can go next; an owner who
-                    // declared them preemptable accepted exactly this eviction.
-                    let exempt = Exemptions {
-                        node_fit: true,
-                        switchable_protections: ctx.declared_preemptable(pod)
-                            == Setting::Valid(true),
-                        bare_pod: false,
-                        budget: lifts_budgets,
-                    };
-                    in_zone.push(candidate.in_zone(&zone.name).exempt(exempt));
-                }
+                    ZonePlacement::Allowed => continue,
+                    ZonePlacement::Unknown => Candidate::new(
+                        pod,
+                        ID,
+                        format!("on revocable zone {}, preemptable unknown", zone.name),
+                    ),
+                    ZonePlacement::Violation(why) if self.args.evict_placement_violations => {
+                        violation(pod, zone, why)
+                    }
+                    // Held: see `hold`.
+                    ZonePlacement::Violation(_) => continue,
+                };
+                in_zone.push(
+                    candidate
+                        .in_zone(&zone.name)
+                        .exempt(exemptions(ctx, pod, zone, placement)),
+                );
             }
             in_zone.sort_by(|a, b| victim_order(&a.pod).cmp(&victim_order(&b.pod)));
             out.extend(in_zone);
         }
         out
+    }
+
+    /// Placement violations with `evictPlacementViolations: false`: once a closed zone is drained,
+    /// every pod left on it is one, every round.
+    fn hold(&self, ctx: &PlanContext<'_>, gatekeeper: &mut dyn Gatekeeper) {
+        if self.args.evict_placement_violations {
+            return;
+        }
+        for zone in due_zones(ctx) {
+            for pod in movable_pods(ctx, zone) {
+                let placement = ctx.zone_placement(pod, &zone.name);
+                let ZonePlacement::Violation(why) = placement else {
+                    continue;
+                };
+                gatekeeper.hold(pod, &mut || {
+                    violation(pod, zone, why)
+                        .in_zone(&zone.name)
+                        .exempt(exemptions(ctx, pod, zone, placement))
+                        .held("evictPlacementViolations is off")
+                });
+            }
+        }
+    }
+}
+
+/// Zones whose round is due: everything TDM evicts in a zone, placement violations included, is
+/// that zone's round. Pacing violations by evictPeriod too keeps one timer per zone and never evicts
+/// faster than asked.
+fn due_zones<'c>(ctx: &'c PlanContext<'_>) -> impl Iterator<Item = &'c ZoneView> + 'c {
+    ctx.zones
+        .values()
+        .filter(|zone| zone.state.is_ok() && zone.round_due)
+}
+
+/// The zone's pods an eviction would move: running, not already leaving, and not bound to their
+/// node (DaemonSet and static pods belong to it; evicting them moves nothing).
+fn movable_pods<'c>(
+    ctx: &'c PlanContext<'_>,
+    zone: &'c ZoneView,
+) -> impl Iterator<Item = &'c Arc<PodInfo>> + 'c {
+    ctx.snapshot
+        .zone_nodes(&zone.name)
+        .flat_map(|node| node.pods.values())
+        .filter(move |pod| {
+            pod.phase == PodPhase::Running && !ctx.is_leaving(pod) && !pod.is_node_bound()
+        })
+}
+
+fn violation(pod: &Arc<PodInfo>, zone: &ZoneView, why: Violation) -> Candidate {
+    Candidate::new(
+        pod,
+        ID,
+        format!("placement violation: {}", why.describe(pod, &zone.name)),
+    )
+}
+
+/// Its pods must leave the zone wherever they can go next; an owner who declared them preemptable
+/// accepted exactly this eviction.
+fn exemptions(
+    ctx: &PlanContext<'_>,
+    pod: &PodInfo,
+    zone: &ZoneView,
+    placement: ZonePlacement,
+) -> Exemptions {
+    Exemptions {
+        node_fit: true,
+        switchable_protections: ctx.declared_preemptable(pod) == Setting::Valid(true),
+        bare_pod: false,
+        budget: placement == ZonePlacement::Allowed && zone.lifts_budgets(),
     }
 }
 
@@ -127,7 +175,7 @@ fn victim_order(pod: &Arc<PodInfo>) -> impl Ord + '_ {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashSet;
+    use std::collections::{BTreeMap, HashSet};
 
     use serde_json::json;
 
@@ -347,13 +395,68 @@ mod tests {
                 .all(|c| c.held.is_none() && c.zone.as_deref() == Some("z"))
         );
 
+        // Held instead: never proposed, reported under gate `policy` with why the strategy found them.
         let hold = policy(json!({"strategies": {"tdm": {"evictPlacementViolations": false}}}));
-        let held = propose_with(&mut world, &hold, &HashSet::new());
-        assert_eq!(names(&held), ["ns/misplaced", "ns/other-zone"]);
-        assert!(
-            held.iter()
-                .all(|c| c.held.as_deref() == Some("evictPlacementViolations is off"))
+        assert!(propose_with(&mut world, &hold, &HashSet::new()).is_empty());
+        let snapshot = world.snapshot();
+        let cycle = plan_all(&snapshot, &[&hold], ts(NOW));
+        let plan = &cycle.plans[0];
+        assert!(plan.evictions.is_empty());
+        let rows: Vec<(String, &str, &str, &str)> = plan
+            .skipped
+            .iter()
+            .map(|skip| {
+                (
+                    key_of(&skip.candidate),
+                    skip.reason.name(),
+                    skip.detail.as_str(),
+                    skip.candidate.reason.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (
+                    "ns/misplaced".to_owned(),
+                    "policy",
+                    "evictPlacementViolations is off",
+                    "placement violation: not preemptable, on a node of revocable zone z"
+                ),
+                (
+                    "ns/other-zone".to_owned(),
+                    "policy",
+                    "evictPlacementViolations is off",
+                    "placement violation: volcano.sh/revocable-zone=y but runs in revocable zone z"
+                ),
+            ]
         );
+    }
+
+    #[test]
+    fn held_pods_beyond_the_listed_rows_are_counted_and_kept_from_later_strategies() {
+        let mut world = Cluster::revocable();
+        world.cache.apply_zone(open_zone("z").build());
+        let mut world =
+            world.pods((0..5).map(|i| pod(&format!("ns/misplaced-{i}"), "rev-1").bare()));
+        let snapshot = world.snapshot();
+        // podLifeTime would evict every one of them; TDM, first, holds them.
+        let hold = policy(json!({"strategies": {
+            "tdm": {"evictPlacementViolations": false},
+            "podLifeTime": {"maxPodLifeTimeSeconds": 1},
+        }}));
+        let (zones, _) = crate::framework::zone_views(&snapshot, ts(NOW));
+        let plan = crate::planner::plan_policy_with(
+            &snapshot,
+            &hold,
+            ts(NOW),
+            &zones,
+            &HashSet::new(),
+            crate::planner::SkipRows::AtMost(2),
+        );
+        assert!(plan.evictions.is_empty(), "{:?}", plan.evictions);
+        assert_eq!(plan.skipped.len(), 2);
+        assert_eq!(plan.skipped_by_reason(), BTreeMap::from([("policy", 5)]));
     }
 
     #[test]

@@ -981,7 +981,12 @@ async fn an_eviction_whose_answer_was_lost_counts_once() {
         .map(|e| e.code)
         .collect();
     assert_eq!(codes, vec![201, 404]);
-    let events = events_about(&server, "misplaced", "Descheduled");
+    // The Event goes out beside the status write, not before it.
+    let events = eventually("the pod's Event", || {
+        let events = events_about(&server, "misplaced", "Descheduled");
+        (!events.is_empty()).then_some(events)
+    })
+    .await;
     assert_eq!(events.len(), 1, "{events:#?}");
     assert!(events[0]["note"].as_str().unwrap().contains("unconfirmed"));
     assert!(zone_status(&server, "rz")["lastEvictionRound"].is_string());
@@ -1114,7 +1119,8 @@ async fn an_attempt_ends_at_the_deadline_or_when_leadership_lapses() {
     let outcome = tokio::time::timeout(bound, evictor.evict(&request, deadline, &Always))
         .await
         .expect("the attempt ends at the cycle's deadline");
-    assert!(matches!(outcome, Outcome::Failed(_)), "{outcome:?}");
+    // Cut off unanswered: the server may still apply it.
+    assert!(matches!(outcome, Outcome::Unanswered(_)), "{outcome:?}");
 
     let far = Instant::now() + Duration::from_secs(3600);
     let guard = Lapsing(Duration::from_millis(300));
