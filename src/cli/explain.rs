@@ -7,10 +7,11 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use super::report::{REACHABLE_WITHIN, ReportArgs, plan_report, select_policies};
+use super::report::{REACHABLE_WITHIN, ReportArgs, plan_report, select_policies, start_due_drains};
 use crate::{
     cluster::{ObjectKey, PodInfo, PolicyInfo, Snapshot, dump::Dump},
     controller,
+    drain::ZoneOutlook,
     planner::{self, CyclePlan},
     report::{Format, Report, StrategyLine, WIDTH, wrap},
     runtime::client,
@@ -75,10 +76,11 @@ pub(crate) fn explain(args: &ExplainArgs) -> anyhow::Result<String> {
     let key = pod_key(&args.target)?;
     let input = &args.input;
     let mut dump = Dump::load_capped(&input.clusters, input.max_input_size, planner::check_policy)?;
-    let snapshot = dump.cache.snapshot();
+    // Drains due by now are started, as the report does, so that both tell the same story.
+    let (snapshot, outlooks) = start_due_drains(&mut dump.cache, input)?;
     let (cycle, _) = plan_report(&snapshot, input)?;
     dump.warnings.clear();
-    render(&snapshot, &cycle, &key, input)
+    render(&snapshot, &cycle, &outlooks, &key, input)
 }
 
 /// `tidal explain` against the live cluster.
@@ -94,14 +96,15 @@ pub(crate) async fn explain_live(args: &ExplainArgs) -> anyhow::Result<String> {
     super::report::warn_insecure(insecure);
     let shared = controller::oneshot::live_cache(client, timeout).await?;
     super::report::ask_prometheus(&input.prometheus, &shared).await?;
-    let snapshot = shared.write().snapshot();
+    let (snapshot, outlooks) = start_due_drains(&mut shared.write(), input)?;
     let (cycle, _) = plan_report(&snapshot, input)?;
-    render(&snapshot, &cycle, &key, input)
+    render(&snapshot, &cycle, &outlooks, &key, input)
 }
 
 fn render(
     snapshot: &Snapshot,
     cycle: &CyclePlan,
+    outlooks: &[ZoneOutlook],
     key: &ObjectKey,
     args: &ReportArgs,
 ) -> anyhow::Result<String> {
@@ -119,7 +122,7 @@ fn render(
     let (policies, _) = select_policies(snapshot, args)?;
     let mut report = Report::from_cycle(cycle);
     let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
-    report.add_schedule(snapshot, &refs, cycle);
+    report.add_schedule(snapshot, &refs, cycle, outlooks);
     let explanation = explain_pod(snapshot, cycle, &report, &policies, &pod);
     Ok(match args.output {
         Format::Json => serde_json::to_string_pretty(&explanation)? + "\n",

@@ -12,8 +12,9 @@ use crate::{
     api::{
         self, DeschedulingPolicySpec, GoDuration, PolicyMode, args::TdmArgs, policy::Strategies,
     },
-    cluster::{ClusterCache, PolicyInfo, Snapshot, dump::Dump},
+    cluster::{ClusterCache, DrainStart, PolicyInfo, Snapshot, dump::Dump},
     controller,
+    drain::{self, ZoneOutlook},
     planner::{self, CyclePlan, Verification},
     report::{Format, Report},
     runtime::{ClientArgs, client},
@@ -79,15 +80,66 @@ pub struct TimelineArgs {
     /// How far ahead to simulate (e.g. 24h, 90m, 168h); at most 7 days.
     #[arg(long, value_name = "DURATION", default_value = "24h")]
     pub span: GoDuration,
+    /// As `tidal run`'s: evictions of strategies other than tdm not sent within this of their cycle's
+    /// start are given up until the next cycle (tdm's stay queued until sent).
+    #[arg(long, value_name = "DURATION", default_value = "2m")]
+    pub cycle_timeout: GoDuration,
 }
 
 pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
+    args.pacing.check()?;
     let mut dump = Dump::load_capped(&args.clusters, args.max_input_size, planner::check_policy)?;
-    let snapshot = dump.cache.snapshot();
+    let (snapshot, outlooks) = start_due_drains(&mut dump.cache, args)?;
     let (cycle, mut notes) = plan_report(&snapshot, args)?;
     notes.extend(dump.ignored_note());
     notes.append(&mut dump.warnings);
-    render_report(&snapshot, &cycle, &Verification::default(), notes, args)
+    render_report(
+        &snapshot,
+        &cycle,
+        &Verification::default(),
+        &outlooks,
+        notes,
+        args,
+    )
+}
+
+/// What the controller does before a cycle: the drain outlook at the planned instant, and every
+/// `auto` drain it says is due noted in the cache, so that the plan sees the zone draining. Returns
+/// the snapshot to plan on and the outlook as it then stands.
+pub(super) fn start_due_drains(
+    cache: &mut ClusterCache,
+    args: &ReportArgs,
+) -> anyhow::Result<(Snapshot, Vec<ZoneOutlook>)> {
+    let now = args.now.unwrap_or_else(Timestamp::now);
+    let settings = args.pacing.drain_settings();
+    let mut snapshot = cache.snapshot();
+    let (policies, _) = select_policies(&snapshot, args)?;
+    let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
+    let observed = |zone: &str| cache.observed_termination(zone);
+    let outlooks = drain::outlook(&snapshot, &refs, now, &settings, &observed);
+    let due: Vec<(String, DrainStart)> = outlooks
+        .iter()
+        .filter(|o| o.start_now)
+        .filter_map(|o| {
+            Some((
+                o.zone.clone(),
+                DrainStart {
+                    close: o.close?,
+                    at: now,
+                },
+            ))
+        })
+        .collect();
+    if due.is_empty() {
+        return Ok((snapshot, outlooks));
+    }
+    for (zone, start) in &due {
+        cache.note_drain_start(zone, *start);
+    }
+    cache.update_snapshot(&mut snapshot);
+    let observed = |zone: &str| cache.observed_termination(zone);
+    let outlooks = drain::outlook(&snapshot, &refs, now, &settings, &observed);
+    Ok((snapshot, outlooks))
 }
 
 /// How long `tidal report` waits for the API server's first answer before saying it cannot reach it.
@@ -117,6 +169,7 @@ pub(super) fn warn_insecure(insecure: bool) {
 /// `tidal report` against the live cluster: one list of everything, one plan, no eviction; with
 /// `--verify`, a server-side dry-run eviction per planned eviction.
 pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
+    args.pacing.check()?;
     let config = args.client.config().await?;
     let insecure = config.accept_invalid_certs;
     let url = config.cluster_url.to_string();
@@ -127,14 +180,14 @@ pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
     warn_insecure(insecure);
     let shared = controller::oneshot::live_cache(client, timeout).await?;
     ask_prometheus(&args.prometheus, &shared).await?;
-    let snapshot = shared.write().snapshot();
+    let (snapshot, outlooks) = start_due_drains(&mut shared.write(), args)?;
     let (mut cycle, notes) = plan_report(&snapshot, args)?;
     let verification = if args.verify {
         controller::oneshot::verify(evictions, &mut cycle, args.pacing.evictor(), timeout).await
     } else {
         Verification::default()
     };
-    render_report(&snapshot, &cycle, &verification, notes, args)
+    render_report(&snapshot, &cycle, &verification, &outlooks, notes, args)
 }
 
 /// `tidal timeline` on saved clusters.
@@ -154,7 +207,7 @@ pub fn timeline(args: &TimelineArgs) -> anyhow::Result<String> {
         &policies,
         notes,
         span,
-        &args.input,
+        args,
     ))
 }
 
@@ -173,17 +226,12 @@ pub async fn timeline_live(args: &TimelineArgs) -> anyhow::Result<String> {
     let snapshot = shared.write().snapshot();
     let (policies, notes) = select_policies(&snapshot, &args.input)?;
     let mut cache = shared.write();
-    Ok(render_timeline(
-        &mut cache,
-        &policies,
-        notes,
-        span,
-        &args.input,
-    ))
+    Ok(render_timeline(&mut cache, &policies, notes, span, args))
 }
 
 /// The span, checked along with the flags `report` has that the timeline cannot honour.
 fn timeline_span(args: &TimelineArgs) -> anyhow::Result<SignedDuration> {
+    args.input.pacing.check()?;
     if args.input.verify {
         anyhow::bail!(
             "--verify checks one plan against the API server; the timeline has no use for it"
@@ -201,16 +249,23 @@ fn render_timeline(
     policies: &[Arc<PolicyInfo>],
     notes: Vec<String>,
     span: SignedDuration,
-    args: &ReportArgs,
+    args: &TimelineArgs,
 ) -> String {
-    let now = args.now.unwrap_or_else(Timestamp::now);
+    let input = &args.input;
+    let now = input.now.unwrap_or_else(Timestamp::now);
     let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
-    let mut timeline = timeline::simulate(cache, &refs, now, span);
+    let settings = timeline::Settings {
+        drain: input.pacing.drain_settings(),
+        cycle_timeout: SignedDuration::try_from(args.cycle_timeout.as_std())
+            .unwrap_or(SignedDuration::MAX),
+    };
+    let mut timeline = timeline::simulate(cache, &refs, now, span, &settings);
     timeline.warnings.extend(notes);
-    match args.output {
+    match input.output {
         Format::Json => timeline.to_json(),
         Format::Yaml => timeline.to_yaml(),
-        Format::Table | Format::Wide => timeline.to_table(),
+        Format::Wide => timeline.to_wide_table(),
+        Format::Table => timeline.to_table(),
         // The table as it is, in a code block: a timeline's columns read as they align.
         Format::Markdown => format!("```\n{}```\n", timeline.to_table()),
     }
@@ -220,13 +275,14 @@ fn render_report(
     snapshot: &Snapshot,
     cycle: &CyclePlan,
     verification: &Verification,
+    outlooks: &[ZoneOutlook],
     notes: Vec<String>,
     args: &ReportArgs,
 ) -> anyhow::Result<String> {
     let mut report = Report::from_cycle(cycle).with_verification(verification);
     let (policies, _) = select_policies(snapshot, args)?;
     let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
-    report.add_schedule(snapshot, &refs, cycle);
+    report.add_schedule(snapshot, &refs, cycle, outlooks);
     report.warnings.extend(notes);
     Ok(report.render(args.output))
 }

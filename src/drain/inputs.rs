@@ -101,10 +101,7 @@ pub fn zone_pods(
             let mut by_job: BTreeMap<&crate::cluster::JobKey, Vec<PodDrain>> = BTreeMap::new();
             for node in snapshot.zone_nodes(zone) {
                 for pod in node.pods.values() {
-                    if pod.phase != PodPhase::Running
-                        || pod.is_node_bound()
-                        || ctx.zone_placement(pod, zone) != ZonePlacement::Allowed
-                    {
+                    if !must_leave(&ctx, pod, zone) {
                         continue;
                     }
                     pods.remaining += 1;
@@ -164,6 +161,14 @@ pub fn zone_pods(
             (zone.clone(), pods)
         })
         .collect()
+}
+
+/// Whether `pod` is one of the preemptable pods a drain of `zone` waits for: running on one of the
+/// zone's nodes, not bound to it, and allowed there (preemptable, not opted into another zone).
+pub fn must_leave(ctx: &PlanContext<'_>, pod: &PodInfo, zone: &str) -> bool {
+    pod.phase == PodPhase::Running
+        && !pod.is_node_bound()
+        && ctx.zone_placement(pod, zone) == ZonePlacement::Allowed
 }
 
 /// When a pod in its cooldown may go; `None` when it never can be shown to (no scheduling time).

@@ -9,7 +9,7 @@ pub mod inputs;
 pub mod model;
 pub mod outlook;
 
-pub use model::{Bound, DrainEstimate, Pacing, RoundEstimate};
+pub use model::{Bound, DrainEstimate, Pacing, RoundEstimate, Sender};
 pub use outlook::{
     DEFAULT_MARGIN, DrainSettings, ZoneOutlook, draining_policy, grace_period, outlook,
 };

@@ -205,6 +205,8 @@ struct ZoneSim<'a> {
     done_at: Option<Timestamp>,
     gone: Vec<Timestamp>,
     cut_short: bool,
+    /// A round took nothing and no later one can: the pods left stay.
+    stuck: bool,
 }
 
 impl ZoneSim<'_> {
@@ -216,8 +218,10 @@ impl ZoneSim<'_> {
     }
 }
 
-/// The token bucket and the `concurrency` slots the sender has.
-struct Sender {
+/// The token bucket and the `concurrency` slots the sender has: the controller's pacing, for the
+/// model and for the timeline's simulated eviction queue alike.
+#[derive(Clone, Debug)]
+pub struct Sender {
     pacing: Pacing,
     tokens: f64,
     at: Timestamp,
@@ -225,7 +229,8 @@ struct Sender {
 }
 
 impl Sender {
-    fn new(pacing: Pacing, start: Timestamp) -> Sender {
+    /// A sender with its burst available from `start`.
+    pub fn new(pacing: Pacing, start: Timestamp) -> Sender {
         let slots = (0..pacing.concurrency.max(1))
             .map(|_| Reverse(start))
             .collect();
@@ -242,7 +247,7 @@ impl Sender {
     }
 
     /// The earliest instant a request queued at `ready` can go.
-    fn next_send(&self, ready: Timestamp) -> Timestamp {
+    pub fn next_send(&self, ready: Timestamp) -> Timestamp {
         let slot = self.slots.peek().map_or(ready, |Reverse(t)| *t);
         let mut at = ready.max(slot).max(self.at);
         if self.limited() {
@@ -263,7 +268,7 @@ impl Sender {
     }
 
     /// Sends one request at `at` (from [`Self::next_send`]); returns when its answer is in.
-    fn send(&mut self, at: Timestamp) -> Timestamp {
+    pub fn send(&mut self, at: Timestamp) -> Timestamp {
         if self.limited() {
             self.tokens = self.tokens_at(at) - 1.0;
         }
@@ -307,6 +312,7 @@ pub fn estimate(zones: &[ZoneDrain], pacing: Pacing) -> Vec<DrainEstimate> {
                 .max(),
             gone: Vec::new(),
             cut_short: false,
+            stuck: false,
         })
         .collect();
     let mut sender = Sender::new(pacing, start);
@@ -318,7 +324,7 @@ pub fn estimate(zones: &[ZoneDrain], pacing: Pacing) -> Vec<DrainEstimate> {
         let round = sims
             .iter()
             .enumerate()
-            .filter(|(_, z)| !z.cut_short && z.remaining())
+            .filter(|(_, z)| !z.cut_short && !z.stuck && z.remaining())
             .min_by_key(|(_, z)| z.next_round)
             .map(|(at, z)| (z.next_round, at));
         let send = (!queue.is_empty()).then(|| sender.next_send(clock));
@@ -438,6 +444,19 @@ fn plan_round(
             round.jobs += 1;
         }
     }
+    // Nothing went, and nothing can change before the next round: no pod of the zone's jobs is on
+    // its way out (whose going would free its budget), no cooldown is pending and no close lifts the
+    // budgets ahead. A budget that allows no eviction (minAvailable as large as the job) or a round
+    // cap of 0 holds the pods left for good.
+    let lifted_later = input.ignore_budgets_after_close && input.close.is_some_and(|c| c > at);
+    zone.stuck = round.pods == 0
+        && !lifted_later
+        && zone
+            .jobs
+            .iter()
+            .zip(&input.jobs)
+            .filter(|(sim, job)| sim.next < job.pods.len())
+            .all(|(sim, job)| sim.leaving.is_empty() && job.pods[sim.next].from <= at);
     if round.pods > 0 {
         zone.rounds.push(round);
     }
@@ -484,13 +503,26 @@ fn finish(zone: ZoneSim<'_>) -> DrainEstimate {
         .iter()
         .map(|j| u32::try_from(j.pods.len()).unwrap_or(u32::MAX))
         .sum();
-    let stays: u32 = input.stays.values().sum();
     let not_sent = input
         .jobs
         .iter()
         .zip(&zone.jobs)
         .map(|(job, sim)| job.pods.len() - sim.next.min(job.pods.len()))
         .sum::<usize>();
+    // Pods a stuck drain never takes stay, as those no round proposes do.
+    let mut stays_by_reason = input.stays.clone();
+    let held_for_good = if zone.stuck { not_sent } else { 0 };
+    if held_for_good > 0 {
+        let why = if input.round_cap == Some(0) {
+            "limit"
+        } else {
+            "budget"
+        };
+        *stays_by_reason.entry(why.to_owned()).or_default() +=
+            u32::try_from(held_for_good).unwrap_or(u32::MAX);
+    }
+    let stays: u32 = stays_by_reason.values().sum();
+    let not_sent = not_sent - held_for_good;
     let at_close = input.close.map_or(0, |close| {
         let late = zone.gone.iter().filter(|gone| **gone > close).count()
             + input
@@ -515,7 +547,7 @@ fn finish(zone: ZoneSim<'_>) -> DrainEstimate {
         rounds: zone.rounds,
         sent_by: zone.sent_by,
         done_at: zone.done_at,
-        stays: input.stays.clone(),
+        stays: stays_by_reason,
         at_close,
         bound,
         cut_short: zone.cut_short || not_sent > 0,
@@ -727,6 +759,33 @@ mod tests {
         assert_eq!(estimate.empty_at(), None);
         assert_eq!(estimate.at_close, 2);
         assert_eq!(estimate.margin(), None);
+    }
+
+    #[test]
+    fn a_budget_that_never_allows_an_eviction_leaves_its_pods_and_the_estimate_ends() {
+        // minAvailable as large as the job: no round ever takes a pod, and nothing it waits for can
+        // change. The estimate ends with the pods staying, the close missed.
+        let all = Some(JobBudget::MinAvailable(IntOrPercent::Int(3)));
+        let mut gang = job("gang", 3, all, 30);
+        // Another job the rounds do drain.
+        let free = job("free", 2, None, 30);
+        gang.replaced = false;
+        let estimate = &estimate(&[zone("rz1", 600, vec![gang, free])], pacing(5.0, 10, 4))[0];
+        assert_eq!(estimate.stays.get("budget"), Some(&3));
+        assert_eq!(estimate.empty_at(), None);
+        assert_eq!(estimate.at_close, 3);
+        assert!(!estimate.cut_short);
+        assert_eq!(
+            estimate.rounds.iter().map(|r| r.pods).sum::<u32>(),
+            2,
+            "{:?}",
+            estimate.rounds
+        );
+        // A round cap of 0 holds everything, as a limit.
+        let mut capped = zone("rz1", 600, vec![job("j", 2, None, 0)]);
+        capped.round_cap = Some(0);
+        let held = &super::estimate(&[capped], pacing(5.0, 10, 4))[0];
+        assert_eq!(held.stays.get("limit"), Some(&2));
     }
 
     #[test]

@@ -50,6 +50,56 @@ pub(super) fn render(report: &Report) -> String {
             }),
         );
     }
+    let drains: Vec<&super::ZoneLine> = report.zones.iter().filter(|z| z.drain.is_some()).collect();
+    if !drains.is_empty() {
+        out.push_str("## Drains\n\n");
+        table(
+            &mut out,
+            &[
+                "Zone",
+                "Drain start",
+                "Preemptable pods",
+                "Expected empty",
+                "Margin",
+                "At close",
+                "Verdict",
+            ],
+            drains.iter().filter_map(|z| {
+                let d = z.drain.as_ref()?;
+                Some(vec![
+                    z.name.clone(),
+                    d.start_text(),
+                    d.remaining_pods.to_string(),
+                    d.expected_empty_at
+                        .map_or("-".into(), |t| super::clock::local(&d.tz, t)),
+                    d.margin_text(),
+                    d.at_close.map_or("-".into(), |n| n.to_string()),
+                    if d.at_risk {
+                        format!("**at risk**: {}", d.verdict())
+                    } else {
+                        d.verdict()
+                    },
+                ])
+            }),
+        );
+        for zone in &drains {
+            let Some(d) = &zone.drain else { continue };
+            if let Some(fix) = &d.fix {
+                out.push_str(&format!("- `{}` at risk: {}\n", zone.name, escape(fix)));
+            }
+            out.push_str(&format!(
+                "- `{}` estimate: {}\n",
+                zone.name,
+                escape(&d.summary)
+            ));
+            out.push_str(&format!(
+                "- `{}` at the close: {}\n",
+                zone.name,
+                escape(&d.after_close)
+            ));
+        }
+        out.push('\n');
+    }
     // With several policies a pod can be decided once by each: rows say which policy.
     let several = report.several_policies();
     let header = |columns: &[&'static str]| {

@@ -3,6 +3,7 @@
 //! The JSON form is a stable interface: fields are only ever added. Documented in README.md.
 
 pub(crate) mod clock;
+pub mod drain;
 mod markdown;
 pub(crate) mod table;
 mod wrap;
@@ -19,10 +20,13 @@ use serde::Serialize;
 
 use crate::{
     cluster::{ObjectKey, PolicyInfo, Snapshot},
+    drain::ZoneOutlook,
     framework::Candidate,
     planner::{self, CyclePlan, Verification},
     windows::ZoneState,
 };
+
+use drain::DrainLine;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -98,9 +102,14 @@ pub struct ZoneLine {
     /// When the zone's next eviction round may start, if `evictPeriod` has not passed yet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_round: Option<String>,
-    /// When an open zone starts (or started) draining before its next close, with `drainBefore` set.
+    /// When an open zone starts (or started) draining before its next close: its fixed
+    /// `drainBefore`, or when the drain estimate starts an `auto` drain.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drain_start: Option<String>,
+    /// The drain ahead of the next close (or of a close that passed, while pods remain), as the drain
+    /// estimate sees it now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain: Option<DrainLine>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// For people: the next change and round in the zone's time zone, relative to now.
@@ -204,6 +213,7 @@ impl Report {
                 nodes: zone.nodes,
                 next_round: zone.next_round.map(|t| t.to_string()),
                 drain_start: None,
+                drain: None,
                 error,
                 shown: None,
             });
@@ -278,7 +288,8 @@ impl Report {
         report
     }
 
-    /// Adds what the plan alone does not say, from the snapshot it was made on: drain starts, times in
+    /// Adds what the plan alone does not say, from the snapshot it was made on: drain starts and each
+    /// zone's drain estimate (from `outlooks`, the drain outlook at the plan's instant), times in
     /// each zone's time zone, and the pods held back by `evictPeriod` (planned again with the round
     /// due, by the same planner, to know which).
     pub fn add_schedule(
@@ -286,6 +297,7 @@ impl Report {
         snapshot: &Snapshot,
         policies: &[&PolicyInfo],
         cycle: &CyclePlan,
+        outlooks: &[ZoneOutlook],
     ) {
         let now = cycle.now;
         for line in &mut self.zones {
@@ -301,24 +313,34 @@ impl Report {
             let tz = schedule.time_zone();
             let shown =
                 |at: Timestamp| format!("{} ({})", clock::local(tz, at), clock::relative(now, at));
+            let outlook = outlooks.iter().find(|o| o.zone == line.name);
+            line.drain = outlook.map(|o| DrainLine::from_outlook(o, tz.clone()));
             let drain = zone
                 .spec
                 .drain_before
                 .fixed()
                 .map_or(jiff::SignedDuration::ZERO, |lead| lead.to_signed());
-            let drain_start = state
+            let fixed_start = state
                 .next_change
                 .filter(|_| state.open && drain.is_positive())
                 .and_then(|close| close.checked_sub(drain).ok());
+            let auto_start = outlook
+                .filter(|o| state.open && o.close.is_some() && zone.drains_automatically())
+                .and_then(|o| o.drain_start);
+            let drain_start = fixed_start.or(auto_start);
             line.drain_start = drain_start.map(|t| t.to_string());
             let next_change = state.next_change.map(|change| {
                 let boundary = clock::shown_change(schedule, change);
                 match (state.open, drain_start) {
                     (false, _) => format!("opens {}", shown(boundary)),
                     (true, Some(start)) if start > now => {
-                        let start = clock::close_boundary(tz, change)
-                            .checked_sub(drain)
-                            .unwrap_or(start);
+                        // A fixed lead as the operator wrote it; an `auto` start as decided.
+                        let start = match fixed_start {
+                            Some(_) => clock::close_boundary(tz, change)
+                                .checked_sub(drain)
+                                .unwrap_or(start),
+                            None => start,
+                        };
                         format!(
                             "drains {}, closes {}",
                             shown(start),
@@ -475,9 +497,17 @@ impl Report {
         };
         let closed = self.zones.iter().filter(|z| z.open == Some(false)).count();
         let draining = self.zones.iter().filter(|z| z.draining).count();
+        let at_risk = self
+            .zones
+            .iter()
+            .filter(|z| z.drain.as_ref().is_some_and(|d| d.at_risk))
+            .count();
         let mut zones = format!("{closed} of {} zones closed", self.zones.len());
         if draining > 0 {
             zones.push_str(&format!(", {draining} draining"));
+        }
+        if at_risk > 0 {
+            zones.push_str(&format!(", {at_risk} at risk"));
         }
         let policies = if self.several_policies() {
             format!(" by {} policies", self.policies.len())

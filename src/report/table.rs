@@ -2,7 +2,7 @@
 
 use comfy_table::{ContentArrangement, Table, presets::NOTHING};
 
-use super::{Report, distinct, pod_ref, zone_state};
+use super::{Report, distinct, drain::DrainLine, pod_ref, zone_state};
 
 /// How wide the table may be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,7 +87,7 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
     out.push('\n');
 
     if !report.zones.is_empty() {
-        let mut zones = table(&[
+        let mut header = vec![
             "ZONE",
             "STATE",
             "NEXT CHANGE",
@@ -95,10 +95,15 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
             "TIME ZONE",
             "NODES",
             "NEXT ROUND",
-        ]);
+            "DRAIN",
+        ];
+        if wide {
+            header.extend(["PREEMPTABLE", "EXPECTED EMPTY", "MARGIN", "AT CLOSE"]);
+        }
+        let mut zones = table(&header);
         for zone in &report.zones {
             let shown = zone.shown.clone().unwrap_or_default();
-            zones.add_row([
+            let mut row = vec![
                 zone.name.clone(),
                 zone_state(zone).to_owned(),
                 shown
@@ -112,9 +117,30 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
                     .next_round
                     .or_else(|| zone.next_round.clone())
                     .unwrap_or_else(|| "due".into()),
-            ]);
+                zone.drain.as_ref().map_or("-".into(), DrainLine::verdict),
+            ];
+            if wide {
+                row.extend(zone.drain.as_ref().map_or_else(
+                    || vec!["-".to_owned(); 4],
+                    |d| {
+                        vec![
+                            d.remaining_pods.to_string(),
+                            d.expected_empty_at
+                                .map_or("-".into(), |t| super::clock::local(&d.tz, t)),
+                            d.margin_text(),
+                            d.at_close.map_or("-".into(), |n| n.to_string()),
+                        ]
+                    },
+                ));
+            }
+            zones.add_row(row);
         }
         section(&mut out, "ZONES", zones);
+        let notes = drain_notes(report);
+        if !notes.is_empty() {
+            out.push_str(&notes);
+            out.push('\n');
+        }
     }
 
     // With several policies a pod can be decided once by each: rows say which policy, and titles
@@ -259,5 +285,25 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
     }
     out.push_str(&report.summary());
     out.push('\n');
+    out
+}
+
+/// Under the zones: each drain's fix when at risk, what its estimate assumed, and what the close does
+/// to pods left.
+pub(super) fn drain_notes(report: &Report) -> String {
+    let mut out = String::new();
+    for zone in &report.zones {
+        let Some(drain) = &zone.drain else {
+            continue;
+        };
+        if let Some(fix) = &drain.fix {
+            out.push_str(&format!("{} at risk: {fix}\n", zone.name));
+        }
+        out.push_str(&format!("{} estimate: {}\n", zone.name, drain.summary));
+        out.push_str(&format!(
+            "{} at the close: {}\n",
+            zone.name, drain.after_close
+        ));
+    }
     out
 }

@@ -1,15 +1,30 @@
-//! `tidal timeline`: what the next hours bring, simulated with the real planner.
+//! `tidal timeline`: what the next hours bring, simulated with the real planner and the controller's
+//! pacing.
 //!
 //! From a cache at `now`, every zone's changes (drain start, close, open) are listed, and cycles are
 //! planned where the controller would run them: at every zone phase change (open, close, drain start,
-//! `evictPeriod` elapsed) and on the policies' interval. Each planned eviction is applied to the cache
-//! the way the controller's cycle applies it (the pod leaves, the zone's round is noted), so budgets and
-//! `evictPeriod` hold across rounds exactly as they would. Nothing new arrives: evicted pods are not
-//! replaced, and `DryRun` policies are simulated as if they were `Evict` (that is what they preview),
-//! so that later policies see their evictions as in flight, as the controller would.
+//! `evictPeriod` elapsed, a round that budgets held back tried again), at every `auto` drain start the
+//! drain outlook decides, and on the policies' interval. Each planned eviction goes the way the
+//! controller sends it: it is queued (earliest close first; other strategies' evictions after the
+//! closing zones' and given up at the cycle timeout), counts as leaving from the moment it is planned,
+//! goes out at the eviction rate (QPS, burst, concurrency, each request taking
+//! [`Pacing::ASSUMED_REQUEST`](crate::drain::Pacing::ASSUMED_REQUEST)), and its pod is gone its
+//! termination grace period later; its job's budget is held until then. Its job's controller then
+//! replaces it elsewhere, as the drain estimate assumes (on no node: where it lands is not known; a
+//! bare pod is not replaced). Nothing else arrives, and `DryRun` policies are simulated as if they
+//! were `Evict` (that is what they preview), so that later policies see their evictions as in
+//! flight, as the controller would.
 //!
+//! Per zone and close, the simulation says when the zone is empty and the margin before the close, or
+//! by how much the close is missed and how many pods are still there, with the drain outlook's
+//! estimate, assumptions and fix from the moment the drain starts.
+//!
+//! Layout: the model here, the simulation in named steps (`simulate`, with the eviction queue in
+//! `queue` and each drain's record in `drains`), the zones' phases in `zones`, the output in `render`.
 //! Pure: the cache is passed in and advanced; no clock, no I/O.
 
+mod drains;
+mod queue;
 mod render;
 mod simulate;
 mod zones;
@@ -20,8 +35,72 @@ use serde::Serialize;
 pub use render::BAR_WIDTH;
 pub use simulate::simulate;
 
+use crate::{drain::DrainSettings, report::drain::DrainLine};
+
 /// The longest span simulated: beyond a week the assumption that nothing new arrives means little.
 pub const MAX_SPAN: SignedDuration = SignedDuration::from_hours(7 * 24);
+
+/// What the simulation assumes of the controller beyond the cluster.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Settings {
+    /// The eviction rate, the request time and the `auto` drain margin.
+    pub drain: DrainSettings,
+    /// Evictions of strategies other than `tdm` not sent this long after their cycle started are given
+    /// up until the policy's next cycle (`--cycle-timeout`); `tdm`'s stay queued until sent.
+    pub cycle_timeout: SignedDuration,
+}
+
+impl Settings {
+    /// `tidal run`'s default `--cycle-timeout`.
+    pub const DEFAULT_CYCLE_TIMEOUT: SignedDuration = SignedDuration::from_mins(2);
+
+    pub fn new(drain: DrainSettings) -> Settings {
+        Settings {
+            drain,
+            cycle_timeout: Settings::DEFAULT_CYCLE_TIMEOUT,
+        }
+    }
+}
+
+/// What the timeline assumed, for its readers.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Assumptions {
+    /// Eviction requests per second once the burst is spent (`--eviction-qps`).
+    pub eviction_qps: f64,
+    pub eviction_burst: u32,
+    /// Requests on the wire at once (`--eviction-concurrency`).
+    pub eviction_concurrency: u32,
+    /// How long one eviction request is taken to last.
+    pub request_seconds: f64,
+    /// An `auto` drain starts this many times its estimate before the close (`--drain-margin`)...
+    pub drain_margin: f64,
+    /// ...plus this.
+    pub drain_slack_seconds: i64,
+    /// Other strategies' evictions not sent within this of their cycle are given up (`--cycle-timeout`).
+    pub cycle_timeout_seconds: i64,
+    /// In a sentence: termination, replacements, what arrives.
+    pub pods: String,
+}
+
+impl Assumptions {
+    fn of(settings: &Settings) -> Assumptions {
+        let pacing = settings.drain.pacing;
+        Assumptions {
+            eviction_qps: pacing.qps,
+            eviction_burst: pacing.burst,
+            eviction_concurrency: pacing.concurrency,
+            request_seconds: pacing.request.as_secs_f64(),
+            drain_margin: settings.drain.margin,
+            drain_slack_seconds: settings.drain.slack.as_secs(),
+            cycle_timeout_seconds: settings.cycle_timeout.as_secs(),
+            pods: "an evicted pod is gone its terminationGracePeriodSeconds (30s unless set) after its \
+                   eviction is sent, replaced on another node by its job's controller (a bare pod is \
+                   not); nothing else arrives"
+                .to_owned(),
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -66,6 +145,8 @@ pub struct ZoneTrack {
     /// The zone's phase from `now` on, one entry per change within the span; empty when the windows
     /// cannot be read.
     pub phases: Vec<PhaseChange>,
+    /// `auto` or the zone's fixed lead.
+    pub drain_before: String,
     /// One character per slot of the span: `#` closed, `~` draining, `.` open (the most disruptive
     /// phase of the slot).
     pub bar: String,
@@ -110,6 +191,53 @@ pub struct Event {
     /// Pods of the zone that this round (or cycle) could not take yet.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub waiting: Vec<Waiting>,
+    /// A round's or cycle's evictions, as the eviction queue sends them.
+    #[serde(flatten)]
+    pub pace: Option<RoundPace>,
+    /// What a drain start rests on, or what a close leaves behind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// How a round's evictions go out.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RoundPace {
+    /// Pods evicted, their jobs and namespaces.
+    pub pods: u32,
+    pub jobs: u32,
+    pub namespaces: u32,
+    /// When the first and the last of its evictions were sent (`null` if none was).
+    pub sent_from: Option<Timestamp>,
+    pub sent_by: Option<Timestamp>,
+    /// When the last of its pods was gone.
+    pub gone_by: Option<Timestamp>,
+    /// Evictions given up at the cycle timeout, not sent (other strategies than `tdm` only).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub given_up: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl Event {
+    /// An event at `at` (shown as `shown`), with nothing in it yet.
+    fn new(at: Timestamp, shown: Timestamp, zone: Option<String>, event: EventKind) -> Event {
+        Event {
+            at,
+            shown,
+            when: String::new(),
+            relative: String::new(),
+            zone,
+            event,
+            round: None,
+            evictions: Vec::new(),
+            waiting: Vec::new(),
+            pace: None,
+            detail: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -122,6 +250,10 @@ pub struct Move {
     pub policy: String,
     pub strategy: String,
     pub reason: String,
+    /// When its eviction was sent; `null` if it was given up.
+    pub sent_at: Option<Timestamp>,
+    /// When the pod was gone (the eviction sent, then its termination grace period).
+    pub gone_at: Option<Timestamp>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -158,4 +290,8 @@ pub struct Timeline {
     /// In time order; at one instant, rounds before zone changes.
     pub events: Vec<Event>,
     pub warnings: Vec<String>,
+    /// Every zone's drain for each close within the span (and a zone closed at `now` with pods on
+    /// it): when it is empty and the margin before the close, or the miss, what is left and the fix.
+    pub drains: Vec<DrainLine>,
+    pub assumptions: Assumptions,
 }

@@ -1,12 +1,18 @@
-//! The timeline as JSON, YAML, and for a terminal: a bar per zone over the span, then the events in
-//! time order, one row per pod, in each zone's own time zone and relative to now.
+//! The timeline as JSON, YAML, and for a terminal: what it assumed, a bar per zone over the span, the
+//! events in time order (one line per round; each pod on a line of its own with `-o wide`), then each
+//! zone's drain per close, in each zone's own time zone and relative to now.
 
-use jiff::Timestamp;
+use std::collections::BTreeMap;
+
+use jiff::{SignedDuration, Timestamp};
 
 use super::{Event, EventKind, Phase, Timeline};
-use crate::report::{
-    clock, pod_ref,
-    table::{section, table},
+use crate::{
+    drain::advice::human,
+    report::{
+        clock, pod_ref,
+        table::{section, table},
+    },
 };
 
 impl Timeline {
@@ -21,9 +27,14 @@ impl Timeline {
         serde_saphyr::to_string(self).expect("the timeline is plain data as YAML too")
     }
 
-    /// The timeline for a terminal.
+    /// The timeline for a terminal: one line per round.
     pub fn to_table(&self) -> String {
-        render(self)
+        render(self, false)
+    }
+
+    /// The timeline for a terminal with every evicted and waiting pod on a line of its own.
+    pub fn to_wide_table(&self) -> String {
+        render(self, true)
     }
 }
 
@@ -66,7 +77,7 @@ pub(super) fn draw_bars(timeline: &mut Timeline) {
         zone.bar = bar;
     }
 }
-fn render(timeline: &Timeline) -> String {
+fn render(timeline: &Timeline, wide: bool) -> String {
     let span = timeline.until.duration_since(timeline.now);
     let span_text = clock::duration(span.unsigned_abs().as_secs());
     let mut out = format!(
@@ -84,7 +95,8 @@ fn render(timeline: &Timeline) -> String {
             policy.name, policy.mode
         ));
     }
-    out.push_str("assumes evicted pods leave and nothing new arrives\n\n");
+    out.push_str(&assumptions(timeline));
+    out.push('\n');
 
     if !timeline.zones.is_empty() {
         let mut zones = table(&["ZONE", "TIME ZONE", "NOW", &axis(span)]);
@@ -114,9 +126,14 @@ fn render(timeline: &Timeline) -> String {
     if timeline.events.is_empty() {
         out.push_str("TIMELINE\nnothing happens in this span\n\n");
     } else {
-        let mut rows = table(&["WHEN", "IN", "ZONE", "EVENT", "POD", "DETAIL"]);
+        let header: &[&str] = if wide {
+            &["WHEN", "IN", "ZONE", "EVENT", "POD", "DETAIL"]
+        } else {
+            &["WHEN", "IN", "ZONE", "EVENT", "DETAIL"]
+        };
+        let mut rows = table(header);
         for event in &timeline.events {
-            for (index, row) in event_rows(event).into_iter().enumerate() {
+            for (index, row) in event_rows(event, wide).into_iter().enumerate() {
                 // The event's time and zone once, on its first row: the rest are its pods.
                 let head = if index == 0 {
                     [
@@ -129,11 +146,17 @@ fn render(timeline: &Timeline) -> String {
                 };
                 let [when, relative, zone] = head;
                 let [what, pod, detail] = row;
-                rows.add_row([when, relative, zone, what, pod, detail]);
+                if wide {
+                    rows.add_row([when, relative, zone, what, pod, detail]);
+                } else {
+                    rows.add_row([when, relative, zone, what, detail]);
+                }
             }
         }
         section(&mut out, "TIMELINE", rows);
     }
+
+    out.push_str(&drains(timeline));
 
     for warning in &timeline.warnings {
         out.push_str(&format!("warning: {warning}\n"));
@@ -143,6 +166,35 @@ fn render(timeline: &Timeline) -> String {
     }
     out.push_str(&summary(timeline));
     out
+}
+
+/// What the simulation assumed, in two lines.
+fn assumptions(timeline: &Timeline) -> String {
+    let a = &timeline.assumptions;
+    format!(
+        "assumes evictions sent at {} a second after a burst of {}, {} at a time, {} each; {}\n\
+         auto drains start {} times their estimate and {} before the close; other strategies' \
+         evictions not sent within {} of their cycle are given up\n",
+        a.eviction_qps,
+        a.eviction_burst,
+        a.eviction_concurrency,
+        seconds(a.request_seconds),
+        a.pods,
+        a.drain_margin,
+        human(SignedDuration::from_secs(a.drain_slack_seconds)),
+        human(SignedDuration::from_secs(a.cycle_timeout_seconds)),
+    )
+}
+
+/// `0.1s`, `2.5s`, `45s`, `5m 15s`.
+fn seconds(seconds: f64) -> String {
+    if seconds < 0.05 {
+        "0s".to_owned()
+    } else if seconds < 10.0 {
+        format!("{seconds:.1}s")
+    } else {
+        human(SignedDuration::from_secs_f64(seconds))
+    }
 }
 
 /// `now         +6h         +12h        +18h`: a label every quarter of the bar.
@@ -164,29 +216,50 @@ fn phase_name(phase: Phase) -> &'static str {
     }
 }
 
-/// `[event, pod, detail]` rows for one event.
-fn event_rows(event: &Event) -> Vec<[String; 3]> {
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// `[event, pod, detail]` rows for one event: the event's own line, then with `wide` its pods.
+fn event_rows(event: &Event, wide: bool) -> Vec<[String; 3]> {
     let mut rows = Vec::new();
+    let detail = event.detail.clone().unwrap_or_default();
     match event.event {
-        EventKind::Opens => rows.push(["opens".into(), String::new(), String::new()]),
-        EventKind::Closes => rows.push(["closes".into(), String::new(), String::new()]),
-        EventKind::DrainStarts => rows.push([
-            "starts draining".into(),
+        EventKind::Opens => rows.push(["opens".into(), String::new(), detail]),
+        EventKind::Closes => rows.push(["closes".into(), String::new(), detail]),
+        EventKind::DrainStarts => rows.push(["starts draining".into(), String::new(), detail]),
+        EventKind::Round => {
+            let pods = event.evictions.len();
+            let what = match event.round {
+                Some(n) => format!("round {n} evicts {pods} pod{}", plural(pods)),
+                None => format!("evicts {pods} pod{}", plural(pods)),
+            };
+            let mut detail = pace_text(event);
+            if let Some(waiting) = waiting_text(event) {
+                detail.push_str("; ");
+                detail.push_str(&waiting);
+            }
+            rows.push([what, String::new(), detail]);
+        }
+        EventKind::Held => rows.push([
+            "holds".into(),
             String::new(),
-            "preemptable pods leave before the close".into(),
+            waiting_text(event).unwrap_or_default(),
         ]),
-        EventKind::Round | EventKind::Held => {}
     }
-    let what = match event.round {
-        Some(n) => format!("round {n} evicts"),
-        None => "evicts".to_owned(),
-    };
+    if !wide {
+        return rows;
+    }
+    let after =
+        |at: Option<Timestamp>| at.map(|t| seconds(t.duration_since(event.at).as_secs_f64()));
     for pod in &event.evictions {
-        rows.push([
-            what.clone(),
-            pod_ref(&pod.namespace, &pod.name),
-            pod.job.clone(),
-        ]);
+        let detail = match (after(pod.sent_at), after(pod.gone_at)) {
+            (Some(sent), Some(gone)) => {
+                format!("{}; sent after {sent}, gone after {gone}", pod.job)
+            }
+            _ => format!("{}; given up, not sent", pod.job),
+        };
+        rows.push(["evicts".into(), pod_ref(&pod.namespace, &pod.name), detail]);
     }
     for pod in &event.waiting {
         let waits = match &pod.next_round_when {
@@ -200,6 +273,105 @@ fn event_rows(event: &Event) -> Vec<[String; 3]> {
         ]);
     }
     rows
+}
+
+/// `2 jobs in 2 namespaces; sent within 0.3s, gone within 30s`: how long the round takes.
+fn pace_text(event: &Event) -> String {
+    let Some(pace) = &event.pace else {
+        return String::new();
+    };
+    let mut text = format!(
+        "{} job{} in {} namespace{}",
+        pace.jobs,
+        plural(pace.jobs as usize),
+        pace.namespaces,
+        plural(pace.namespaces as usize)
+    );
+    let within =
+        |at: Option<Timestamp>| at.map(|t| seconds(t.duration_since(event.at).as_secs_f64()));
+    if let (Some(sent), Some(gone)) = (within(pace.sent_by), within(pace.gone_by)) {
+        text.push_str(&format!("; sent within {sent}, gone within {gone}"));
+    }
+    if pace.given_up > 0 {
+        text.push_str(&format!(
+            "; {} given up at the cycle timeout",
+            pace.given_up
+        ));
+    }
+    text
+}
+
+/// `3 wait for Mon 10:35 CET (budget 2, cooldown 1)` or `3 stay (budget 3)`.
+fn waiting_text(event: &Event) -> Option<String> {
+    let first = event.waiting.first()?;
+    let mut gates: BTreeMap<&str, usize> = BTreeMap::new();
+    for pod in &event.waiting {
+        *gates.entry(pod.gate.as_str()).or_default() += 1;
+    }
+    let gates: Vec<String> = gates.iter().map(|(g, n)| format!("{g} {n}")).collect();
+    let count = event.waiting.len();
+    let what = match &first.next_round_when {
+        Some(when) => format!(
+            "{count} wait{} for {when}",
+            if count == 1 { "s" } else { "" }
+        ),
+        None => format!("{count} stay{}", if count == 1 { "s" } else { "" }),
+    };
+    Some(format!("{what} ({})", gates.join(", ")))
+}
+
+/// Each zone's drain per close: the verdict, then what it assumed, the fix and what the close does.
+fn drains(timeline: &Timeline) -> String {
+    if timeline.drains.is_empty() {
+        return String::new();
+    }
+    let mut rows = table(&["ZONE", "CLOSES", "DRAIN START", "PODS", "VERDICT"]);
+    for drain in &timeline.drains {
+        let closes = drain.close.map_or("before now".to_owned(), |close| {
+            clock::local(&drain.tz, clock::close_boundary(&drain.tz, close))
+        });
+        rows.add_row([
+            drain.zone.clone(),
+            closes,
+            drain.start_text(),
+            drain.remaining_pods.to_string(),
+            drain.verdict(),
+        ]);
+    }
+    let mut out = String::new();
+    section(&mut out, "DRAINS", rows);
+    for drain in &timeline.drains {
+        let label = match drain.close {
+            Some(close) => format!(
+                "{} ({})",
+                drain.zone,
+                clock::local(&drain.tz, clock::close_boundary(&drain.tz, close))
+            ),
+            None => drain.zone.clone(),
+        };
+        if let Some(fix) = &drain.fix {
+            out.push_str(&format!("{label} at risk: {fix}\n"));
+        }
+        if !drain.summary.is_empty() {
+            out.push_str(&format!("{label} estimate: {}\n", drain.summary));
+        }
+    }
+    // What a close does to the pods left: once per setting, naming its zones.
+    let mut after: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for drain in &timeline.drains {
+        let zones = after.entry(drain.after_close.as_str()).or_default();
+        if !zones.contains(&drain.zone.as_str()) {
+            zones.push(&drain.zone);
+        }
+    }
+    for (sentence, zones) in after {
+        out.push_str(&format!(
+            "at the close of {}: {sentence}\n",
+            zones.join(", ")
+        ));
+    }
+    out.push('\n');
+    out
 }
 
 /// Per zone: its rounds and what is left waiting at the end.

@@ -1,162 +1,429 @@
-//! The simulation: cycles planned where the controller would run them, their evictions applied to the
-//! cache as the controller's cycle applies them.
+//! The simulation: cycles planned where the controller would run them, their evictions queued and sent
+//! at the controller's pace, each pod gone once it has terminated. One cycle is, in order: the queue
+//! brought up to the cycle's instant ([`Simulation::advance_queue`]), `auto` drains due started and
+//! each zone's drain followed ([`Simulation::start_drains`]), the plan ([`Simulation::plan`]), its
+//! rounds logged and queued ([`Simulation::log_cycle`], [`Simulation::queue_evictions`]), and the
+//! instant of the next cycle ([`Simulation::next_cycle`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use jiff::{SignedDuration, Timestamp, tz::TimeZone};
 
 use super::{
-    Event, EventKind, MAX_SPAN, Move, PolicyRun, Timeline, Waiting,
+    Assumptions, Event, EventKind, MAX_SPAN, Move, Phase, PhaseChange, PolicyRun, RoundPace,
+    Settings, Timeline, Waiting, ZoneTrack,
+    drains::{Drains, ZoneAt},
+    queue::{EvictionQueue, Happened, Request},
     render::draw_bars,
     zones::{next_phase, zone_track},
 };
 use crate::{
-    api::PolicyMode,
-    cluster::{ClusterCache, ObjectKey, PolicyInfo},
-    framework::Candidate,
-    planner,
+    api::{DrainBefore, PolicyMode},
+    cluster::{
+        ClusterCache, DrainStart, JobKind, ObjectKey, PodInfo, PolicyInfo, Snapshot,
+        model::keys::PodUid,
+    },
+    drain::{self, ZoneOutlook, advice::human, inputs::grace_of},
+    framework::{Candidate, GateId, PlanContext, StrategyId, zone_views},
+    planner::{self, CyclePlan},
     report::clock,
 };
 
 /// Cycles simulated at most; a one-second policy interval over a week would be 604,800 plans.
 const MAX_CYCLES: usize = 20_000;
 
-/// Simulates `policies` on `cache` from `now` for `span` (at most [`MAX_SPAN`]); the cache is left as
-/// the simulation ends.
+/// Simulates `policies` on `cache` from `now` for `span` (at most [`MAX_SPAN`]) with the controller's
+/// `settings`; the cache is left as the simulation ends, the evictions planned within the span sent
+/// and their pods gone.
 pub fn simulate(
     cache: &mut ClusterCache,
     policies: &[&PolicyInfo],
     now: Timestamp,
     span: SignedDuration,
+    settings: &Settings,
 ) -> Timeline {
     let until = now
         .checked_add(span.clamp(SignedDuration::ZERO, MAX_SPAN))
         .unwrap_or(Timestamp::MAX);
-    let mut snapshot = cache.snapshot();
-    let mut zones = Vec::new();
-    let mut events = Vec::new();
-    for zone in snapshot.zones.values() {
-        let (track, changes) = zone_track(zone, now, until);
-        zones.push(track);
-        events.extend(changes);
-    }
-    let zone_tz: BTreeMap<String, TimeZone> = zones
-        .iter()
-        .map(|z| (z.name.clone(), z.tz.clone()))
-        .collect();
+    let mut simulation = Simulation::new(cache, policies, now, until, settings);
+    simulation.run();
+    simulation.finish()
+}
 
-    let evicting: Vec<PolicyInfo> = policies
-        .iter()
-        .map(|policy| {
-            let mut policy = (*policy).clone();
-            policy.spec.mode = PolicyMode::Evict;
-            policy
-        })
-        .collect();
-    let evicting: Vec<&PolicyInfo> = evicting.iter().collect();
-    let tick = policies
-        .iter()
-        .map(|p| p.spec.interval.to_signed())
-        .min()
-        .unwrap_or(SignedDuration::from_mins(5))
-        .max(SignedDuration::from_secs(1));
-    let mut warnings = Vec::new();
-    let mut rounds: BTreeMap<String, u32> = BTreeMap::new();
-    // What the last event of each zone said was held, so that a cycle that changes nothing adds nothing.
-    let mut held_shown: BTreeMap<String, BTreeSet<(ObjectKey, String)>> = BTreeMap::new();
-    let mut was_evicting: BTreeMap<String, bool> = BTreeMap::new();
-    let mut at = now;
-    for cycle_number in 0.. {
-        if cycle_number == MAX_CYCLES {
-            warnings.push(format!(
-                "simulated {MAX_CYCLES} cycles (the policies' interval is {tick}); stopped at {at}"
-            ));
-            break;
+struct Simulation<'c> {
+    cache: &'c mut ClusterCache,
+    snapshot: Snapshot,
+    /// The policies as simulated: every one evicting.
+    policies: Vec<PolicyInfo>,
+    /// The policies as configured, for the output.
+    reported: Vec<PolicyRun>,
+    settings: Settings,
+    now: Timestamp,
+    until: Timestamp,
+    /// The shortest policy interval: a cycle at least this often.
+    tick: SignedDuration,
+    zones: Vec<ZoneTrack>,
+    zone_tz: BTreeMap<String, TimeZone>,
+    events: Vec<Event>,
+    warnings: Vec<String>,
+    queue: EvictionQueue,
+    drains: Drains,
+    /// Each zone's rounds so far.
+    rounds: BTreeMap<String, u32>,
+    /// What the last event of each zone said was held, so that a cycle that changes nothing adds
+    /// nothing.
+    held_shown: BTreeMap<String, BTreeSet<(ObjectKey, String)>>,
+    was_evicting: BTreeMap<String, bool>,
+    /// Zones whose due round evicted nothing while pods wait for their budget, limit or cooldown:
+    /// tried again one `evictPeriod` later.
+    retries: BTreeMap<String, Timestamp>,
+    /// When each `auto` zone's drain is planned to start, by the last outlook.
+    auto_starts: BTreeMap<String, Timestamp>,
+    /// Each zone's last outlook made while it was open, about its close ahead.
+    open_outlooks: BTreeMap<String, ZoneOutlook>,
+    happened: Vec<Happened>,
+}
+
+impl<'c> Simulation<'c> {
+    fn new(
+        cache: &'c mut ClusterCache,
+        policies: &[&PolicyInfo],
+        now: Timestamp,
+        until: Timestamp,
+        settings: &Settings,
+    ) -> Simulation<'c> {
+        let snapshot = cache.snapshot();
+        let mut zones = Vec::new();
+        let mut events = Vec::new();
+        for zone in snapshot.zones.values() {
+            let (track, changes) = zone_track(zone, now, until);
+            zones.push(track);
+            events.extend(changes);
         }
-        cache.update_snapshot(&mut snapshot);
-        let cycle = planner::plan_all(&snapshot, &evicting, at);
-        // Read no more this cycle: the simulated evictions change the cache's aggregates in place.
-        cache.lend_snapshot(&mut snapshot);
-        if cycle_number == 0 {
-            warnings.extend(cycle.warnings.iter().cloned());
-            for plan in &cycle.plans {
-                if let Some(error) = &plan.error {
-                    warnings.push(format!("policy {} did not run: {error}", plan.policy));
+        let zone_tz = zones
+            .iter()
+            .map(|z| (z.name.clone(), z.tz.clone()))
+            .collect();
+        let tick = policies
+            .iter()
+            .map(|p| p.spec.interval.to_signed())
+            .min()
+            .unwrap_or(SignedDuration::from_mins(5))
+            .max(SignedDuration::from_secs(1));
+        Simulation {
+            cache,
+            snapshot,
+            policies: policies
+                .iter()
+                .map(|policy| {
+                    let mut policy = (*policy).clone();
+                    policy.spec.mode = PolicyMode::Evict;
+                    policy
+                })
+                .collect(),
+            reported: policies
+                .iter()
+                .map(|p| PolicyRun {
+                    name: p.name.clone(),
+                    mode: format!("{:?}", p.spec.mode),
+                })
+                .collect(),
+            settings: *settings,
+            now,
+            until,
+            tick,
+            zones,
+            zone_tz,
+            events,
+            warnings: Vec::new(),
+            queue: EvictionQueue::new(settings.drain.pacing, now),
+            drains: Drains::default(),
+            rounds: BTreeMap::new(),
+            held_shown: BTreeMap::new(),
+            was_evicting: BTreeMap::new(),
+            retries: BTreeMap::new(),
+            auto_starts: BTreeMap::new(),
+            open_outlooks: BTreeMap::new(),
+            happened: Vec::new(),
+        }
+    }
+
+    fn run(&mut self) {
+        let mut at = self.now;
+        for cycle_number in 0.. {
+            if cycle_number == MAX_CYCLES {
+                self.warnings.push(format!(
+                    "simulated {MAX_CYCLES} cycles (the policies' interval is {}); stopped at {at}",
+                    self.tick
+                ));
+                break;
+            }
+            self.advance_queue(at);
+            self.start_drains(at);
+            let cycle = self.plan(at);
+            if cycle_number == 0 {
+                self.warn_once(&cycle);
+            }
+            let queued = self.log_cycle(&cycle, at);
+            self.queue_evictions(&cycle, queued, at);
+            let next = self.next_cycle(at);
+            if next > self.until || next <= at {
+                break;
+            }
+            at = next;
+        }
+        // What the span planned still goes out after it, and its pods go: the drains it started end.
+        self.advance_queue(Timestamp::MAX);
+    }
+
+    /// Sends, gives up and lets go whatever the queue has due by `at`, and applies it to the cache as
+    /// the controller's watches would see it.
+    fn advance_queue(&mut self, at: Timestamp) {
+        let mut happened = std::mem::take(&mut self.happened);
+        self.queue.advance(at, &mut happened);
+        for event in happened.drain(..) {
+            match event {
+                Happened::Sent {
+                    event,
+                    index,
+                    at,
+                    gone,
+                } => {
+                    let round = &mut self.events[event];
+                    if let Some(pod) = round.evictions.get_mut(index) {
+                        pod.sent_at = Some(at);
+                        pod.gone_at = Some(gone);
+                    }
+                    let pace = round.pace.get_or_insert_with(RoundPace::default);
+                    pace.sent_from = Some(pace.sent_from.map_or(at, |t| t.min(at)));
+                    pace.sent_by = Some(pace.sent_by.map_or(at, |t| t.max(at)));
+                    pace.gone_by = Some(pace.gone_by.map_or(gone, |t| t.max(gone)));
+                }
+                Happened::GivenUp { key, event, at, .. } => {
+                    self.cache.unmark_evicting(&key, at);
+                    if let Some(pace) = self.events[event].pace.as_mut() {
+                        pace.given_up += 1;
+                    }
+                }
+                Happened::Gone { key, at } => {
+                    let replacement = self.cache.pod(&key).and_then(|pod| replacement(pod, at));
+                    self.cache.delete_pod(&key, at);
+                    if let Some(replacement) = replacement {
+                        self.cache.apply_pod(replacement, at);
+                    }
+                    self.drains.gone(&key, at);
                 }
             }
         }
+        self.happened = happened;
+    }
 
+    /// What the controller does before each cycle: starts the `auto` drains the outlook says are due
+    /// (noted in the cache, so that the plan sees the zones draining), and follows each zone's drain.
+    fn start_drains(&mut self, at: Timestamp) {
+        self.cache.update_snapshot(&mut self.snapshot);
+        let outlooks = {
+            let refs: Vec<&PolicyInfo> = self.policies.iter().collect();
+            if drain::draining_policy(&refs).is_none() {
+                return;
+            }
+            if self.outlook_needed(at) {
+                drain::outlook(&self.snapshot, &refs, at, &self.settings.drain, &|_| None)
+            } else {
+                Vec::new()
+            }
+        };
+        if !outlooks.is_empty() {
+            self.auto_starts.clear();
+        }
+        let mut started = false;
+        for outlook in &outlooks {
+            let Some(close) = outlook.close else {
+                continue;
+            };
+            if outlook.start_now {
+                started |= self
+                    .cache
+                    .note_drain_start(&outlook.zone, DrainStart { close, at });
+                self.drain_started(outlook, at);
+            } else if !outlook.evicting
+                && outlook.drain_before == DrainBefore::Auto
+                && let Some(start) = outlook.drain_start.filter(|start| *start > at)
+            {
+                self.auto_starts.insert(outlook.zone.clone(), start);
+            }
+        }
+        if started {
+            self.cache.update_snapshot(&mut self.snapshot);
+        }
+        let refs: Vec<&PolicyInfo> = self.policies.iter().collect();
+        if let Some(policy) = drain::draining_policy(&refs) {
+            follow_drains(
+                &mut self.drains,
+                &self.snapshot,
+                policy,
+                (self.now, at),
+                (&outlooks, &self.open_outlooks),
+            );
+        }
+        for outlook in outlooks {
+            if outlook.close.is_some() {
+                self.open_outlooks.insert(outlook.zone.clone(), outlook);
+            }
+        }
+    }
+
+    /// Whether the drain outlook has anything to say at `at`: at the start, while an `auto` zone waits
+    /// for its drain to start, and when a zone starts evicting for a close (its estimate, assumptions
+    /// and fix are taken then).
+    fn outlook_needed(&self, at: Timestamp) -> bool {
+        if at == self.now {
+            return true;
+        }
+        let horizon = at
+            .checked_add(self.settings.drain.horizon)
+            .unwrap_or(Timestamp::MAX);
+        self.snapshot.zones.values().any(|zone| {
+            let Ok(state) = zone.state_at(at) else {
+                return false;
+            };
+            let close = state.next_change.filter(|_| state.open);
+            let waits_for_auto = zone.drains_automatically()
+                && state.open
+                && !state.draining
+                && close.is_some_and(|close| close <= horizon);
+            let new_drain = state.evicting()
+                && match self.drains.priority(&zone.name) {
+                    None => true,
+                    Some(known) => state.open && Some(known) != close,
+                };
+            waits_for_auto || new_drain
+        })
+    }
+
+    /// An `auto` drain starts at `at`: an event, and the zone's phase.
+    fn drain_started(&mut self, outlook: &ZoneOutlook, at: Timestamp) {
+        self.auto_starts.remove(&outlook.zone);
+        let mut event = Event::new(at, at, Some(outlook.zone.clone()), EventKind::DrainStarts);
+        let needs = human(outlook.estimate.duration());
+        let margin = self.settings.drain.margin;
+        let slack = human(self.settings.drain.slack);
+        event.detail = Some(match outlook.capped_lead {
+            None if outlook.remaining == 0 => {
+                format!("drainBefore auto: nothing left to drain; started {slack} before the close")
+            }
+            Some(wanted) => format!(
+                "drainBefore auto: the drain needs {needs}; {margin} times that and {slack} is {}, \
+                 more than maxDrainBefore",
+                human(wanted)
+            ),
+            None => format!(
+                "drainBefore auto: the drain needs {needs}; started {margin} times that and {slack} \
+                 before the close"
+            ),
+        });
+        self.events.push(event);
+        if let Some(track) = self.zones.iter_mut().find(|z| z.name == outlook.zone) {
+            let position = track.phases.partition_point(|p| p.from <= at);
+            track.phases.insert(
+                position,
+                PhaseChange {
+                    from: at,
+                    phase: Phase::Draining,
+                },
+            );
+        }
+    }
+
+    /// One plan of every policy, as the controller's cycle makes it.
+    fn plan(&mut self, at: Timestamp) -> CyclePlan {
+        self.cache.update_snapshot(&mut self.snapshot);
+        let refs: Vec<&PolicyInfo> = self.policies.iter().collect();
+        let cycle = planner::plan_all(&self.snapshot, &refs, at);
+        // Read no more this cycle: the simulated evictions change the cache's aggregates in place.
+        self.cache.lend_snapshot(&mut self.snapshot);
+        cycle
+    }
+
+    fn warn_once(&mut self, cycle: &CyclePlan) {
+        self.warnings.extend(cycle.warnings.iter().cloned());
+        for plan in &cycle.plans {
+            if let Some(error) = &plan.error {
+                self.warnings
+                    .push(format!("policy {} did not run: {error}", plan.policy));
+            }
+        }
+    }
+
+    /// The cycle's rounds (one event per zone, and one for evictions outside zones) and what closing
+    /// zones hold back. Returns where each evicted pod is logged, by its key: its event and index.
+    fn log_cycle<'p>(
+        &mut self,
+        cycle: &'p CyclePlan,
+        at: Timestamp,
+    ) -> HashMap<&'p ObjectKey, (usize, usize)> {
         // Each pod once, under the first policy that plans it (later ones see it as leaving anyway).
-        let mut evicted: HashSet<ObjectKey> = HashSet::new();
+        let mut evicted: HashSet<&ObjectKey> = HashSet::new();
         let mut moves: BTreeMap<Option<String>, Vec<Move>> = BTreeMap::new();
+        // Each evicted pod's zone (its round) and place in the round.
+        let mut places: Vec<(&ObjectKey, Option<&str>, usize)> = Vec::new();
         for plan in &cycle.plans {
             for eviction in &plan.evictions {
                 let candidate = &eviction.candidate;
-                if evicted.insert(candidate.pod.key.clone()) {
-                    moves
-                        .entry(candidate.zone.clone())
-                        .or_default()
-                        .push(Move::of(candidate, &plan.policy));
+                if evicted.insert(&candidate.pod.key) {
+                    let round = moves.entry(candidate.zone.clone()).or_default();
+                    places.push((&candidate.pod.key, candidate.zone.as_deref(), round.len()));
+                    round.push(Move::of(candidate, &plan.policy));
                 }
             }
         }
-        let mut held: BTreeMap<String, Vec<Waiting>> = BTreeMap::new();
-        let mut held_keys: HashSet<ObjectKey> = HashSet::new();
-        for plan in &cycle.plans {
-            for skip in &plan.skipped {
-                let candidate = &skip.candidate;
-                let Some(zone) = &candidate.zone else {
-                    continue;
-                };
-                let key = &candidate.pod.key;
-                if !evicted.contains(key) && held_keys.insert(key.clone()) {
-                    held.entry(zone.clone()).or_default().push(Waiting {
-                        namespace: key.namespace.to_string(),
-                        name: key.name.to_string(),
-                        node: candidate.pod.node_name.as_deref().map(String::from),
-                        gate: skip.reason.to_string(),
-                        detail: skip.detail.clone(),
-                        policy: plan.policy.clone(),
-                        next_round: None,
-                        next_round_when: None,
-                    });
-                }
-            }
-        }
+        let mut held = held_pods(cycle, &evicted);
+        self.drains.note_held(&held);
 
-        let event = |zone: Option<String>, kind: EventKind| Event {
-            at,
-            shown: at,
-            when: String::new(),
-            relative: String::new(),
-            zone,
-            event: kind,
-            round: None,
-            evictions: Vec::new(),
-            waiting: Vec::new(),
-        };
         // When a zone starts closing again, what it holds is news again.
         let mut evicting_zones = BTreeSet::new();
         for (name, view) in &cycle.zones {
             let now_evicting = view.state.as_ref().is_ok_and(|s| s.evicting());
-            if was_evicting.insert(name.clone(), now_evicting) == Some(false) && now_evicting {
-                held_shown.remove(name);
+            if self.was_evicting.insert(name.clone(), now_evicting) == Some(false) && now_evicting {
+                self.held_shown.remove(name);
             }
             if now_evicting {
                 evicting_zones.insert(name.clone());
             }
         }
+        self.retries.retain(|_, retry| *retry > at);
+        for (name, view) in &cycle.zones {
+            let blocked = view.evicting_now()
+                && !moves.contains_key(&Some(name.clone()))
+                && held.get(name).is_some_and(|waiting| {
+                    waiting.iter().any(|w| RETRIED.contains(&w.gate.as_str()))
+                });
+            if blocked
+                && let Ok(retry) = at.checked_add(
+                    self.cache
+                        .zone(name)
+                        .map_or(SignedDuration::ZERO, |z| z.spec.evict_period.to_signed()),
+                )
+            {
+                self.retries.insert(name.clone(), retry);
+            }
+        }
+
+        let mut round_events: BTreeMap<Option<String>, usize> = BTreeMap::new();
         for (zone, pods) in moves {
-            let mut round = event(zone.clone(), EventKind::Round);
+            let mut round = Event::new(at, at, zone.clone(), EventKind::Round);
+            round.pace = Some(RoundPace::of(&pods));
             round.evictions = pods;
             if let Some(zone) = &zone {
-                let number = rounds.entry(zone.clone()).or_default();
+                let number = self.rounds.entry(zone.clone()).or_default();
                 *number += 1;
                 round.round = Some(*number);
                 round.waiting = held.remove(zone).unwrap_or_default();
-                held_shown.insert(zone.clone(), signature(&round.waiting));
+                self.held_shown
+                    .insert(zone.clone(), signature(&round.waiting));
             }
-            events.push(round);
+            round_events.insert(zone, self.events.len());
+            self.events.push(round);
         }
         // Only closing zones: an open zone holds placement violations at every cycle, which the
         // report lists; the timeline is about what closing zones leave behind.
@@ -165,56 +432,230 @@ pub fn simulate(
                 continue;
             }
             let seen = signature(&waiting);
-            if held_shown.get(&zone) != Some(&seen) {
-                let mut stuck = event(Some(zone.clone()), EventKind::Held);
+            if self.held_shown.get(&zone) != Some(&seen) {
+                let mut stuck = Event::new(at, at, Some(zone.clone()), EventKind::Held);
                 stuck.waiting = waiting;
-                events.push(stuck);
-                held_shown.insert(zone, seen);
+                self.events.push(stuck);
+                self.held_shown.insert(zone, seen);
             }
         }
+        places
+            .into_iter()
+            .filter_map(|(key, zone, index)| {
+                let event = round_events.get(&zone.map(str::to_owned))?;
+                Some((key, (*event, index)))
+            })
+            .collect()
+    }
 
-        // What the controller's cycle does with an accepted eviction; the pod is then gone for good.
-        for key in &evicted {
-            cache.delete_pod(key, at);
+    /// What the controller's cycle does with its plan: each eviction queued, in plan order behind the
+    /// earlier closes, its pod leaving from now on; and each zone's round noted.
+    fn queue_evictions(
+        &mut self,
+        cycle: &CyclePlan,
+        logged: HashMap<&ObjectKey, (usize, usize)>,
+        at: Timestamp,
+    ) {
+        let give_up_at = at
+            .checked_add(self.settings.cycle_timeout)
+            .unwrap_or(Timestamp::MAX);
+        let mut queued: HashSet<&ObjectKey> = HashSet::new();
+        for plan in &cycle.plans {
+            for eviction in &plan.evictions {
+                let candidate = &eviction.candidate;
+                let key = &candidate.pod.key;
+                let Some(&(event, index)) = logged.get(key) else {
+                    continue;
+                };
+                if !queued.insert(key) {
+                    continue;
+                }
+                let tdm = candidate.strategy == StrategyId::Tdm;
+                let priority = candidate
+                    .zone
+                    .as_deref()
+                    .filter(|_| tdm)
+                    .and_then(|zone| self.drains.priority(zone))
+                    .unwrap_or(Timestamp::MAX);
+                self.cache.mark_evicting(key, at);
+                self.queue.push(Request {
+                    key: key.clone(),
+                    priority,
+                    queued_at: at,
+                    terminates_in: grace_of(&candidate.pod),
+                    give_up_at: (!tdm).then_some(give_up_at),
+                    event,
+                    index,
+                });
+            }
         }
-        let zones_evicted: BTreeSet<&str> = cycle
+        let zones: BTreeSet<&str> = cycle
             .plans
             .iter()
             .flat_map(|plan| plan.zones_with_evictions())
             .collect();
-        for zone in zones_evicted {
-            cache.note_eviction_round(zone, at);
+        for zone in zones {
+            self.cache.note_eviction_round(zone, at);
         }
-
-        let mut next = at.checked_add(tick).unwrap_or(Timestamp::MAX);
-        for zone in cache.zones().values() {
-            if let Some(phase_change) = next_phase(zone, at) {
-                next = next.min(phase_change);
-            }
-        }
-        if next > until || next <= at {
-            break;
-        }
-        at = next;
     }
 
-    finish(&mut events, &zone_tz, now);
-    let mut timeline = Timeline {
-        now,
-        until,
-        policies: policies
-            .iter()
-            .map(|p| PolicyRun {
-                name: p.name.clone(),
-                mode: format!("{:?}", p.spec.mode),
-            })
-            .collect(),
-        zones,
-        events,
-        warnings,
+    /// The next instant the controller would run a cycle: the policies' interval, a zone's change or
+    /// `evictPeriod`, a round tried again, an `auto` drain's planned start.
+    fn next_cycle(&self, at: Timestamp) -> Timestamp {
+        let mut next = at.checked_add(self.tick).unwrap_or(Timestamp::MAX);
+        for zone in self.cache.zones().values() {
+            if let Some(change) = next_phase(zone, at) {
+                next = next.min(change);
+            }
+        }
+        self.retries
+            .values()
+            .chain(self.auto_starts.values())
+            .filter(|t| **t > at)
+            .fold(next, |next, t| next.min(*t))
+    }
+
+    fn finish(self) -> Timeline {
+        let Simulation {
+            mut events,
+            zones,
+            zone_tz,
+            drains,
+            warnings,
+            reported,
+            settings,
+            now,
+            until,
+            ..
+        } = self;
+        let drains = drains.lines(until, &settings.drain, &zone_tz);
+        for event in &mut events {
+            if event.event != EventKind::Closes {
+                continue;
+            }
+            let left = drains
+                .iter()
+                .find(|d| {
+                    Some(d.zone.as_str()) == event.zone.as_deref() && d.close == Some(event.at)
+                })
+                .and_then(|d| d.at_close)
+                .filter(|n| *n > 0);
+            if let Some(left) = left {
+                event.detail = Some(format!(
+                    "{left} preemptable pod{} still there",
+                    if left == 1 { "" } else { "s" }
+                ));
+            }
+        }
+        finish(&mut events, &zone_tz, now);
+        let mut timeline = Timeline {
+            now,
+            until,
+            policies: reported,
+            zones,
+            events,
+            warnings,
+            drains,
+            assumptions: Assumptions::of(&settings),
+        };
+        draw_bars(&mut timeline);
+        timeline
+    }
+}
+
+/// Each zone's drain brought up to the cycle at `at` (`now` is the simulation's start).
+fn follow_drains(
+    drains: &mut Drains,
+    snapshot: &Snapshot,
+    policy: &PolicyInfo,
+    (now, at): (Timestamp, Timestamp),
+    (outlooks, open_outlooks): (&[ZoneOutlook], &BTreeMap<String, ZoneOutlook>),
+) {
+    let (views, _) = zone_views(snapshot, at);
+    let nothing_planned = HashSet::new();
+    let ctx = PlanContext {
+        snapshot,
+        policy,
+        now: at,
+        zones: &views,
+        planned_elsewhere: &nothing_planned,
     };
-    draw_bars(&mut timeline);
-    timeline
+    for zone in snapshot.zones.values() {
+        let Ok(state) = zone.state_at(at) else {
+            continue;
+        };
+        drains.observe(
+            ZoneAt {
+                zone,
+                open: state.open,
+                evicting: state.evicting(),
+                close: state.next_change.filter(|_| state.open),
+            },
+            now,
+            &ctx,
+            [
+                outlooks.iter().find(|o| o.zone == zone.name),
+                open_outlooks.get(&zone.name),
+            ],
+        );
+    }
+}
+
+/// The pod that takes the place of `pod`, gone at `at`, in its job: its controller (or PodGroup's
+/// job) recreates it, and it runs elsewhere, so that the job's budget is free again, as the drain
+/// estimate assumes. It is on no node: nothing is known of where it lands, and it must not weigh on
+/// any node the policies balance. A bare pod is not replaced.
+fn replacement(pod: &PodInfo, at: Timestamp) -> Option<PodInfo> {
+    if pod.job.kind == JobKind::Pod {
+        return None;
+    }
+    let mut replacement = pod.clone();
+    replacement.key = ObjectKey::new(
+        pod.key.namespace.clone(),
+        format!("{}-replacement", pod.key.name),
+    );
+    replacement.uid = PodUid::from(format!("{}-replacement", pod.uid));
+    replacement.node_name = None;
+    replacement.evicting_since = None;
+    replacement.terminating = false;
+    replacement.created_at = Some(at);
+    replacement.scheduled_at = Some(at);
+    Some(replacement)
+}
+
+/// Gates whose hold ends with time: a round they block is tried again one `evictPeriod` later.
+const RETRIED: [&str; 3] = [
+    GateId::Budget.name(),
+    GateId::Limit.name(),
+    GateId::Cooldown.name(),
+];
+
+/// Per zone, the pods the cycle's plans held back (each once, and none evicted).
+fn held_pods(cycle: &CyclePlan, evicted: &HashSet<&ObjectKey>) -> BTreeMap<String, Vec<Waiting>> {
+    let mut held: BTreeMap<String, Vec<Waiting>> = BTreeMap::new();
+    let mut held_keys: HashSet<&ObjectKey> = HashSet::new();
+    for plan in &cycle.plans {
+        for skip in &plan.skipped {
+            let candidate = &skip.candidate;
+            let Some(zone) = &candidate.zone else {
+                continue;
+            };
+            let key = &candidate.pod.key;
+            if !evicted.contains(key) && held_keys.insert(key) {
+                held.entry(zone.clone()).or_default().push(Waiting {
+                    namespace: key.namespace.to_string(),
+                    name: key.name.to_string(),
+                    node: candidate.pod.node_name.as_deref().map(String::from),
+                    gate: skip.reason.to_string(),
+                    detail: skip.detail.clone(),
+                    policy: plan.policy.clone(),
+                    next_round: None,
+                    next_round_when: None,
+                });
+            }
+        }
+    }
+    held
 }
 
 /// Sorts the events, fills in each waiting pod's next round and the shown times.
@@ -280,10 +721,27 @@ impl Move {
             policy: policy.to_owned(),
             strategy: candidate.strategy.to_string(),
             reason: candidate.reason.clone(),
+            sent_at: None,
+            gone_at: None,
         }
     }
 }
 
+impl RoundPace {
+    /// A round of `pods`, none sent yet.
+    fn of(pods: &[Move]) -> RoundPace {
+        let count = |of: &dyn Fn(&Move) -> &str| {
+            let distinct: BTreeSet<&str> = pods.iter().map(of).collect();
+            u32::try_from(distinct.len()).unwrap_or(u32::MAX)
+        };
+        RoundPace {
+            pods: u32::try_from(pods.len()).unwrap_or(u32::MAX),
+            jobs: count(&|m| m.job.as_str()),
+            namespaces: count(&|m| m.namespace.as_str()),
+            ..RoundPace::default()
+        }
+    }
+}
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -327,6 +785,15 @@ mod tests {
         cache
     }
 
+    fn settings() -> Settings {
+        Settings::new(drain::DrainSettings::new(drain::Pacing {
+            qps: 20.0,
+            burst: 40,
+            concurrency: 8,
+            request: drain::Pacing::ASSUMED_REQUEST,
+        }))
+    }
+
     fn simulate_hours(cache: &mut ClusterCache, now: &str, hours: i64) -> Timeline {
         let policy = policy(json!({"interval": "2m"}));
         simulate(
@@ -334,6 +801,7 @@ mod tests {
             &[&policy],
             ts(now),
             SignedDuration::from_hours(hours),
+            &settings(),
         )
     }
 
@@ -382,8 +850,10 @@ mod tests {
         );
         assert_eq!(timeline.events[3].round, Some(3));
         assert!(timeline.events[3].waiting.is_empty());
-        // The cache was advanced as the controller's would be: pods gone, last round noted.
-        assert_eq!(cache.pod_count(), 0);
+        // The cache was advanced as the controller's would be: pods gone from the zone (each
+        // replaced, on no node), last round noted.
+        assert!(cache.snapshot().node("rev-1").unwrap().pods.is_empty());
+        assert_eq!(cache.pod_count(), 5, "the replacements");
         assert_eq!(
             cache.zone("z").unwrap().last_eviction_round,
             Some(ts("2026-11-23T05:50:01Z"))
@@ -442,7 +912,7 @@ mod tests {
             "{second:?}"
         );
         assert!(second.waiting.iter().all(|w| w.next_round.is_none()));
-        assert_eq!(cache.pod_count(), 2);
+        assert_eq!(cache.snapshot().node("rev-1").unwrap().pods.len(), 2);
     }
 
     #[test]
@@ -484,6 +954,7 @@ mod tests {
             &[&careful, &quick],
             ts("2026-11-23T04:00:00Z"),
             SignedDuration::from_mins(1),
+            &settings(),
         );
         let first = &timeline.events[0];
         let pods: Vec<&str> = first.evictions.iter().map(|m| m.name.as_str()).collect();

@@ -20,6 +20,7 @@ pub(super) fn zone_track(
         time_zone: zone.spec.time_zone.clone(),
         windows,
         phases: Vec::new(),
+        drain_before: zone.spec.drain_before.to_string(),
         bar: String::new(),
         error: None,
         tz: TimeZone::UTC,
@@ -35,19 +36,14 @@ pub(super) fn zone_track(
     track.tz = schedule.time_zone().clone();
     let drain = zone.fixed_lead();
     let drain_signed = jiff::SignedDuration::try_from(drain).unwrap_or(jiff::SignedDuration::MAX);
-    let change_event = |at: Timestamp, shown: Timestamp, kind: EventKind| Event {
-        at,
-        shown,
-        when: String::new(),
-        relative: String::new(),
-        zone: Some(zone.name.clone()),
-        event: kind,
-        round: None,
-        evictions: Vec::new(),
-        waiting: Vec::new(),
+    let change_event = |at: Timestamp, shown: Timestamp, kind: EventKind| {
+        Event::new(at, shown, Some(zone.name.clone()), kind)
     };
     let mut events = Vec::new();
-    let state = schedule.state_at(now, drain);
+    // The zone's own state: an `auto` drain the status says started is draining too.
+    let state = zone
+        .state_at(now)
+        .unwrap_or_else(|_| schedule.state_at(now, drain));
     track.phases.push(PhaseChange {
         from: now,
         phase: Phase::of(state.open, state.draining),
@@ -67,7 +63,12 @@ pub(super) fn zone_track(
                 let shown = clock::close_boundary(schedule.time_zone(), change)
                     .checked_sub(drain_signed)
                     .unwrap_or(drain_start);
-                events.push(change_event(drain_start, shown, EventKind::DrainStarts));
+                let mut starts = change_event(drain_start, shown, EventKind::DrainStarts);
+                starts.detail = Some(format!(
+                    "drainBefore {}: preemptable pods leave before the close",
+                    zone.spec.drain_before
+                ));
+                events.push(starts);
                 track.phases.push(PhaseChange {
                     from: drain_start,
                     phase: Phase::Draining,

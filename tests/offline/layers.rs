@@ -47,6 +47,7 @@ fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
                 "cluster",
                 "framework",
                 "planner",
+                "drain",
                 "report",
             ],
         ),

@@ -51,7 +51,7 @@ fn plan(files: &[&Path], now: &str) -> Value {
     plan_with(files, now, &[])
 }
 
-fn plan_with(files: &[&Path], now: &str, extra: &[&str]) -> Value {
+pub(crate) fn plan_with(files: &[&Path], now: &str, extra: &[&str]) -> Value {
     let mut argv: Vec<String> = vec!["tidal".into(), "report".into()];
     for file in files {
         argv.push("--cluster".into());
@@ -119,7 +119,7 @@ fn eviction<'a>(report: &'a Value, pod: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("{pod} is not evicted: {report:#}"))
 }
 
-fn zone_of<'a>(report: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn zone_of<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["zones"]
         .as_array()
         .expect("zones")
@@ -1002,7 +1002,7 @@ fn binary_prints_json_table_and_markdown() {
         "analytics/etl-7dcf699648-ffdd4",
         "bare pod: no owner would recreate it",
         "protected for 40m 22s more (until 2026-11-22T04:40:22Z)",
-        "4 evictions planned, 6 skipped (budget 4, cooldown 1, protected 1); 2 of 2 zones closed",
+        "4 evictions planned, 6 skipped (budget 4, cooldown 1, protected 1); 2 of 2 zones closed, 2 at risk",
     ] {
         assert!(
             table.contains(expected),
@@ -1024,7 +1024,7 @@ fn binary_prints_json_table_and_markdown() {
         "\n{header}\n{row}"
     );
     assert!(
-        table.trim_end().ends_with("2 of 2 zones closed"),
+        table.trim_end().ends_with("2 of 2 zones closed, 2 at risk"),
         "summary last"
     );
 
@@ -1037,7 +1037,7 @@ fn binary_prints_json_table_and_markdown() {
         "| `analytics/etl-7dcf699648-ffdd4` |",
         "| cooldown |",
         "| protected |",
-        "**4 evictions planned, 6 skipped (budget 4, cooldown 1, protected 1); 2 of 2 zones closed**",
+        "**4 evictions planned, 6 skipped (budget 4, cooldown 1, protected 1); 2 of 2 zones closed, 2 at risk**",
     ] {
         assert!(
             markdown.contains(expected),
@@ -1562,4 +1562,68 @@ fn demo_high_node_utilization_moves_nothing_onto_revocable_nodes_it_may_not_use(
         let reason = eviction["reason"].as_str().unwrap();
         assert!(!reason.contains("fits node yarn-"), "{reason}");
     }
+}
+
+#[test]
+fn a_job_that_cannot_leave_before_a_close_ten_minutes_away_is_at_risk_with_the_fix_named() {
+    // 100 pods, maxUnavailable 1, each taking a minute to terminate; the close at 20:00:01.
+    let auto = crate::timeline_e2e::zone_with_a_big_job(json!({}));
+    let report = plan(&[auto.path()], "2026-11-23T19:50:00Z");
+    let drain = &zone_of(&report, "rz")["drain"];
+    assert_eq!(drain["atRisk"], true, "{drain:#}");
+    assert_eq!(drain["remainingPods"], 100);
+    // One pod every other round (the last one still terminating at the next): 94 or more still
+    // there at the close, and the zone empty hours after it.
+    assert!(drain["atClose"].as_u64().unwrap() >= 94, "{drain:#}");
+    assert!(
+        drain["marginSeconds"].as_i64().unwrap() < -3 * 3_600,
+        "{drain:#}"
+    );
+    let fix = drain["fix"].as_str().unwrap();
+    assert!(fix.contains("raise maxDrainBefore"), "{fix}");
+    assert!(fix.contains("volcano.sh/jdb-max-unavailable"), "{fix}");
+    // The auto drain is overdue (capped at maxDrainBefore): the round goes now, one pod.
+    assert_eq!(zone_of(&report, "rz")["draining"], true);
+    assert_eq!(report["evictions"].as_array().map(Vec::len), Some(1));
+
+    // A fixed lead names drainBefore instead.
+    let fixed = crate::timeline_e2e::zone_with_a_big_job(json!({"drainBefore": "10m"}));
+    let report = plan(&[fixed.path()], "2026-11-23T19:50:00Z");
+    let fix = zone_of(&report, "rz")["drain"]["fix"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(fix.contains("drainBefore 10m0s is shorter than"), "{fix}");
+
+    // The table: the verdict in the zone's row, the fix under the zones.
+    let table = run(&[
+        "report",
+        "--cluster",
+        auto.path().to_str().unwrap(),
+        "--now",
+        "2026-11-23T19:50:00Z",
+    ]);
+    let table = String::from_utf8(table.stdout).expect("utf-8");
+    for expected in ["misses the close by", "rz at risk: ", "1 at risk"] {
+        assert!(table.contains(expected), "lacks {expected:?}:\n{table}");
+    }
+}
+
+#[test]
+fn the_drain_estimate_follows_the_eviction_rate() {
+    // 2,000 one-pod jobs: at 20 a second the drain takes about 100 s of sending; at 5 a second four
+    // times that. An estimate that ignored the rate would not move.
+    let file = crate::timeline_e2e::a_large_zone_of_small_jobs();
+    let now = "2026-11-23T19:00:00Z";
+    let empty_after = |extra: &[&str]| -> f64 {
+        let report = plan_with(&[file.path()], now, extra);
+        let drain = &zone_of(&report, "z")["drain"];
+        let start: jiff::Timestamp = drain["drainStart"].as_str().unwrap().parse().unwrap();
+        let empty: jiff::Timestamp = drain["expectedEmptyAt"].as_str().unwrap().parse().unwrap();
+        empty.duration_since(start).as_secs_f64()
+    };
+    let default = empty_after(&[]);
+    let slow = empty_after(&["--eviction-qps", "5", "--eviction-burst", "10"]);
+    assert!((127.0..130.0).contains(&default), "{default}");
+    assert!((425.0..432.0).contains(&slow), "{slow}");
 }

@@ -9,6 +9,7 @@ use std::{
 
 use serde_json::Value;
 use tempfile::NamedTempFile;
+use tidal_testkit::objects;
 
 /// The instant the README runs the demo at: Monday, both zones closed.
 const DEMO_NOW: &str = "2026-11-23T09:30:00Z";
@@ -82,8 +83,8 @@ fn demo_timeline_paces_rounds_by_evict_period_within_each_job_s_budget() {
     let timeline = json(&["timeline", "--cluster", path(&demo), "--now", DEMO_NOW]);
     assert_eq!(timeline["until"], "2026-11-24T09:30:00Z", "24h by default");
 
-    // yarn-a: evictPeriod 2m; etl-nightly (4 pods, maxUnavailable 40%) loses 2, then 40% of the 2
-    // left (1), then the last one; the misplaced invoice-export replica goes in round 1.
+    // yarn-a: evictPeriod 2m; etl-nightly (4 pods, maxUnavailable 40%: 2) loses 2, replaced
+    // elsewhere once gone, then the other 2; the misplaced invoice-export replica goes in round 1.
     assert_eq!(
         rounds(&timeline, "yarn-a"),
         [
@@ -97,16 +98,16 @@ fn demo_timeline_paces_rounds_by_evict_period_within_each_job_s_budget() {
             ),
             (
                 "2026-11-23T09:32:00Z".to_owned(),
-                vec!["analytics/etl-nightly-5d9c7b8f4-7ctzq".to_owned()]
-            ),
-            (
-                "2026-11-23T09:34:00Z".to_owned(),
-                vec!["analytics/etl-nightly-5d9c7b8f4-dn5wl".to_owned()]
+                vec![
+                    "analytics/etl-nightly-5d9c7b8f4-7ctzq".to_owned(),
+                    "analytics/etl-nightly-5d9c7b8f4-dn5wl".to_owned(),
+                ]
             ),
         ]
     );
-    // yarn-b: evictPeriod 5m; hpo-sweep (maxUnavailable 1) loses one trial per round; resnet-train keeps
-    // its minAvailable 3, so after worker-2 the rest stay until the zone opens.
+    // yarn-b: evictPeriod 5m; hpo-sweep (maxUnavailable 1) loses one trial per round; resnet-train
+    // keeps its minAvailable 3, so it loses one worker per round, each once the last one's
+    // replacement runs, and worker-3 only once its cooldown has ended (09:42:40).
     assert_eq!(
         rounds(&timeline, "yarn-b"),
         [
@@ -119,7 +120,18 @@ fn demo_timeline_paces_rounds_by_evict_period_within_each_job_s_budget() {
             ),
             (
                 "2026-11-23T09:35:00Z".to_owned(),
-                vec!["ml/hpo-sweep-trial-0".to_owned()]
+                vec![
+                    "ml/hpo-sweep-trial-0".to_owned(),
+                    "ml/resnet-train-worker-0".to_owned(),
+                ]
+            ),
+            (
+                "2026-11-23T09:40:00Z".to_owned(),
+                vec!["ml/resnet-train-worker-1".to_owned()]
+            ),
+            (
+                "2026-11-23T09:45:00Z".to_owned(),
+                vec!["ml/resnet-train-worker-3".to_owned()]
             ),
         ]
     );
@@ -151,11 +163,13 @@ fn demo_timeline_paces_rounds_by_evict_period_within_each_job_s_budget() {
     assert_eq!(closes["at"], "2026-11-24T06:00:01Z");
     assert_eq!(closes["shown"], "2026-11-24T06:00:00Z");
     assert_eq!(closes["when"], "Tue 07:00 CET");
-    assert!(
-        !events(&timeline)
-            .iter()
-            .any(|e| e["event"] == "drainStarts" && e["zone"] == "yarn-a"),
-        "yarn-a has no drainBefore"
+    // yarn-a sets no drainBefore: an `auto` drain, started from the estimate. Its pods went in the
+    // morning's rounds, so nothing is left to drain and it starts the 30 s slack before the close.
+    let auto = change(&timeline, "yarn-a", "drainStarts");
+    assert_eq!(auto["at"], "2026-11-24T05:59:31Z");
+    assert_eq!(
+        auto["detail"],
+        "drainBefore auto: nothing left to drain; started 30s before the close"
     );
     let bars: Vec<&str> = timeline["zones"]
         .as_array()
@@ -173,12 +187,13 @@ fn demo_timeline_paces_rounds_by_evict_period_within_each_job_s_budget() {
     let table = stdout(&["timeline", "--cluster", path(&demo), "--now", DEMO_NOW]);
     for expected in [
         "yarn-b  Europe/Berlin  closed",
-        "round 1 evicts",
-        "waits for Mon 10:35 CET",
+        "round 1 evicts 2 pods",
+        "2 jobs in 1 namespace; sent within 0s, gone within 30s",
+        "4 wait for Mon 10:35 CET (budget 3, cooldown 1)",
         "Tue 06:40 CET",
         "starts draining",
         "Tue 07:00 CET",
-        "yarn-a: 3 rounds, 5 evictions",
+        "yarn-a: 2 rounds, 5 evictions",
     ] {
         assert!(
             table.contains(expected),
@@ -186,6 +201,22 @@ fn demo_timeline_paces_rounds_by_evict_period_within_each_job_s_budget() {
         );
     }
     assert!(!table.contains(":01 "), "{table}");
+    // One line per round; the pods themselves only with -o wide.
+    assert!(!table.contains("ml/hpo-sweep-trial-0"), "{table}");
+    let wide = stdout(&[
+        "timeline",
+        "--cluster",
+        path(&demo),
+        "--now",
+        DEMO_NOW,
+        "-o",
+        "wide",
+    ]);
+    let trial = wide
+        .lines()
+        .find(|l| l.contains("ml/hpo-sweep-trial-0"))
+        .unwrap_or_else(|| panic!("{wide}"));
+    assert!(trial.contains("waits for Mon 10:35 CET"), "{trial}");
 }
 
 #[test]
@@ -206,7 +237,20 @@ fn at_five_thirty_the_report_and_the_timeline_say_when_draining_starts() {
         table.contains("drains Mon 06:40 CET (in 10m), closes 07:00"),
         "{table}"
     );
-    assert!(table.contains("closes Mon 06:00 UTC (in 30m)"), "{table}");
+    // yarn-a's `auto` drain: 4 pods, 2 rounds 2 minutes apart, the last gone 30 s later (2m 30s);
+    // 1.5 times that and 30 s before the close at 06:00:01.
+    let yarn_a = report["zones"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|z| z["name"] == "yarn-a")
+        .unwrap();
+    assert_eq!(yarn_a["drainStart"], "2026-11-23T05:55:45.85Z");
+    assert_eq!(yarn_a["drain"]["atRisk"], false, "{yarn_a:#}");
+    assert!(
+        table.contains("drains Mon 05:55 UTC (in 25m), closes 06:00"),
+        "{table}"
+    );
 
     // The first yarn-b round is at the drain start, and takes one pod of each job.
     let timeline = json(&[
@@ -222,6 +266,11 @@ fn at_five_thirty_the_report_and_the_timeline_say_when_draining_starts() {
     let first = &rounds(&timeline, "yarn-b")[0];
     assert_eq!(first.0, "2026-11-23T05:40:01Z");
     assert_eq!(first.1.len(), 2, "{first:?}");
+    // The timeline starts yarn-a's `auto` drain where the report says.
+    assert_eq!(
+        change(&timeline, "yarn-a", "drainStarts")["at"],
+        yarn_a["drainStart"]
+    );
 }
 
 /// The demo with yarn-b's last round at 09:28: its next round may start at 09:33.
@@ -284,7 +333,15 @@ fn pods_held_back_by_evict_period_wait_for_the_next_round() {
         .into_iter()
         .map(|r| r.0)
         .collect();
-    assert_eq!(at, ["2026-11-23T09:33:00Z", "2026-11-23T09:38:00Z"]);
+    assert_eq!(
+        at,
+        [
+            "2026-11-23T09:33:00Z",
+            "2026-11-23T09:38:00Z",
+            "2026-11-23T09:43:00Z",
+            "2026-11-23T09:48:00Z"
+        ]
+    );
 }
 
 #[test]
@@ -329,5 +386,328 @@ fn the_readme_sample_is_what_the_timeline_prints() {
     assert_eq!(
         sample, printed,
         "README.md's timeline sample is stale: paste the output of the command above it"
+    );
+}
+
+// ---- drains: the pacing, the budgets held while pods terminate, and each close's verdict ---------------
+
+/// Runs `tidal timeline` in-process, as the CLI parses it, and returns the JSON timeline.
+pub(crate) fn timeline_json(file: &Path, now: &str, extra: &[&str]) -> Value {
+    let text = timeline_output(file, now, &[&["-o", "json"], extra].concat());
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+pub(crate) fn timeline_output(file: &Path, now: &str, extra: &[&str]) -> String {
+    let mut argv = vec!["tidal", "timeline", "--cluster", path(file), "--now", now];
+    argv.extend(extra);
+    let cli = <tidal::cli::Cli as clap::Parser>::try_parse_from(&argv).expect("arguments parse");
+    let tidal::cli::Command::Timeline(args) = &cli.command else {
+        panic!("not a timeline command");
+    };
+    tidal::cli::timeline(args).unwrap_or_else(|e| panic!("timeline failed: {e:#}"))
+}
+
+/// A list of objects in a temporary file, as `kubectl get -o json` writes one.
+pub(crate) fn cluster_file(objects: Vec<Value>) -> NamedTempFile {
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
+    let mut file = tempfile::Builder::new()
+        .suffix(".json")
+        .tempfile()
+        .expect("tempfile");
+    std::io::Write::write_all(&mut file, list.to_string().as_bytes()).expect("write");
+    file
+}
+
+/// A node of zone `zone` with room for `pods` pods.
+fn roomy_node(name: &str, zone: &str, pods: usize) -> Value {
+    let slots = u32::try_from(pods + 10).expect("a small node");
+    objects::node(name)
+        .zone(zone)
+        .allocatable("1000", "4Ti", slots)
+        .into()
+}
+
+/// A preemptable pod of zone node `node`, owned by ReplicaSet `owner`, long past any cooldown, gone
+/// `grace` seconds after its eviction.
+fn preemptable_pod(name: &str, node: &str, owner: &str, grace: u32) -> objects::PodBuilder {
+    objects::pod(&format!("batch/{name}"), node)
+        .preemptable()
+        .owned_by("ReplicaSet", owner)
+        .scheduled_at("2026-11-20T03:00:00Z")
+        .spec("terminationGracePeriodSeconds", serde_json::json!(grace))
+}
+
+/// Zone `rz` (UTC, open 08:00-20:00, so closing at 20:00:01) with `spec` merged in; one node holding
+/// a job of 100 pods that may lose one at a time and take a minute to terminate.
+pub(crate) fn zone_with_a_big_job(spec: Value) -> NamedTempFile {
+    let zone = objects::zone("rz")
+        .window("08:00-20:00")
+        .evict_period("1m")
+        .spec(spec);
+    let mut items = vec![
+        zone.into(),
+        objects::policy(serde_json::json!({"interval": "5m"}))
+            .named("tdm")
+            .into(),
+        roomy_node("rev-1", "rz", 100),
+    ];
+    items.extend((0..100).map(|i| {
+        preemptable_pod(&format!("big-{i:03}"), "rev-1", "big", 60)
+            .annotation("volcano.sh/jdb-max-unavailable", "1")
+            .into()
+    }));
+    cluster_file(items)
+}
+
+fn drain_of<'t>(timeline: &'t Value, zone: &str) -> &'t Value {
+    timeline["drains"]
+        .as_array()
+        .expect("drains")
+        .iter()
+        .find(|d| d["zone"] == zone)
+        .unwrap_or_else(|| panic!("no drain for {zone}: {:#}", timeline["drains"]))
+}
+
+fn instant(value: &Value) -> jiff::Timestamp {
+    value
+        .as_str()
+        .unwrap_or_else(|| panic!("not an instant: {value}"))
+        .parse()
+        .expect("RFC 3339")
+}
+
+#[test]
+fn a_zone_that_cannot_drain_in_time_is_at_risk_hours_ahead_with_the_fix_named() {
+    // Four hours before the close: more than the drain needs (100 rounds, one pod every other round
+    // while the last one terminates: over three hours).
+    let file = zone_with_a_big_job(serde_json::json!({}));
+    let timeline = timeline_json(file.path(), "2026-11-23T16:00:00Z", &["--span", "6h"]);
+    let drain = drain_of(&timeline, "rz");
+    assert_eq!(drain["close"], "2026-11-23T20:00:01Z");
+    assert_eq!(drain["atRisk"], true, "{drain:#}");
+    assert!(
+        drain["marginSeconds"].as_i64().unwrap() < -3_600,
+        "{drain:#}"
+    );
+    let at_close = drain["atClose"].as_u64().unwrap();
+    assert!((30..=50).contains(&at_close), "{drain:#}");
+    let fix = drain["fix"].as_str().unwrap();
+    assert!(fix.contains("raise maxDrainBefore"), "{fix}");
+    assert!(fix.contains("volcano.sh/jdb-max-unavailable"), "{fix}");
+    assert!(
+        drain["summary"]
+            .as_str()
+            .unwrap()
+            .contains("pods gone 1m after eviction")
+    );
+    assert!(
+        drain["afterClose"]
+            .as_str()
+            .unwrap()
+            .contains("budgetsAfterClose: Respect")
+    );
+
+    // The auto drain starts at maxDrainBefore (2h) before the close, and says why it is that early.
+    let starts = change(&timeline, "rz", "drainStarts");
+    assert_eq!(starts["at"], "2026-11-23T18:00:01Z");
+    assert!(
+        starts["detail"]
+            .as_str()
+            .unwrap()
+            .contains("more than maxDrainBefore")
+    );
+    // A pod holds the job's budget until it has terminated (60 s after its eviction is sent): the
+    // round a minute later takes nothing, the one after takes the next pod.
+    let at: Vec<String> = rounds(&timeline, "rz")
+        .into_iter()
+        .take(3)
+        .map(|(at, pods)| {
+            assert_eq!(pods.len(), 1);
+            at
+        })
+        .collect();
+    assert_eq!(
+        at,
+        [
+            "2026-11-23T18:00:01Z",
+            "2026-11-23T18:02:01Z",
+            "2026-11-23T18:04:01Z"
+        ]
+    );
+    let first = events(&timeline)
+        .iter()
+        .find(|e| e["event"] == "round")
+        .unwrap();
+    assert_eq!(first["evictions"][0]["sentAt"], "2026-11-23T18:00:01Z");
+    assert_eq!(first["evictions"][0]["goneAt"], "2026-11-23T18:01:01.1Z");
+
+    // The table says it in a line per round and the verdict with the fix.
+    let table = timeline_output(file.path(), "2026-11-23T16:00:00Z", &["--span", "6h"]);
+    for expected in [
+        "round 1 evicts 1 pod",
+        "99 wait for Mon 18:02 UTC (budget 99)",
+        "misses the close by",
+        "rz (Mon 20:00 UTC) at risk: ",
+        "at the close of rz: pods left at the close keep leaving round by round",
+    ] {
+        assert!(table.contains(expected), "lacks {expected:?}:\n{table}");
+    }
+    assert!(
+        !table.contains("batch/big-001"),
+        "pods only with -o wide:\n{table}"
+    );
+    let wide = timeline_output(
+        file.path(),
+        "2026-11-23T16:00:00Z",
+        &["--span", "6h", "-o", "wide"],
+    );
+    assert!(wide.contains("batch/big-001"), "{wide}");
+}
+
+#[test]
+fn with_budgets_after_close_ignore_the_round_at_the_close_takes_every_pod_left() {
+    let file = zone_with_a_big_job(serde_json::json!({"budgetsAfterClose": "Ignore"}));
+    let timeline = timeline_json(file.path(), "2026-11-23T16:00:00Z", &["--span", "6h"]);
+    let drain = drain_of(&timeline, "rz");
+    assert!(
+        drain["afterClose"]
+            .as_str()
+            .unwrap()
+            .contains("budgetsAfterClose: Ignore")
+    );
+    let at_close = drain["atClose"].as_u64().unwrap();
+    let closing = rounds(&timeline, "rz")
+        .into_iter()
+        .find(|(at, _)| at == "2026-11-23T20:00:01Z")
+        .expect("a round at the close");
+    assert_eq!(closing.1.len() as u64, at_close, "every pod left, at once");
+    // Gone a minute later (eight requests at a time, each 0.1 s): the close missed by the pods'
+    // termination.
+    let empty = instant(&drain["expectedEmptyAt"]);
+    let after = empty
+        .duration_since("2026-11-23T20:01:01Z".parse().unwrap())
+        .as_secs_f64();
+    assert!((0.0..1.0).contains(&after), "{empty}");
+}
+
+/// Zones `a` (closing at 20:00:01) and `b` (at 20:02:01), both draining from their close
+/// (`drainBefore: 0s`): `a` holds 3,000 one-pod jobs, `b` 100.
+fn two_zones_two_minutes_apart() -> NamedTempFile {
+    let zone = |name: &str, window: &str| -> Value {
+        objects::zone(name)
+            .window(window)
+            .evict_period("1m")
+            .spec(serde_json::json!({"drainBefore": "0s"}))
+            .into()
+    };
+    let mut items = vec![
+        zone("a", "08:00-20:00"),
+        zone("b", "08:00-20:02"),
+        objects::policy(serde_json::json!({"mode": "Evict", "interval": "5m"}))
+            .named("tdm")
+            .into(),
+        roomy_node("a-1", "a", 3_000),
+        roomy_node("b-1", "b", 100),
+    ];
+    items.extend((0..3_000).map(|i| {
+        let name = format!("a-{i:04}");
+        preemptable_pod(&name, "a-1", &name, 30).into()
+    }));
+    items.extend((0..100).map(|i| {
+        let name = format!("b-{i:03}");
+        preemptable_pod(&name, "b-1", &name, 30).into()
+    }));
+    cluster_file(items)
+}
+
+#[test]
+fn two_zones_closing_two_minutes_apart_the_second_round_starts_at_its_close_while_the_first_is_sent()
+ {
+    let file = two_zones_two_minutes_apart();
+    let timeline = timeline_json(file.path(), "2026-11-23T19:55:00Z", &["--span", "15m"]);
+    let round = |zone: &str| -> &Value {
+        events(&timeline)
+            .iter()
+            .find(|e| e["event"] == "round" && e["zone"] == zone)
+            .unwrap_or_else(|| panic!("no round in {zone}"))
+    };
+    let (a, b) = (round("a"), round("b"));
+    assert_eq!(a["at"], "2026-11-23T20:00:01Z");
+    assert_eq!(a["pods"], 3_000);
+    // b's round at its close, planned while a's evictions are still going out (3,000 at 20 a second
+    // after a burst of 40: two and a half minutes).
+    assert_eq!(b["at"], "2026-11-23T20:02:01Z");
+    assert_eq!(b["pods"], 100);
+    let a_sent_by = instant(&a["sentBy"]);
+    assert!(a_sent_by > instant(&b["at"]), "a sent by {a_sent_by}");
+    let sending = a_sent_by.duration_since(instant(&a["at"])).as_secs_f64();
+    assert!((147.0..150.0).contains(&sending), "{sending}");
+    // a closes first, so its evictions go first: b's wait behind them.
+    assert!(instant(&b["sentFrom"]) >= a_sent_by, "{b:#}");
+    // Each zone's verdict: with no lead, both closes are missed, the fix says what lead would do.
+    let drain = drain_of(&timeline, "a");
+    assert_eq!(drain["atRisk"], true);
+    assert!(
+        drain["fix"].as_str().unwrap().contains("drainBefore"),
+        "{drain:#}"
+    );
+
+    let table = timeline_output(file.path(), "2026-11-23T19:55:00Z", &["--span", "15m"]);
+    let b_line = table
+        .lines()
+        .find(|l| l.contains("round 1 evicts 100 pods"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(b_line.starts_with("Mon 20:02 UTC"), "{b_line}");
+    assert!(b_line.contains("sent within"), "{b_line}");
+}
+
+/// Zone `z` (`drainBefore: auto`, closing at 20:00:01) holding 2,000 one-pod jobs.
+pub(crate) fn a_large_zone_of_small_jobs() -> NamedTempFile {
+    let mut items = vec![
+        objects::zone("z")
+            .window("08:00-20:00")
+            .evict_period("1m")
+            .into(),
+        objects::policy(serde_json::json!({"interval": "5m"}))
+            .named("tdm")
+            .into(),
+        roomy_node("z-1", "z", 1_000),
+        roomy_node("z-2", "z", 1_000),
+    ];
+    items.extend((0..2_000).map(|i| {
+        let name = format!("p-{i:04}");
+        preemptable_pod(&name, if i % 2 == 0 { "z-1" } else { "z-2" }, &name, 30).into()
+    }));
+    cluster_file(items)
+}
+
+#[test]
+fn at_the_default_pacing_the_timeline_drain_ends_when_the_drain_estimate_says() {
+    let file = a_large_zone_of_small_jobs();
+    let now = "2026-11-23T18:00:00Z";
+    let timeline = timeline_json(file.path(), now, &["--span", "3h"]);
+    let drain = drain_of(&timeline, "z");
+    assert_eq!(drain["atRisk"], false, "{drain:#}");
+    let simulated = instant(&drain["expectedEmptyAt"]);
+    // The estimate made when the drain started, which decided the start.
+    let estimated = instant(&drain["estimate"]["expectedEmptyAt"]);
+    // The report's, two hours ahead.
+    let report = crate::report_e2e::plan_with(&[file.path()], now, &[]);
+    let zone = crate::report_e2e::zone_of(&report, "z");
+    let reported = instant(&zone["drain"]["expectedEmptyAt"]);
+    assert_eq!(zone["drain"]["drainStart"], drain["drainStart"]);
+    for other in [estimated, reported] {
+        let apart = simulated.duration_since(other).as_secs_f64().abs();
+        assert!(apart < 1.0, "simulated {simulated}, estimated {other}");
+    }
+    // 2,000 evictions at 20 a second after a burst of 40, the last pod gone 30 s after its eviction:
+    // about 128 s; the auto drain starts 1.5 times that and 30 s before the close.
+    let start = instant(&drain["drainStart"]);
+    let took = simulated.duration_since(start).as_secs_f64();
+    assert!((127.0..130.0).contains(&took), "{took}");
+    let lead = instant(&drain["close"]).duration_since(start).as_secs_f64();
+    assert!(
+        (took * 1.5 + 29.0..took * 1.5 + 31.0).contains(&lead),
+        "{lead}"
     );
 }

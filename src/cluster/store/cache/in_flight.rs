@@ -130,13 +130,22 @@ impl ClusterCache {
             .map(|(key, _)| key.clone())
             .collect();
         for key in &expired {
-            self.evicting.remove(key);
-            if let Some(current) = self.pods.get(key) {
-                let pod = (**current).clone();
-                self.apply_pod(pod, now);
-            }
+            self.unmark_evicting(key, now);
         }
         expired
+    }
+
+    /// Forgets that tidal evicted the pod: an eviction given up before it was sent. The pod counts as
+    /// running again from `at`. Returns whether it was marked.
+    pub fn unmark_evicting(&mut self, key: &ObjectKey, at: Timestamp) -> bool {
+        if self.evicting.remove(key).is_none() {
+            return false;
+        }
+        if let Some(current) = self.pods.get(key) {
+            let pod = (**current).clone();
+            self.apply_pod(pod, at);
+        }
+        true
     }
 
     pub fn evicting_count(&self) -> usize {

@@ -572,6 +572,37 @@ mod tests {
     }
 
     #[test]
+    fn an_eviction_given_up_makes_the_pod_count_again() {
+        let mut cache = ClusterCache::new();
+        let key = ObjectKey::new("ns", "web-0");
+        let at = Timestamp::UNIX_EPOCH;
+        cache.apply_pod(running_pod("web-0", "n1"), at);
+        assert!(cache.mark_evicting(&key, at));
+        assert!(cache.pod(&key).unwrap().is_leaving());
+        let snapshot = cache.snapshot();
+        assert!(
+            snapshot
+                .jobs
+                .values()
+                .all(|job| job.stats_as_is().leaving == 1)
+        );
+        assert!(cache.unmark_evicting(&key, at));
+        assert!(!cache.pod(&key).unwrap().is_leaving());
+        assert_eq!(cache.evicting_count(), 0);
+        let snapshot = cache.snapshot();
+        assert!(
+            snapshot
+                .jobs
+                .values()
+                .all(|job| job.stats_as_is().leaving == 0)
+        );
+        assert!(
+            !cache.unmark_evicting(&key, at),
+            "marked once, unmarked once"
+        );
+    }
+
+    #[test]
     fn pods_of_one_shape_share_their_constraints() {
         let mut cache = ClusterCache::new();
         let tolerating = |name: &str, key: &str| {
