@@ -180,6 +180,8 @@ impl<'c> Simulation<'c> {
     /// the controller's watches would see it.
     fn advance_queue(&mut self, at: Timestamp) {
         let mut happened = std::mem::take(&mut self.happened);
+        // Whether replacements have anywhere to go, found once per step: it reads every node.
+        let mut room: Option<bool> = None;
         self.queue.advance(at, &mut happened);
         for event in happened.drain(..) {
             match event {
@@ -206,7 +208,11 @@ impl<'c> Simulation<'c> {
                     }
                 }
                 Happened::Gone { key, at } => {
-                    let replacement = self.cache.pod(&key).and_then(|pod| replacement(pod, at));
+                    let room = *room.get_or_insert_with(|| room_elsewhere(self.cache, at));
+                    let replacement = self
+                        .cache
+                        .pod(&key)
+                        .and_then(|pod| replacement(pod, at, room));
                     self.cache.delete_pod(&key, at);
                     if let Some(replacement) = replacement {
                         self.cache.apply_pod(replacement, at);
@@ -601,11 +607,28 @@ fn follow_drains(
     }
 }
 
+/// Whether a replacement could be scheduled at `at`: some ready, schedulable node outside every
+/// closed or draining zone. Where none is (say, a cluster whose only nodes are the closing zone's),
+/// replacements stay Pending and hold their jobs' budgets, as the controller then sees.
+fn room_elsewhere(cache: &ClusterCache, at: Timestamp) -> bool {
+    let zones = cache.zones();
+    cache.nodes().any(|node| {
+        node.ready
+            && !node.unschedulable
+            && node.revocable_zone.as_ref().is_none_or(|zone| {
+                zones
+                    .get(zone)
+                    .is_some_and(|zone| zone.state_at(at).is_ok_and(|state| !state.evicting()))
+            })
+    })
+}
+
 /// The pod that takes the place of `pod`, gone at `at`, in its job: its controller (or PodGroup's
-/// job) recreates it, and it runs elsewhere, so that the job's budget is free again, as the drain
-/// estimate assumes. It is on no node: nothing is known of where it lands, and it must not weigh on
-/// any node the policies balance. A bare pod is not replaced.
-fn replacement(pod: &PodInfo, at: Timestamp) -> Option<PodInfo> {
+/// job) recreates it. With `room` elsewhere it runs there, so that the job's budget is free again,
+/// as the drain estimate assumes; without, it stays Pending. It is on no node: nothing is known of
+/// where it lands, and it must not weigh on any node the policies balance. A bare pod is not
+/// replaced.
+fn replacement(pod: &PodInfo, at: Timestamp, room: bool) -> Option<PodInfo> {
     if pod.job.kind == JobKind::Pod {
         return None;
     }
@@ -619,7 +642,12 @@ fn replacement(pod: &PodInfo, at: Timestamp) -> Option<PodInfo> {
     replacement.evicting_since = None;
     replacement.terminating = false;
     replacement.created_at = Some(at);
-    replacement.scheduled_at = Some(at);
+    if room {
+        replacement.scheduled_at = Some(at);
+    } else {
+        replacement.phase = crate::cluster::PodPhase::Pending;
+        replacement.scheduled_at = None;
+    }
     Some(replacement)
 }
 
@@ -751,11 +779,13 @@ mod tests {
     use crate::timeline::{BAR_WIDTH, Phase};
 
     /// Zone `z` (node `rev-1`) open 19:00-07:00 in Berlin, drained 20 minutes before it closes, one
-    /// round every 5 minutes; a job of five preemptable pods that may lose 2 at a time.
+    /// round every 5 minutes; a job of five preemptable pods that may lose 2 at a time; node
+    /// `normal-1` outside the zone, where replacements go.
     /// Pods numbered in `cooling` were scheduled at 17:00 UTC with a 2h cooldown.
     fn cluster(status: Option<serde_json::Value>, cooling: &[usize]) -> ClusterCache {
         let mut cache = ClusterCache::new();
         cache.apply_node(node("rev-1").zone("z").build());
+        cache.apply_node(node("normal-1").build());
         let mut zone = zone("z")
             .window("19:00-07:00")
             .spec(json!({"timeZone": "Europe/Berlin", "evictPeriod": "5m", "drainBefore": "20m"}));
@@ -866,6 +896,23 @@ mod tests {
                 .collect::<Vec<_>>(),
             [Phase::Open, Phase::Draining, Phase::Closed]
         );
+    }
+
+    #[test]
+    fn without_a_node_for_the_replacements_they_stay_pending_and_hold_the_budget() {
+        // The zone's node is the only one: the first two evicted are replaced by Pending pods, which
+        // count as unavailable, so the job's budget of 2 is spent until the zone opens again.
+        let mut cache = cluster(None, &[]);
+        cache.delete_node("normal-1");
+        let timeline = simulate_hours(&mut cache, "2026-11-23T05:30:00Z", 1);
+        let rounds: Vec<usize> = timeline
+            .events
+            .iter()
+            .filter(|e| e.event == EventKind::Round)
+            .map(|e| e.evictions.len())
+            .collect();
+        assert_eq!(rounds.iter().sum::<usize>(), 2, "{:?}", kinds(&timeline));
+        assert_eq!(cache.snapshot().node("rev-1").unwrap().pods.len(), 3);
     }
 
     #[test]

@@ -499,6 +499,13 @@ impl ClusterCache {
     pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
         self.nodes.get(name).and_then(|state| state.node.as_ref())
     }
+
+    /// Every node the cache knows.
+    pub fn nodes(&self) -> impl Iterator<Item = &Arc<NodeInfo>> {
+        self.nodes
+            .iter()
+            .filter_map(|(_, state)| state.node.as_ref())
+    }
 }
 
 #[cfg(test)]
