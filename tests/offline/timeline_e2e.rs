@@ -438,7 +438,8 @@ fn preemptable_pod(name: &str, node: &str, owner: &str, grace: u32) -> objects::
 }
 
 /// Zone `rz` (UTC, open 08:00-20:00, so closing at 20:00:01) with `spec` merged in; one node holding
-/// a job of 100 pods that may lose one at a time and take a minute to terminate.
+/// a job of 100 pods that may lose one at a time and take a minute to terminate, and a node outside
+/// the zone where their replacements run.
 pub(crate) fn zone_with_a_big_job(spec: Value) -> NamedTempFile {
     let zone = objects::zone("rz")
         .window("08:00-20:00")
@@ -450,6 +451,9 @@ pub(crate) fn zone_with_a_big_job(spec: Value) -> NamedTempFile {
             .named("tdm")
             .into(),
         roomy_node("rev-1", "rz", 100),
+        objects::node("elsewhere-1")
+            .allocatable("1000", "4Ti", 110)
+            .into(),
     ];
     items.extend((0..100).map(|i| {
         preemptable_pod(&format!("big-{i:03}"), "rev-1", "big", 60)
