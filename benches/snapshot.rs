@@ -615,10 +615,31 @@ fn real_server_shape_with_zones(zone_nodes: usize) -> ClusterCache {
 }
 
 fn steady_cycle_real_server_shape(c: &mut Criterion) {
-    let mut cache = real_server_shape();
+    steady_plan(
+        c,
+        "steady_cycle_real_server_shape",
+        real_server_shape(),
+        REAL_SERVER_LNU,
+    );
+}
+
+/// The steady TDM plan once two closed zones of 500 nodes each are drained: about 20,000 pods that
+/// are not preemptable stay on them, left alone (`evictPlacementViolations: false`). It should cost no
+/// more than the lowNodeUtilization plan of the same cluster (`steady_cycle_real_server_shape`).
+fn steady_tdm_closed_zones(c: &mut Criterion) {
+    steady_plan(
+        c,
+        "steady_tdm_closed_zones",
+        real_server_shape_with_zones(1_000),
+        REAL_SERVER_TDM,
+    );
+}
+
+/// A steady cycle with nothing changed: the snapshot update and the plan of the policy `spec_yaml`.
+fn steady_plan(c: &mut Criterion, name: &str, mut cache: ClusterCache, spec_yaml: &str) {
     let spec: DeschedulingPolicySpec =
-        serde_saphyr::from_str(REAL_SERVER_LNU).expect("the bench's policy");
-    let policy = PolicyInfo::new("bench-lnu".into(), None, spec);
+        serde_saphyr::from_str(spec_yaml).expect("the bench's policy");
+    let policy = PolicyInfo::new(format!("bench-{name}"), None, spec);
     let now = jiff::Timestamp::constant(1_795_000_000, 0);
     let mut live = cache.snapshot();
     let cycle = |cache: &mut ClusterCache, live: &mut Snapshot| {
@@ -631,40 +652,11 @@ fn steady_cycle_real_server_shape(c: &mut Criterion) {
     };
     let (evictions, skips) = cycle(&mut cache, &mut live);
     eprintln!(
-        "steady_cycle_real_server_shape: {} nodes, {} pods; {evictions} evictions planned, {skips} skipped",
+        "{name}: {} nodes, {} pods; {evictions} evictions planned, {skips} skipped",
         live.nodes.len(),
         live.pod_count(),
     );
     let mut group = flat_group(c, "cycle_5000_nodes_150000_pods", Duration::from_secs(10));
-    group.bench_function("steady_cycle_real_server_shape", |b| {
-        b.iter(|| black_box(cycle(&mut cache, &mut live)))
-    });
-    group.finish();
-}
-
-/// The steady TDM plan once two closed zones of 500 nodes each are drained: about 20,000 pods that
-/// are not preemptable stay on them, left alone (`evictPlacementViolations: false`). It should cost no
-/// more than the lowNodeUtilization plan of the same cluster (`steady_cycle_real_server_shape`).
-fn steady_tdm_closed_zones(c: &mut Criterion) {
-    let mut cache = real_server_shape_with_zones(1_000);
-    let spec: DeschedulingPolicySpec =
-        serde_saphyr::from_str(REAL_SERVER_TDM).expect("the bench's policy");
-    let policy = PolicyInfo::new("bench-tdm".into(), None, spec);
-    let now = jiff::Timestamp::constant(1_795_000_000, 0);
-    let mut live = cache.snapshot();
-    let cycle = |cache: &mut ClusterCache, live: &mut Snapshot| {
-        drop(cache.update_snapshot(live));
-        let cycle = planner::plan_all_with(live, &[&policy], now, SKIP_ROWS);
-        let plan = &cycle.plans[0];
-        assert!(plan.error.is_none(), "{:?}", plan.error);
-        let skips: u32 = plan.skip_counts.values().sum();
-        (plan.evictions.len(), skips)
-    };
-    let (evictions, skips) = cycle(&mut cache, &mut live);
-    eprintln!("steady_tdm_closed_zones: {evictions} evictions planned, {skips} left alone");
-    let mut group = flat_group(c, "cycle_5000_nodes_150000_pods", Duration::from_secs(10));
-    group.bench_function("steady_tdm_closed_zones", |b| {
-        b.iter(|| black_box(cycle(&mut cache, &mut live)))
-    });
+    group.bench_function(name, |b| b.iter(|| black_box(cycle(&mut cache, &mut live))));
     group.finish();
 }
