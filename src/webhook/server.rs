@@ -18,7 +18,8 @@ use axum::{
     Router,
     body::{Body, Bytes},
     extract::{DefaultBodyLimit, FromRequest, Request, State},
-    http::{StatusCode, header},
+    http::{HeaderValue, StatusCode, header},
+    middleware,
     response::{IntoResponse, Response},
     routing::{get, post},
 };
@@ -110,8 +111,8 @@ impl WebhookState {
     }
 }
 
-/// Waits for `signal`, then reports not ready while still answering for `delay`, and returns: the
-/// caller stops the listeners then. The API server keeps sending to a terminating pod until the
+/// Waits for `signal`, then reports not ready while still answering for `delay` (each answer closing
+/// its connection, see [`close_when_draining`]), and returns: the caller stops the listeners then. The API server keeps sending to a terminating pod until the
 /// endpoint update reaches it; stopping at once would fail those calls (and with `failurePolicy:
 /// Fail`, the pod creations behind them).
 pub async fn drain(state: WebhookState, signal: impl Future<Output = ()>, delay: Duration) {
@@ -146,7 +147,28 @@ pub fn router(state: WebhookState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(middleware::map_response_with_state(
+            state.clone(),
+            close_when_draining,
+        ))
         .with_state(state)
+}
+
+/// While shutting down, every answer tells the client to close its connection. The API server keeps
+/// sending to this pod on the keep-alive connections it already has, whatever the endpoints say, so
+/// closing them at the end of the delay would race its next call on them (a POST is never retried:
+/// the call fails, and `failurePolicy` decides the pod). Closed after an answer, a connection is
+/// dropped by the client itself, and its next call goes through the Service to a ready replica.
+async fn close_when_draining(
+    State(state): State<WebhookState>,
+    mut response: Response,
+) -> Response {
+    if state.draining.is_cancelled() {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 /// The metrics application (plain HTTP): `/metrics` and the same probes.

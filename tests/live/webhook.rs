@@ -664,6 +664,68 @@ async fn after_the_shutdown_signal_requests_are_answered_until_the_delay_ends() 
     let _ = hook.stop.send(());
 }
 
+/// A keep-alive connection the API server opened before SIGTERM is still its connection to this pod
+/// after the endpoints change: while draining, the next answer on it says `Connection: close` and the
+/// server closes it after the answer, so the client drops it itself instead of racing a close at the
+/// end of the delay with its next call.
+#[tokio::test]
+async fn while_draining_each_answer_closes_its_keep_alive_connection() {
+    let state = WebhookState::new(
+        SharedCache::from_cache(cluster(true, &[created_pod("web-1", json!({}), None)])),
+        Duration::ZERO,
+    );
+    let (signal, signalled) = tokio::sync::oneshot::channel::<()>();
+    let drained = tokio::spawn(server::drain(
+        state.clone(),
+        async move {
+            let _ = signalled.await;
+        },
+        Duration::from_secs(3600),
+    ));
+    let hook = start_with(state.clone(), server::WEBHOOK_LIMITS, async move {
+        let _ = drained.await;
+    })
+    .await;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(connect(&hook).await))
+            .await
+            .unwrap();
+    let connection = tokio::spawn(connection);
+    let send = async |sender: &mut hyper::client::conn::http1::SendRequest<Full<Bytes>>| {
+        let request = Request::builder()
+            .method("POST")
+            .uri("/mutate-pods")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(review(
+                None,
+                "web-1",
+                created_pod("web-1", json!({}), None),
+            ))))
+            .unwrap();
+        let response = sender.send_request(request).await.unwrap();
+        let close = response.headers().get("connection").cloned();
+        let status = response.status();
+        response.into_body().collect().await.unwrap();
+        (status, close)
+    };
+    assert_eq!(send(&mut sender).await, (StatusCode::OK, None));
+    sender.ready().await.expect("kept alive before the signal");
+
+    signal.send(()).unwrap();
+    state.draining().cancelled().await;
+    let (status, close) = send(&mut sender).await;
+    assert_eq!(status, StatusCode::OK, "still answered while draining");
+    assert_eq!(close.as_ref().map(|v| v.to_str().unwrap()), Some("close"));
+    // Only a guard against hanging: the server ends the connection once the answer is written.
+    tokio::time::timeout(Duration::from_secs(30), connection)
+        .await
+        .expect("the connection was not closed after the answer")
+        .unwrap()
+        .unwrap();
+    let _ = hook.stop.send(());
+}
+
 /// A client that never finishes its request headers is disconnected after the header read timeout
 /// instead of holding its connection forever.
 #[tokio::test]

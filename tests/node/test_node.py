@@ -188,8 +188,13 @@ def state():
 
 def test_install_answers_every_review_once_registered(kube, state):
     kube.apply([PODGROUP_CRD])
+    # A previous run deletes its namespaces without waiting: creating one while it still terminates fails.
+    def phases():
+        return [(kube.get(f"/api/v1/namespaces/{ns}") or {}).get("status", {}).get("phase") for ns in (PROBE_NS, TDM_NS)]
+    kube.wait_for("the previous run's namespaces to be gone", lambda: "Terminating" not in phases(), 180)
     for ns in (PROBE_NS, TDM_NS):
         kube.kubectl("create", "namespace", ns, check=False)
+    kube.wait_for("the namespaces", lambda: phases() == ["Active", "Active"], 30)
     kube.wait_for("the PodGroup CRD", lambda: kube.get("/apis/scheduling.volcano.sh/v1beta1/podgroups"), 30)
     fail_open = FailOpen(kube)
     load = AdmissionLoad(kube)
@@ -360,7 +365,10 @@ def test_tdm_drains_a_closing_zone_round_by_round(kube, state):
         "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone", "metadata": {"name": ZONE},
         "spec": {"windows": [{"time": f"{hhmm(start)}-{hhmm(close_minute)}"},
                              {"time": f"{hhmm(opens_at)}-{hhmm(opens_at + dt.timedelta(minutes=30))}"}],
-                 "timeZone": "UTC", "evictPeriod": f"{EVICT_PERIOD}s", "taintWhenClosed": True},
+                 "timeZone": "UTC", "evictPeriod": f"{EVICT_PERIOD}s", "taintWhenClosed": True,
+                 # The drain starts at the close, so that the rounds are counted from it; the default (auto)
+                 # would start it at once, since the zone closes sooner than its estimated drain.
+                 "drainBefore": "0s"},
     }
     policy = {
         "apiVersion": "tidal.dev/v1alpha1", "kind": "DeschedulingPolicy", "metadata": {"name": POLICY},
