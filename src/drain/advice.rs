@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use jiff::SignedDuration;
 
 use super::{
-    model::{Bound, ZoneDrain},
+    model::{Bound, STAYS_BUDGET, STAYS_LIMIT, STAYS_NO_ROOM, ZoneDrain},
     outlook::{DrainSettings, ZoneOutlook},
 };
 use crate::{api::DrainBefore, cluster::ZoneInfo};
@@ -54,15 +54,55 @@ pub fn summary(outlook: &ZoneOutlook, drain: &ZoneDrain, settings: &DrainSetting
     if stays > 0 {
         parts.push(format!("{stays} stay ({})", reasons(&estimate.stays)));
     }
-    parts.push(format!(
-        "assumes {:.0} evictions/s (qps {}, burst {}, {} at a time) and pods gone {} after eviction",
-        pacing.rate(),
-        pacing.qps,
-        pacing.burst,
-        pacing.concurrency,
-        human(longest_termination(drain)),
-    ));
+    if estimate.pods > 0 {
+        parts.push(format!(
+            "assumes {:.0} evictions/s (qps {}, burst {}, {} at a time) and pods gone {} after \
+             eviction",
+            pacing.rate(),
+            pacing.qps,
+            pacing.burst,
+            pacing.concurrency,
+            human(longest_termination(drain)),
+        ));
+    }
     parts.join("; ")
+}
+
+/// What would let the pods that stay go, one sentence per reason.
+fn stays_fixes(stays: &BTreeMap<String, u32>) -> Vec<String> {
+    let mut fixes = Vec::new();
+    let mut other = BTreeMap::new();
+    for (why, &n) in stays {
+        match why.as_str() {
+            STAYS_NO_ROOM => fixes.push(format!(
+                "{n} preemptable pods wait for their jobs' evicted pods, whose replacements have no \
+                 node to run on outside the closing zones and stay Pending: add schedulable nodes \
+                 outside revocable zones, let the jobs lose more pods at once \
+                 (volcano.sh/jdb-max-unavailable), or set the zone's budgetsAfterClose: Ignore"
+            )),
+            STAYS_BUDGET => fixes.push(format!(
+                "{n} preemptable pods are held by budgets that never allow an eviction \
+                 (volcano.sh/jdb-min-available as large as the job, or jdb-max-unavailable 0): lower \
+                 them, or set the zone's budgetsAfterClose: Ignore"
+            )),
+            STAYS_LIMIT => fixes.push(format!(
+                "{n} preemptable pods are held by the policy's limits, which allow no eviction: \
+                 raise spec.limits"
+            )),
+            _ => {
+                other.insert(why.clone(), n);
+            }
+        }
+    }
+    if !other.is_empty() {
+        fixes.push(format!(
+            "{} preemptable pods are never evicted ({}): change the policy's protections or the \
+             pods' settings",
+            other.values().sum::<u32>(),
+            reasons(&other)
+        ));
+    }
+    fixes
 }
 
 fn bound_text(bound: &Bound) -> String {
@@ -93,11 +133,7 @@ pub fn fix(
     let mut fixes = Vec::new();
     let stays = estimate.stays_total();
     if stays > 0 {
-        fixes.push(format!(
-            "{stays} preemptable pods are never evicted ({}): change the policy's protections or the \
-             pods' settings",
-            reasons(&estimate.stays)
-        ));
+        fixes.extend(stays_fixes(&estimate.stays));
     }
     let Some(close) = outlook.close else {
         if outlook.remaining > 0 {

@@ -7,10 +7,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::model::{JobDrain, PodDrain};
+use super::model::{JobDrain, PodDrain, Replacement};
 use crate::{
     api::policy::Strategies,
-    cluster::{JobKind, ObjectKey, PodInfo, PodPhase, PolicyInfo, Setting, Snapshot},
+    cluster::{ObjectKey, PodInfo, PodPhase, PolicyInfo, Setting, Snapshot},
     framework::{GateId, PlanContext, SkipReason, ZonePlacement, ZoneView},
     planner::{self, SkipRows},
     windows::ZoneState,
@@ -43,6 +43,14 @@ pub fn zone_pods(
 ) -> BTreeMap<String, ZonePods> {
     let nothing_planned = HashSet::new();
     let (views, _) = crate::framework::zone_views(snapshot, now);
+    // Zones whose nodes take no replacement now, whatever is drained: closed, draining, or with
+    // windows that cannot be read.
+    let shut_now: HashSet<&str> = snapshot
+        .zones
+        .values()
+        .filter(|zone| !zone.state_at(now).is_ok_and(|state| !state.evicting()))
+        .map(|zone| zone.name.as_str())
+        .collect();
     // Every zone of interest as if it drained now and its round were due: the plan then says what a
     // round would take, and why it would leave the rest.
     let forced: BTreeMap<String, ZoneView> = views
@@ -129,6 +137,18 @@ pub fn zone_pods(
                     });
                 }
             }
+            // Where the zone's evicted pods could run meanwhile: off this zone and every shut one.
+            let room = snapshot
+                .nodes
+                .values()
+                .filter_map(|n| n.node.as_ref())
+                .any(|node| {
+                    node.takes_replacements(|z| {
+                        z == zone.as_str()
+                            || shut_now.contains(z)
+                            || !snapshot.zones.contains_key(z)
+                    })
+                });
             pods.jobs = by_job
                 .into_iter()
                 .map(|(job, mut to_evict)| {
@@ -152,7 +172,18 @@ pub fn zone_pods(
                         job: job.to_string(),
                         budget,
                         stats,
-                        replaced: job.kind != JobKind::Pod,
+                        replacement: match state {
+                            Some(state)
+                                if state.pods.values().any(|pod| pod.recreated_when_evicted()) =>
+                            {
+                                if room {
+                                    Replacement::Runs
+                                } else {
+                                    Replacement::Pending
+                                }
+                            }
+                            _ => Replacement::None,
+                        },
                         leaving_until,
                         pods: to_evict,
                     }

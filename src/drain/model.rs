@@ -6,9 +6,10 @@
 //! job loses what its budget allows given the pods of the job still leaving (queued, sent and not yet
 //! terminated); a job without a budget loses one pod at a time. Evictions queue for the sender, which
 //! takes the earliest close first and sends at most `qps` a second (after a burst), `concurrency` at a
-//! time, each taking `request`. A sent pod is gone `terminates_in` later, and its job's replacement is
-//! assumed to be running by then (a replacement left Pending holds a MaxUnavailable budget longer: the
-//! live estimate, recomputed from the cluster, sees that and moves).
+//! time, each taking `request`. A sent pod is gone `terminates_in` later. What then takes its place
+//! decides its job's budget: a replacement running elsewhere gives the budget back, a pod nothing
+//! recreates leaves the job smaller, and a replacement with no node to run on (every ready node is in
+//! a closed or draining zone) stays Pending and holds the budget for the rest of the drain.
 
 use std::{
     cmp::Reverse,
@@ -78,12 +79,24 @@ pub struct JobDrain {
     pub budget: Option<JobBudget>,
     /// The job's pods, wherever they run, as the budget counts them now.
     pub stats: JobStats,
-    /// The job's controller replaces an evicted pod (a bare pod is gone for good).
-    pub replaced: bool,
+    /// What takes an evicted pod's place.
+    pub replacement: Replacement,
     /// When each of the job's pods already on its way out is expected to be gone.
     pub leaving_until: Vec<Timestamp>,
     /// The pods to evict from the zone, in the order rounds take them.
     pub pods: Vec<PodDrain>,
+}
+
+/// What takes an evicted pod's place in its job, once the pod is gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replacement {
+    /// Nothing: the job is one pod smaller (a bare pod, or one owned by its PodGroup alone).
+    None,
+    /// Its controller recreates it and it runs elsewhere: the job's budget is free again.
+    Runs,
+    /// Its controller recreates it, but no node outside closed and draining zones can take it: it
+    /// stays Pending and counts as unavailable.
+    Pending,
 }
 
 /// One pod to evict.
@@ -170,6 +183,13 @@ impl DrainEstimate {
         self.stays.values().sum()
     }
 }
+
+/// Why pods of a drain that can go no further stay: the policy's limits allow no eviction.
+pub const STAYS_LIMIT: &str = "limit";
+/// ... their job's budget allows none, whatever leaves.
+pub const STAYS_BUDGET: &str = "budget";
+/// ... their job's budget is held by replacements that no node outside the closing zone can take.
+pub const STAYS_NO_ROOM: &str = "budget held by Pending replacements";
 
 /// Rounds followed per zone at most: beyond this the drain is reported as cut short.
 const MAX_ROUNDS: usize = 100_000;
@@ -397,14 +417,15 @@ fn plan_round(
         if cap == 0 {
             break;
         }
-        // Pods gone by now have left their budget: their replacements run (or a bare pod is gone).
+        // Pods gone by now have left: their replacements run, stay Pending (the job keeps its size
+        // and they count as unavailable), or the job is smaller.
         let before = sim.leaving.len();
         sim.leaving.retain(|until| until.is_none_or(|t| t > at));
         let released = u32::try_from(before - sim.leaving.len()).unwrap_or(u32::MAX);
-        if job.replaced {
-            sim.running += released;
-        } else {
-            sim.total = sim.total.saturating_sub(released);
+        match job.replacement {
+            Replacement::Runs => sim.running += released,
+            Replacement::Pending => {}
+            Replacement::None => sim.total = sim.total.saturating_sub(released),
         }
         let stats = JobStats {
             total: sim.total,
@@ -513,13 +534,23 @@ fn finish(zone: ZoneSim<'_>) -> DrainEstimate {
     let mut stays_by_reason = input.stays.clone();
     let held_for_good = if zone.stuck { not_sent } else { 0 };
     if held_for_good > 0 {
-        let why = if input.round_cap == Some(0) {
-            "limit"
-        } else {
-            "budget"
-        };
-        *stays_by_reason.entry(why.to_owned()).or_default() +=
-            u32::try_from(held_for_good).unwrap_or(u32::MAX);
+        for (job, sim) in input.jobs.iter().zip(&zone.jobs) {
+            let held = job.pods.len() - sim.next.min(job.pods.len());
+            if held == 0 {
+                continue;
+            }
+            let why = if input.round_cap == Some(0) {
+                STAYS_LIMIT
+            } else if job.replacement == Replacement::Pending
+                && (sim.next > 0 || !job.leaving_until.is_empty())
+            {
+                STAYS_NO_ROOM
+            } else {
+                STAYS_BUDGET
+            };
+            *stays_by_reason.entry(why.to_owned()).or_default() +=
+                u32::try_from(held).unwrap_or(u32::MAX);
+        }
     }
     let stays: u32 = stays_by_reason.values().sum();
     let not_sent = not_sent - held_for_good;
@@ -629,7 +660,7 @@ mod tests {
                 finished: 0,
                 leaving: 0,
             },
-            replaced: true,
+            replacement: Replacement::Runs,
             leaving_until: Vec::new(),
             pods: (0..n)
                 .map(|_| PodDrain {
@@ -769,7 +800,7 @@ mod tests {
         let mut gang = job("gang", 3, all, 30);
         // Another job the rounds do drain.
         let free = job("free", 2, None, 30);
-        gang.replaced = false;
+        gang.replacement = Replacement::None;
         let estimate = &estimate(&[zone("rz1", 600, vec![gang, free])], pacing(5.0, 10, 4))[0];
         assert_eq!(estimate.stays.get("budget"), Some(&3));
         assert_eq!(estimate.empty_at(), None);
@@ -786,6 +817,33 @@ mod tests {
         capped.round_cap = Some(0);
         let held = &super::estimate(&[capped], pacing(5.0, 10, 4))[0];
         assert_eq!(held.stays.get("limit"), Some(&2));
+    }
+
+    #[test]
+    fn replacements_with_no_node_to_run_on_hold_the_budget_for_the_rest_of_the_drain() {
+        // maxUnavailable 1 over 4 pods: with room elsewhere, one pod a round until the zone is empty.
+        let one = Some(JobBudget::MaxUnavailable(IntOrPercent::Int(1)));
+        let runs = &estimate(
+            &[zone("rz1", 600, vec![job("etl", 4, one, 5)])],
+            pacing(5.0, 10, 4),
+        )[0];
+        assert_eq!(runs.rounds.len(), 4);
+        assert!(runs.empty_at().is_some());
+        // Every node is the zone's: the first replacement stays Pending, and no later round can take
+        // a pod. The three left stay, and the estimate says why.
+        let mut pending = job("etl", 4, one, 5);
+        pending.replacement = Replacement::Pending;
+        let held = &estimate(&[zone("rz1", 600, vec![pending])], pacing(5.0, 10, 4))[0];
+        assert_eq!(held.rounds.iter().map(|r| r.pods).collect::<Vec<_>>(), [1]);
+        assert_eq!(held.stays.get(STAYS_NO_ROOM), Some(&3), "{:?}", held.stays);
+        assert_eq!(held.empty_at(), None);
+        assert_eq!(held.at_close, 3);
+        // A job whose evicted pods are not recreated gets smaller instead: its budget comes back.
+        let mut bare = job("etl", 4, one, 5);
+        bare.replacement = Replacement::None;
+        let gone = &estimate(&[zone("rz1", 600, vec![bare])], pacing(5.0, 10, 4))[0];
+        assert_eq!(gone.rounds.len(), 4);
+        assert!(gone.empty_at().is_some());
     }
 
     #[test]

@@ -277,14 +277,22 @@ mod tests {
     };
 
     /// Zone `z` (node `rev-1`, plenty of room) open 20:00-05:00 UTC: at 04:00 it closes in an hour.
+    /// Zone `z` of one node, and a node outside it where evicted pods' replacements run.
     fn cluster(spec: serde_json::Value, pods: usize) -> ClusterCache {
-        let world = Cluster::new()
+        cluster_where(spec, pods, true)
+    }
+
+    fn cluster_where(spec: serde_json::Value, pods: usize, room_elsewhere: bool) -> ClusterCache {
+        let mut world = Cluster::new()
             .node(
                 node("rev-1")
                     .zone("z")
                     .allocatable("1000", "1000Gi", 10_000),
             )
             .zone(zone("z").window("20:00-05:00").spec(spec));
+        if room_elsewhere {
+            world = world.node(node("plain-1"));
+        }
         let world = world.pods((0..pods).map(|i| {
             pod(&format!("batch/p{i}"), "rev-1")
                 .owned_by("ReplicaSet", &format!("rs{i}"))
@@ -406,6 +414,39 @@ mod tests {
             outlook.summary.contains("bounded by the budget"),
             "{}",
             outlook.summary
+        );
+    }
+
+    #[test]
+    fn a_job_whose_replacements_cannot_run_elsewhere_is_at_risk_with_the_reason() {
+        // The zone's node is the only one: the first evicted pod's replacement stays Pending and
+        // holds maxUnavailable 1 until the zone opens again.
+        let mut cache = cluster_where(json!({}), 0, false);
+        for i in 0..4 {
+            cache.apply_pod(
+                pod(&format!("batch/etl-{i}"), "rev-1")
+                    .owned_by("ReplicaSet", "etl")
+                    .preemptable()
+                    .annotation("volcano.sh/jdb-max-unavailable", "1")
+                    .build(),
+                Timestamp::UNIX_EPOCH,
+            );
+        }
+        let outlook = outlook_at(&mut cache, "2026-11-22T04:00:00Z", 5.0);
+        assert!(outlook.at_risk);
+        assert_eq!(outlook.estimate.rounds.len(), 1);
+        assert_eq!(
+            outlook
+                .estimate
+                .stays
+                .get(crate::drain::model::STAYS_NO_ROOM),
+            Some(&3)
+        );
+        let fix = outlook.fix.unwrap();
+        assert!(
+            fix.contains("3 preemptable pods wait for their jobs' evicted pods")
+                && fix.contains("add schedulable nodes outside revocable zones"),
+            "{fix}"
         );
     }
 

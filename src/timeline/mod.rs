@@ -9,10 +9,10 @@
 //! closing zones' and given up at the cycle timeout), counts as leaving from the moment it is planned,
 //! goes out at the eviction rate (QPS, burst, concurrency, each request taking
 //! [`Pacing::ASSUMED_REQUEST`](crate::drain::Pacing::ASSUMED_REQUEST)), and its pod is gone its
-//! termination grace period later; its job's budget is held until then. Its job's controller then
-//! replaces it elsewhere, as the drain estimate assumes (on no node: where it lands is not known; a
-//! bare pod is not replaced), or, when no ready node outside closed and draining zones is left,
-//! leaves it Pending, holding its job's budget. Nothing else arrives, and `DryRun` policies are simulated as if they
+//! termination grace period later; its job's budget is held until then. Its controller then
+//! replaces it elsewhere (on no node: where it lands is not known; a bare pod, or one owned by its
+//! PodGroup alone, is not replaced), or, when no ready node outside closed and draining zones is
+//! left, leaves it Pending, holding its job's budget, as the drain estimate does. Nothing else arrives, and `DryRun` policies are simulated as if they
 //! were `Evict` (that is what they preview), so that later policies see their evictions as in
 //! flight, as the controller would.
 //!
@@ -96,9 +96,9 @@ impl Assumptions {
             drain_slack_seconds: settings.drain.slack.as_secs(),
             cycle_timeout_seconds: settings.cycle_timeout.as_secs(),
             pods: "an evicted pod is gone its terminationGracePeriodSeconds (30s unless set) after its \
-                   eviction is sent, replaced on another node by its job's controller (a bare pod is \
-                   not; with no ready node outside closed and draining zones, the replacement stays \
-                   Pending); nothing else arrives"
+                   eviction is sent, replaced on another node by its controller (a bare pod, or one owned by its \
+                   PodGroup alone, is not; with no ready node outside closed and draining zones, the \
+                   replacement stays Pending); nothing else arrives"
                 .to_owned(),
         }
     }

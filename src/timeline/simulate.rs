@@ -20,8 +20,7 @@ use super::{
 use crate::{
     api::{DrainBefore, PolicyMode},
     cluster::{
-        ClusterCache, DrainStart, JobKind, ObjectKey, PodInfo, PolicyInfo, Snapshot,
-        model::keys::PodUid,
+        ClusterCache, DrainStart, ObjectKey, PodInfo, PolicyInfo, Snapshot, model::keys::PodUid,
     },
     drain::{self, ZoneOutlook, advice::human, inputs::grace_of},
     framework::{Candidate, GateId, PlanContext, StrategyId, zone_views},
@@ -613,23 +612,21 @@ fn follow_drains(
 fn room_elsewhere(cache: &ClusterCache, at: Timestamp) -> bool {
     let zones = cache.zones();
     cache.nodes().any(|node| {
-        node.ready
-            && !node.unschedulable
-            && node.revocable_zone.as_ref().is_none_or(|zone| {
-                zones
-                    .get(zone)
-                    .is_some_and(|zone| zone.state_at(at).is_ok_and(|state| !state.evicting()))
-            })
+        node.takes_replacements(|zone| {
+            zones
+                .get(zone)
+                .is_none_or(|zone| zone.state_at(at).is_ok_and(|state| state.evicting()))
+        })
     })
 }
 
-/// The pod that takes the place of `pod`, gone at `at`, in its job: its controller (or PodGroup's
-/// job) recreates it. With `room` elsewhere it runs there, so that the job's budget is free again,
-/// as the drain estimate assumes; without, it stays Pending. It is on no node: nothing is known of
-/// where it lands, and it must not weigh on any node the policies balance. A bare pod is not
-/// replaced.
+/// The pod that takes the place of `pod`, gone at `at`, in its job: its controller recreates it.
+/// With `room` elsewhere it runs there, so that the job's budget is free again, as the drain
+/// estimate assumes; without, it stays Pending. It is on no node: nothing is known of where it
+/// lands, and it must not weigh on any node the policies balance. A pod nothing recreates (bare,
+/// or owned by its PodGroup alone) is not replaced.
 fn replacement(pod: &PodInfo, at: Timestamp, room: bool) -> Option<PodInfo> {
-    if pod.job.kind == JobKind::Pod {
+    if !pod.recreated_when_evicted() {
         return None;
     }
     let mut replacement = pod.clone();
@@ -913,6 +910,42 @@ mod tests {
             .collect();
         assert_eq!(rounds.iter().sum::<usize>(), 2, "{:?}", kinds(&timeline));
         assert_eq!(cache.snapshot().node("rev-1").unwrap().pods.len(), 3);
+    }
+
+    #[test]
+    fn pods_owned_by_their_pod_group_alone_are_not_replaced_and_the_job_shrinks() {
+        // No node outside the zone, and nothing recreates a pod whose only owner is its PodGroup: the
+        // job gets smaller instead of holding Pending replacements, so a 50% budget keeps allowing
+        // evictions (2 of 4, then 1 of 2, then 1 of 1), as the controller sees it.
+        let mut cache = cluster(None, &[]);
+        cache.delete_node("normal-1");
+        for i in 0..5 {
+            cache.delete_pod(
+                &ObjectKey::new("batch", format!("j-{i}")),
+                Timestamp::UNIX_EPOCH,
+            );
+        }
+        for i in 0..4 {
+            cache.apply_pod(
+                pod(&format!("batch/train-{i}"), "rev-1")
+                    .owned_by("PodGroup", "train")
+                    .annotation("scheduling.k8s.io/group-name", "train")
+                    .preemptable()
+                    .annotation("volcano.sh/jdb-max-unavailable", "50%")
+                    .scheduled_at("2026-11-22T03:00:00Z")
+                    .build(),
+                Timestamp::UNIX_EPOCH,
+            );
+        }
+        let timeline = simulate_hours(&mut cache, "2026-11-23T05:30:00Z", 1);
+        let rounds: Vec<usize> = timeline
+            .events
+            .iter()
+            .filter(|e| e.event == EventKind::Round)
+            .map(|e| e.evictions.len())
+            .collect();
+        assert_eq!(rounds, [2, 1, 1], "{:?}", kinds(&timeline));
+        assert_eq!(cache.pod_count(), 0, "no replacement");
     }
 
     #[test]

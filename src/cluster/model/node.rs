@@ -58,4 +58,12 @@ impl NodeInfo {
             name,
         })
     }
+
+    /// Whether a pod evicted elsewhere could be scheduled here: the node is ready, schedulable, and in
+    /// no zone that `shut` says is closed or draining (a zone without its RevocableZone counts as
+    /// shut: nothing says it is open). Taints and resources are not weighed: an estimate of whether
+    /// replacements run at all, not of where.
+    pub fn takes_replacements(&self, shut: impl Fn(&str) -> bool) -> bool {
+        self.ready && !self.unschedulable && self.revocable_zone.as_deref().is_none_or(|z| !shut(z))
+    }
 }

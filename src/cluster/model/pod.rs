@@ -541,6 +541,15 @@ impl PodInfo {
         self.priority.unwrap_or(0)
     }
 
+    /// Whether something recreates this pod once it is evicted: a controller owner other than a
+    /// PodGroup (which only groups pods; its Volcano Job, a ReplicaSet, a StatefulSet... recreate
+    /// them). A bare pod, or one owned by its PodGroup alone, is gone for good.
+    pub fn recreated_when_evicted(&self) -> bool {
+        self.owner
+            .as_ref()
+            .is_some_and(|owner| owner.kind.as_str() != "PodGroup")
+    }
+
     /// Bound to its node by design (DaemonSet pod or static pod): evicting it cannot move it anywhere.
     pub fn is_node_bound(&self) -> bool {
         self.mirror || self.controller_kind != ControllerKind::Other
