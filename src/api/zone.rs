@@ -233,7 +233,8 @@ pub struct DrainStatus {
     /// Preemptable pods still on the zone's nodes (evicted ones that have not terminated included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remaining_pods: Option<u32>,
-    /// When the last of them is expected to be gone; absent when some would never leave.
+    /// When the last of them is expected to be gone; absent when there are none, or some would never
+    /// leave.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_empty_at: Option<Time>,
     /// Seconds between the expected empty time and the close; negative when the close will be missed.

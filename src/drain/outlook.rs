@@ -91,6 +91,17 @@ impl ZoneOutlook {
     pub fn margin(&self) -> Option<SignedDuration> {
         self.estimate.margin()
     }
+
+    /// Nothing to drain: no preemptable pod on the zone, none to evict.
+    pub fn idle(&self) -> bool {
+        self.remaining == 0 && self.estimate.pods == 0
+    }
+
+    /// When the zone is expected to hold no preemptable pod; `None` when it holds none already (the
+    /// estimate would say "now", a value that moves at every refresh) or some will stay.
+    pub fn expected_empty_at(&self) -> Option<Timestamp> {
+        self.estimate.empty_at().filter(|_| !self.idle())
+    }
 }
 
 /// The policy whose TDM strategy drains the zones: the first in `Evict` mode, else the first in
@@ -448,6 +459,18 @@ mod tests {
                 && fix.contains("add schedulable nodes outside revocable zones"),
             "{fix}"
         );
+    }
+
+    #[test]
+    fn an_empty_zone_expects_nothing() {
+        let mut cache = cluster(json!({}), 0);
+        let outlook = outlook_at(&mut cache, "2026-11-22T04:00:00Z", 5.0);
+        assert!(outlook.idle() && !outlook.at_risk);
+        assert_eq!(outlook.expected_empty_at(), None);
+        assert_eq!(outlook.summary, "no preemptable pods");
+        let mut busy = cluster(json!({}), 2);
+        let outlook = outlook_at(&mut busy, "2026-11-22T04:00:00Z", 5.0);
+        assert!(outlook.expected_empty_at().is_some());
     }
 
     #[test]

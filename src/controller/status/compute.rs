@@ -177,8 +177,12 @@ fn drain_status(drain: &ZoneDrainStatus<'_>, now: Timestamp) -> Option<DrainStat
         started_at: started.map(Time),
         starts_at: planned.filter(|at| *at > now).map(Time),
         remaining_pods: Some(outlook.remaining),
-        expected_empty_at: outlook.estimate.empty_at().map(Time),
-        margin_seconds: outlook.margin().map(|m| m.as_secs()),
+        // Unset for an empty zone: "now" would rewrite the status at every cycle.
+        expected_empty_at: outlook.expected_empty_at().map(Time),
+        margin_seconds: outlook
+            .margin()
+            .filter(|_| !outlook.idle())
+            .map(|m| m.as_secs()),
         at_close: outlook.close.map(|_| outlook.estimate.at_close),
         summary: Some(match &outlook.fix {
             Some(fix) => format!("{}. To make the close: {fix}", outlook.summary),
