@@ -40,12 +40,21 @@ pub fn summary(outlook: &ZoneOutlook, drain: &ZoneDrain, settings: &DrainSetting
     let mut parts = Vec::new();
     if estimate.pods == 0 && outlook.remaining == 0 {
         parts.push("no preemptable pods".to_owned());
+    } else if estimate.rounds.is_empty() && estimate.done_at.is_none() {
+        parts.push(format!(
+            "{}, no round can take any",
+            count(estimate.pods, "pod", "pods"),
+        ));
     } else {
         parts.push(format!(
-            "{} pods in {} jobs, {} rounds, {} ({})",
-            estimate.pods,
-            estimate.jobs,
-            estimate.rounds.len(),
+            "{} in {}, {}, {} ({})",
+            count(estimate.pods, "pod", "pods"),
+            count(estimate.jobs, "job", "jobs"),
+            count(
+                u32::try_from(estimate.rounds.len()).unwrap_or(u32::MAX),
+                "round",
+                "rounds"
+            ),
             human(estimate.duration()),
             bound_text(&estimate.bound),
         ));
@@ -105,6 +114,10 @@ fn stays_fixes(stays: &BTreeMap<String, u32>) -> Vec<String> {
     fixes
 }
 
+fn count(n: u32, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn bound_text(bound: &Bound) -> String {
     match bound {
         Bound::Nothing => "nothing to wait for".to_owned(),
@@ -136,14 +149,16 @@ pub fn fix(
         fixes.extend(stays_fixes(&estimate.stays));
     }
     let Some(close) = outlook.close else {
-        if outlook.remaining > 0 {
-            fixes.push(format!(
-                "the zone closed with {} preemptable pods still on it; expected empty {}",
-                outlook.remaining,
-                estimate
-                    .empty_at()
-                    .map_or("never".to_owned(), |at| at.to_string()),
-            ));
+        // Closed: what stays is said above; otherwise the pods leave round by round.
+        if outlook.remaining > 0 && fixes.is_empty() {
+            let left = count(outlook.remaining, "preemptable pod", "preemptable pods");
+            fixes.push(match estimate.empty_at() {
+                Some(empty) => format!(
+                    "the zone closed with {left} still on it; they leave round by round, the last \
+                     expected gone at {empty}"
+                ),
+                None => format!("the zone closed with {left} still on it"),
+            });
         }
         return fixes.join("; ");
     };

@@ -542,7 +542,7 @@ fn finish(zone: ZoneSim<'_>) -> DrainEstimate {
             let why = if input.round_cap == Some(0) {
                 STAYS_LIMIT
             } else if job.replacement == Replacement::Pending
-                && (sim.next > 0 || !job.leaving_until.is_empty())
+                && sim.total > sim.running + sim.finished
             {
                 STAYS_NO_ROOM
             } else {

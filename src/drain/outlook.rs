@@ -462,6 +462,44 @@ mod tests {
     }
 
     #[test]
+    fn a_closed_zone_held_by_a_pending_replacement_says_so() {
+        // Closed, as the controller sees it after one round: the evicted pod's replacement is Pending
+        // (no node outside the zone) and holds maxUnavailable 1, so the two left stay for that reason.
+        let mut cache = cluster_where(json!({}), 0, false);
+        for (name, node) in [("etl-0", "rev-1"), ("etl-1", "rev-1"), ("etl-2", "")] {
+            cache.apply_pod(
+                pod(&format!("batch/{name}"), node)
+                    .owned_by("ReplicaSet", "etl")
+                    .preemptable()
+                    .annotation("volcano.sh/jdb-max-unavailable", "1")
+                    .build(),
+                Timestamp::UNIX_EPOCH,
+            );
+        }
+        let outlook = outlook_at(&mut cache, "2026-11-22T06:00:00Z", 5.0);
+        assert!(outlook.at_risk && outlook.close.is_none());
+        assert_eq!(
+            outlook
+                .estimate
+                .stays
+                .get(crate::drain::model::STAYS_NO_ROOM),
+            Some(&2),
+            "{:?}",
+            outlook.estimate.stays
+        );
+        assert!(
+            outlook
+                .summary
+                .starts_with("2 pods, no round can take any; 2 stay"),
+            "{}",
+            outlook.summary
+        );
+        let fix = outlook.fix.unwrap();
+        assert!(fix.starts_with("2 preemptable pods wait for"), "{fix}");
+        assert!(!fix.contains("the zone closed with"), "{fix}");
+    }
+
+    #[test]
     fn an_empty_zone_expects_nothing() {
         let mut cache = cluster(json!({}), 0);
         let outlook = outlook_at(&mut cache, "2026-11-22T04:00:00Z", 5.0);

@@ -473,10 +473,13 @@ def test_tdm_drains_a_closing_zone_round_by_round(kube, state):
     assert sorted(s["name"] for s in held) == sorted(on_node_names(kube)), report_after["skipped"]
     assert all("1 unavailable" in s["detail"] for s in held), held
 
-    # The zone's status: closed, not "draining" (that is an open zone closing within drainBefore; the
-    # CRD's description of the field says so), and the last round recorded.
+    # The zone's status: closed and evicting ("draining" is true while tidal evicts the zone's pods,
+    # closed or ahead of the close, as the CRD describes it), the last round recorded, and the two
+    # etl pods that stay named with their reason: the replacement has no node to run on.
     status = kube.get(f"/apis/tidal.dev/v1alpha1/revocablezones/{ZONE}")["status"]
-    assert status["open"] is False and status["draining"] is False, status
+    assert status["open"] is False and status["draining"] is True, status
+    assert status["drain"]["remainingPods"] == 2, status
+    assert "2 stay (2 budget held by Pending replacements)" in status["drain"]["summary"], status
     last_round = dt.datetime.fromisoformat(status["lastEvictionRound"].replace("Z", "+00:00")).timestamp()
     assert abs(last_round - rounds[-1][0]["terminating"]) < 3, (status, rounds[-1][0]["terminating"])
 
