@@ -1322,8 +1322,10 @@ def value_path_exists(chart, path: str) -> bool:
     return True
 
 
-def test_refusals_name_only_values_that_exist(chart):
+def test_every_admitted_descheduler_value_is_refused_naming_values_that_exist(chart):
     message = render_error(chart, {key: 1 for key in refused_keys()})
+    # The schema's list and the template's are one: a key admitted but not refused would be ignored.
+    assert set(refused_lines(message)) == refused_keys()
     named = value_paths(message)
     assert {"controller.leaderElection", "metrics.serviceMonitor", "controller.extraArgs"} <= named, named
     assert [path for path in named if not value_path_exists(chart, path)] == []
