@@ -1,6 +1,7 @@
 //! The API types tidal owns (`tidal.dev/v1alpha1`) and the foreign ones it reads.
 
 pub mod args;
+pub mod chart_schema;
 pub(crate) mod descheduler;
 pub mod duration;
 pub mod labels;

@@ -193,7 +193,7 @@ fn display_path(pointer: &str) -> String {
 /// `nullable: true` admits null, `x-kubernetes-int-or-string` admits an integer or a string, and objects
 /// reject fields they do not declare (kubectl's default `--validate=strict` refuses unknown fields rather
 /// than letting the API server silently drop a misspelt setting).
-fn to_json_schema(node: &Value) -> Value {
+pub(super) fn to_json_schema(node: &Value) -> Value {
     let Value::Object(map) = node else {
         return node.clone();
     };

@@ -57,7 +57,12 @@ pub enum Command {
     /// the round that will take it, and when (takes the same input flags as `report`).
     Explain(ExplainArgs),
     /// Print the CustomResourceDefinitions tidal installs (RevocableZone, DeschedulingPolicy).
-    Crds,
+    Crds {
+        /// Print this values.schema.json instead, with its spec definitions regenerated from the CRDs
+        /// (scripts/gen-crds keeps the chart's in step).
+        #[arg(long, value_name = "FILE", hide = true)]
+        values_schema: Option<std::path::PathBuf>,
+    },
     /// Turn a Kubernetes descheduler policy (DeschedulerPolicy v1alpha2 or v1alpha1, on its own, in a
     /// ConfigMap or in the descheduler chart's values) into DeschedulingPolicies, one per profile,
     /// printed as YAML. Never looser: a setting whose loss could evict more is an error unless
@@ -85,7 +90,7 @@ impl Command {
             Command::Report(args) => args.clusters.is_empty(),
             Command::Timeline(args) => args.input.clusters.is_empty(),
             Command::Explain(args) => args.input.clusters.is_empty(),
-            Command::Crds | Command::Convert(_) | Command::Completion { .. } => false,
+            Command::Crds { .. } | Command::Convert(_) | Command::Completion { .. } => false,
         }
     }
 
@@ -116,7 +121,16 @@ impl Command {
 /// Runs a command that needs no cluster connection; returns what to print.
 pub fn run_offline(command: &Command) -> anyhow::Result<String> {
     match command {
-        Command::Crds => Ok(api::crds_yaml()),
+        Command::Crds {
+            values_schema: None,
+        } => Ok(api::crds_yaml()),
+        Command::Crds {
+            values_schema: Some(path),
+        } => {
+            let hand_written = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            api::chart_schema::values_schema(&hand_written)
+        }
         Command::Completion { shell } => {
             let mut script = Vec::new();
             let mut cli = <Cli as clap::CommandFactory>::command();
@@ -167,7 +181,7 @@ pub async fn run_live(
         Command::Report(args) => report_live(args).await.map(Some),
         Command::Timeline(args) => timeline_live(args).await.map(Some),
         Command::Explain(args) => explain::explain_live(args).await.map(Some),
-        Command::Crds | Command::Convert(_) | Command::Completion { .. } => {
+        Command::Crds { .. } | Command::Convert(_) | Command::Completion { .. } => {
             run_offline(command).map(Some)
         }
     }

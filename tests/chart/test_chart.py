@@ -78,6 +78,25 @@ VARIANTS: dict[str, dict] = {
     "webhook-off": {"webhook": {"enabled": False}},
     "everything": {
         "defaultPolicy": {"enabled": True},
+        "policies": [
+            {
+                "name": "balance",
+                "spec": {
+                    "mode": "DryRun",
+                    "interval": "10m",
+                    "strategies": {
+                        "lowNodeUtilization": {
+                            "thresholds": {"cpu": 20, "memory": 20, "pods": 20},
+                            "targetThresholds": {"cpu": 50, "memory": 50, "pods": 50},
+                        }
+                    },
+                },
+            },
+            {
+                "name": "restarts",
+                "spec": {"mode": "DryRun", "strategies": {"removePodsHavingTooManyRestarts": {"podRestartThreshold": 100}}},
+            },
+        ],
         "zones": [
             {
                 "name": "nightly-batch",
@@ -1011,6 +1030,314 @@ def test_notes_tell_how_to_see_the_report(chart):
     assert "tidal convert -f" in notes
 
 
+# -------------------------------------------------------------------------- policies and zones in values
+
+
+def render_error(chart, values: dict) -> str:
+    """What `helm template`/`helm install` print when they refuse `values`."""
+    with pytest.raises(helm.HelmError) as error:
+        chart.render(values=copy.deepcopy(values), name=RELEASE, namespace=NAMESPACE, is_install=True)
+    return str(error.value)
+
+
+def _policy(name: str, **spec) -> dict:
+    return {"name": name, "spec": {"mode": "DryRun", "strategies": {"tdm": {}}, **spec}}
+
+
+def _zone(name: str) -> dict:
+    return {"name": name, "spec": {"windows": [{"time": "20:00-06:00"}]}}
+
+
+@pytest.mark.parametrize(
+    "bad, path, says",
+    [
+        (
+            {"defaultPolicy": {"spec": {"strategies": {"lowNodeUtilisation": {}}}}},
+            "/defaultPolicy/spec/strategies",
+            "'lowNodeUtilisation' not allowed",
+        ),
+        ({"defaultPolicy": {"spec": {"interval": 300}}}, "/defaultPolicy/spec/interval", "want string"),
+        ({"defaultPolicy": {"spec": {"namespaces": {"exclude": "kube-system"}}}}, "/defaultPolicy/spec/namespaces/exclude", "want array"),
+        ({"zones": [{"name": "z", "spec": {"windows": [{"time": "20:00-06:00"}], "timezone": "UTC"}}]}, "/zones/0/spec", "'timezone' not allowed"),
+        ({"zones": [{"name": "z", "spec": {"windows": [{"time": "8-20"}]}}]}, "/zones/0/spec/windows/0/time", "does not match pattern"),
+        ({"zones": [{"name": "z", "spec": {"windows": [{"time": "20:00-06:00"}], "evictPeriod": 60}}]}, "/zones/0/spec/evictPeriod", "want string"),
+        (
+            {"policies": [_policy("p", strategies={"lowNodeUtilization": {"thresholds": {"cpu": "lots"}, "targetThresholds": {}}})]},
+            "/policies/0/spec/strategies/lowNodeUtilization/thresholds/cpu",
+            "want number",
+        ),
+        ({"policies": [{"name": "p", "spec": {"strategies": {"tdm": {}}}}]}, "/policies/0/spec", "missing property 'mode'"),
+        ({"policies": [_policy("p"), _policy("q", mode="Yolo")]}, "/policies/1/spec/mode", "must be one of 'Evict', 'DryRun'"),
+        ({"policies": [{"name": "p"}]}, "/policies/0", "missing property 'spec'"),
+        ({"policies": [_policy("Not_A_Name")]}, "/policies/0/name", "does not match pattern"),
+    ],
+)
+def test_specs_in_values_are_checked_against_the_crd_schemas(chart, bad, path, says):
+    with pytest.raises(helm.HelmValuesError) as error:
+        chart.validate_schema(copy.deepcopy(bad))
+    message = str(error.value)
+    assert any(f"at '{path}':" in line and says in line for line in message.splitlines()), message
+    # helm install and helm template refuse them before any template runs, so nothing is applied.
+    with pytest.raises(helm.HelmValuesError):
+        chart.render(values=copy.deepcopy(bad), name=RELEASE, namespace=NAMESPACE, is_install=True)
+
+
+def _commented_examples(values_yaml: str) -> dict[str, object]:
+    """The examples values.yaml gives in comments (a comment ending in "Example:" and the commented YAML
+    under it), by their top-level key."""
+    examples: dict[str, object] = {}
+    lines = values_yaml.splitlines()
+    for at, line in enumerate(lines):
+        if not (line.startswith("#") and line.rstrip().endswith("Example:")):
+            continue
+        block = []
+        for following in lines[at + 1 :]:
+            if not following.startswith("# "):
+                break
+            block.append(following[2:])
+        examples.update(yaml.safe_load("\n".join(block)))
+    return examples
+
+
+def test_the_examples_in_values_yaml_render_and_validate(chart):
+    examples = _commented_examples((CHART / "values.yaml").read_text())
+    assert set(examples) == {"policies", "zones"}, examples
+    values = {"defaultPolicy": {"enabled": True}, **examples}
+    chart.validate_schema(copy.deepcopy(values))
+    docs, _ = render(chart, values)
+    validate_manifests(chart, docs, "values.yaml examples")
+    assert [p["metadata"]["name"] for p in find(docs, "DeschedulingPolicy")] == ["default"] + [
+        p["name"] for p in examples["policies"]
+    ]
+    assert [z["metadata"]["name"] for z in find(docs, "RevocableZone")] == [z["name"] for z in examples["zones"]]
+
+
+def test_the_shipped_examples_are_accepted_as_values(chart):
+    # Every example the repository ships, given as chart values: the generated definitions must admit
+    # everything the CRDs admit, or a policy that `kubectl apply` takes would fail `helm install`.
+    objects = [
+        doc
+        for path in sorted((ROOT / "policies").glob("*.yaml")) + [ROOT / "examples" / "demo-cluster.yaml"]
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc and doc.get("apiVersion") == "tidal.dev/v1alpha1"
+    ]
+    policies = [{"name": o["metadata"]["name"], "spec": o["spec"]} for o in objects if o["kind"] == "DeschedulingPolicy"]
+    zones = [{"name": o["metadata"]["name"], "spec": o["spec"]} for o in objects if o["kind"] == "RevocableZone"]
+    assert len(policies) >= 14 and zones
+    values = {"policies": policies, "zones": zones}
+    chart.validate_schema(copy.deepcopy(values))
+    docs, _ = render(chart, values)
+    validate_manifests(chart, docs, "shipped examples")
+    assert len(find(docs, "DeschedulingPolicy")) == len(policies)
+
+
+def test_several_policies_render_one_deschedulingpolicy_each(chart):
+    values = VARIANTS["everything"]
+    docs, notes = render(chart, values)
+    policies = find(docs, "DeschedulingPolicy")
+    assert [p["metadata"]["name"] for p in policies] == ["default", "balance", "restarts"]
+    by_name = {p["metadata"]["name"]: p for p in policies}
+    for given in values["policies"]:
+        assert by_name[given["name"]]["spec"] == given["spec"], "taken as written, nothing merged in"
+        assert by_name[given["name"]]["metadata"]["labels"]["team"] == "platform"
+    # The notes say what was installed rather than asking for a first policy.
+    assert "No DeschedulingPolicy was installed" not in notes
+    for line in ["default: DryRun, every 5m", "balance: DryRun, every 10m", "restarts: DryRun, every 5m"]:
+        assert line in notes, notes
+
+
+def test_policies_need_no_default_policy(chart):
+    docs, notes = render(chart, {"policies": [_policy("default"), _policy("night", interval="1h")]})
+    assert [p["metadata"]["name"] for p in find(docs, "DeschedulingPolicy")] == ["default", "night"]
+    assert "night: DryRun, every 1h" in notes and "No DeschedulingPolicy was installed" not in notes
+
+
+def test_default_policy_spec_is_merged_into_its_default(chart):
+    # Helm merges maps: the default `tdm` strategy stays beside the one given, unless set to null (as
+    # values.yaml says); `policies` items are lists, so they are taken as written.
+    given = {"enabled": True, "spec": {"strategies": {"removeFailedPods": {}}}}
+    docs, _ = render(chart, {"defaultPolicy": given})
+    assert set(one(docs, "DeschedulingPolicy")["spec"]["strategies"]) == {"tdm", "removeFailedPods"}
+    given["spec"]["strategies"]["tdm"] = None
+    docs, _ = render(chart, {"defaultPolicy": given})
+    assert set(one(docs, "DeschedulingPolicy")["spec"]["strategies"]) == {"removeFailedPods"}
+
+
+@pytest.mark.parametrize(
+    "values, says",
+    [
+        (
+            {"policies": [_policy("a"), _policy("b"), _policy("a")]},
+            'policies[2].name: "a" is already the name of policies[0]',
+        ),
+        (
+            {"defaultPolicy": {"enabled": True}, "policies": [_policy("default")]},
+            'policies[0].name: "default" is already the name of defaultPolicy',
+        ),
+        (
+            {"defaultPolicy": {"enabled": True, "name": "batch"}, "policies": [_policy("other"), _policy("batch")]},
+            'policies[1].name: "batch" is already the name of defaultPolicy',
+        ),
+        ({"zones": [_zone("night"), _zone("day"), _zone("night")]}, 'zones[2].name: "night" is already the name of zones[0]'),
+    ],
+)
+def test_a_name_given_twice_is_refused(chart, values, says):
+    assert says in render_error(chart, values)
+
+
+def test_a_disabled_default_policy_leaves_its_name_free(chart):
+    docs, _ = render(chart, {"policies": [_policy("default")]})
+    assert [p["metadata"]["name"] for p in find(docs, "DeschedulingPolicy")] == ["default"]
+
+
+# ---------------------------------------------------------------------- values from the descheduler's chart
+
+DESCHEDULER_VALUES = ROOT / "tests" / "fixtures" / "descheduler" / "v0.36.0" / "chart" / "values.yaml"
+DESCHEDULER_HEADLINE = "values of the Kubernetes descheduler's chart, which tidal's chart does not read"
+# Keys the descheduler's values.yaml documents only in comments.
+DESCHEDULER_COMMENTED_KEYS = [
+    "startingDeadlineSeconds",
+    "successfulJobsHistoryLimit",
+    "failedJobsHistoryLimit",
+    "ttlSecondsAfterFinished",
+    "activeDeadlineSeconds",
+    "timeZone",
+    "automountServiceAccountToken",
+    "extraServiceAccountVolumeMounts",
+    "extraServiceAccountVolumes",
+]
+
+
+def refused_lines(message: str) -> dict[str, str]:
+    """The refusal's lines, `  key: tidal's equivalent`, by key."""
+    assert DESCHEDULER_HEADLINE in message, message
+    lines = message.split(DESCHEDULER_HEADLINE, 1)[1].splitlines()[1:]
+    return dict(line.strip().split(": ", 1) for line in lines if line.startswith("  "))
+
+
+def refused_keys() -> set[str]:
+    """The top-level keys the schema admits only so that the chart can refuse them."""
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    return {
+        key
+        for key, value in schema["properties"].items()
+        if value.get("description", "").startswith("A value of the Kubernetes descheduler's chart")
+    }
+
+
+@pytest.mark.parametrize(
+    "values, key, equivalent",
+    [
+        (
+            {"deschedulerPolicy": {"profiles": [{"name": "default", "plugins": {}}]}},
+            "deschedulerPolicy",
+            "`tidal convert -f <this values file>` prints the DeschedulingPolicies",
+        ),
+        ({"deschedulerPolicyAPIVersion": "descheduler/v1alpha2"}, "deschedulerPolicyAPIVersion", "`tidal convert` reads"),
+        ({"cmdOptions": {"v": 3, "dry-run": None}}, "cmdOptions", "controller.extraArgs"),
+        ({"cmdOptions": {"dry-run": True}}, "cmdOptions", "dry-run is a policy's spec.mode: DryRun"),
+        ({"leaderElection": {"enabled": True, "leaseDuration": "15s"}}, "leaderElection", "controller.leaderElection"),
+        ({"serviceMonitor": {"enabled": True}}, "serviceMonitor", "metrics.serviceMonitor"),
+        ({"kind": "Deployment"}, "kind", "tidal always runs as a Deployment"),
+        ({"schedule": "*/2 * * * *"}, "schedule", "every spec.interval"),
+        ({"deschedulingInterval": "5m"}, "deschedulingInterval", "spec.interval of each policy"),
+        ({"replicas": 3}, "replicas", "controller.replicas"),
+        ({"nodeSelector": {"pool": "system"}}, "nodeSelector", "controller.nodeSelector"),
+        ({"tolerations": [{"operator": "Exists"}]}, "tolerations", "controller.tolerations"),
+        ({"resources": {"requests": {"cpu": "500m"}}}, "resources", "controller.resources"),
+        ({"priorityClassName": "system-node-critical"}, "priorityClassName", "controller.priorityClassName"),
+        ({"podDisruptionBudget": {"enabled": True}}, "podDisruptionBudget", "controller.podDisruptionBudget"),
+        ({"rbac": {"create": False}}, "rbac", "always creates tidal's least-privilege RBAC"),
+    ],
+)
+def test_descheduler_chart_values_are_refused_with_tidals_equivalent(chart, values, key, equivalent):
+    # The schema admits them, so that what helm prints is the sentence naming the equivalent rather than
+    # "additional properties not allowed".
+    chart.validate_schema(copy.deepcopy(values))
+    refused = refused_lines(render_error(chart, values))
+    assert list(refused) == [key]
+    assert equivalent in refused[key], refused[key]
+
+
+def test_the_descheduler_charts_values_file_is_refused_whole(chart):
+    text = DESCHEDULER_VALUES.read_text()
+    upstream = yaml.safe_load(text)
+    ours = yaml.safe_load((CHART / "values.yaml").read_text())
+    for key in DESCHEDULER_COMMENTED_KEYS:
+        assert f"\n# {key}:" in text, key
+    # Every value of the descheduler's chart is either one of tidal's (same meaning) or refused.
+    assert set(upstream) | set(DESCHEDULER_COMMENTED_KEYS) <= set(ours) | refused_keys()
+    # One error names them all, so a copied file is fixed in one go; empty ones set nothing and pass.
+    refused = refused_lines(render_error(chart, upstream))
+    assert set(refused) == {key for key, value in upstream.items() if key in refused_keys() and value}
+    assert {"deschedulerPolicy", "cmdOptions", "kind", "schedule", "replicas", "serviceMonitor"} <= set(refused)
+    commented = {key: 1 for key in DESCHEDULER_COMMENTED_KEYS}
+    assert set(refused_lines(render_error(chart, commented))) == set(DESCHEDULER_COMMENTED_KEYS)
+
+
+def test_empty_descheduler_values_set_nothing_and_pass(chart):
+    values = {"nodeSelector": {}, "tolerations": [], "leaderElection": {}, "suspend": False, "initContainers": None}
+    docs, _ = render(chart, values)
+    assert "nodeSelector" not in pod_spec(docs, "tidal-controller")
+
+
+# Dotted value paths named in prose: `controller.leaderElection`, `zones[].spec.timeZone`, `--set a.b=c`.
+_VALUE_PATH = re.compile(
+    r"(?<![\w.$/-])(controller|webhook|metrics|zoneTaints|networkPolicy|image|defaultPolicy|policies|zones)"
+    r"((?:\[\])?(?:\.[A-Za-z]\w*)+)"
+)
+
+
+def value_paths(text: str) -> set[str]:
+    return {
+        m.group(1) + m.group(2)
+        for m in _VALUE_PATH.finditer(text)
+        # API groups (metrics.k8s.io) and file names (controller.yaml) are not values.
+        if not m.group(2).endswith((".io", ".yaml", ".md"))
+    }
+
+
+def value_path_exists(chart, path: str) -> bool:
+    """Whether `path` is one of the chart's values, or a field of a spec the chart takes in values."""
+    specs = crd_schemas(chart)
+    spec_of = {
+        "defaultPolicy.spec": specs[("tidal.dev/v1alpha1", "DeschedulingPolicy")]["properties"]["spec"],
+        "policies[].spec": specs[("tidal.dev/v1alpha1", "DeschedulingPolicy")]["properties"]["spec"],
+        "zones[].spec": specs[("tidal.dev/v1alpha1", "RevocableZone")]["properties"]["spec"],
+    }
+    for prefix, schema in spec_of.items():
+        if path == prefix:
+            return True
+        if path.startswith(prefix + "."):
+            for part in path[len(prefix) + 1 :].split("."):
+                schema = schema.get("properties", {}).get(part)
+                if schema is None:
+                    return False
+            return True
+    node: object = yaml.safe_load((CHART / "values.yaml").read_text())
+    for part in path.replace("[]", "").split("."):
+        if not isinstance(node, dict) or part not in node:
+            return path.replace("[]", "") in {"policies.name", "zones.name", "policies.spec", "zones.spec"}
+        node = node[part]
+    return True
+
+
+def test_every_admitted_descheduler_value_is_refused_naming_values_that_exist(chart):
+    message = render_error(chart, {key: 1 for key in refused_keys()})
+    # The schema's list and the template's are one: a key admitted but not refused would be ignored.
+    assert set(refused_lines(message)) == refused_keys()
+    named = value_paths(message)
+    assert {"controller.leaderElection", "metrics.serviceMonitor", "controller.extraArgs"} <= named, named
+    assert [path for path in named if not value_path_exists(chart, path)] == []
+
+
+@pytest.mark.parametrize("variant", ["default", "everything", "single-replica-no-lease", "webhook-off"])
+def test_notes_name_only_values_that_exist(chart, variant):
+    _, notes = render(chart, VARIANTS[variant])
+    named = value_paths(notes)
+    assert [path for path in named if not value_path_exists(chart, path)] == [], notes
+
+
 def test_controller_priority_class_defaults_to_system_cluster_critical(chart):
     # As the descheduler's chart does; "" runs it at the default priority.
     docs, _ = render(chart, {})
@@ -1276,3 +1603,40 @@ def test_network_policies_restrict_sources_when_given(chart):
     docs, _ = render(chart, values)
     assert _ingress_ports(one(docs, "NetworkPolicy", "tidal-webhook")) == {"https": api, "metrics": prometheus + nodes}
     assert _ingress_ports(one(docs, "NetworkPolicy", "tidal-controller")) == {"metrics": prometheus, "health": nodes}
+
+
+# ------------------------------------------------------------------------------- docs name existing values
+
+
+def install_page_values() -> set[str]:
+    """The values docs/install.md's table describes: `a.b`, `.c` (a sibling of the previous one) and
+    `*.d` (both components')."""
+    text = (ROOT / "docs" / "install.md").read_text()
+    section = text.split("\n## Values\n", 1)[1].split("\n## ", 1)[0]
+    paths: set[str] = set()
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue
+        previous = None
+        for span in re.findall(r"`([^`]+)`", line.split("|")[1]):
+            if span.startswith("*."):
+                paths |= {f"controller{span[1:]}", f"webhook{span[1:]}"}
+                continue
+            if span.startswith(".") and previous:
+                span = previous.rsplit(".", 1)[0] + span
+            paths.add(span)
+            previous = span
+    return paths
+
+
+def test_the_install_page_describes_values_that_exist(chart):
+    described = install_page_values()
+    assert {"defaultPolicy.spec", "policies", "zones", "controller.priorityClassName"} <= described, described
+    assert sorted(path for path in described if not value_path_exists(chart, path)) == []
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/install.md", "docs/descheduler.md", "docs/admission.md", "docs/controller.md"])
+def test_set_flags_in_the_docs_name_values_that_exist(chart, page):
+    text = (ROOT / page).read_text()
+    named = set(re.findall(r"--set ([\w.\[\]]+)=", text))
+    assert sorted(path for path in named if not value_path_exists(chart, path)) == []

@@ -1,5 +1,6 @@
-//! The CRDs tidal installs: the committed copy in the chart must match what the Rust types generate, and
-//! what they generate must be a CRD the API server accepts (structural schema, status subresource, ...).
+//! The CRDs tidal installs: the committed copy in the chart (and the spec definitions of the chart's
+//! values schema) must match what the Rust types generate, and what they generate must be a CRD the API
+//! server accepts (structural schema, status subresource, ...).
 
 use std::{collections::BTreeSet, path::Path, process::Command};
 
@@ -7,6 +8,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use serde_json::Value;
 
 const COMMITTED: &str = "charts/tidal/crds/tidal-crds.yaml";
+const VALUES_SCHEMA: &str = "charts/tidal/values.schema.json";
 
 fn generated() -> Vec<CustomResourceDefinition> {
     serde_saphyr::from_multiple(&tidal::api::crds_yaml()).expect("tidal crds prints valid CRD YAML")
@@ -49,6 +51,59 @@ fn committed_crds_are_up_to_date() {
              Run scripts/gen-crds and commit the result."
         );
     }
+}
+
+#[test]
+fn committed_values_schema_is_up_to_date() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(VALUES_SCHEMA);
+    let committed = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{VALUES_SCHEMA} is missing ({e})"));
+    let expected = tidal::api::chart_schema::values_schema(&committed)
+        .unwrap_or_else(|e| panic!("{VALUES_SCHEMA}: {e:#}"));
+    assert!(
+        committed == expected,
+        "{VALUES_SCHEMA} is stale: its $defs no longer match the CRD types in src/api/. \
+         Run scripts/gen-crds and commit the result."
+    );
+}
+
+/// The chart's values refer to the generated definitions for every spec they carry, so none is left
+/// checked only by the API server after Helm has applied part of a release.
+#[test]
+fn values_schema_checks_every_spec_against_the_crds() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(VALUES_SCHEMA);
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("read"))
+        .expect("values.schema.json is JSON");
+    let properties = &schema["properties"];
+    for (pointer, definition) in [
+        ("/defaultPolicy/properties/spec", "DeschedulingPolicySpec"),
+        ("/policies/items/properties/spec", "DeschedulingPolicySpec"),
+        ("/zones/items/properties/spec", "RevocableZoneSpec"),
+    ] {
+        assert_eq!(
+            properties.pointer(pointer).map(|spec| &spec["$ref"]),
+            Some(&Value::from(format!("#/$defs/{definition}"))),
+            "{pointer}"
+        );
+    }
+    let generated = tidal::api::chart_schema::spec_definitions();
+    assert_eq!(schema["$defs"], Value::Object(generated));
+}
+
+#[test]
+fn crds_command_prints_the_values_schema_with_generated_definitions() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(VALUES_SCHEMA);
+    let output = Command::new(env!("CARGO_BIN_EXE_tidal"))
+        .args(["crds", "--values-schema"])
+        .arg(&path)
+        .output()
+        .expect("run tidal crds --values-schema");
+    assert!(output.status.success(), "{output:?}");
+    let committed = std::fs::read_to_string(&path).expect("read");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        tidal::api::chart_schema::values_schema(&committed).expect("generates")
+    );
 }
 
 #[test]

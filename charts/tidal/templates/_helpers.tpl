@@ -186,3 +186,69 @@ matchExpressions:
 {{- define "tidal.webhook.registerName" -}}
 {{- include "tidal.suffixed" (dict "base" (include "tidal.webhook.fullname" .) "suffix" "-register") }}
 {{- end }}
+
+{{/*
+Values of the Kubernetes descheduler's chart, refused with tidal's equivalent of each. A values file
+copied from that chart would otherwise install a tidal that ignores them (no policy, no schedule, the
+wrong node selector) without a word. values.schema.json admits these keys so that this message, rather
+than "additional properties not allowed", is what `helm install` prints. Empty values set nothing in
+either chart, so they pass.
+*/}}
+{{- define "tidal.refuseDeschedulerValues" -}}
+{{- $cronJob := "a CronJob setting: tidal runs as a controller, each DeschedulingPolicy every spec.interval (defaultPolicy.spec.interval, policies[].spec.interval)" }}
+{{- $equivalents := dict
+  "deschedulerPolicy" "`tidal convert -f <this values file>` prints the DeschedulingPolicies it amounts to, one per profile; put each one's name and spec in policies (or kubectl apply them)"
+  "deschedulerPolicyAPIVersion" "none: `tidal convert` reads descheduler/v1alpha1 and v1alpha2 policies alike"
+  "cmdOptions" "the descheduler's flags; tidal's controller takes controller.eviction (qps, burst, concurrency, gracePeriodSeconds), controller.leaderElection and controller.logFormat, and any other `tidal run` flag in controller.extraArgs; dry-run is a policy's spec.mode: DryRun, descheduling-interval its spec.interval (docs/descheduler.md maps each flag)"
+  "command" "none: the chart runs `tidal run`; extra flags go in controller.extraArgs"
+  "kind" "none: tidal always runs as a Deployment (controller.replicas, leader election); each DeschedulingPolicy runs every spec.interval"
+  "schedule" "a CronJob setting: tidal runs as a controller, each DeschedulingPolicy every spec.interval (`tidal convert` turns a schedule of */N * * * * into it)"
+  "suspend" "set mode: DryRun in the policies' specs (defaultPolicy.spec.mode, policies[].spec.mode) to evict nothing"
+  "startingDeadlineSeconds" $cronJob
+  "successfulJobsHistoryLimit" $cronJob
+  "failedJobsHistoryLimit" $cronJob
+  "ttlSecondsAfterFinished" $cronJob
+  "activeDeadlineSeconds" $cronJob
+  "cronJobApiVersion" $cronJob
+  "timeZone" "a CronJob setting: policies run every spec.interval; the time zone of a revocable zone's windows is zones[].spec.timeZone"
+  "deschedulingInterval" "spec.interval of each policy (defaultPolicy.spec.interval, policies[].spec.interval; `tidal convert` carries it over)"
+  "replicas" "controller.replicas (2 by default, with leader election)"
+  "leaderElection" "controller.leaderElection (enabled, leaseName); lease timings as controller.extraArgs (--leader-elect-lease-duration, --leader-elect-renew-deadline, --leader-elect-retry-period)"
+  "serviceMonitor" "metrics.serviceMonitor (enabled, interval, scrapeTimeout, labels)"
+  "service" "none: the chart always creates the controller's and the webhook's metrics Services; metrics.serviceMonitor scrapes them"
+  "resources" "controller.resources (webhook.resources for the webhook)"
+  "priorityClassName" "controller.priorityClassName (system-cluster-critical by default; webhook.priorityClassName for the webhook)"
+  "nodeSelector" "controller.nodeSelector (webhook.nodeSelector for the webhook)"
+  "affinity" "controller.affinity (webhook.affinity for the webhook; empty keeps tidal off revocable nodes)"
+  "tolerations" "controller.tolerations (webhook.tolerations for the webhook)"
+  "topologySpreadConstraints" "controller.topologySpreadConstraints (webhook.topologySpreadConstraints for the webhook)"
+  "podAnnotations" "controller.podAnnotations (webhook.podAnnotations for the webhook)"
+  "podLabels" "controller.podLabels (webhook.podLabels for the webhook)"
+  "podDisruptionBudget" "controller.podDisruptionBudget (created when controller.replicas > 1)"
+  "serviceAccount" "controller.serviceAccount (webhook.serviceAccount for the webhook)"
+  "rbac" "none: the chart always creates tidal's least-privilege RBAC (docs/install.md)"
+  "podSecurityPolicy" "none: PodSecurityPolicy is gone from Kubernetes; tidal's pods meet the restricted Pod Security Standard"
+  "namespaceOverride" "none: tidal installs into the release namespace (`helm install -n`)"
+  "deploymentAnnotations" "none: commonLabels labels every object, controller.podAnnotations annotates the controller's pods"
+  "cronJobAnnotations" $cronJob
+  "cronJobLabels" $cronJob
+  "jobAnnotations" $cronJob
+  "jobLabels" $cronJob
+  "ports" "none: the controller serves metrics on port 8080 and its probes on 8081"
+  "livenessProbe" "none: tidal's probes are built in (/healthz and /readyz on port 8081)"
+  "dnsConfig" "none: tidal talks only to the API server (and controller.prometheus.url)"
+  "initContainers" "none"
+  "automountServiceAccountToken" "none: tidal's pods always mount their token, they read the cluster through it"
+  "extraServiceAccountVolumeMounts" "none: tidal's pods always mount their token, they read the cluster through it"
+  "extraServiceAccountVolumes" "none: tidal's pods always mount their token, they read the cluster through it"
+}}
+{{- $found := list }}
+{{- range $key, $equivalent := $equivalents }}
+{{- if not (empty (index $.Values $key)) }}
+{{- $found = append $found (printf "  %s: %s" $key $equivalent) }}
+{{- end }}
+{{- end }}
+{{- if $found }}
+{{- fail (printf "values of the Kubernetes descheduler's chart, which tidal's chart does not read (docs/descheduler.md):\n%s" (join "\n" $found)) }}
+{{- end }}
+{{- end }}
