@@ -128,14 +128,14 @@ pub fn run_offline(command: &Command) -> anyhow::Result<String> {
             if !notes.is_empty() {
                 use crate::api::descheduler::Effect;
                 let count = |effect| notes.iter().filter(|n| n.effect == effect).count();
-                eprintln!(
+                crate::runtime::logs::say(&format!(
                     "tidal convert: {} setting(s) not carried over as they are ({} looser, {} \
                      stricter, {} with the same effect); they are listed at the top of the output",
                     notes.len(),
                     count(Effect::Looser),
                     count(Effect::Stricter),
                     count(Effect::Same),
-                );
+                ));
             }
             Ok(yaml)
         }

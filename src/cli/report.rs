@@ -159,9 +159,9 @@ pub(super) async fn ask_prometheus(
 /// Says once what kube's TLS layer would say on every connection.
 pub(super) fn warn_insecure(insecure: bool) {
     if insecure {
-        eprintln!(
+        crate::runtime::logs::say(
             "warning: the kubeconfig skips verifying the API server's certificate \
-             (insecure-skip-tls-verify)"
+             (insecure-skip-tls-verify)",
         );
     }
 }

@@ -185,3 +185,48 @@ fn convert_reads_the_descheduler_s_config_map_and_chart_values() {
     assert!(yaml.contains("localStoragePods: false"), "{yaml}");
     assert!(yaml.contains("pvcPods: true"), "{yaml}");
 }
+
+/// `tidal ... | head` and `2>&1 | head`: whichever pipe closes, the command ends as it would have
+/// (its output cut short), never with a panic about a closed pipe.
+#[test]
+fn closed_pipes_end_the_command_without_a_panic() {
+    let closed = || {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        writer
+    };
+    let status = |args: &[&str], stdout: std::io::PipeWriter, stderr: std::io::PipeWriter| {
+        Command::new(env!("CARGO_BIN_EXE_tidal"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(stdout)
+            .stderr(stderr)
+            .status()
+            .unwrap()
+            .code()
+    };
+    let now = ["--now", "2026-11-23T09:30:00Z"];
+    for command in ["report", "timeline"] {
+        let args = [
+            &[command, "-f", "examples/demo-cluster.yaml", "-o", "wide"][..],
+            &now,
+        ]
+        .concat();
+        assert_eq!(status(&args, closed(), closed()), Some(0), "{args:?}");
+    }
+    // The error, the warnings and the notes of stderr go nowhere; the exit code still says.
+    let missing = [
+        "report",
+        "-f",
+        "examples/demo-cluster.yaml",
+        "-f",
+        "/nonexistent.yaml",
+    ];
+    assert_eq!(status(&missing, closed(), closed()), Some(1));
+    let convert = [
+        "convert",
+        "-f",
+        "tests/fixtures/descheduler/v0.36.0/chart/values.yaml",
+    ];
+    assert_eq!(status(&convert, closed(), closed()), Some(0));
+}
