@@ -154,9 +154,12 @@ pub async fn run_live(
     command: &Command,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<Option<String>> {
+    use crate::runtime::client::without_a_cluster;
     match command {
         Command::Run(args) => {
-            controller::run(args.controller_config()?, shutdown).await?;
+            controller::run(args.controller_config()?, shutdown)
+                .await
+                .map_err(|e| without_a_cluster(e, run::WITHOUT_A_CLUSTER))?;
             Ok(None)
         }
         Command::Webhook(args) => {
@@ -164,9 +167,18 @@ pub async fn run_live(
             Ok(None)
         }
         Command::RegisterWebhooks(args) => register::register(args).await.map(Some),
-        Command::Report(args) => report_live(args).await.map(Some),
-        Command::Timeline(args) => timeline_live(args).await.map(Some),
-        Command::Explain(args) => explain::explain_live(args).await.map(Some),
+        Command::Report(args) => report_live(args)
+            .await
+            .map(Some)
+            .map_err(|e| without_a_cluster(e, report::READ_A_DUMP)),
+        Command::Timeline(args) => timeline_live(args)
+            .await
+            .map(Some)
+            .map_err(|e| without_a_cluster(e, report::READ_A_DUMP)),
+        Command::Explain(args) => explain::explain_live(args)
+            .await
+            .map(Some)
+            .map_err(|e| without_a_cluster(e, report::READ_A_DUMP)),
         Command::Crds | Command::Convert(_) | Command::Completion { .. } => {
             run_offline(command).map(Some)
         }

@@ -166,6 +166,9 @@ pub(super) fn warn_insecure(insecure: bool) {
     }
 }
 
+/// What `report`, `timeline` and `explain` do without a cluster, for the error that finds none.
+pub(super) const READ_A_DUMP: &str = ", or --cluster FILE to read a saved dump";
+
 /// `tidal report` against the live cluster: one list of everything, one plan, no eviction; with
 /// `--verify`, a server-side dry-run eviction per planned eviction.
 pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {

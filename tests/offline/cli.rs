@@ -230,3 +230,34 @@ fn closed_pipes_end_the_command_without_a_panic() {
     ];
     assert_eq!(status(&convert, closed(), closed()), Some(0));
 }
+
+/// With no cluster at all, each command says in one line what it can do without one: `run` points at
+/// the report on a saved cluster (it has no `--cluster` of its own), the report at its `--cluster`.
+#[test]
+fn without_a_cluster_each_command_names_what_works_without_one() {
+    let home = tempfile::tempdir().unwrap();
+    let stderr = |command: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_tidal"))
+            .arg(command)
+            .env_remove("KUBECONFIG")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("TIDAL_LOG")
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{command}: {output:?}");
+        String::from_utf8(output.stderr).unwrap()
+    };
+    let run = stderr("run");
+    assert_eq!(run.lines().count(), 1, "{run}");
+    assert!(run.contains("no cluster to talk to"), "{run}");
+    assert!(run.contains("`tidal report -f FILE`"), "{run}");
+    assert!(run.contains("-A -o yaml > FILE"), "{run}");
+    assert!(
+        !run.contains("--cluster"),
+        "tidal run has no --cluster: {run}"
+    );
+    let report = stderr("report");
+    assert_eq!(report.lines().count(), 1, "{report}");
+    assert!(report.contains("--cluster FILE"), "{report}");
+}
