@@ -261,3 +261,54 @@ fn without_a_cluster_each_command_names_what_works_without_one() {
     assert_eq!(report.lines().count(), 1, "{report}");
     assert!(report.contains("--cluster FILE"), "{report}");
 }
+
+/// A policy given with `-f` beside a cluster dump, and a zone inside a dump: what `kubectl apply`
+/// would refuse is said as sentences naming the file, the object, the field and what it may hold.
+#[test]
+fn refused_objects_are_named_with_the_field_and_what_it_may_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: tidal.dev/v1alpha1\nkind: DeschedulingPolicy\nmetadata: {name: balance}\n\
+         spec:\n  mode: DryRun\n  interval: 5x\n  strategies:\n    lowNodeUtilization:\n      \
+         thresold: {cpu: 20}\n      thresholds: {cpu: 20}\n      targetThresholds: {cpu: 50}\n",
+    )
+    .unwrap();
+    let output = tidal(&[
+        "report",
+        "-f",
+        "examples/demo-cluster.yaml",
+        "-f",
+        policy.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {}: item 1 (DeschedulingPolicy balance): kubectl apply would refuse it:\n  \
+             - spec.interval is \"5x\": write a duration such as 90s, 5m or 1h30m: digits and a \
+             unit (ns, us, ms, s, m or h), no sign, no space\n  \
+             - spec.strategies.lowNodeUtilization has no field \"thresold\": did you mean \
+             \"thresholds\"?\n",
+            policy.display()
+        )
+    );
+    let dump = std::fs::read_to_string("examples/demo-cluster.yaml")
+        .unwrap()
+        .replacen("- time: \"20:00-06:00\"", "- time: \"25:00-26:00\"", 1)
+        .replacen("evictPeriod: 2m", "evictPeriod: -1m", 1);
+    let cluster = dir.path().join("cluster.yaml");
+    std::fs::write(&cluster, dump).unwrap();
+    let output = tidal(&["report", "-f", cluster.to_str().unwrap()]);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    for said in [
+        "item 1 (RevocableZone yarn-a): kubectl apply would refuse it:",
+        "- spec.evictPeriod is \"-1m\": write a duration",
+        "- spec.windows[0].time is \"25:00-26:00\": write a daily window as HH:MM-HH:MM",
+    ] {
+        assert!(stderr.contains(said), "{said}: {stderr}");
+    }
+    assert!(!stderr.contains("^("), "no regular expression: {stderr}");
+}

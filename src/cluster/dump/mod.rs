@@ -393,10 +393,15 @@ impl Dump {
         // refuse to act on (and warn about) stops the run here.
         let policy_check = self.policy_check;
         let config_error = match name.kind.as_str() {
-            "RevocableZone" => self
-                .cache
-                .zone(name.name.as_deref().unwrap_or_default())
-                .and_then(|zone| zone.schedule.as_ref().err().cloned()),
+            "RevocableZone" => {
+                let zone = name.name.as_deref().unwrap_or_default();
+                // The object is named in front of the message already.
+                let named = format!("RevocableZone {zone}: ");
+                self.cache
+                    .zone(zone)
+                    .and_then(|info| info.schedule.as_ref().err())
+                    .map(|e| e.strip_prefix(&named).unwrap_or(e).to_owned())
+            }
             "DeschedulingPolicy" => self
                 .cache
                 .policy(name.name.as_deref().unwrap_or_default())
@@ -439,7 +444,7 @@ impl Dump {
         }
         validator
             .validate(item)
-            .map_err(|violations| (name.clone(), format!("rejected by the CRD: {violations}")))
+            .map_err(|violations| (name.clone(), violations.to_string()))
     }
 
     /// Objects of kinds tidal does not read, as one line for the report, e.g.
