@@ -320,6 +320,8 @@ impl Report {
         outlooks: &[ZoneOutlook],
     ) {
         let now = cycle.now;
+        // Without a policy running `tdm` nothing drains: no drain start to announce.
+        let drains = crate::drain::draining_policy(policies).is_some();
         for line in &mut self.zones {
             let Some(zone) = snapshot.zones.get(&line.name) else {
                 continue;
@@ -342,7 +344,7 @@ impl Report {
                 .map_or(jiff::SignedDuration::ZERO, |lead| lead.to_signed());
             let fixed_start = state
                 .next_change
-                .filter(|_| state.open && drain.is_positive())
+                .filter(|_| drains && state.open && drain.is_positive())
                 .and_then(|close| close.checked_sub(drain).ok());
             let auto_start = outlook
                 .filter(|o| state.open && o.close.is_some() && zone.drains_automatically())
