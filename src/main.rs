@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            logs::say(&format!("error: {error:#}"));
             ExitCode::FAILURE
         }
     }
@@ -53,10 +53,14 @@ async fn stop_on_signal(shutdown: CancellationToken) {
     };
     #[cfg(not(unix))]
     let terminate = std::future::pending::<()>();
+    // No one reads the logs any more (`tidal run 2>&1 | head`): stop as a closed pipe stops any
+    // other command, cleanly.
+    let stderr_closed = logs::stderr_closed();
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         () = terminate => {}
+        () = stderr_closed.cancelled() => {}
     }
-    tracing::info!("signal received: shutting down");
     shutdown.cancel();
+    tracing::info!("signal received or stderr closed: shutting down");
 }

@@ -53,7 +53,7 @@ pub struct RevocableZoneSpec {
     #[serde(default = "default_time_zone")]
     #[schemars(
         length(min = 1, max = 64),
-        regex(pattern = r"^[A-Za-z][A-Za-z0-9_+\-]*(/[A-Za-z0-9_+\-]+)*$")
+        regex(pattern = TIME_ZONE_PATTERN)
     )]
     pub time_zone: String,
     /// Minimum time between two eviction rounds in this zone, so that a closing zone drains job by job.
@@ -164,13 +164,19 @@ pub enum BudgetsAfterClose {
     Ignore,
 }
 
+/// What `spec.timeZone` may hold: the shape of an IANA name (the tz database decides the rest).
+pub const TIME_ZONE_PATTERN: &str = r"^[A-Za-z][A-Za-z0-9_+\-]*(/[A-Za-z0-9_+\-]+)*$";
+
+/// What a window's `time` may hold: `HH:MM-HH:MM` on a 24-hour clock.
+pub const WINDOW_PATTERN: &str = r"^([01][0-9]|2[0-3]):[0-5][0-9]-([01][0-9]|2[0-3]):[0-5][0-9]$";
+
 /// One daily window.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WindowSpec {
     /// `HH:MM-HH:MM`, 24-hour clock, both ends included. A start later than the end crosses midnight
     /// (`22:00-06:00`); equal ends mean the whole day.
-    #[schemars(regex(pattern = r"^([01][0-9]|2[0-3]):[0-5][0-9]-([01][0-9]|2[0-3]):[0-5][0-9]$"))]
+    #[schemars(regex(pattern = WINDOW_PATTERN))]
     pub time: String,
     /// Days on which the window starts (a window crossing midnight ends the next day). Empty: every day.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

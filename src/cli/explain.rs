@@ -49,7 +49,8 @@ pub struct Explanation {
 pub struct Verdict {
     pub policy: String,
     pub mode: String,
-    /// `evict`, `skipped`, `waiting`, `notProposed` or `error`.
+    /// `evict`, `skipped`, `waiting` (a later round takes it: `evictPeriod` or its job's budget
+    /// holds it this round only), `notProposed` or `error`.
     pub outcome: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strategy: Option<String>,
@@ -197,21 +198,25 @@ fn explain_pod(
             .iter()
             .find(|s| s.policy == policy && is_pod(&s.namespace, &s.name))
         {
-            let stop = if s.gate == "budget" {
+            let stop = if s.gate == "budget" && s.waiting {
                 format!("its job's budget holds it this round ({})", s.detail)
+            } else if s.gate == "budget" {
+                format!("its job's budget holds it ({})", s.detail)
             } else if s.gate == "policy" {
                 format!("the strategy's own arguments hold it back ({})", s.detail)
             } else {
                 format!("gate {} stops it: {}", s.gate, s.detail)
             };
-            let when = s
-                .next_round_shown
-                .as_ref()
-                .map_or(String::new(), |w| format!("; it {w}"));
+            let when = match &s.next_round_shown {
+                Some(w) if s.waiting => format!("; it {w}"),
+                Some(w) => format!("; {w}"),
+                None => String::new(),
+            };
             verdicts.push(Verdict {
                 policy,
                 mode,
-                outcome: "skipped",
+                // Held by its job's budget this round only: a later round takes it.
+                outcome: if s.waiting { "waiting" } else { "skipped" },
                 strategy: Some(s.strategy.clone()),
                 gate: Some(s.gate.clone()),
                 next_round: s.next_round.clone(),

@@ -142,14 +142,14 @@ pub fn run_offline(command: &Command) -> anyhow::Result<String> {
             if !notes.is_empty() {
                 use crate::api::descheduler::Effect;
                 let count = |effect| notes.iter().filter(|n| n.effect == effect).count();
-                eprintln!(
+                crate::runtime::logs::say(&format!(
                     "tidal convert: {} setting(s) not carried over as they are ({} looser, {} \
                      stricter, {} with the same effect); they are listed at the top of the output",
                     notes.len(),
                     count(Effect::Looser),
                     count(Effect::Stricter),
                     count(Effect::Same),
-                );
+                ));
             }
             Ok(yaml)
         }
@@ -168,9 +168,12 @@ pub async fn run_live(
     command: &Command,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<Option<String>> {
+    use crate::runtime::client::without_a_cluster;
     match command {
         Command::Run(args) => {
-            controller::run(args.controller_config()?, shutdown).await?;
+            controller::run(args.controller_config()?, shutdown)
+                .await
+                .map_err(|e| without_a_cluster(e, run::WITHOUT_A_CLUSTER))?;
             Ok(None)
         }
         Command::Webhook(args) => {
@@ -178,9 +181,18 @@ pub async fn run_live(
             Ok(None)
         }
         Command::RegisterWebhooks(args) => register::register(args).await.map(Some),
-        Command::Report(args) => report_live(args).await.map(Some),
-        Command::Timeline(args) => timeline_live(args).await.map(Some),
-        Command::Explain(args) => explain::explain_live(args).await.map(Some),
+        Command::Report(args) => report_live(args)
+            .await
+            .map(Some)
+            .map_err(|e| without_a_cluster(e, report::READ_A_DUMP)),
+        Command::Timeline(args) => timeline_live(args)
+            .await
+            .map(Some)
+            .map_err(|e| without_a_cluster(e, report::READ_A_DUMP)),
+        Command::Explain(args) => explain::explain_live(args)
+            .await
+            .map(Some)
+            .map_err(|e| without_a_cluster(e, report::READ_A_DUMP)),
         Command::Crds { .. } | Command::Convert(_) | Command::Completion { .. } => {
             run_offline(command).map(Some)
         }

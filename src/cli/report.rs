@@ -159,12 +159,15 @@ pub(super) async fn ask_prometheus(
 /// Says once what kube's TLS layer would say on every connection.
 pub(super) fn warn_insecure(insecure: bool) {
     if insecure {
-        eprintln!(
+        crate::runtime::logs::say(
             "warning: the kubeconfig skips verifying the API server's certificate \
-             (insecure-skip-tls-verify)"
+             (insecure-skip-tls-verify)",
         );
     }
 }
+
+/// What `report`, `timeline` and `explain` do without a cluster, for the error that finds none.
+pub(super) const READ_A_DUMP: &str = ", or --cluster FILE to read a saved dump";
 
 /// `tidal report` against the live cluster: one list of everything, one plan, no eviction; with
 /// `--verify`, a server-side dry-run eviction per planned eviction.

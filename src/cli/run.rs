@@ -14,6 +14,11 @@ use crate::{
     },
 };
 
+/// What `tidal run` points at when it finds no cluster: the commands that plan on a saved one.
+pub(super) const WITHOUT_A_CLUSTER: &str = ". Without one, `tidal report -f FILE` shows what tidal \
+    would do on a saved cluster (`kubectl get \
+    nodes,pods,poddisruptionbudgets,podgroups,revocablezones,deschedulingpolicies -A -o yaml > FILE`)";
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]

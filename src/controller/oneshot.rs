@@ -22,7 +22,7 @@ use crate::{
 pub(crate) async fn live_cache(client: Client, timeout: Duration) -> anyhow::Result<SharedCache> {
     let (plan, absent, notes) = preflight(&client, timeout).await?;
     for note in notes {
-        eprintln!("warning: {note}");
+        crate::runtime::logs::say(&format!("warning: {note}"));
     }
     let shared = SharedCache::new(&ObjectKind::ALL);
     for kind in absent {

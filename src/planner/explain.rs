@@ -53,3 +53,41 @@ pub fn obstacles(
     }
     out
 }
+
+/// For each of `pods` (of jobs `policy`'s gate `budget` held this round), whether a later round can
+/// take it: whether the job's budget lets one of its pods go once every unfinished pod of the job
+/// runs again and none is leaving. `false`: the budget lets none go even then (`minAvailable` equal
+/// to the job's pods, `maxUnavailable: 0`), so the pod stays until the job or its budget changes.
+pub fn budget_lets_one_go(
+    snapshot: &Snapshot,
+    policy: &PolicyInfo,
+    pods: &[&std::sync::Arc<PodInfo>],
+) -> Vec<bool> {
+    let zones = std::collections::BTreeMap::new();
+    let planned = std::collections::HashSet::new();
+    let ctx = PlanContext {
+        snapshot,
+        policy,
+        now: Timestamp::UNIX_EPOCH,
+        zones: &zones,
+        planned_elsewhere: &planned,
+    };
+    pods.iter()
+        .map(|pod| {
+            let state = snapshot.job(&pod.job);
+            let Some(stats) = state.map(crate::cluster::JobState::stats_as_is) else {
+                return true;
+            };
+            let whole = crate::cluster::JobStats {
+                running: stats.total - stats.finished,
+                leaving: 0,
+                ..stats
+            };
+            let budget = match ctx.job_budget_in(&pod.job, state) {
+                crate::cluster::Setting::Valid(budget) => Some(budget),
+                crate::cluster::Setting::Unset | crate::cluster::Setting::Invalid(_) => None,
+            };
+            crate::cluster::model::job_budget::allowed_evictions(budget, whole) > 0
+        })
+        .collect()
+}

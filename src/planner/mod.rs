@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use jiff::Timestamp;
 
-pub use explain::obstacles;
+pub use explain::{budget_lets_one_go, obstacles};
 pub use gatekeeper::{PlanGatekeeper, StrategyTally};
 
 use crate::{

@@ -136,34 +136,37 @@ pub(super) fn render(report: &Report) -> String {
             }),
         );
     }
-    if !report.waiting.is_empty() {
+    let waiting = super::waiting_rows(report);
+    if !waiting.is_empty() {
         out.push_str(&format!(
-            "## Waiting for the next round ({})\n\n",
-            report.waiting.len()
+            "## Waiting for a later round ({})\n\n",
+            waiting.len()
         ));
         table(
             &mut out,
-            &header(&["Pod", "Node", "Zone", "Job", "Next round"]),
-            report.waiting.iter().map(|w| {
+            &header(&["Pod", "Node", "Zone", "Job", "Next round", "Held by"]),
+            waiting.iter().map(|w| {
                 row(
                     vec![
-                        format!("`{}`", pod_ref(&w.namespace, &w.name)),
-                        w.node.clone().unwrap_or_default(),
-                        w.zone.clone(),
-                        w.job.clone(),
-                        w.next_round_shown.clone(),
+                        format!("`{}`", pod_ref(w.namespace, w.name)),
+                        w.node.to_owned(),
+                        w.zone.to_owned(),
+                        w.job.to_owned(),
+                        w.when.to_owned(),
+                        w.held_by.clone(),
                     ],
-                    &w.policy,
+                    w.policy,
                 )
             }),
         );
     }
-    if !report.skipped.is_empty() {
-        out.push_str(&format!("## Skipped ({})\n\n", report.skipped.len()));
+    let skipped: Vec<&super::SkippedLine> = report.skipped_for_good().collect();
+    if !skipped.is_empty() {
+        out.push_str(&format!("## Skipped ({})\n\n", skipped.len()));
         table(
             &mut out,
             &header(&["Pod", "Node", "Strategy", "Gate", "Detail"]),
-            report.skipped.iter().map(|s| {
+            skipped.iter().map(|s| {
                 row(
                     vec![
                         format!("`{}`", pod_ref(&s.namespace, &s.name)),

@@ -77,7 +77,10 @@ pub struct PolicyLine {
     pub name: String,
     pub mode: String,
     pub evictions: usize,
+    /// Candidates the gates held back this round, listed or not.
     pub skipped: usize,
+    /// Of the listed `skipped`, those a later round takes (gate `budget`, `waiting` on their row).
+    pub waiting: usize,
     /// With `--verify`: planned evictions a server-side dry run accepted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified: Option<usize>,
@@ -138,6 +141,9 @@ pub struct WaitingLine {
     pub next_round: String,
     #[serde(skip)]
     pub next_round_shown: String,
+    /// For people: what holds it, `evictPeriod 2m0s`.
+    #[serde(skip)]
+    pub held_by: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -172,13 +178,23 @@ pub struct SkippedLine {
     /// The revocable zone the decision is about, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
-    /// Gate `budget` only: RFC 3339, UTC: the next round the pod may go in, at the earliest (the
-    /// zone's next round after `evictPeriod`, else the policy's next cycle), once the job's
-    /// budget allows.
+    /// The budget's unit, as in `evictions`.
+    pub job: String,
+    /// Gate `budget` only: a later round takes the pod (from `nextRound` on): the budget holds it
+    /// this round only. `false`: the budget lets none of its job's pods go, even with all of them
+    /// running, so no round takes it while the job and its budget stay as they are.
+    pub waiting: bool,
+    /// Gate `budget` only, when `waiting`: RFC 3339, UTC: the next round the pod may go in, at the
+    /// earliest (the zone's next round after `evictPeriod`, else the policy's next cycle), once the
+    /// job's budget allows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_round: Option<String>,
+    /// For people: what becomes of the pod, as a clause (`waits for a later round: ...`).
     #[serde(skip)]
     pub next_round_shown: Option<String>,
+    /// For people: `next_round`, `Mon 09:32 UTC (in 2m)`.
+    #[serde(skip)]
+    pub next_round_when: Option<String>,
 }
 
 impl Report {
@@ -225,6 +241,7 @@ impl Report {
                 evictions: plan.evictions.len(),
                 // Every skip counted, listed or not (the report lists all; a capped plan says so).
                 skipped: plan.skip_counts.values().map(|n| *n as usize).sum(),
+                waiting: 0,
                 verified: None,
                 unverified: None,
                 error: plan.error.clone(),
@@ -280,8 +297,11 @@ impl Report {
                     policy: plan.policy.clone(),
                     reason: reason.clone(),
                     zone: zone.clone(),
+                    job: pod.job.to_string(),
+                    waiting: false,
                     next_round: None,
                     next_round_shown: None,
+                    next_round_when: None,
                 });
             }
         }
@@ -300,6 +320,8 @@ impl Report {
         outlooks: &[ZoneOutlook],
     ) {
         let now = cycle.now;
+        // Without a policy running `tdm` nothing drains: no drain start to announce.
+        let drains = crate::drain::draining_policy(policies).is_some();
         for line in &mut self.zones {
             let Some(zone) = snapshot.zones.get(&line.name) else {
                 continue;
@@ -322,7 +344,7 @@ impl Report {
                 .map_or(jiff::SignedDuration::ZERO, |lead| lead.to_signed());
             let fixed_start = state
                 .next_change
-                .filter(|_| state.open && drain.is_positive())
+                .filter(|_| drains && state.open && drain.is_positive())
                 .and_then(|close| close.checked_sub(drain).ok());
             let auto_start = outlook
                 .filter(|o| state.open && o.close.is_some() && zone.drains_automatically())
@@ -362,7 +384,8 @@ impl Report {
     /// When each pod held by its job's budget may go: the round after this one. In a revocable zone
     /// that is the zone's next round (`evictPeriod` after the round this cycle starts, or after the
     /// last one while it holds); elsewhere the policy's next cycle. At the earliest: the budget
-    /// must allow it then, as the evictions of this round finish.
+    /// must allow it then, as the evictions of this round finish. A pod whose budget lets none of
+    /// its job go, even with all of them running, waits for no round: it stays.
     fn budget_rounds(&mut self, snapshot: &Snapshot, policies: &[&PolicyInfo], cycle: &CyclePlan) {
         let now = cycle.now;
         let evicting_zones: HashSet<&str> = cycle
@@ -370,8 +393,22 @@ impl Report {
             .iter()
             .flat_map(|p| p.zones_with_evictions())
             .collect();
+        let lets_one_go = budget_lets_one_go(snapshot, policies, cycle);
         for line in &mut self.skipped {
             if line.gate != crate::framework::GateId::Budget.name() {
+                continue;
+            }
+            let key = (
+                line.policy.as_str(),
+                line.namespace.as_str(),
+                line.name.as_str(),
+            );
+            if lets_one_go.get(&key) == Some(&false) {
+                line.next_round_shown = Some(
+                    "no round takes it: the budget lets none of the job's pods go, even with all \
+                     of them running"
+                        .to_owned(),
+                );
                 continue;
             }
             let (at, tz, said) = match &line.zone {
@@ -414,12 +451,20 @@ impl Report {
                     )
                 }
             };
+            let when = format!("{} ({})", clock::local(&tz, at), clock::relative(now, at));
+            line.waiting = true;
             line.next_round = Some(at.to_string());
             line.next_round_shown = Some(format!(
-                "waits for a later round: {said}, {} ({}), if the budget allows then",
-                clock::local(&tz, at),
-                clock::relative(now, at)
+                "waits for a later round: {said}, {when}, if the budget allows then"
             ));
+            line.next_round_when = Some(when);
+        }
+        for policy in &mut self.policies {
+            policy.waiting = self
+                .skipped
+                .iter()
+                .filter(|s| s.waiting && s.policy == policy.name)
+                .count();
         }
     }
 
@@ -464,19 +509,58 @@ impl Report {
         self.policies.len() > 1
     }
 
-    /// `3 evictions planned, 2 skipped (budget 1, cooldown 1); zones: 1 of 2 closed`, counting pods:
-    /// a pod planned by two policies is one eviction, and a pod one policy evicts is not also skipped.
+    /// The skipped rows a later round takes, and those it does not (the pods the report lists
+    /// under SKIPPED).
+    pub fn skipped_for_good(&self) -> impl Iterator<Item = &SkippedLine> {
+        self.skipped.iter().filter(|s| !s.waiting)
+    }
+
+    /// `3 evictions planned, 2 waiting for a later round (the first Mon 09:32 UTC (in 2m)),
+    /// 1 skipped (cooldown 1); 1 of 2 zones closed`, counting pods: a pod planned by two policies
+    /// is one eviction, a pod one policy evicts is neither waiting nor skipped, and a pod a later
+    /// round takes (its job's budget or `evictPeriod` holds it this round only) is not skipped.
     pub fn summary(&self) -> String {
-        let evicted: std::collections::BTreeSet<(&str, &str)> = self
+        type Pod<'a> = (&'a str, &'a str);
+        let evicted: std::collections::BTreeSet<Pod<'_>> = self
             .evictions
             .iter()
             .map(|e| (e.namespace.as_str(), e.name.as_str()))
             .collect();
+        // Each waiting pod once, with the earliest round that may take it.
+        let mut waiting = BTreeMap::<Pod<'_>, (Timestamp, &str)>::new();
+        let rounds = self
+            .waiting
+            .iter()
+            .map(|w| {
+                let pod = (w.namespace.as_str(), w.name.as_str());
+                (
+                    pod,
+                    Some(w.next_round.as_str()),
+                    w.next_round_shown.as_str(),
+                )
+            })
+            .chain(self.skipped.iter().filter(|s| s.waiting).map(|s| {
+                let pod = (s.namespace.as_str(), s.name.as_str());
+                let when = s.next_round_when.as_deref().unwrap_or_default();
+                (pod, s.next_round.as_deref(), when)
+            }));
+        for (pod, at, shown) in rounds {
+            if evicted.contains(&pod) {
+                continue;
+            }
+            let at = at
+                .and_then(|t| t.parse::<Timestamp>().ok())
+                .unwrap_or(Timestamp::MAX);
+            let entry = waiting.entry(pod).or_insert((at, shown));
+            if at < entry.0 {
+                *entry = (at, shown);
+            }
+        }
         // Each skipped pod once, under the first gate that held it back.
-        let mut skipped_pods = BTreeMap::<(&str, &str), &str>::new();
-        for skip in &self.skipped {
+        let mut skipped_pods = BTreeMap::<Pod<'_>, &str>::new();
+        for skip in self.skipped_for_good() {
             let pod = (skip.namespace.as_str(), skip.name.as_str());
-            if !evicted.contains(&pod) {
+            if !evicted.contains(&pod) && !waiting.contains_key(&pod) {
                 skipped_pods.entry(pod).or_insert(skip.gate.as_str());
             }
         }
@@ -490,10 +574,17 @@ impl Report {
             let parts: Vec<String> = by_gate.iter().map(|(g, n)| format!("{g} {n}")).collect();
             format!(" ({})", parts.join(", "))
         };
-        let waiting = if self.waiting.is_empty() {
-            String::new()
-        } else {
-            format!(", {} waiting for the next round", self.waiting.len())
+        let waiting = match waiting.values().min_by_key(|(at, _)| *at) {
+            None => String::new(),
+            Some((_, "")) => {
+                format!(", {} waiting for a later round", waiting.len())
+            }
+            Some((_, first)) => {
+                format!(
+                    ", {} waiting for a later round (the first {first})",
+                    waiting.len()
+                )
+            }
         };
         let closed = self.zones.iter().filter(|z| z.open == Some(false)).count();
         let draining = self.zones.iter().filter(|z| z.draining).count();
@@ -528,7 +619,7 @@ impl Report {
             String::new()
         };
         format!(
-            "{} eviction{} planned{verification}, {} skipped{gates}{waiting}{policies}; {zones}",
+            "{} eviction{} planned{verification}{waiting}, {} skipped{gates}{policies}; {zones}",
             evicted.len(),
             if evicted.len() == 1 { "" } else { "s" },
             skipped_pods.len(),
@@ -597,7 +688,43 @@ fn waiting(snapshot: &Snapshot, policies: &[&PolicyInfo], cycle: &CyclePlan) -> 
                     clock::local(tz, *next_round),
                     clock::relative(cycle.now, *next_round)
                 ),
+                held_by: snapshot.zones.get(*zone).map_or_else(
+                    || "evictPeriod".to_owned(),
+                    |info| format!("evictPeriod {}", info.spec.evict_period),
+                ),
             });
+        }
+    }
+    out
+}
+
+/// Whether a later round can take each pod gate `budget` held, by `(policy, namespace, name)`.
+fn budget_lets_one_go<'a>(
+    snapshot: &Snapshot,
+    policies: &[&PolicyInfo],
+    cycle: &'a CyclePlan,
+) -> BTreeMap<(&'a str, &'a str, &'a str), bool> {
+    let mut out = BTreeMap::new();
+    for plan in &cycle.plans {
+        let Some(policy) = policies.iter().find(|p| p.name == plan.policy) else {
+            continue;
+        };
+        let held: Vec<&Arc<crate::cluster::PodInfo>> = plan
+            .skipped
+            .iter()
+            .filter(|s| {
+                s.reason == crate::framework::SkipReason::Gate(crate::framework::GateId::Budget)
+            })
+            .map(|s| &s.candidate.pod)
+            .collect();
+        let answers = planner::budget_lets_one_go(snapshot, policy, &held);
+        for (pod, lets_go) in held.into_iter().zip(answers) {
+            let key = (
+                plan.policy.as_str(),
+                pod.key.namespace.as_str(),
+                pod.key.name.as_str(),
+            );
+            out.insert(key, lets_go);
         }
     }
     out
@@ -626,8 +753,69 @@ pub(crate) fn strategy_outcome(line: &StrategyLine) -> String {
 }
 
 /// How many distinct pods the rows name.
-fn distinct<'a>(pods: impl Iterator<Item = (&'a String, &'a String)>) -> usize {
+fn distinct<'a>(pods: impl Iterator<Item = (&'a str, &'a str)>) -> usize {
     pods.collect::<std::collections::BTreeSet<_>>().len()
+}
+
+/// A pod a later round takes, for the tables: held by `evictPeriod` (the report's `waiting`) or,
+/// this round only, by its job's budget (a `skipped` row with `waiting`).
+pub(crate) struct WaitingRow<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub node: &'a str,
+    pub policy: &'a str,
+    pub zone: &'a str,
+    pub job: &'a str,
+    /// `Mon 09:32 UTC (in 2m)`.
+    pub when: &'a str,
+    /// `evictPeriod 2m0s`, or `budget: ` and what the budget allows.
+    pub held_by: String,
+    /// What the strategy wants it out for.
+    pub reason: &'a str,
+    /// When that round is.
+    pub at: Option<Timestamp>,
+}
+
+/// The pods later rounds take, soonest round first, then in the order decided.
+pub(crate) fn waiting_rows(report: &Report) -> Vec<WaitingRow<'_>> {
+    let held_by_period = report.waiting.iter().map(|w| WaitingRow {
+        namespace: &w.namespace,
+        name: &w.name,
+        node: w.node.as_deref().unwrap_or_default(),
+        policy: &w.policy,
+        zone: &w.zone,
+        job: &w.job,
+        when: &w.next_round_shown,
+        held_by: w.held_by.clone(),
+        reason: &w.reason,
+        at: w.next_round.parse().ok(),
+    });
+    let held_by_budget = report
+        .skipped
+        .iter()
+        .filter(|s| s.waiting)
+        .map(|s| WaitingRow {
+            namespace: &s.namespace,
+            name: &s.name,
+            node: s.node.as_deref().unwrap_or_default(),
+            policy: &s.policy,
+            zone: s.zone.as_deref().unwrap_or("-"),
+            job: &s.job,
+            when: s.next_round_when.as_deref().unwrap_or_default(),
+            // The job has its own column.
+            held_by: format!(
+                "{}: {}",
+                s.gate,
+                s.detail
+                    .strip_prefix(&format!("{}: ", s.job))
+                    .unwrap_or(&s.detail)
+            ),
+            reason: &s.reason,
+            at: s.next_round.as_deref().and_then(|t| t.parse().ok()),
+        });
+    let mut rows: Vec<WaitingRow<'_>> = held_by_period.chain(held_by_budget).collect();
+    rows.sort_by_key(|row| row.at.unwrap_or(Timestamp::MAX));
+    rows
 }
 
 /// `ns/name`, the way kubectl users read pods.
@@ -673,8 +861,11 @@ mod tests {
             policy: policy.into(),
             reason: "zone z closed".into(),
             zone: Some("z".into()),
+            job: format!("Pod ns/{pod}"),
+            waiting: false,
             next_round: None,
             next_round_shown: None,
+            next_round_when: None,
         }
     }
 
@@ -692,6 +883,7 @@ mod tests {
                     mode: "DryRun".into(),
                     evictions: 0,
                     skipped: 0,
+                    waiting: 0,
                     verified: None,
                     unverified: None,
                     error: None,
@@ -744,6 +936,50 @@ mod tests {
         assert!(
             markdown.contains("| Pod | Node | Policy | Strategy |"),
             "{markdown}"
+        );
+    }
+
+    #[test]
+    fn pods_a_later_round_takes_are_counted_as_waiting_not_skipped() {
+        let waits = |pod: &str, policy: &str, at: &str| SkippedLine {
+            waiting: true,
+            next_round: Some(at.to_owned()),
+            next_round_when: Some(format!("at {at}")),
+            ..skip(pod, policy, "budget")
+        };
+        // b waits in p and is in cooldown in q: p takes it later. d's budget never lets it go.
+        let report = report(
+            &["p", "q"],
+            vec![eviction("a", "p")],
+            vec![
+                waits("b", "p", "2026-11-23T09:35:00Z"),
+                skip("b", "q", "cooldown"),
+                waits("c", "p", "2026-11-23T09:32:00Z"),
+                skip("d", "p", "budget"),
+                waits("a", "q", "2026-11-23T09:31:00Z"),
+            ],
+        );
+        assert_eq!(
+            report.summary(),
+            "1 eviction planned, 2 waiting for a later round (the first at 2026-11-23T09:32:00Z), \
+             1 skipped (budget 1) by 2 policies; 0 of 0 zones closed"
+        );
+        let table = report.render(Format::Table);
+        assert!(
+            table.contains("WAITING FOR A LATER ROUND (3 pods, 3 rows)"),
+            "{table}"
+        );
+        assert!(table.contains("SKIPPED (2 pods, 2 rows)"), "{table}");
+        let waiting = &table[table.find("WAITING").unwrap()..table.find("SKIPPED").unwrap()];
+        let order: Vec<&str> = waiting
+            .lines()
+            .skip(2)
+            .filter_map(|l| l.split(' ').next())
+            .collect();
+        assert_eq!(
+            order,
+            ["ns/a", "ns/c", "ns/b", ""],
+            "soonest first: {table}"
         );
     }
 

@@ -194,7 +194,12 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
                 vec![e.zone.clone().unwrap_or_else(|| "-".to_owned())],
             ));
         }
-        let pods = distinct(report.evictions.iter().map(|e| (&e.namespace, &e.name)));
+        let pods = distinct(
+            report
+                .evictions
+                .iter()
+                .map(|e| (e.namespace.as_str(), e.name.as_str())),
+        );
         section(
             &mut out,
             &title("EVICTIONS", report.evictions.len(), pods),
@@ -202,41 +207,48 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
         );
     }
 
-    if !report.waiting.is_empty() {
-        let mut waiting = labelled(&["POD", "NODE", "ZONE", "JOB", "NEXT ROUND"], &[]);
-        for w in &report.waiting {
-            waiting.add_row(row(
+    let waiting = super::waiting_rows(report);
+    if !waiting.is_empty() {
+        let mut table = labelled(
+            &["POD", "NODE", "ZONE", "JOB", "NEXT ROUND", "HELD BY"],
+            &["PROPOSED FOR"],
+        );
+        for w in &waiting {
+            table.add_row(row(
                 vec![
-                    pod_ref(&w.namespace, &w.name),
-                    w.node.clone().unwrap_or_default(),
-                    w.zone.clone(),
-                    w.job.clone(),
-                    w.next_round_shown.clone(),
+                    pod_ref(w.namespace, w.name),
+                    w.node.to_owned(),
+                    w.zone.to_owned(),
+                    w.job.to_owned(),
+                    w.when.to_owned(),
+                    w.held_by.clone(),
                 ],
-                &w.policy,
-                Vec::new(),
+                w.policy,
+                vec![w.reason.to_owned()],
             ));
         }
+        let pods = distinct(waiting.iter().map(|w| (w.namespace, w.name)));
         section(
             &mut out,
-            &format!("WAITING FOR THE NEXT ROUND ({})", report.waiting.len()),
-            waiting,
+            &title("WAITING FOR A LATER ROUND", waiting.len(), pods),
+            table,
         );
     }
 
-    if !report.skipped.is_empty() {
-        let mut skipped = labelled(
+    let skipped: Vec<&super::SkippedLine> = report.skipped_for_good().collect();
+    if !skipped.is_empty() {
+        let mut table = labelled(
             &["POD", "NODE", "STRATEGY", "GATE", "DETAIL"],
             &["PROPOSED FOR"],
         );
-        let mut rows: Vec<_> = report.skipped.iter().collect();
+        let mut rows = skipped.clone();
         rows.sort_by(|a, b| a.gate.cmp(&b.gate));
         for s in rows {
             let detail = match &s.next_round_shown {
                 Some(when) => format!("{}; {when}", s.detail),
                 None => s.detail.clone(),
             };
-            skipped.add_row(row(
+            table.add_row(row(
                 vec![
                     pod_ref(&s.namespace, &s.name),
                     s.node.clone().unwrap_or_default(),
@@ -248,12 +260,12 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
                 vec![s.reason.clone()],
             ));
         }
-        let pods = distinct(report.skipped.iter().map(|s| (&s.namespace, &s.name)));
-        section(
-            &mut out,
-            &title("SKIPPED", report.skipped.len(), pods),
-            skipped,
+        let pods = distinct(
+            skipped
+                .iter()
+                .map(|s| (s.namespace.as_str(), s.name.as_str())),
         );
+        section(&mut out, &title("SKIPPED", skipped.len(), pods), table);
     }
 
     if !report.strategies.is_empty() {

@@ -87,7 +87,8 @@ fn unknown_context(file: &Kubeconfig, wanted: &str) -> anyhow::Result<()> {
 }
 
 /// Outside a pod, with no kubeconfig: one short line that says where tidal looked and what to do,
-/// instead of kube's nested error that repeats its cause.
+/// instead of kube's nested error that repeats its cause. The command adds what it can do without a
+/// cluster ([`without_a_cluster`]).
 fn no_credentials(error: &kube::config::KubeconfigError) -> anyhow::Error {
     let looked = match std::env::var_os("KUBECONFIG") {
         Some(path) => format!("$KUBECONFIG ({})", path.to_string_lossy()),
@@ -95,10 +96,36 @@ fn no_credentials(error: &kube::config::KubeconfigError) -> anyhow::Error {
     };
     let cause =
         std::error::Error::source(error).map_or_else(|| error.to_string(), ToString::to_string);
-    anyhow::anyhow!(
-        "no cluster to talk to: not running in a pod, and no usable kubeconfig at {looked}: {cause}. \
-         Pass --kubeconfig FILE (and --context NAME), or --cluster FILE to read a saved dump"
-    )
+    NoCluster {
+        looked,
+        cause,
+        offline: String::new(),
+    }
+    .into()
+}
+
+/// Neither in a pod nor with a kubeconfig.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "no cluster to talk to: not running in a pod, and no usable kubeconfig at {looked}: {cause}. \
+     Pass --kubeconfig FILE (and --context NAME){offline}"
+)]
+pub struct NoCluster {
+    looked: String,
+    cause: String,
+    offline: String,
+}
+
+/// `error`, when it is [`NoCluster`], ending with `offline`: what the command offers without a
+/// cluster (`, or --cluster FILE to read a saved dump`).
+pub fn without_a_cluster(error: anyhow::Error, offline: &str) -> anyhow::Error {
+    match error.downcast::<NoCluster>() {
+        Ok(mut none) => {
+            none.offline = offline.to_owned();
+            none.into()
+        }
+        Err(other) => other,
+    }
 }
 
 /// Asks the API server for its version, so that an unreachable server fails in seconds with the

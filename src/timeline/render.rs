@@ -2,7 +2,7 @@
 //! events in time order (one line per round; each pod on a line of its own with `-o wide`), then each
 //! zone's drain per close, in each zone's own time zone and relative to now.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::{SignedDuration, Timestamp};
 
@@ -132,8 +132,12 @@ fn render(timeline: &Timeline, wide: bool) -> String {
             &["WHEN", "IN", "ZONE", "EVENT", "DETAIL"]
         };
         let mut rows = table(header);
+        let mut staying = BTreeSet::new();
         for event in &timeline.events {
-            for (index, row) in event_rows(event, wide).into_iter().enumerate() {
+            for (index, row) in event_rows(event, wide, &mut staying)
+                .into_iter()
+                .enumerate()
+            {
                 // The event's time and zone once, on its first row: the rest are its pods.
                 let head = if index == 0 {
                     [
@@ -220,10 +224,26 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// `[event, pod, detail]` rows for one event: the event's own line, then with `wide` its pods.
-fn event_rows(event: &Event, wide: bool) -> Vec<[String; 3]> {
+/// `[event, pod, detail]` rows for one event: the event's own line, then with `wide` its pods. A pod
+/// that stays (no later round in the span takes it) gets its line once, the first time: later events
+/// count it in their own line. `staying` holds the pods said to stay so far.
+fn event_rows(
+    event: &Event,
+    wide: bool,
+    staying: &mut BTreeSet<(String, String)>,
+) -> Vec<[String; 3]> {
     let mut rows = Vec::new();
     let detail = event.detail.clone().unwrap_or_default();
+    // The pods this event first says stay get a line each (with `wide`); those said before are
+    // only counted, as still staying.
+    let mut first_said = BTreeSet::new();
+    for pod in event.waiting.iter().filter(|p| p.next_round_when.is_none()) {
+        let key = (pod.namespace.clone(), pod.name.clone());
+        if staying.insert(key.clone()) {
+            first_said.insert(key);
+        }
+    }
+    let still = !event.waiting.is_empty() && first_said.is_empty();
     match event.event {
         EventKind::Opens => rows.push(["opens".into(), String::new(), detail]),
         EventKind::Closes => rows.push(["closes".into(), String::new(), detail]),
@@ -235,7 +255,7 @@ fn event_rows(event: &Event, wide: bool) -> Vec<[String; 3]> {
                 None => format!("evicts {pods} pod{}", plural(pods)),
             };
             let mut detail = pace_text(event);
-            if let Some(waiting) = waiting_text(event) {
+            if let Some(waiting) = waiting_text(event, still) {
                 detail.push_str("; ");
                 detail.push_str(&waiting);
             }
@@ -244,7 +264,7 @@ fn event_rows(event: &Event, wide: bool) -> Vec<[String; 3]> {
         EventKind::Held => rows.push([
             "holds".into(),
             String::new(),
-            waiting_text(event).unwrap_or_default(),
+            waiting_text(event, still).unwrap_or_default(),
         ]),
     }
     if !wide {
@@ -264,7 +284,10 @@ fn event_rows(event: &Event, wide: bool) -> Vec<[String; 3]> {
     for pod in &event.waiting {
         let waits = match &pod.next_round_when {
             Some(when) => format!("waits for {when}"),
-            None => "stays".to_owned(),
+            None if first_said.contains(&(pod.namespace.clone(), pod.name.clone())) => {
+                "stays".to_owned()
+            }
+            None => continue,
         };
         rows.push([
             waits,
@@ -301,8 +324,9 @@ fn pace_text(event: &Event) -> String {
     text
 }
 
-/// `3 wait for Mon 10:35 CET (budget 2, cooldown 1)` or `3 stay (budget 3)`.
-fn waiting_text(event: &Event) -> Option<String> {
+/// `3 wait for Mon 10:35 CET (budget 2, cooldown 1)` or `3 stay (budget 3)`; `3 still stay` when
+/// every one of them was said to stay before (`still`).
+fn waiting_text(event: &Event, still: bool) -> Option<String> {
     let first = event.waiting.first()?;
     let mut gates: BTreeMap<&str, usize> = BTreeMap::new();
     for pod in &event.waiting {
@@ -315,7 +339,11 @@ fn waiting_text(event: &Event) -> Option<String> {
             "{count} wait{} for {when}",
             if count == 1 { "s" } else { "" }
         ),
-        None => format!("{count} stay{}", if count == 1 { "s" } else { "" }),
+        None => format!(
+            "{count} {}stay{}",
+            if still { "still " } else { "" },
+            if count == 1 { "s" } else { "" }
+        ),
     };
     Some(format!("{what} ({})", gates.join(", ")))
 }
@@ -404,7 +432,11 @@ fn summary(timeline: &Timeline) -> String {
             line.push_str(&format!(", the last {}", last.when));
         }
         if last_waiting > 0 {
-            line.push_str(&format!("; {last_waiting} pod(s) stay"));
+            line.push_str(&format!(
+                "; {last_waiting} pod{} stay{}",
+                plural(last_waiting),
+                if last_waiting == 1 { "s" } else { "" }
+            ));
         }
         lines.push(line);
     }

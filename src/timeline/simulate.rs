@@ -94,8 +94,19 @@ impl<'c> Simulation<'c> {
         let snapshot = cache.snapshot();
         let mut zones = Vec::new();
         let mut events = Vec::new();
+        // Without a policy running `tdm` a drain start evicts nothing: it is not an event of the
+        // timeline, and the zone is open until it closes.
+        let drains = drain::draining_policy(policies).is_some();
         for zone in snapshot.zones.values() {
-            let (track, changes) = zone_track(zone, now, until);
+            let (mut track, mut changes) = zone_track(zone, now, until);
+            if !drains {
+                changes.retain(|e| e.event != EventKind::DrainStarts);
+                for change in &mut track.phases {
+                    if change.phase == Phase::Draining {
+                        change.phase = Phase::Open;
+                    }
+                }
+            }
             zones.push(track);
             events.extend(changes);
         }

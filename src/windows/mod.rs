@@ -42,11 +42,14 @@ pub enum WindowError {
     },
     /// The time zone is not in the bundled IANA database.
     #[error(
-        "unknown time zone {name:?} (expected an IANA time zone name such as \"Europe/Berlin\" or \"UTC\")"
+        "unknown time zone {name:?} (expected an IANA time zone name such as \"Europe/Berlin\" or \"UTC\"){}",
+        likely.as_ref().map_or(String::new(), |l| format!("; did you mean {l:?}?"))
     )]
     UnknownTimeZone {
         /// The name as configured.
         name: String,
+        /// The database's name it most likely misspells.
+        likely: Option<String>,
     },
     /// A zone without windows would be closed forever; that is almost
     /// certainly a configuration mistake rather than an intent.

@@ -58,6 +58,21 @@ impl ZoneState {
     }
 }
 
+/// The tz database's name that `wanted` most likely misspells (`Europe/Berln`): within two edits,
+/// case aside.
+fn likely_time_zone(wanted: &str) -> Option<String> {
+    let wanted = wanted.to_lowercase();
+    jiff::tz::db()
+        .available()
+        .map(|name| {
+            let name = name.as_str().to_owned();
+            (strsim::levenshtein(&wanted, &name.to_lowercase()), name)
+        })
+        .filter(|(distance, _)| *distance <= 2)
+        .min()
+        .map(|(_, name)| name)
+}
+
 impl ZoneSchedule {
     /// Builds a schedule; `time_zone` is an IANA name such as
     /// `"Europe/Berlin"` or `"UTC"`, looked up in the tz database bundled into
@@ -68,6 +83,7 @@ impl ZoneSchedule {
         }
         let tz = TimeZone::get(time_zone).map_err(|_| WindowError::UnknownTimeZone {
             name: time_zone.to_owned(),
+            likely: likely_time_zone(time_zone),
         })?;
         // Prefer the database's spelling: the lookup is case-insensitive and
         // reports should show one canonical name.

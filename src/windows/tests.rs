@@ -510,8 +510,15 @@ fn schedule_errors() {
     assert_eq!(
         err,
         WindowError::UnknownTimeZone {
-            name: "Mars/Olympus".into()
+            name: "Mars/Olympus".into(),
+            likely: None,
         }
+    );
+    let typo = ZoneSchedule::new(vec![window("08:00-21:00", &[])], "Europe/Berln").unwrap_err();
+    assert!(
+        typo.to_string()
+            .ends_with("; did you mean \"Europe/Berlin\"?"),
+        "{typo}"
     );
     assert!(err.to_string().contains("\"Mars/Olympus\""), "{err}");
     assert!(err.to_string().contains("IANA"), "{err}");

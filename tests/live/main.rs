@@ -8,6 +8,7 @@
 
 mod support;
 
+mod closed_pipe;
 mod controller;
 mod drain;
 mod first_contact;

@@ -185,3 +185,130 @@ fn convert_reads_the_descheduler_s_config_map_and_chart_values() {
     assert!(yaml.contains("localStoragePods: false"), "{yaml}");
     assert!(yaml.contains("pvcPods: true"), "{yaml}");
 }
+
+/// `tidal ... | head` and `2>&1 | head`: whichever pipe closes, the command ends as it would have
+/// (its output cut short), never with a panic about a closed pipe.
+#[test]
+fn closed_pipes_end_the_command_without_a_panic() {
+    let closed = || {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        writer
+    };
+    let status = |args: &[&str], stdout: std::io::PipeWriter, stderr: std::io::PipeWriter| {
+        Command::new(env!("CARGO_BIN_EXE_tidal"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(stdout)
+            .stderr(stderr)
+            .status()
+            .unwrap()
+            .code()
+    };
+    let now = ["--now", "2026-11-23T09:30:00Z"];
+    for command in ["report", "timeline"] {
+        let args = [
+            &[command, "-f", "examples/demo-cluster.yaml", "-o", "wide"][..],
+            &now,
+        ]
+        .concat();
+        assert_eq!(status(&args, closed(), closed()), Some(0), "{args:?}");
+    }
+    // The error, the warnings and the notes of stderr go nowhere; the exit code still says.
+    let missing = [
+        "report",
+        "-f",
+        "examples/demo-cluster.yaml",
+        "-f",
+        "/nonexistent.yaml",
+    ];
+    assert_eq!(status(&missing, closed(), closed()), Some(1));
+    let convert = [
+        "convert",
+        "-f",
+        "tests/fixtures/descheduler/v0.36.0/chart/values.yaml",
+    ];
+    assert_eq!(status(&convert, closed(), closed()), Some(0));
+}
+
+/// With no cluster at all, each command says in one line what it can do without one: `run` points at
+/// the report on a saved cluster (it has no `--cluster` of its own), the report at its `--cluster`.
+#[test]
+fn without_a_cluster_each_command_names_what_works_without_one() {
+    let home = tempfile::tempdir().unwrap();
+    let stderr = |command: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_tidal"))
+            .arg(command)
+            .env_remove("KUBECONFIG")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("TIDAL_LOG")
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{command}: {output:?}");
+        String::from_utf8(output.stderr).unwrap()
+    };
+    let run = stderr("run");
+    assert_eq!(run.lines().count(), 1, "{run}");
+    assert!(run.contains("no cluster to talk to"), "{run}");
+    assert!(run.contains("`tidal report -f FILE`"), "{run}");
+    assert!(run.contains("-A -o yaml > FILE"), "{run}");
+    assert!(
+        !run.contains("--cluster"),
+        "tidal run has no --cluster: {run}"
+    );
+    let report = stderr("report");
+    assert_eq!(report.lines().count(), 1, "{report}");
+    assert!(report.contains("--cluster FILE"), "{report}");
+}
+
+/// A policy given with `-f` beside a cluster dump, and a zone inside a dump: what `kubectl apply`
+/// would refuse is said as sentences naming the file, the object, the field and what it may hold.
+#[test]
+fn refused_objects_are_named_with_the_field_and_what_it_may_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: tidal.dev/v1alpha1\nkind: DeschedulingPolicy\nmetadata: {name: balance}\n\
+         spec:\n  mode: DryRun\n  interval: 5x\n  strategies:\n    lowNodeUtilization:\n      \
+         thresold: {cpu: 20}\n      thresholds: {cpu: 20}\n      targetThresholds: {cpu: 50}\n",
+    )
+    .unwrap();
+    let output = tidal(&[
+        "report",
+        "-f",
+        "examples/demo-cluster.yaml",
+        "-f",
+        policy.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {}: item 1 (DeschedulingPolicy balance): kubectl apply would refuse it:\n  \
+             - spec.interval is \"5x\": write a duration such as 90s, 5m or 1h30m: digits and a \
+             unit (ns, us, ms, s, m or h), no sign, no space\n  \
+             - spec.strategies.lowNodeUtilization has no field \"thresold\": did you mean \
+             \"thresholds\"?\n",
+            policy.display()
+        )
+    );
+    let dump = std::fs::read_to_string("examples/demo-cluster.yaml")
+        .unwrap()
+        .replacen("- time: \"20:00-06:00\"", "- time: \"25:00-26:00\"", 1)
+        .replacen("evictPeriod: 2m", "evictPeriod: -1m", 1);
+    let cluster = dir.path().join("cluster.yaml");
+    std::fs::write(&cluster, dump).unwrap();
+    let output = tidal(&["report", "-f", cluster.to_str().unwrap()]);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    for said in [
+        "item 1 (RevocableZone yarn-a): kubectl apply would refuse it:",
+        "- spec.evictPeriod is \"-1m\": write a duration",
+        "- spec.windows[0].time is \"25:00-26:00\": write a daily window as HH:MM-HH:MM",
+    ] {
+        assert!(stderr.contains(said), "{said}: {stderr}");
+    }
+    assert!(!stderr.contains("^("), "no regular expression: {stderr}");
+}

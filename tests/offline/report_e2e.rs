@@ -998,11 +998,13 @@ fn binary_prints_json_table_and_markdown() {
         "policy tdm (DryRun)",
         "ZONES",
         "EVICTIONS (4)",
-        "SKIPPED (6)",
+        "WAITING FOR A LATER ROUND (4)",
+        "SKIPPED (2)",
         "analytics/etl-7dcf699648-ffdd4",
         "bare pod: no owner would recreate it",
         "protected for 40m 22s more (until 2026-11-22T04:40:22Z)",
-        "4 evictions planned, 6 skipped (budget 4, cooldown 1, protected 1); 2 of 2 zones closed, 2 at risk",
+        "4 evictions planned, 4 waiting for a later round (the first ",
+        "), 2 skipped (cooldown 1, protected 1); 2 of 2 zones closed, 2 at risk",
     ] {
         assert!(
             table.contains(expected),
@@ -1033,11 +1035,13 @@ fn binary_prints_json_table_and_markdown() {
         "# tidal report at 2026-11-22T04:00:00Z",
         "## Zones",
         "## Evictions (4)",
-        "## Skipped (6)",
+        "## Waiting for a later round (4)",
+        "## Skipped (2)",
         "| `analytics/etl-7dcf699648-ffdd4` |",
         "| cooldown |",
         "| protected |",
-        "**4 evictions planned, 6 skipped (budget 4, cooldown 1, protected 1); 2 of 2 zones closed, 2 at risk**",
+        "**4 evictions planned, 4 waiting for a later round (the first ",
+        "), 2 skipped (cooldown 1, protected 1); 2 of 2 zones closed, 2 at risk**",
     ] {
         assert!(
             markdown.contains(expected),
@@ -1533,11 +1537,97 @@ fn demo_cluster_shows_evictions_budget_and_cooldown() {
     let output = run(&["report", "--cluster", demo, "--now", DEMO_NOW]);
     assert!(output.status.success(), "{output:?}");
     let table = String::from_utf8(output.stdout).expect("utf-8");
+    // The five pods their jobs' budgets hold this round only are counted as waiting for the round
+    // that takes them, not as skipped; only the one in cooldown is skipped.
     assert!(
-        table
-            .contains("5 evictions planned, 6 skipped (budget 5, cooldown 1); 2 of 2 zones closed"),
+        table.contains("5 evictions planned, 5 waiting for a later round (the first "),
         "{table}"
     );
+    assert!(
+        table.contains(", 1 skipped (cooldown 1); 2 of 2 zones closed"),
+        "{table}"
+    );
+    assert!(table.contains("WAITING FOR A LATER ROUND (5)\n"), "{table}");
+    assert!(table.contains("SKIPPED (1)\n"), "{table}");
+    // JSON says the same: the budget's rows wait, with the round; the policy counts them.
+    let waiting: Vec<(String, bool, bool)> = report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let pod = format!(
+                "{}/{}",
+                s["namespace"].as_str().unwrap(),
+                s["name"].as_str().unwrap()
+            );
+            (pod, s["waiting"] == true, s["nextRound"].is_string())
+        })
+        .collect();
+    for (pod, waits, round) in &waiting {
+        let budget = !pod.ends_with("worker-3");
+        assert_eq!((*waits, *round), (budget, budget), "{pod}: {report:#}");
+    }
+    assert_eq!(report["policies"][0]["waiting"], 5, "{report:#}");
+}
+
+/// A job whose budget lets none of its pods go, even with all of them running, waits for no round:
+/// its pods are skipped, without a round, in the table, the JSON and `tidal explain` alike.
+#[test]
+fn a_budget_that_never_lets_a_pod_go_is_skipped_not_waiting() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-cluster.yaml"),
+    )
+    .unwrap()
+    .replace(
+        "job-disruption-budget-min-available: \"3\"",
+        "job-disruption-budget-min-available: \"4\"",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let held = dir.path().join("held.yaml");
+    std::fs::write(&held, text).unwrap();
+    let report = plan(&[&held], DEMO_NOW);
+    let resnet: Vec<&Value> = report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["gate"] == "budget" && s["job"] == "PodGroup ml/resnet-train")
+        .collect();
+    assert_eq!(resnet.len(), 3, "{report:#}");
+    for row in resnet {
+        assert_eq!(row["waiting"], false, "{row:#}");
+        assert!(row.get("nextRound").is_none(), "{row:#}");
+    }
+    assert_eq!(report["policies"][0]["waiting"], 3, "{report:#}");
+    let held = held.to_str().unwrap();
+    let output = run(&["report", "--cluster", held, "--now", DEMO_NOW]);
+    let table = String::from_utf8(output.stdout).expect("utf-8");
+    assert!(
+        table.contains("4 evictions planned, 3 waiting for a later round (the first "),
+        "{table}"
+    );
+    assert!(
+        table.contains(", 4 skipped (budget 3, cooldown 1);"),
+        "{table}"
+    );
+    assert!(
+        table.contains("no round takes it: the budget lets none of the job's pods go"),
+        "{table}"
+    );
+    let explained = run(&[
+        "explain",
+        "pod",
+        "ml/resnet-train-worker-0",
+        "--cluster",
+        held,
+        "--now",
+        DEMO_NOW,
+        "-o",
+        "json",
+    ]);
+    let explained: Value = serde_json::from_slice(&explained.stdout).unwrap();
+    let verdict = &explained["policies"][0];
+    assert_eq!(verdict["outcome"], "skipped", "{verdict:#}");
+    assert!(verdict.get("nextRound").is_none(), "{verdict:#}");
 }
 
 /// Destinations obey tidal's own placement rules: highNodeUtilization on the demo cluster used to

@@ -38,7 +38,15 @@ spec:
     // Both dry-run policies plan the same five pods (a DryRun plan holds nothing back).
     assert!(table.contains("EVICTIONS (5 pods, 10 rows)"), "{table}");
     assert!(
-        table.contains("5 evictions planned, 6 skipped (budget 5, cooldown 1) by 2 policies; 2 of 2 zones closed"),
+        table.contains("5 evictions planned, 5 waiting for a later round (the first "),
+        "{table}"
+    );
+    assert!(
+        table.contains(", 1 skipped (cooldown 1) by 2 policies; 2 of 2 zones closed"),
+        "{table}"
+    );
+    assert!(
+        table.contains("WAITING FOR A LATER ROUND (5 pods, 10 rows)"),
         "{table}"
     );
     let header = table

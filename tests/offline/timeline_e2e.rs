@@ -317,9 +317,10 @@ fn pods_held_back_by_evict_period_wait_for_the_next_round() {
         ]
     );
     let table = stdout(&["report", "--cluster", path(file.path()), "--now", DEMO_NOW]);
-    assert!(table.contains("WAITING FOR THE NEXT ROUND (2)"), "{table}");
+    // With the two etl-nightly pods their job's budget holds until yarn-a's next round.
+    assert!(table.contains("WAITING FOR A LATER ROUND (4)"), "{table}");
     assert!(table.contains("Mon 10:33 CET (in 3m)"), "{table}");
-    assert!(table.contains("2 waiting for the next round"), "{table}");
+    assert!(table.contains("4 waiting for a later round"), "{table}");
 
     // The timeline's first yarn-b round is that one, and the next is evictPeriod later.
     let timeline = json(&[
@@ -714,4 +715,85 @@ fn at_the_default_pacing_the_timeline_drain_ends_when_the_drain_estimate_says() 
         (took * 1.5 + 29.0..took * 1.5 + 31.0).contains(&lead),
         "{lead}"
     );
+}
+
+/// The demo with resnet-train's PodGroup keeping all four of its workers: its budget lets none go.
+fn demo_with_a_job_that_never_moves() -> NamedTempFile {
+    let text = std::fs::read_to_string(demo()).expect("demo").replace(
+        "job-disruption-budget-min-available: \"3\"",
+        "job-disruption-budget-min-available: \"4\"",
+    );
+    let mut file = tempfile::Builder::new()
+        .suffix(".yaml")
+        .tempfile()
+        .expect("tempfile");
+    std::io::Write::write_all(&mut file, text.as_bytes()).expect("write");
+    file
+}
+
+#[test]
+fn a_pod_that_stays_gets_its_line_once_and_is_counted_after() {
+    let file = demo_with_a_job_that_never_moves();
+    let wide = timeline_output(file.path(), DEMO_NOW, &["-o", "wide"]);
+    for worker in ["worker-0", "worker-1", "worker-2", "worker-3"] {
+        let said = wide
+            .lines()
+            .filter(|l| l.contains("stays") && l.contains(&format!("ml/resnet-train-{worker}")))
+            .count();
+        assert_eq!(said, 1, "{worker}:\n{wide}");
+    }
+    // Later events count them, as the same pods still there.
+    assert!(wide.contains("holds                                                           4 still stay (budget 4)"), "{wide}");
+    assert!(wide.contains("; 4 pods stay\n"), "{wide}");
+}
+
+#[test]
+fn without_a_policy_running_tdm_no_drain_starts() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let policy = root.join("policies/lowNodeUtilization.yaml");
+    let demo = demo();
+    let only = ["--policy", "low-node-utilization"];
+    let args = |extra: &[&str]| {
+        let mut args = vec![
+            "timeline",
+            "--cluster",
+            path(&demo),
+            "--cluster",
+            path(&policy),
+            "--now",
+            DEMO_NOW,
+        ];
+        args.extend(only);
+        args.extend(extra);
+        args.iter()
+            .map(|s| (*s).to_owned())
+            .collect::<Vec<String>>()
+    };
+    let table = stdout(&args(&[]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(!table.contains("starts draining"), "{table}");
+    assert!(table.contains("yarn-b  closes"), "{table}");
+    let timeline = json(&args(&[]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        events(&timeline)
+            .iter()
+            .all(|e| e["event"] != "drainStarts"),
+        "{timeline:#}"
+    );
+    for zone in timeline["zones"].as_array().unwrap() {
+        assert!(!zone["bar"].as_str().unwrap().contains('~'), "{zone:#}");
+    }
+    // The report, half an hour before yarn-b's 20-minute drain would start: no drain to announce.
+    let report = stdout(&[
+        "report",
+        "--cluster",
+        path(&demo),
+        "--cluster",
+        path(&policy),
+        "--now",
+        "2026-11-23T05:30:00Z",
+        "--policy",
+        "low-node-utilization",
+    ]);
+    assert!(report.contains("closes Mon 07:00 CET (in 30m)"), "{report}");
+    assert!(!report.contains("drains"), "{report}");
 }

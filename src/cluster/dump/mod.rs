@@ -60,6 +60,50 @@ pub struct Dump {
     crd_validator: Option<CrdValidator>,
     /// What a policy must pass beyond its schema to be read (see [`PolicyCheck`]).
     policy_check: Option<PolicyCheck>,
+    /// Where each object read so far came from, so that one given twice is named with both places.
+    origins: Origins,
+}
+
+/// `kind namespace/name` of every object read, with the reading of a file (an index into `files`)
+/// and the item it came from.
+#[derive(Debug, Default)]
+struct Origins {
+    /// Each file as it is read, once per reading (a file given twice is read twice).
+    files: Vec<PathBuf>,
+    seen: std::collections::HashMap<String, (u32, u32)>,
+}
+
+impl Origins {
+    fn reading(&mut self, path: &Path) {
+        self.files.push(path.to_owned());
+    }
+
+    /// Records `name` as item `index` of the file being read; where it was read before, if it was:
+    /// `None` for the file being read, else that file.
+    fn seen_before(&mut self, name: &ObjectName, index: usize) -> Option<(Option<&Path>, usize)> {
+        let key = format!(
+            "{}\0{}\0{}",
+            name.kind,
+            name.namespace.as_deref().unwrap_or_default(),
+            name.name.as_deref().unwrap_or_default()
+        );
+        let current = self.files.len().saturating_sub(1);
+        let file = u32::try_from(current).unwrap_or(u32::MAX);
+        let item = u32::try_from(index).unwrap_or(u32::MAX);
+        match self.seen.entry(key) {
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert((file, item));
+                None
+            }
+            std::collections::hash_map::Entry::Occupied(first) => {
+                let (file, item) = *first.get();
+                let path = (file as usize != current)
+                    .then(|| self.files.get(file as usize).map(PathBuf::as_path))
+                    .flatten();
+                Some((path, item as usize))
+            }
+        }
+    }
 }
 
 /// Checks a policy beyond what its CRD schema can (the planner's rules). A saved cluster is input the
@@ -198,6 +242,7 @@ impl Dump {
         size: Option<u64>,
         max_input_bytes: u64,
     ) -> Result<(), DumpError> {
+        self.origins.reading(path);
         let (capped, too_large) = stream::Capped::new(reader, max_input_bytes);
         let mut reader = BufReader::with_capacity(CHUNK, stream::Utf8Checked::new(capped));
         let syntax = |message: String| DumpError::Syntax {
@@ -271,6 +316,24 @@ impl Dump {
         if name.api_version.starts_with("tidal.dev/") {
             self.validate_tidal_object(&name, &item)?;
         }
+        // Metrics are samples: several of one node or pod, taken at different times, are usage over
+        // time, not one object given twice.
+        let object = READ_KINDS.contains(&(name.api_version.as_str(), name.kind.as_str()))
+            && name.api_version != "metrics.k8s.io/v1beta1";
+        if object
+            && name.name.is_some()
+            && let Some((file, first)) = self.origins.seen_before(&name, index)
+        {
+            // Which copy is the cluster as it is cannot be told: the plan would rest on a guess.
+            let before = match file {
+                Some(file) => format!("item {first} of {}", file.display()),
+                None => format!("item {first} of this file"),
+            };
+            return Err((
+                name,
+                format!("given twice, here and as {before}: give each object once"),
+            ));
+        }
         let cache = &mut self.cache;
         let clamped = &mut Vec::new();
         let result = match (name.api_version.as_str(), name.kind.as_str()) {
@@ -330,10 +393,15 @@ impl Dump {
         // refuse to act on (and warn about) stops the run here.
         let policy_check = self.policy_check;
         let config_error = match name.kind.as_str() {
-            "RevocableZone" => self
-                .cache
-                .zone(name.name.as_deref().unwrap_or_default())
-                .and_then(|zone| zone.schedule.as_ref().err().cloned()),
+            "RevocableZone" => {
+                let zone = name.name.as_deref().unwrap_or_default();
+                // The object is named in front of the message already.
+                let named = format!("RevocableZone {zone}: ");
+                self.cache
+                    .zone(zone)
+                    .and_then(|info| info.schedule.as_ref().err())
+                    .map(|e| e.strip_prefix(&named).unwrap_or(e).to_owned())
+            }
             "DeschedulingPolicy" => self
                 .cache
                 .policy(name.name.as_deref().unwrap_or_default())
@@ -376,7 +444,7 @@ impl Dump {
         }
         validator
             .validate(item)
-            .map_err(|violations| (name.clone(), format!("rejected by the CRD: {violations}")))
+            .map_err(|violations| (name.clone(), violations.to_string()))
     }
 
     /// Objects of kinds tidal does not read, as one line for the report, e.g.
@@ -715,6 +783,57 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("duplicate key \"items\""), "{error}");
+    }
+
+    #[test]
+    fn an_object_given_twice_is_refused_naming_both_places() {
+        let node = |name: &str| format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {name}}}\n");
+        let pod =
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: a}\nspec: {nodeName: n1}\n";
+        let mut dump = Dump::default();
+        dump.add_text(
+            Path::new("nodes.yaml"),
+            &format!("{}---\n{pod}", node("n1")),
+        )
+        .unwrap();
+        let error = dump
+            .add_text(Path::new("more.yaml"), &format!("{}---\n{pod}", node("n2")))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "more.yaml: item 2 (Pod a/p): given twice, here and as item 2 of nodes.yaml: give each \
+             object once"
+        );
+        let error = load(&format!(
+            "{}---\n{}---\n{}",
+            node("n1"),
+            node("n2"),
+            node("n1")
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("item 3 (Node n1): given twice, here and as item 1 of this file"),
+            "{error}"
+        );
+        // The same name in another kind or namespace is another object.
+        let other = "apiVersion: v1\nkind: Pod\nmetadata: {name: n1, namespace: b}\n";
+        assert!(load(&format!("{}---\n{pod}---\n{other}", node("n1"))).is_ok());
+        // Usage samples of one node, taken at different times, are not one object twice.
+        let sample = |at: &str| {
+            format!(
+                "apiVersion: metrics.k8s.io/v1beta1\nkind: NodeMetrics\nmetadata: {{name: n1}}\n\
+                 timestamp: \"{at}\"\nwindow: 30s\nusage: {{cpu: 100m, memory: 1Gi}}\n"
+            )
+        };
+        let samples = format!(
+            "{}---\n{}---\n{}",
+            node("n1"),
+            sample("2026-03-02T11:57:00Z"),
+            sample("2026-03-02T11:59:00Z")
+        );
+        assert!(load(&samples).is_ok(), "{:?}", load(&samples).err());
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! and its CEL rules. Saved clusters never pass through an API server, so `tidal report` runs them
 //! itself: a dump is refused exactly where `kubectl apply` would have refused the object.
 
+mod sentences;
+
 use std::{collections::BTreeMap, fmt};
 
 use kube::core::cel::{ErrorKind, Validator};
@@ -23,10 +25,13 @@ struct KindSchema {
 /// Everything wrong with one object, by layer.
 #[derive(Debug, Default)]
 pub struct Violations {
-    /// OpenAPI schema errors as `path: message`.
+    /// OpenAPI schema errors, each a sentence that starts with the field (`spec.windows[0].time is
+    /// "25:00-26:00": write ...`).
     pub schema: Vec<String>,
-    /// CEL rule failures.
+    /// CEL rule failures as `path: message`.
     pub cel: Vec<(ErrorKind, String)>,
+    /// What a person is told: the schema's sentences, then the CEL failures that add to them.
+    shown: Vec<String>,
 }
 
 impl Violations {
@@ -35,15 +40,14 @@ impl Violations {
     }
 }
 
+/// `kubectl apply would refuse it: spec.evictPeriod is "-1m": write ...`; several, one a line.
 impl fmt::Display for Violations {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let messages: Vec<&str> = self
-            .schema
-            .iter()
-            .map(String::as_str)
-            .chain(self.cel.iter().map(|(_, message)| message.as_str()))
-            .collect();
-        f.write_str(&messages.join("; "))
+        f.write_str("kubectl apply would refuse it:")?;
+        match self.shown.as_slice() {
+            [one] => write!(f, " {one}"),
+            several => several.iter().try_for_each(|s| write!(f, "\n  - {s}")),
+        }
     }
 }
 
@@ -98,63 +102,35 @@ impl CrdValidator {
     pub fn validate(&self, object: &Value) -> Result<(), Violations> {
         let kind = object["kind"].as_str().unwrap_or_default();
         let Some(kind_schema) = self.kinds.get(kind) else {
+            let wrong = format!("kind {kind:?} is not one of tidal's kinds");
             return Err(Violations {
-                schema: vec![format!("kind {kind:?} is not one of tidal's kinds")],
+                schema: vec![wrong.clone()],
                 cel: Vec::new(),
+                shown: vec![wrong],
             });
         };
-        let mut violations = Violations {
-            schema: kind_schema
+        let mut refused_fields = Vec::new();
+        let mut violations = Violations::default();
+        for error in kind_schema.schema.iter_errors(object) {
+            refused_fields.push(display_path(&error.instance_path().to_string()));
+            violations
                 .schema
-                .iter_errors(object)
-                .map(|e| {
-                    let hint = unknown_field_hint(&kind_schema.draft, &e);
-                    format!(
-                        "{}: {e}{hint}",
-                        display_path(&e.instance_path().to_string())
-                    )
-                })
-                .collect(),
-            cel: Vec::new(),
-        };
+                .extend(sentences::schema_sentences(&kind_schema.draft, &error));
+        }
+        violations.shown = violations.schema.clone();
         if let Err(errors) = Validator::new().validate(&kind_schema.raw, object, None) {
-            violations.cel = errors
-                .into_iter()
-                .map(|e| (e.kind.clone(), e.to_string()))
-                .collect();
+            for error in errors {
+                violations
+                    .shown
+                    .extend(sentences::cel_sentence(&error, &refused_fields));
+                violations.cel.push((error.kind.clone(), error.to_string()));
+            }
         }
         if violations.is_empty() {
             Ok(())
         } else {
             Err(violations)
         }
-    }
-}
-
-/// For a field the schema does not declare, the declared one it most likely means (`LowNodeUtilization`,
-/// the Kubernetes descheduler's spelling, is `lowNodeUtilization` here).
-fn unknown_field_hint(draft: &Value, error: &jsonschema::ValidationError) -> String {
-    let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } = error.kind()
-    else {
-        return String::new();
-    };
-    let keyword = error.schema_path().to_string();
-    let object = keyword
-        .strip_suffix("/additionalProperties")
-        .and_then(|parent| draft.pointer(parent));
-    let declared: Vec<&str> = object
-        .and_then(|o| o["properties"].as_object())
-        .map(|p| p.keys().map(String::as_str).collect())
-        .unwrap_or_default();
-    let hints: Vec<String> = unexpected
-        .iter()
-        .filter_map(|name| did_you_mean(name, declared.iter().copied()).map(|d| (name, d)))
-        .map(|(name, declared)| format!("{name:?} is {declared:?} here"))
-        .collect();
-    if hints.is_empty() {
-        String::new()
-    } else {
-        format!("; did you mean: {}?", hints.join(", "))
     }
 }
 
@@ -294,11 +270,13 @@ mod tests {
                      "namespaces": {"exclude": ["kube-system"]}, "protection": {}}});
         let error = validator.validate(&policy).unwrap_err().to_string();
         assert!(
-            error.contains(r#""LowNodeUtilization" is "lowNodeUtilization" here"#),
+            error.contains(
+                r#"spec.strategies has no field "LowNodeUtilization": did you mean "lowNodeUtilization"?"#
+            ),
             "{error}"
         );
         assert!(
-            error.contains(r#""protection" is "protections" here"#),
+            error.contains(r#"spec has no field "protection": did you mean "protections"?"#),
             "{error}"
         );
         // Nothing close: no guess.
@@ -307,6 +285,76 @@ mod tests {
             "spec": {"windows": [{"time": "08:00-20:00"}], "yarnQueue": "a"}});
         let error = validator.validate(&zone).unwrap_err().to_string();
         assert!(!error.contains("did you mean"), "{error}");
+        assert!(error.contains("its fields are "), "{error}");
+    }
+
+    /// Each refusal is a sentence naming the field, what it holds and what it may hold: no regular
+    /// expression, no CEL trace, and no rule failure that only repeats a refused value.
+    #[test]
+    fn refusals_read_as_sentences_naming_the_field_and_what_is_allowed() {
+        let validator = CrdValidator::new();
+        let zone = |spec: Value| {
+            json!({"apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
+                   "metadata": {"name": "z"}, "spec": spec})
+        };
+        let policy = |spec: Value| {
+            json!({"apiVersion": "tidal.dev/v1alpha1", "kind": "DeschedulingPolicy",
+                   "metadata": {"name": "p"}, "spec": spec})
+        };
+        let said = |object: Value| validator.validate(&object).unwrap_err().to_string();
+        let cases = [
+            (
+                said(zone(json!({"windows": [{"time": "25:00-26:00"}]}))),
+                r#"kubectl apply would refuse it: spec.windows[0].time is "25:00-26:00": write a daily window as HH:MM-HH:MM on a 24-hour clock (00:00 to 23:59), such as 20:00-06:00"#,
+            ),
+            (
+                said(zone(
+                    json!({"windows": [{"time": "20:00-06:00"}], "evictPeriod": "-1m"}),
+                )),
+                r#"kubectl apply would refuse it: spec.evictPeriod is "-1m": write a duration such as 90s, 5m or 1h30m: digits and a unit (ns, us, ms, s, m or h), no sign, no space"#,
+            ),
+            (
+                said(policy(
+                    json!({"mode": "DryRun", "interval": "5x", "strategies": {"tdm": {}}}),
+                )),
+                r#"kubectl apply would refuse it: spec.interval is "5x": write a duration such as 90s, 5m or 1h30m: digits and a unit (ns, us, ms, s, m or h), no sign, no space"#,
+            ),
+            (
+                said(policy(
+                    json!({"mode": "DryRun", "strategies": {"lowNodeUtilization": {
+                    "thresold": {"cpu": 20}, "thresholds": {"cpu": 20},
+                    "targetThresholds": {"cpu": 50}}}}),
+                )),
+                r#"kubectl apply would refuse it: spec.strategies.lowNodeUtilization has no field "thresold": did you mean "thresholds"?"#,
+            ),
+            (
+                said(policy(json!({"mode": "Dryrun", "strategies": {"tdm": {}}}))),
+                r#"kubectl apply would refuse it: spec.mode is "Dryrun": write Evict or DryRun (did you mean DryRun?)"#,
+            ),
+            (
+                said(policy(
+                    json!({"strategies": {"tdm": {}}, "limits": {"total": -1}}),
+                )),
+                "kubectl apply would refuse it:\n  - spec.mode is required: write Evict or DryRun\n  \
+                 - spec.limits.total is -1: write 0 or more",
+            ),
+        ];
+        for (said, expected) in cases {
+            assert_eq!(said, expected);
+        }
+        // A rule over a value the schema refused adds nothing; one that says something else stays.
+        let both = said(policy(json!({"mode": "DryRun", "strategies": {"tdm": {}},
+            "defaults": {"jobBudget": {"maxUnavailable": "1", "minAvailable": 2}}})));
+        assert!(
+            both.ends_with(
+                "spec.defaults.jobBudget: set exactly one of maxUnavailable and minAvailable"
+            ),
+            "{both}"
+        );
+        assert!(
+            both.contains(r#"maxUnavailable is "1": write a percentage"#),
+            "{both}"
+        );
     }
 
     #[test]
