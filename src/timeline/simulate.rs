@@ -565,6 +565,8 @@ impl<'c> Simulation<'c> {
             }
         }
         finish(&mut events, &zone_tz, now);
+        let readable = zones.iter().filter(|z| z.error.is_none()).map(|z| &z.tz);
+        let clock = clock::Clock::for_zones(readable, None, now);
         let mut timeline = Timeline {
             now,
             until,
@@ -574,6 +576,7 @@ impl<'c> Simulation<'c> {
             warnings,
             drains,
             assumptions: Assumptions::of(&settings),
+            clock,
         };
         draw_bars(&mut timeline);
         timeline
