@@ -143,6 +143,10 @@ fn sentences(
     clock: &crate::report::clock::Clock,
     now: jiff::Timestamp,
 ) -> String {
+    // A page's width, or the terminal's where it is narrower.
+    let width = crate::report::columns::Layout::for_stdout()
+        .width()
+        .map_or(WIDTH, |w| w.min(WIDTH));
     let mut out = format!(
         "pod {} on {} at {}, {}\n",
         explanation.pod,
@@ -152,7 +156,7 @@ fn sentences(
     );
     for verdict in &explanation.policies {
         out.push('\n');
-        out.push_str(&wrap(&format!("- {}", verdict.sentence), WIDTH, "  "));
+        out.push_str(&wrap(&format!("- {}", verdict.sentence), width, "  "));
     }
     out
 }

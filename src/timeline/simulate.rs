@@ -858,6 +858,37 @@ mod tests {
     }
 
     #[test]
+    fn the_table_is_in_the_zone_s_time_zone_and_fits_a_terminal() {
+        let mut cache = cluster(None, &[]);
+        let timeline = simulate_hours(&mut cache, "2026-11-23T05:30:00Z", 1);
+        let natural = timeline.to_table();
+        // The one zone's clock, stated once; the times on it.
+        assert!(
+            natural.starts_with(
+                "tidal timeline from 2026-11-23T06:30:00+01:00 to 2026-11-23T07:30:00+01:00 \
+                 (1h), times in Europe/Berlin (CET)\n"
+            ),
+            "{natural}"
+        );
+        assert!(
+            natural.contains("\nMon 06:40  in 10m  z     starts draining"),
+            "{natural}"
+        );
+        assert!(natural.lines().any(|l| l.chars().count() > 80), "{natural}");
+        let fitted = timeline.to_table_for(crate::report::columns::Layout::Fit(80));
+        for line in fitted.lines() {
+            assert!(line.chars().count() <= 80, "{line}\n{fitted}");
+        }
+        // The same words, none split (a wrapped cell's lines come between its row's columns).
+        let words = |t: &str| {
+            let mut words: Vec<String> = t.split_whitespace().map(str::to_owned).collect();
+            words.sort_unstable();
+            words
+        };
+        assert_eq!(words(&fitted), words(&natural));
+    }
+
+    #[test]
     fn drain_starts_before_the_close_and_rounds_are_paced_by_evict_period_within_the_budget() {
         // 05:30 UTC is 06:30 CET: open, draining from 06:40 CET (05:40:01 UTC, when the close at
         // 07:00:01 CET is 20 minutes away).
