@@ -87,10 +87,29 @@ impl Clock {
         self.now
     }
 
+    /// UTC by any of its names (`Etc/UTC` is what many machines call their `local`).
+    fn is_utc(&self) -> bool {
+        matches!(
+            self.tz.iana_name(),
+            Some(
+                "UTC"
+                    | "Etc/UTC"
+                    | "Etc/UCT"
+                    | "UCT"
+                    | "Etc/Universal"
+                    | "Universal"
+                    | "Etc/Zulu"
+                    | "Zulu"
+            )
+        )
+    }
+
     /// `times in Europe/Berlin (CET)`, `times in UTC`: the header's statement.
     pub fn stated(&self) -> String {
+        if self.is_utc() {
+            return "times in UTC".to_owned();
+        }
         match self.tz.iana_name() {
-            Some("UTC") => "times in UTC".to_owned(),
             Some(name) if name == self.abbreviation => format!("times in {name}"),
             Some(name) => format!("times in {name} ({})", self.abbreviation),
             None => format!("times in {}", self.abbreviation),
@@ -101,7 +120,7 @@ impl Clock {
     /// `--now` takes it.
     pub fn instant(&self, at: Timestamp) -> String {
         let at = at.round(jiff::Unit::Second).unwrap_or(at);
-        if self.tz.iana_name() == Some("UTC") {
+        if self.is_utc() {
             return at.to_string();
         }
         formatted(&self.tz, at, "%Y-%m-%dT%H:%M:%S%:z")
@@ -279,6 +298,11 @@ mod tests {
         assert_eq!(shared.instant(now), "2026-11-23T10:30:00+01:00");
         let chosen = Clock::for_zones([&berlin], Some(&TimeZone::UTC), now);
         assert_eq!(chosen.stated(), "times in UTC");
+        let etc = Clock::new(TimeZone::get("Etc/UTC").unwrap(), now);
+        assert_eq!(
+            (etc.stated(), etc.instant(now)),
+            (chosen.stated(), chosen.instant(now))
+        );
         assert_eq!(Clock::for_zones([], None, now).stated(), "times in UTC");
         // Times of day without their zone, which the header said; seconds only where asked.
         assert_eq!(shared.at(ts("2026-11-23T18:00:00Z")), "Mon 19:00");
