@@ -150,17 +150,8 @@ pub(super) fn render(report: &Report) -> String {
             &mut out,
             &header(&["Pod", "Node", "Zone", "Job", "Next round", "Held by"]),
             waiting.iter().map(|w| {
-                row(
-                    vec![
-                        format!("`{}`", pod_ref(w.namespace, w.name)),
-                        w.node.to_owned(),
-                        w.zone.to_owned(),
-                        w.job.to_owned(),
-                        w.when.to_owned(),
-                        clock.text(&w.held_by),
-                    ],
-                    w.policy,
-                )
+                let pod = format!("`{}`", pod_ref(w.namespace, w.name));
+                row([pod].into_iter().chain(w.cells(clock)).collect(), w.policy)
             }),
         );
     }

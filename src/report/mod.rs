@@ -778,6 +778,19 @@ pub(crate) struct WaitingRow<'a> {
     pub at: Option<Timestamp>,
 }
 
+impl WaitingRow<'_> {
+    /// The row's cells after the pod: node, zone, job, next round, what holds it.
+    pub(crate) fn cells(&self, clock: &clock::Clock) -> [String; 5] {
+        [
+            self.node.to_owned(),
+            self.zone.to_owned(),
+            self.job.to_owned(),
+            self.when.to_owned(),
+            clock.text(&self.held_by),
+        ]
+    }
+}
+
 /// The pods later rounds take, soonest round first, then in the order decided.
 pub(crate) fn waiting_rows(report: &Report) -> Vec<WaitingRow<'_>> {
     let held_by_period = report.waiting.iter().map(|w| WaitingRow {

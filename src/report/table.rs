@@ -149,15 +149,9 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
             &["PROPOSED FOR"],
         );
         for w in &waiting {
+            let pod = pod_ref(w.namespace, w.name);
             table.add_row(row(
-                vec![
-                    pod_ref(w.namespace, w.name),
-                    w.node.to_owned(),
-                    w.zone.to_owned(),
-                    w.job.to_owned(),
-                    w.when.to_owned(),
-                    clock.text(&w.held_by),
-                ],
+                [pod].into_iter().chain(w.cells(clock)).collect(),
                 w.policy,
                 vec![clock.text(w.reason)],
             ));
