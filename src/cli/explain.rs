@@ -123,25 +123,40 @@ fn render(
     let (policies, _) = select_policies(snapshot, args)?;
     let mut report = Report::from_cycle(cycle);
     let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
-    report.add_schedule(snapshot, &refs, cycle, outlooks);
-    let explanation = explain_pod(snapshot, cycle, &report, &policies, &pod);
+    report.add_schedule(snapshot, &refs, cycle, outlooks, args.time_zone.as_ref());
+    let mut explanation = explain_pod(snapshot, cycle, &report, &policies, &pod);
+    // Sentences are for people: their instants in the output's one time zone.
+    for verdict in &mut explanation.policies {
+        verdict.sentence = report.clock.text(&verdict.sentence);
+    }
     Ok(match args.output {
         Format::Json => serde_json::to_string_pretty(&explanation)? + "\n",
         Format::Yaml => serde_saphyr::to_string(&explanation)?,
-        Format::Table | Format::Wide | Format::Markdown => sentences(&explanation),
+        Format::Table | Format::Wide | Format::Markdown => {
+            sentences(&explanation, &report.clock, cycle.now)
+        }
     })
 }
 
-fn sentences(explanation: &Explanation) -> String {
+fn sentences(
+    explanation: &Explanation,
+    clock: &crate::report::clock::Clock,
+    now: jiff::Timestamp,
+) -> String {
+    // A page's width, or the terminal's where it is narrower.
+    let width = crate::report::columns::Layout::for_stdout()
+        .width()
+        .map_or(WIDTH, |w| w.min(WIDTH));
     let mut out = format!(
-        "pod {} on {} at {}\n",
+        "pod {} on {} at {}, {}\n",
         explanation.pod,
         explanation.node.as_deref().unwrap_or("no node"),
-        explanation.now
+        clock.instant(now),
+        clock.stated()
     );
     for verdict in &explanation.policies {
         out.push('\n');
-        out.push_str(&wrap(&format!("- {}", verdict.sentence), WIDTH, "  "));
+        out.push_str(&wrap(&format!("- {}", verdict.sentence), width, "  "));
     }
     out
 }

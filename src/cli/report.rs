@@ -60,6 +60,11 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     pub output: Format,
+    /// The time zone the table and Markdown show times in, stated once at the top: an IANA name
+    /// (Europe/Berlin, UTC) or `local` (this machine's). Default: the zones' own when they all share
+    /// one, else UTC. JSON and YAML give RFC 3339 instants in UTC whatever it says.
+    #[arg(long, value_name = "ZONE", value_parser = parse_time_zone)]
+    pub time_zone: Option<jiff::tz::TimeZone>,
     /// Only plan these policies (by name). Default: every DeschedulingPolicy in the input.
     #[arg(long = "policy", value_name = "NAME")]
     pub policies: Vec<String>,
@@ -263,12 +268,13 @@ fn render_timeline(
             .unwrap_or(SignedDuration::MAX),
     };
     let mut timeline = timeline::simulate(cache, &refs, now, span, &settings);
+    timeline.show_in(input.time_zone.as_ref());
     timeline.warnings.extend(notes);
     match input.output {
         Format::Json => timeline.to_json(),
         Format::Yaml => timeline.to_yaml(),
         Format::Wide => timeline.to_wide_table(),
-        Format::Table => timeline.to_table(),
+        Format::Table => timeline.to_table_for(crate::report::columns::Layout::for_stdout()),
         // The table as it is, in a code block: a timeline's columns read as they align.
         Format::Markdown => format!("```\n{}```\n", timeline.to_table()),
     }
@@ -285,7 +291,7 @@ fn render_report(
     let mut report = Report::from_cycle(cycle).with_verification(verification);
     let (policies, _) = select_policies(snapshot, args)?;
     let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
-    report.add_schedule(snapshot, &refs, cycle, outlooks);
+    report.add_schedule(snapshot, &refs, cycle, outlooks, args.time_zone.as_ref());
     report.warnings.extend(notes);
     Ok(report.render(args.output))
 }
@@ -357,6 +363,13 @@ fn parse_instant(text: &str) -> Result<Timestamp, String> {
 }
 
 /// `4Gi`, `500Mi`, `1000000`: a positive Kubernetes quantity of bytes.
+fn parse_time_zone(text: &str) -> Result<jiff::tz::TimeZone, String> {
+    if text == "local" {
+        return Ok(jiff::tz::TimeZone::system());
+    }
+    crate::windows::time_zone_named(text).map_err(|e| e.to_string())
+}
+
 fn parse_byte_size(text: &str) -> Result<u64, String> {
     let quantity = k8s_openapi::apimachinery::pkg::api::resource::Quantity(text.to_owned());
     match crate::cluster::model::quantity::value(&quantity) {

@@ -45,7 +45,8 @@ pub struct DrainLine {
     /// Timeline only: the drain estimate made when the drain started, to compare with the simulation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub estimate: Option<DrainEstimateLine>,
-    /// Times are shown in the zone's time zone.
+    /// The zone's time zone, in which a close reads as the operator wrote it (`07:00`, not the
+    /// first closed second).
     #[serde(skip)]
     pub tz: TimeZone,
 }
@@ -94,10 +95,10 @@ impl DrainLine {
         }
     }
 
-    /// `empty by Mon 06:52 CET, 7m 30s before the close`, `misses the close by 17m: 5090 pods still
-    /// there at the close`, `closed with 3 pods still on it; empty by Mon 10:12 UTC`.
-    pub fn verdict(&self) -> String {
-        let at = |t: Timestamp| clock::local(&self.tz, t);
+    /// `empty by Mon 06:52, 7m 30s before the close`, `misses the close by 17m: 5090 pods still
+    /// there at the close`, `closed with 3 pods still on it; empty by Mon 10:12`.
+    pub fn verdict(&self, clock: &clock::Clock) -> String {
+        let at = |t: Timestamp| clock.at(t);
         let left = |n: u32| format!("{n} pod{} still there", plural(n));
         match (self.close, self.expected_empty_at) {
             (Some(close), Some(empty)) if empty <= close => format!(
@@ -129,17 +130,13 @@ impl DrainLine {
         }
     }
 
-    /// `Mon 06:40 CET (auto)`, `Mon 06:40 CET (drainBefore 20m0s)`, or `-`.
-    pub fn start_text(&self) -> String {
+    /// `Mon 06:40 (auto)`, `Mon 06:40 (drainBefore 20m0s)`, or `-`.
+    pub fn start_text(&self, clock: &clock::Clock) -> String {
         match self.drain_start {
             Some(start) if self.drain_before == "auto" => {
-                format!("{} (auto)", clock::local(&self.tz, start))
+                format!("{} (auto)", clock.at(start))
             }
-            Some(start) => format!(
-                "{} (drainBefore {})",
-                clock::local(&self.tz, start),
-                self.drain_before
-            ),
+            Some(start) => format!("{} (drainBefore {})", clock.at(start), self.drain_before),
             None => "-".to_owned(),
         }
     }
@@ -195,21 +192,25 @@ mod tests {
 
     #[test]
     fn the_verdict_says_the_margin_or_the_miss_and_what_is_left() {
-        assert_eq!(
-            line(Some(600), Some(150), Some(0)).verdict(),
-            "empty by Fri 08:02 UTC, 7m 30s before the close"
+        let clock = clock::Clock::new(
+            TimeZone::UTC,
+            Timestamp::from_second(1_800_000_000).unwrap(),
         );
         assert_eq!(
-            line(Some(600), Some(1_620), Some(7)).verdict(),
+            line(Some(600), Some(150), Some(0)).verdict(&clock),
+            "empty by Fri 08:02, 7m 30s before the close"
+        );
+        assert_eq!(
+            line(Some(600), Some(1_620), Some(7)).verdict(&clock),
             "misses the close by 17m: 7 pods still there at the close"
         );
         assert_eq!(
-            line(Some(600), None, Some(1)).verdict(),
+            line(Some(600), None, Some(1)).verdict(&clock),
             "misses the close: 1 pod still there at the close, not all leave"
         );
         assert_eq!(
-            line(None, Some(60), None).verdict(),
-            "closed with 10 pods still there; empty by Fri 08:01 UTC"
+            line(None, Some(60), None).verdict(&clock),
+            "closed with 10 pods still there; empty by Fri 08:01"
         );
         assert_eq!(line(Some(600), Some(1_620), Some(7)).margin_text(), "-17m");
     }

@@ -17,7 +17,8 @@ fn table(out: &mut String, header: &[&str], rows: impl Iterator<Item = Vec<Strin
 }
 
 pub(super) fn render(report: &Report) -> String {
-    let mut out = format!("# tidal report at {}\n\n", report.now);
+    let clock = &report.clock;
+    let mut out = format!("# {}\n\n", super::header(report));
     for policy in &report.policies {
         out.push_str(&format!("- policy `{}` ({})\n", policy.name, policy.mode));
     }
@@ -68,16 +69,15 @@ pub(super) fn render(report: &Report) -> String {
                 let d = z.drain.as_ref()?;
                 Some(vec![
                     z.name.clone(),
-                    d.start_text(),
+                    d.start_text(clock),
                     d.remaining_pods.to_string(),
-                    d.expected_empty_at
-                        .map_or("-".into(), |t| super::clock::local(&d.tz, t)),
+                    d.expected_empty_at.map_or("-".into(), |t| clock.at(t)),
                     d.margin_text(),
                     d.at_close.map_or("-".into(), |n| n.to_string()),
                     if d.at_risk {
-                        format!("**at risk**: {}", d.verdict())
+                        format!("**at risk**: {}", d.verdict(clock))
                     } else {
-                        d.verdict()
+                        d.verdict(clock)
                     },
                 ])
             }),
@@ -85,12 +85,16 @@ pub(super) fn render(report: &Report) -> String {
         for zone in &drains {
             let Some(d) = &zone.drain else { continue };
             if let Some(fix) = &d.fix {
-                out.push_str(&format!("- `{}` at risk: {}\n", zone.name, escape(fix)));
+                out.push_str(&format!(
+                    "- `{}` at risk: {}\n",
+                    zone.name,
+                    escape(&clock.text(fix))
+                ));
             }
             out.push_str(&format!(
                 "- `{}` estimate: {}\n",
                 zone.name,
-                escape(&d.summary)
+                escape(&clock.text(&d.summary))
             ));
             out.push_str(&format!(
                 "- `{}` at the close: {}\n",
@@ -129,7 +133,7 @@ pub(super) fn render(report: &Report) -> String {
                         e.node.clone().unwrap_or_default(),
                         e.strategy.clone(),
                         e.job.clone(),
-                        e.reason.clone(),
+                        clock.text(&e.reason),
                     ],
                     &e.policy,
                 )
@@ -146,17 +150,8 @@ pub(super) fn render(report: &Report) -> String {
             &mut out,
             &header(&["Pod", "Node", "Zone", "Job", "Next round", "Held by"]),
             waiting.iter().map(|w| {
-                row(
-                    vec![
-                        format!("`{}`", pod_ref(w.namespace, w.name)),
-                        w.node.to_owned(),
-                        w.zone.to_owned(),
-                        w.job.to_owned(),
-                        w.when.to_owned(),
-                        w.held_by.clone(),
-                    ],
-                    w.policy,
-                )
+                let pod = format!("`{}`", pod_ref(w.namespace, w.name));
+                row([pod].into_iter().chain(w.cells(clock)).collect(), w.policy)
             }),
         );
     }
@@ -173,10 +168,10 @@ pub(super) fn render(report: &Report) -> String {
                         s.node.clone().unwrap_or_default(),
                         s.strategy.clone(),
                         s.gate.clone(),
-                        match &s.next_round_shown {
+                        clock.text(&match &s.next_round_shown {
                             Some(when) => format!("{}; {when}", s.detail),
                             None => s.detail.clone(),
-                        },
+                        }),
                     ],
                     &s.policy,
                 )
@@ -194,7 +189,7 @@ pub(super) fn render(report: &Report) -> String {
             out.push_str(&format!(
                 "- {policy}{}: {}\n",
                 line.strategy,
-                escape(&super::strategy_outcome(line))
+                escape(&clock.text(&super::strategy_outcome(line)))
             ));
         }
         out.push('\n');
@@ -202,7 +197,7 @@ pub(super) fn render(report: &Report) -> String {
     if !report.warnings.is_empty() {
         out.push_str("## Warnings\n\n");
         for warning in &report.warnings {
-            out.push_str(&format!("- {}\n", escape(warning)));
+            out.push_str(&format!("- {}\n", escape(&clock.text(warning))));
         }
     }
     out

@@ -2,7 +2,8 @@
 //!
 //! The JSON form is a stable interface: fields are only ever added. Documented in README.md.
 
-pub(crate) mod clock;
+pub mod clock;
+pub mod columns;
 pub mod drain;
 mod markdown;
 pub(crate) mod table;
@@ -30,7 +31,8 @@ use drain::DrainLine;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// Aligned columns; on a terminal, as wide as the terminal (long cells wrap).
+    /// Aligned columns; on a terminal, as wide as the terminal (sentences wrap between words; names
+    /// are never cut).
     Table,
     /// The table with more columns (policy, zone, what a skipped pod was proposed for), never wrapped.
     Wide,
@@ -53,6 +55,9 @@ pub struct Report {
     /// Per policy and strategy: what it offered, what became of it, and what it saw.
     pub strategies: Vec<StrategyLine>,
     pub warnings: Vec<String>,
+    /// For people: the one time zone the table and Markdown show instants in.
+    #[serde(skip)]
+    pub clock: clock::Clock,
 }
 
 /// One strategy of one policy: its share of the plan and, in its own words, what it saw.
@@ -208,6 +213,7 @@ impl Report {
             waiting: Vec::new(),
             strategies: Vec::new(),
             warnings: cycle.warnings.clone(),
+            clock: clock::Clock::new(TimeZone::UTC, cycle.now),
         };
         for zone in cycle.zones.values() {
             let (open, draining, next_change, error) = match &zone.state {
@@ -309,17 +315,26 @@ impl Report {
     }
 
     /// Adds what the plan alone does not say, from the snapshot it was made on: drain starts and each
-    /// zone's drain estimate (from `outlooks`, the drain outlook at the plan's instant), times in
-    /// each zone's time zone, and the pods held back by `evictPeriod` (planned again with the round
-    /// due, by the same planner, to know which).
+    /// zone's drain estimate (from `outlooks`, the drain outlook at the plan's instant), times for
+    /// people in one time zone (`time_zone`, else the zones' own when they share one, else UTC), and
+    /// the pods held back by `evictPeriod` (planned again with the round due, by the same planner,
+    /// to know which).
     pub fn add_schedule(
         &mut self,
         snapshot: &Snapshot,
         policies: &[&PolicyInfo],
         cycle: &CyclePlan,
         outlooks: &[ZoneOutlook],
+        time_zone: Option<&TimeZone>,
     ) {
         let now = cycle.now;
+        let zone_clocks = snapshot
+            .zones
+            .values()
+            .filter_map(|zone| zone.schedule.as_ref().ok())
+            .map(|schedule| schedule.time_zone());
+        self.clock = clock::Clock::for_zones(zone_clocks, time_zone, now);
+        let shown_at = self.clock.clone();
         // Without a policy running `tdm` nothing drains: no drain start to announce.
         let drains = crate::drain::draining_policy(policies).is_some();
         for line in &mut self.zones {
@@ -333,8 +348,7 @@ impl Report {
                 continue;
             };
             let tz = schedule.time_zone();
-            let shown =
-                |at: Timestamp| format!("{} ({})", clock::local(tz, at), clock::relative(now, at));
+            let shown = |at: Timestamp| shown_at.when(at);
             let outlook = outlooks.iter().find(|o| o.zone == line.name);
             line.drain = outlook.map(|o| DrainLine::from_outlook(o, tz.clone()));
             let drain = zone
@@ -363,11 +377,7 @@ impl Report {
                                 .unwrap_or(start),
                             None => start,
                         };
-                        format!(
-                            "drains {}, closes {}",
-                            shown(start),
-                            clock::formatted(tz, boundary, "%H:%M")
-                        )
+                        format!("drains {}, closes {}", shown(start), shown_at.at(boundary))
                     }
                     (true, _) => format!("closes {}", shown(boundary)),
                 }
@@ -377,7 +387,7 @@ impl Report {
                 next_round: view.next_round.map(shown),
             });
         }
-        self.waiting = waiting(snapshot, policies, cycle);
+        self.waiting = waiting(snapshot, policies, cycle, &self.clock);
         self.budget_rounds(snapshot, policies, cycle);
     }
 
@@ -411,15 +421,11 @@ impl Report {
                 );
                 continue;
             }
-            let (at, tz, said) = match &line.zone {
+            let (at, said) = match &line.zone {
                 Some(zone) => {
                     let Some(info) = snapshot.zones.get(zone) else {
                         continue;
                     };
-                    let tz = info
-                        .schedule
-                        .as_ref()
-                        .map_or(TimeZone::UTC, |s| s.time_zone().clone());
                     let period = info.spec.evict_period.to_signed();
                     let held = cycle.zones.get(zone).and_then(|v| v.next_round);
                     let at = match held {
@@ -431,7 +437,6 @@ impl Report {
                     };
                     (
                         at,
-                        tz,
                         format!(
                             "zone {zone}'s next round (evictPeriod {})",
                             info.spec.evict_period
@@ -444,14 +449,10 @@ impl Report {
                     };
                     let interval = policy.spec.interval;
                     let at = now.checked_add(interval.to_signed()).unwrap_or(now);
-                    (
-                        at,
-                        TimeZone::UTC,
-                        format!("the policy's next cycle (interval {interval})"),
-                    )
+                    (at, format!("the policy's next cycle (interval {interval})"))
                 }
             };
-            let when = format!("{} ({})", clock::local(&tz, at), clock::relative(now, at));
+            let when = self.clock.when(at);
             line.waiting = true;
             line.next_round = Some(at.to_string());
             line.next_round_shown = Some(format!(
@@ -498,8 +499,8 @@ impl Report {
             Format::Yaml => {
                 serde_saphyr::to_string(self).expect("the report is plain data as YAML too")
             }
-            Format::Table => table::render(self, table::Layout::for_stdout()),
-            Format::Wide => table::render(self, table::Layout::Wide),
+            Format::Table => table::render(self, columns::Layout::for_stdout()),
+            Format::Wide => table::render(self, columns::Layout::Wide),
             Format::Markdown => markdown::render(self),
         }
     }
@@ -527,34 +528,32 @@ impl Report {
             .map(|e| (e.namespace.as_str(), e.name.as_str()))
             .collect();
         // Each waiting pod once, with the earliest round that may take it.
-        let mut waiting = BTreeMap::<Pod<'_>, (Timestamp, &str)>::new();
+        let mut waiting = BTreeMap::<Pod<'_>, Option<Timestamp>>::new();
         let rounds = self
             .waiting
             .iter()
             .map(|w| {
-                let pod = (w.namespace.as_str(), w.name.as_str());
                 (
-                    pod,
+                    (w.namespace.as_str(), w.name.as_str()),
                     Some(w.next_round.as_str()),
-                    w.next_round_shown.as_str(),
                 )
             })
             .chain(self.skipped.iter().filter(|s| s.waiting).map(|s| {
-                let pod = (s.namespace.as_str(), s.name.as_str());
-                let when = s.next_round_when.as_deref().unwrap_or_default();
-                (pod, s.next_round.as_deref(), when)
+                (
+                    (s.namespace.as_str(), s.name.as_str()),
+                    s.next_round.as_deref(),
+                )
             }));
-        for (pod, at, shown) in rounds {
+        for (pod, at) in rounds {
             if evicted.contains(&pod) {
                 continue;
             }
-            let at = at
-                .and_then(|t| t.parse::<Timestamp>().ok())
-                .unwrap_or(Timestamp::MAX);
-            let entry = waiting.entry(pod).or_insert((at, shown));
-            if at < entry.0 {
-                *entry = (at, shown);
-            }
+            let at = at.and_then(|t| t.parse::<Timestamp>().ok());
+            let earliest = waiting.entry(pod).or_insert(at);
+            *earliest = match (*earliest, at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
         }
         // Each skipped pod once, under the first gate that held it back.
         let mut skipped_pods = BTreeMap::<Pod<'_>, &str>::new();
@@ -574,17 +573,15 @@ impl Report {
             let parts: Vec<String> = by_gate.iter().map(|(g, n)| format!("{g} {n}")).collect();
             format!(" ({})", parts.join(", "))
         };
-        let waiting = match waiting.values().min_by_key(|(at, _)| *at) {
-            None => String::new(),
-            Some((_, "")) => {
-                format!(", {} waiting for a later round", waiting.len())
-            }
-            Some((_, first)) => {
-                format!(
-                    ", {} waiting for a later round (the first {first})",
-                    waiting.len()
-                )
-            }
+        let first = waiting.values().flatten().min();
+        let waiting = match (waiting.len(), first) {
+            (0, _) => String::new(),
+            (n, None) => format!(", {n} waiting for a later round"),
+            (n, Some(first)) => format!(
+                ", {n} waiting for a later round (the first {}, {})",
+                clock::relative(self.clock.now(), *first),
+                self.clock.at(*first)
+            ),
         };
         let closed = self.zones.iter().filter(|z| z.open == Some(false)).count();
         let draining = self.zones.iter().filter(|z| z.draining).count();
@@ -629,19 +626,17 @@ impl Report {
 
 /// Pods in zones that are evicting but whose round `evictPeriod` holds back: what the same policies
 /// would evict now if the round were due, in the zone's next round.
-fn waiting(snapshot: &Snapshot, policies: &[&PolicyInfo], cycle: &CyclePlan) -> Vec<WaitingLine> {
-    let held: BTreeMap<&str, (Timestamp, TimeZone)> = cycle
+fn waiting(
+    snapshot: &Snapshot,
+    policies: &[&PolicyInfo],
+    cycle: &CyclePlan,
+    clock: &clock::Clock,
+) -> Vec<WaitingLine> {
+    let held: BTreeMap<&str, Timestamp> = cycle
         .zones
         .values()
         .filter(|view| view.state.as_ref().is_ok_and(ZoneState::evicting))
-        .filter_map(|view| {
-            let tz = snapshot
-                .zones
-                .get(&view.name)
-                .and_then(|zone| zone.schedule.as_ref().ok())
-                .map_or(TimeZone::UTC, |s| s.time_zone().clone());
-            Some((view.name.as_str(), (view.next_round?, tz)))
-        })
+        .filter_map(|view| Some((view.name.as_str(), view.next_round?)))
         .collect();
     if held.is_empty() {
         return Vec::new();
@@ -666,7 +661,7 @@ fn waiting(snapshot: &Snapshot, policies: &[&PolicyInfo], cycle: &CyclePlan) -> 
     for plan in &what_if.plans {
         for eviction in &plan.evictions {
             let c = &eviction.candidate;
-            let Some((zone, (next_round, tz))) =
+            let Some((zone, next_round)) =
                 c.zone.as_deref().and_then(|zone| held.get_key_value(zone))
             else {
                 continue;
@@ -683,11 +678,7 @@ fn waiting(snapshot: &Snapshot, policies: &[&PolicyInfo], cycle: &CyclePlan) -> 
                 job: c.pod.job.to_string(),
                 reason: c.reason.clone(),
                 next_round: next_round.to_string(),
-                next_round_shown: format!(
-                    "{} ({})",
-                    clock::local(tz, *next_round),
-                    clock::relative(cycle.now, *next_round)
-                ),
+                next_round_shown: clock.when(*next_round),
                 held_by: snapshot.zones.get(*zone).map_or_else(
                     || "evictPeriod".to_owned(),
                     |info| format!("evictPeriod {}", info.spec.evict_period),
@@ -752,6 +743,17 @@ pub(crate) fn strategy_outcome(line: &StrategyLine) -> String {
     out
 }
 
+/// `tidal report at 2026-11-23T09:30:00Z, times in UTC`: the instant planned for, to the second
+/// (nanoseconds of when the command happened to start say nothing), in the output's time zone,
+/// which it states once.
+pub(crate) fn header(report: &Report) -> String {
+    let now = report
+        .now
+        .parse::<Timestamp>()
+        .map_or_else(|_| report.now.clone(), |t| report.clock.instant(t));
+    format!("tidal report at {now}, {}", report.clock.stated())
+}
+
 /// How many distinct pods the rows name.
 fn distinct<'a>(pods: impl Iterator<Item = (&'a str, &'a str)>) -> usize {
     pods.collect::<std::collections::BTreeSet<_>>().len()
@@ -774,6 +776,19 @@ pub(crate) struct WaitingRow<'a> {
     pub reason: &'a str,
     /// When that round is.
     pub at: Option<Timestamp>,
+}
+
+impl WaitingRow<'_> {
+    /// The row's cells after the pod: node, zone, job, next round, what holds it.
+    pub(crate) fn cells(&self, clock: &clock::Clock) -> [String; 5] {
+        [
+            self.node.to_owned(),
+            self.zone.to_owned(),
+            self.job.to_owned(),
+            self.when.to_owned(),
+            clock.text(&self.held_by),
+        ]
+    }
 }
 
 /// The pods later rounds take, soonest round first, then in the order decided.
@@ -895,6 +910,7 @@ mod tests {
             waiting: Vec::new(),
             strategies: Vec::new(),
             warnings: Vec::new(),
+            clock: clock::Clock::default(),
         }
     }
 
@@ -948,7 +964,7 @@ mod tests {
             ..skip(pod, policy, "budget")
         };
         // b waits in p and is in cooldown in q: p takes it later. d's budget never lets it go.
-        let report = report(
+        let mut report = report(
             &["p", "q"],
             vec![eviction("a", "p")],
             vec![
@@ -959,9 +975,10 @@ mod tests {
                 waits("a", "q", "2026-11-23T09:31:00Z"),
             ],
         );
+        report.clock = clock::Clock::new(TimeZone::UTC, "2026-11-23T09:30:00Z".parse().unwrap());
         assert_eq!(
             report.summary(),
-            "1 eviction planned, 2 waiting for a later round (the first at 2026-11-23T09:32:00Z), \
+            "1 eviction planned, 2 waiting for a later round (the first in 2m, Mon 09:32), \
              1 skipped (budget 1) by 2 policies; 0 of 0 zones closed"
         );
         let table = report.render(Format::Table);
@@ -1005,18 +1022,49 @@ mod tests {
         long.detail = "ReplicaSet ns/etl: maxUnavailable 40%; 4 pods, 4 running, 0 unavailable, \
                        2 already planned this round, and a few more words to go past the edge"
             .into();
-        let report = report(&["p"], vec![eviction("a", "p")], vec![long]);
-        let fitted = table::render(&report, table::Layout::Fit(80));
-        for line in fitted.lines().filter(|l| !l.starts_with("warning")) {
-            assert!(line.chars().count() <= 80, "{} chars: {line}", line.len());
+        let mut report = report(&["p"], vec![eviction("a", "p")], vec![long]);
+        report.zones.push(ZoneLine {
+            name: "yarn-b".into(),
+            open: Some(false),
+            draining: false,
+            next_change: Some("2026-11-23T18:00:00Z".into()),
+            windows: "19:00-07:00 Sun,Mon,Tue,Wed,Thu,Fri; 00:00-00:00 Sat,Sun".into(),
+            time_zone: "Europe/Berlin".into(),
+            nodes: 2,
+            next_round: None,
+            drain_start: None,
+            drain: None,
+            error: None,
+            shown: Some(ZoneShown {
+                next_change: Some("opens Mon 18:00 (in 8h30m)".into()),
+                next_round: None,
+            }),
+        });
+        let fitted = table::render(&report, columns::Layout::Fit(100));
+        for line in fitted.lines() {
+            assert!(line.chars().count() <= 100, "{} chars: {line}", line.len());
         }
+        // Sentences wrap between words; the zone's table too; names and days stay whole.
         assert!(
             fitted.contains("planned this"),
             "wrapped, not cut: {fitted}"
         );
+        assert!(fitted.contains("Sun,Mon,Tue,Wed,Thu,Fri;"), "{fitted}");
+        let words = |text: &str| {
+            text.split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        for word in words(&report.skipped[0].detail) {
+            assert!(words(&fitted).contains(&word), "{word} split: {fitted}");
+        }
         // Piped: natural widths, one line per row.
-        let natural = table::render(&report, table::Layout::Natural);
-        assert!(natural.lines().any(|l| l.chars().count() > 80), "{natural}");
+        let natural = table::render(&report, columns::Layout::Natural);
+        assert!(
+            natural.lines().any(|l| l.chars().count() > 100),
+            "{natural}"
+        );
+        assert!(natural.contains("Sat,Sun  Europe/Berlin"), "{natural}");
     }
 
     #[test]

@@ -1,80 +1,15 @@
 //! The report for a terminal: kubectl-style aligned columns, grouped by section, summary last.
 
-use comfy_table::{ContentArrangement, Table, presets::NOTHING};
-
-use super::{Report, distinct, drain::DrainLine, pod_ref, zone_state};
-
-/// How wide the table may be.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Layout {
-    /// Columns as wide as their content (a pipe, a file: what scripts and the docs see).
-    Natural,
-    /// At most this many characters a line: long cells wrap within their column.
-    Fit(u16),
-    /// `-o wide`: extra columns, never wrapped.
-    Wide,
-}
-
-impl Layout {
-    /// The terminal's width when stdout is one, else natural widths (as kubectl, which never cuts
-    /// what goes to a pipe).
-    pub(super) fn for_stdout() -> Layout {
-        use std::io::IsTerminal;
-        if !std::io::stdout().is_terminal() {
-            return Layout::Natural;
-        }
-        let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
-        match columns.or_else(|| comfy_table::Table::new().width()) {
-            Some(width) if width >= 40 => Layout::Fit(width),
-            _ => Layout::Natural,
-        }
-    }
-}
-
-pub(crate) fn table(header: &[&str]) -> Table {
-    sized_table(header, Layout::Natural)
-}
-
-fn sized_table(header: &[&str], layout: Layout) -> Table {
-    let mut table = Table::new();
-    table.load_style(NOTHING).set_header(header.iter().copied());
-    match layout {
-        Layout::Fit(width) => {
-            table
-                .set_content_arrangement(ContentArrangement::Dynamic)
-                .set_width(width);
-        }
-        Layout::Natural | Layout::Wide => {
-            table.set_content_arrangement(ContentArrangement::Disabled);
-        }
-    }
-    // kubectl's look: no borders, columns flush left, two spaces apart.
-    for column in table.column_iter_mut() {
-        column.set_padding((0, 2));
-    }
-    table
-}
-
-pub(crate) fn section(out: &mut String, title: &str, table: Table) {
-    out.push_str(title);
-    out.push('\n');
-    for line in table.to_string().lines() {
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out.push('\n');
-}
+use super::{
+    Report,
+    columns::{Columns, Layout, section},
+    distinct, pod_ref, zone_state,
+};
 
 pub(super) fn render(report: &Report, layout: Layout) -> String {
     let wide = layout == Layout::Wide;
-    // To the second: nanoseconds of the instant the command happened to start say nothing.
-    let now = report
-        .now
-        .parse::<jiff::Timestamp>()
-        .ok()
-        .and_then(|t| t.round(jiff::Unit::Second).ok())
-        .map_or_else(|| report.now.clone(), |t| t.to_string());
-    let mut out = format!("tidal report at {now}\n");
+    let clock = &report.clock;
+    let mut out = format!("{}\n", super::header(report));
     for policy in &report.policies {
         out.push_str(&format!("policy {} ({})", policy.name, policy.mode));
         if let (Some(verified), Some(unverified)) = (policy.verified, policy.unverified) {
@@ -100,7 +35,7 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
         if wide {
             header.extend(["PREEMPTABLE", "EXPECTED EMPTY", "MARGIN", "AT CLOSE"]);
         }
-        let mut zones = table(&header);
+        let mut zones = Columns::new(&header);
         for zone in &report.zones {
             let shown = zone.shown.clone().unwrap_or_default();
             let mut row = vec![
@@ -117,7 +52,7 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
                     .next_round
                     .or_else(|| zone.next_round.clone())
                     .unwrap_or_else(|| "due".into()),
-                zone.drain.as_ref().map_or("-".into(), DrainLine::verdict),
+                zone.drain.as_ref().map_or("-".into(), |d| d.verdict(clock)),
             ];
             if wide {
                 row.extend(zone.drain.as_ref().map_or_else(
@@ -125,8 +60,7 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
                     |d| {
                         vec![
                             d.remaining_pods.to_string(),
-                            d.expected_empty_at
-                                .map_or("-".into(), |t| super::clock::local(&d.tz, t)),
+                            d.expected_empty_at.map_or("-".into(), |t| clock.at(t)),
                             d.margin_text(),
                             d.at_close.map_or("-".into(), |n| n.to_string()),
                         ]
@@ -135,8 +69,8 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
             }
             zones.add_row(row);
         }
-        section(&mut out, "ZONES", zones);
-        let notes = drain_notes(report);
+        section(&mut out, "ZONES", &zones, layout);
+        let notes = drain_notes(report, layout);
         if !notes.is_empty() {
             out.push_str(&notes);
             out.push('\n');
@@ -155,7 +89,7 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
         if wide {
             header.extend(wide_only);
         }
-        sized_table(&header, layout)
+        Columns::new(&header)
     };
     let row = |mut cells: Vec<String>, policy: &str, wide_only: Vec<String>| {
         if policy_column {
@@ -188,7 +122,7 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
                     e.node.clone().unwrap_or_default(),
                     e.strategy.clone(),
                     e.job.clone(),
-                    e.reason.clone(),
+                    clock.text(&e.reason),
                 ],
                 &e.policy,
                 vec![e.zone.clone().unwrap_or_else(|| "-".to_owned())],
@@ -203,7 +137,8 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
         section(
             &mut out,
             &title("EVICTIONS", report.evictions.len(), pods),
-            evictions,
+            &evictions,
+            layout,
         );
     }
 
@@ -214,24 +149,19 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
             &["PROPOSED FOR"],
         );
         for w in &waiting {
+            let pod = pod_ref(w.namespace, w.name);
             table.add_row(row(
-                vec![
-                    pod_ref(w.namespace, w.name),
-                    w.node.to_owned(),
-                    w.zone.to_owned(),
-                    w.job.to_owned(),
-                    w.when.to_owned(),
-                    w.held_by.clone(),
-                ],
+                [pod].into_iter().chain(w.cells(clock)).collect(),
                 w.policy,
-                vec![w.reason.to_owned()],
+                vec![clock.text(w.reason)],
             ));
         }
         let pods = distinct(waiting.iter().map(|w| (w.namespace, w.name)));
         section(
             &mut out,
             &title("WAITING FOR A LATER ROUND", waiting.len(), pods),
-            table,
+            &table,
+            layout,
         );
     }
 
@@ -248,6 +178,7 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
                 Some(when) => format!("{}; {when}", s.detail),
                 None => s.detail.clone(),
             };
+            let detail = clock.text(&detail);
             table.add_row(row(
                 vec![
                     pod_ref(&s.namespace, &s.name),
@@ -257,7 +188,7 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
                     detail,
                 ],
                 &s.policy,
-                vec![s.reason.clone()],
+                vec![clock.text(&s.reason)],
             ));
         }
         let pods = distinct(
@@ -265,7 +196,12 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
                 .iter()
                 .map(|s| (s.namespace.as_str(), s.name.as_str())),
         );
-        section(&mut out, &title("SKIPPED", skipped.len(), pods), table);
+        section(
+            &mut out,
+            &title("SKIPPED", skipped.len(), pods),
+            &table,
+            layout,
+        );
     }
 
     if !report.strategies.is_empty() {
@@ -277,12 +213,12 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
                 String::new()
             };
             out.push_str(&super::wrap(
-                &format!(
+                &clock.text(&format!(
                     "{policy}{}: {}",
                     line.strategy,
                     super::strategy_outcome(line)
-                ),
-                super::WIDTH,
+                )),
+                layout.width().map_or(super::WIDTH, |w| w.min(super::WIDTH)),
                 "  ",
             ));
         }
@@ -290,32 +226,36 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
     }
 
     for warning in &report.warnings {
-        out.push_str(&format!("warning: {warning}\n"));
+        out.push_str(&layout.line(&format!("warning: {}", clock.text(warning))));
     }
     if !report.warnings.is_empty() {
         out.push('\n');
     }
-    out.push_str(&report.summary());
-    out.push('\n');
+    out.push_str(&layout.line(&report.summary()));
     out
 }
 
 /// Under the zones: each drain's fix when at risk, what its estimate assumed, and what the close does
 /// to pods left.
-pub(super) fn drain_notes(report: &Report) -> String {
+fn drain_notes(report: &Report, layout: Layout) -> String {
     let mut out = String::new();
     for zone in &report.zones {
         let Some(drain) = &zone.drain else {
             continue;
         };
+        let clock = &report.clock;
         if let Some(fix) = &drain.fix {
-            out.push_str(&format!("{} at risk: {fix}\n", zone.name));
+            out.push_str(&layout.line(&format!("{} at risk: {}", zone.name, clock.text(fix))));
         }
-        out.push_str(&format!("{} estimate: {}\n", zone.name, drain.summary));
-        out.push_str(&format!(
-            "{} at the close: {}\n",
+        out.push_str(&layout.line(&format!(
+            "{} estimate: {}",
+            zone.name,
+            clock.text(&drain.summary)
+        )));
+        out.push_str(&layout.line(&format!(
+            "{} at the close: {}",
             zone.name, drain.after_close
-        ));
+        )));
     }
     out
 }

@@ -229,7 +229,7 @@ impl DrainRecord {
             Some(_) => at_close.is_none_or(|n| n > 0),
             None => self.empty_at.is_none(),
         };
-        let fix = at_risk.then(|| self.fix(settings, &tz));
+        let fix = at_risk.then(|| self.fix(settings));
         DrainLine {
             zone: self.zone.clone(),
             close: self.close,
@@ -257,7 +257,7 @@ impl DrainRecord {
 
     /// The outlook's fix when it saw the miss coming as the simulation lived it; otherwise what the
     /// simulated drain needed, or what held its pods back.
-    fn fix(&self, settings: &DrainSettings, tz: &TimeZone) -> String {
+    fn fix(&self, settings: &DrainSettings) -> String {
         let estimated_empty = self.outlook.as_ref().and_then(|o| o.estimate.empty_at());
         let agrees = estimated_empty.is_some() == self.empty_at.is_some();
         if agrees && let Some(fix) = self.outlook.as_ref().and_then(|o| o.fix.clone()) {
@@ -295,8 +295,7 @@ impl DrainRecord {
         };
         if let Some(empty) = estimated_empty.filter(|_| self.empty_at.is_none()) {
             fix.push_str(&format!(
-                "; the drain estimate made at the drain's start expected the zone empty by {}",
-                crate::report::clock::local(tz, empty)
+                "; the drain estimate made at the drain's start expected the zone empty by {empty}"
             ));
         }
         fix

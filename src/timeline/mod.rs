@@ -296,4 +296,20 @@ pub struct Timeline {
     /// it): when it is empty and the margin before the close, or the miss, what is left and the fix.
     pub drains: Vec<DrainLine>,
     pub assumptions: Assumptions,
+    /// For people: the one time zone the table shows times in (the zones' own when they share
+    /// one, else UTC, unless [`Timeline::show_in`] chose another).
+    #[serde(skip)]
+    pub clock: crate::report::clock::Clock,
+}
+
+impl Timeline {
+    /// Shows the table's times in `time_zone` (`--time-zone`), not the default.
+    pub fn show_in(&mut self, time_zone: Option<&TimeZone>) {
+        let readable = self
+            .zones
+            .iter()
+            .filter(|z| z.error.is_none())
+            .map(|z| &z.tz);
+        self.clock = crate::report::clock::Clock::for_zones(readable, time_zone, self.now);
+    }
 }

@@ -10,8 +10,10 @@ use super::{Event, EventKind, Phase, Timeline};
 use crate::{
     drain::advice::human,
     report::{
-        clock, pod_ref,
-        table::{section, table},
+        clock::{self, Clock},
+        columns::{Columns, Layout, section},
+        drain::DrainLine,
+        pod_ref,
     },
 };
 
@@ -29,12 +31,17 @@ impl Timeline {
 
     /// The timeline for a terminal: one line per round.
     pub fn to_table(&self) -> String {
-        render(self, false)
+        render(self, false, Layout::Natural)
+    }
+
+    /// [`Timeline::to_table`] fitted to `layout` (a terminal's width).
+    pub fn to_table_for(&self, layout: Layout) -> String {
+        render(self, false, layout)
     }
 
     /// The timeline for a terminal with every evicted and waiting pod on a line of its own.
     pub fn to_wide_table(&self) -> String {
-        render(self, true)
+        render(self, true, Layout::Wide)
     }
 }
 
@@ -77,13 +84,16 @@ pub(super) fn draw_bars(timeline: &mut Timeline) {
         zone.bar = bar;
     }
 }
-fn render(timeline: &Timeline, wide: bool) -> String {
+fn render(timeline: &Timeline, wide: bool, layout: Layout) -> String {
     let span = timeline.until.duration_since(timeline.now);
     let span_text = clock::duration(span.unsigned_abs().as_secs());
-    let mut out = format!(
-        "tidal timeline from {} to {} ({span_text})\n",
-        timeline.now, timeline.until
-    );
+    let clock = &timeline.clock;
+    let mut out = layout.line(&format!(
+        "tidal timeline from {} to {} ({span_text}), {}",
+        clock.instant(timeline.now),
+        clock.instant(timeline.until),
+        clock.stated()
+    ));
     for policy in &timeline.policies {
         let simulated = if policy.mode == "DryRun" {
             ", simulated as if it evicted"
@@ -95,11 +105,13 @@ fn render(timeline: &Timeline, wide: bool) -> String {
             policy.name, policy.mode
         ));
     }
-    out.push_str(&assumptions(timeline));
+    for line in assumptions(timeline).lines() {
+        out.push_str(&layout.line(line));
+    }
     out.push('\n');
 
     if !timeline.zones.is_empty() {
-        let mut zones = table(&["ZONE", "TIME ZONE", "NOW", &axis(span)]);
+        let mut zones = Columns::new(&["ZONE", "TIME ZONE", "NOW", &axis(span)]);
         for zone in &timeline.zones {
             let now = zone
                 .phases
@@ -112,7 +124,7 @@ fn render(timeline: &Timeline, wide: bool) -> String {
                 zone.bar.clone(),
             ]);
         }
-        section(&mut out, "ZONES", zones);
+        section(&mut out, "ZONES", &zones, layout);
         let slot = clock::duration(
             (span / i32::try_from(BAR_WIDTH).unwrap_or(48))
                 .unsigned_abs()
@@ -131,17 +143,17 @@ fn render(timeline: &Timeline, wide: bool) -> String {
         } else {
             &["WHEN", "IN", "ZONE", "EVENT", "DETAIL"]
         };
-        let mut rows = table(header);
+        let mut rows = Columns::new(header);
         let mut staying = BTreeSet::new();
         for event in &timeline.events {
-            for (index, row) in event_rows(event, wide, &mut staying)
+            for (index, row) in event_rows(event, wide, &mut staying, clock)
                 .into_iter()
                 .enumerate()
             {
                 // The event's time and zone once, on its first row: the rest are its pods.
                 let head = if index == 0 {
                     [
-                        event.when.clone(),
+                        clock.at(event.shown),
                         event.relative.clone(),
                         event.zone.clone().unwrap_or_else(|| "-".into()),
                     ]
@@ -157,18 +169,20 @@ fn render(timeline: &Timeline, wide: bool) -> String {
                 }
             }
         }
-        section(&mut out, "TIMELINE", rows);
+        section(&mut out, "TIMELINE", &rows, layout);
     }
 
-    out.push_str(&drains(timeline));
+    out.push_str(&drains(timeline, layout));
 
     for warning in &timeline.warnings {
-        out.push_str(&format!("warning: {warning}\n"));
+        out.push_str(&layout.line(&format!("warning: {}", clock.text(warning))));
     }
     if !timeline.warnings.is_empty() {
         out.push('\n');
     }
-    out.push_str(&summary(timeline));
+    for line in summary(timeline).lines() {
+        out.push_str(&layout.line(line));
+    }
     out
 }
 
@@ -231,13 +245,14 @@ fn event_rows(
     event: &Event,
     wide: bool,
     staying: &mut BTreeSet<(String, String)>,
+    clock: &Clock,
 ) -> Vec<[String; 3]> {
     let mut rows = Vec::new();
-    let detail = event.detail.clone().unwrap_or_default();
+    let detail = clock.text(event.detail.as_deref().unwrap_or_default());
     // The pods this event first says stay get a line each (with `wide`); those said before are
     // only counted, as still staying.
     let mut first_said = BTreeSet::new();
-    for pod in event.waiting.iter().filter(|p| p.next_round_when.is_none()) {
+    for pod in event.waiting.iter().filter(|p| p.next_round.is_none()) {
         let key = (pod.namespace.clone(), pod.name.clone());
         if staying.insert(key.clone()) {
             first_said.insert(key);
@@ -255,7 +270,7 @@ fn event_rows(
                 None => format!("evicts {pods} pod{}", plural(pods)),
             };
             let mut detail = pace_text(event);
-            if let Some(waiting) = waiting_text(event, still) {
+            if let Some(waiting) = waiting_text(event, still, clock) {
                 detail.push_str("; ");
                 detail.push_str(&waiting);
             }
@@ -264,7 +279,7 @@ fn event_rows(
         EventKind::Held => rows.push([
             "holds".into(),
             String::new(),
-            waiting_text(event, still).unwrap_or_default(),
+            waiting_text(event, still, clock).unwrap_or_default(),
         ]),
     }
     if !wide {
@@ -282,8 +297,8 @@ fn event_rows(
         rows.push(["evicts".into(), pod_ref(&pod.namespace, &pod.name), detail]);
     }
     for pod in &event.waiting {
-        let waits = match &pod.next_round_when {
-            Some(when) => format!("waits for {when}"),
+        let waits = match pod.next_round {
+            Some(at) => format!("waits for {}", clock.at(at)),
             None if first_said.contains(&(pod.namespace.clone(), pod.name.clone())) => {
                 "stays".to_owned()
             }
@@ -292,7 +307,7 @@ fn event_rows(
         rows.push([
             waits,
             pod_ref(&pod.namespace, &pod.name),
-            format!("{}: {}", pod.gate, pod.detail),
+            clock.text(&format!("{}: {}", pod.gate, pod.detail)),
         ]);
     }
     rows
@@ -326,7 +341,7 @@ fn pace_text(event: &Event) -> String {
 
 /// `3 wait for Mon 10:35 CET (budget 2, cooldown 1)` or `3 stay (budget 3)`; `3 still stay` when
 /// every one of them was said to stay before (`still`).
-fn waiting_text(event: &Event, still: bool) -> Option<String> {
+fn waiting_text(event: &Event, still: bool, clock: &Clock) -> Option<String> {
     let first = event.waiting.first()?;
     let mut gates: BTreeMap<&str, usize> = BTreeMap::new();
     for pod in &event.waiting {
@@ -334,10 +349,11 @@ fn waiting_text(event: &Event, still: bool) -> Option<String> {
     }
     let gates: Vec<String> = gates.iter().map(|(g, n)| format!("{g} {n}")).collect();
     let count = event.waiting.len();
-    let what = match &first.next_round_when {
-        Some(when) => format!(
-            "{count} wait{} for {when}",
-            if count == 1 { "s" } else { "" }
+    let what = match first.next_round {
+        Some(at) => format!(
+            "{count} wait{} for {}",
+            if count == 1 { "s" } else { "" },
+            clock.at(at)
         ),
         None => format!(
             "{count} {}stay{}",
@@ -349,39 +365,41 @@ fn waiting_text(event: &Event, still: bool) -> Option<String> {
 }
 
 /// Each zone's drain per close: the verdict, then what it assumed, the fix and what the close does.
-fn drains(timeline: &Timeline) -> String {
+fn drains(timeline: &Timeline, layout: Layout) -> String {
     if timeline.drains.is_empty() {
         return String::new();
     }
-    let mut rows = table(&["ZONE", "CLOSES", "DRAIN START", "PODS", "VERDICT"]);
+    let clock = &timeline.clock;
+    // A close as the operator wrote it (07:00), read in the zone's own time zone.
+    let closes = |drain: &DrainLine| {
+        drain
+            .close
+            .map(|close| clock.at(clock::close_boundary(&drain.tz, close)))
+    };
+    let mut rows = Columns::new(&["ZONE", "CLOSES", "DRAIN START", "PODS", "VERDICT"]);
     for drain in &timeline.drains {
-        let closes = drain.close.map_or("before now".to_owned(), |close| {
-            clock::local(&drain.tz, clock::close_boundary(&drain.tz, close))
-        });
         rows.add_row([
             drain.zone.clone(),
-            closes,
-            drain.start_text(),
+            closes(drain).unwrap_or_else(|| "before now".to_owned()),
+            drain.start_text(clock),
             drain.remaining_pods.to_string(),
-            drain.verdict(),
+            drain.verdict(clock),
         ]);
     }
     let mut out = String::new();
-    section(&mut out, "DRAINS", rows);
+    section(&mut out, "DRAINS", &rows, layout);
     for drain in &timeline.drains {
-        let label = match drain.close {
-            Some(close) => format!(
-                "{} ({})",
-                drain.zone,
-                clock::local(&drain.tz, clock::close_boundary(&drain.tz, close))
-            ),
+        let label = match closes(drain) {
+            Some(close) => format!("{} ({close})", drain.zone),
             None => drain.zone.clone(),
         };
         if let Some(fix) = &drain.fix {
-            out.push_str(&format!("{label} at risk: {fix}\n"));
+            out.push_str(&layout.line(&format!("{label} at risk: {}", clock.text(fix))));
         }
         if !drain.summary.is_empty() {
-            out.push_str(&format!("{label} estimate: {}\n", drain.summary));
+            out.push_str(
+                &layout.line(&format!("{label} estimate: {}", clock.text(&drain.summary))),
+            );
         }
     }
     // What a close does to the pods left: once per setting, naming its zones.
@@ -393,10 +411,7 @@ fn drains(timeline: &Timeline) -> String {
         }
     }
     for (sentence, zones) in after {
-        out.push_str(&format!(
-            "at the close of {}: {sentence}\n",
-            zones.join(", ")
-        ));
+        out.push_str(&layout.line(&format!("at the close of {}: {sentence}", zones.join(", "))));
     }
     out.push('\n');
     out
@@ -429,7 +444,7 @@ fn summary(timeline: &Timeline) -> String {
             if evicted == 1 { "" } else { "s" },
         );
         if let Some(last) = rounds.last() {
-            line.push_str(&format!(", the last {}", last.when));
+            line.push_str(&format!(", the last {}", timeline.clock.at(last.shown)));
         }
         if last_waiting > 0 {
             line.push_str(&format!(

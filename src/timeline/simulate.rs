@@ -564,6 +564,8 @@ impl<'c> Simulation<'c> {
             }
         }
         finish(&mut events, &zone_tz, now);
+        let readable = zones.iter().filter(|z| z.error.is_none()).map(|z| &z.tz);
+        let clock = clock::Clock::for_zones(readable, None, now);
         let mut timeline = Timeline {
             now,
             until,
@@ -573,6 +575,7 @@ impl<'c> Simulation<'c> {
             warnings,
             drains,
             assumptions: Assumptions::of(&settings),
+            clock,
         };
         draw_bars(&mut timeline);
         timeline
@@ -849,6 +852,37 @@ mod tests {
             .iter()
             .map(|e| (e.at.to_string(), e.event, e.evictions.len()))
             .collect()
+    }
+
+    #[test]
+    fn the_table_is_in_the_zone_s_time_zone_and_fits_a_terminal() {
+        let mut cache = cluster(None, &[]);
+        let timeline = simulate_hours(&mut cache, "2026-11-23T05:30:00Z", 1);
+        let natural = timeline.to_table();
+        // The one zone's clock, stated once; the times on it.
+        assert!(
+            natural.starts_with(
+                "tidal timeline from 2026-11-23T06:30:00+01:00 to 2026-11-23T07:30:00+01:00 \
+                 (1h), times in Europe/Berlin (CET)\n"
+            ),
+            "{natural}"
+        );
+        assert!(
+            natural.contains("\nMon 06:40  in 10m  z     starts draining"),
+            "{natural}"
+        );
+        assert!(natural.lines().any(|l| l.chars().count() > 80), "{natural}");
+        let fitted = timeline.to_table_for(crate::report::columns::Layout::Fit(80));
+        for line in fitted.lines() {
+            assert!(line.chars().count() <= 80, "{line}\n{fitted}");
+        }
+        // The same words, none split (a wrapped cell's lines come between its row's columns).
+        let words = |t: &str| {
+            let mut words: Vec<String> = t.split_whitespace().map(str::to_owned).collect();
+            words.sort_unstable();
+            words
+        };
+        assert_eq!(words(&fitted), words(&natural));
     }
 
     #[test]

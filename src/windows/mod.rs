@@ -15,7 +15,7 @@ mod window;
 #[cfg(test)]
 mod tests;
 
-pub use schedule::{ZoneSchedule, ZoneState, close_boundary};
+pub use schedule::{ZoneSchedule, ZoneState, close_boundary, time_zone_named};
 pub use window::{DailyWindow, Weekday};
 
 /// Why a window or a zone schedule could not be built.

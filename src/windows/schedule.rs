@@ -58,6 +58,14 @@ impl ZoneState {
     }
 }
 
+/// The IANA time zone `name` (case aside) from the bundled tz database.
+pub fn time_zone_named(name: &str) -> Result<TimeZone, WindowError> {
+    TimeZone::get(name).map_err(|_| WindowError::UnknownTimeZone {
+        name: name.to_owned(),
+        likely: likely_time_zone(name),
+    })
+}
+
 /// The tz database's name that `wanted` most likely misspells (`Europe/Berln`): within two edits,
 /// case aside.
 fn likely_time_zone(wanted: &str) -> Option<String> {
@@ -81,10 +89,7 @@ impl ZoneSchedule {
         if windows.is_empty() {
             return Err(WindowError::NoWindows);
         }
-        let tz = TimeZone::get(time_zone).map_err(|_| WindowError::UnknownTimeZone {
-            name: time_zone.to_owned(),
-            likely: likely_time_zone(time_zone),
-        })?;
+        let tz = time_zone_named(time_zone)?;
         // Prefer the database's spelling: the lookup is case-insensitive and
         // reports should show one canonical name.
         let name = tz.iana_name().unwrap_or(time_zone).to_owned();

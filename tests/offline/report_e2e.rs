@@ -994,7 +994,7 @@ fn binary_prints_json_table_and_markdown() {
 
     let table = run_with("table");
     for expected in [
-        "tidal report at 2026-11-22T04:00:00Z",
+        "tidal report at 2026-11-22T04:00:00Z, times in UTC\n",
         "policy tdm (DryRun)",
         "ZONES",
         "EVICTIONS (4)",
@@ -1002,7 +1002,7 @@ fn binary_prints_json_table_and_markdown() {
         "SKIPPED (2)",
         "analytics/etl-7dcf699648-ffdd4",
         "bare pod: no owner would recreate it",
-        "protected for 40m 22s more (until 2026-11-22T04:40:22Z)",
+        "protected for 40m 22s more (until Sun 04:40:22)",
         "4 evictions planned, 4 waiting for a later round (the first ",
         "), 2 skipped (cooldown 1, protected 1); 2 of 2 zones closed, 2 at risk",
     ] {
@@ -1032,7 +1032,7 @@ fn binary_prints_json_table_and_markdown() {
 
     let markdown = run_with("markdown");
     for expected in [
-        "# tidal report at 2026-11-22T04:00:00Z",
+        "# tidal report at 2026-11-22T04:00:00Z, times in UTC\n",
         "## Zones",
         "## Evictions (4)",
         "## Waiting for a later round (4)",

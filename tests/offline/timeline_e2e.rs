@@ -189,10 +189,10 @@ fn demo_timeline_paces_rounds_by_evict_period_within_each_job_s_budget() {
         "yarn-b  Europe/Berlin  closed",
         "round 1 evicts 2 pods",
         "2 jobs in 1 namespace; sent within 0s, gone within 30s",
-        "4 wait for Mon 10:35 CET (budget 3, cooldown 1)",
-        "Tue 06:40 CET",
+        "4 wait for Mon 09:35 (budget 3, cooldown 1)",
+        "Tue 05:40",
         "starts draining",
-        "Tue 07:00 CET",
+        "Tue 06:00",
         "yarn-a: 2 rounds, 5 evictions",
     ] {
         assert!(
@@ -216,7 +216,7 @@ fn demo_timeline_paces_rounds_by_evict_period_within_each_job_s_budget() {
         .lines()
         .find(|l| l.contains("ml/hpo-sweep-trial-0"))
         .unwrap_or_else(|| panic!("{wide}"));
-    assert!(trial.contains("waits for Mon 10:35 CET"), "{trial}");
+    assert!(trial.contains("waits for Mon 09:35"), "{trial}");
 }
 
 #[test]
@@ -234,7 +234,7 @@ fn at_five_thirty_the_report_and_the_timeline_say_when_draining_starts() {
     assert_eq!(yarn_b["drainStart"], "2026-11-23T05:40:01Z");
     let table = stdout(&["report", "--cluster", path(&demo), "--now", now]);
     assert!(
-        table.contains("drains Mon 06:40 CET (in 10m), closes 07:00"),
+        table.contains("drains Mon 05:40 (in 10m), closes Mon 06:00"),
         "{table}"
     );
     // yarn-a's `auto` drain: 4 pods, 2 rounds 2 minutes apart, the last gone 30 s later (2m 30s);
@@ -248,7 +248,7 @@ fn at_five_thirty_the_report_and_the_timeline_say_when_draining_starts() {
     assert_eq!(yarn_a["drainStart"], "2026-11-23T05:55:45.85Z");
     assert_eq!(yarn_a["drain"]["atRisk"], false, "{yarn_a:#}");
     assert!(
-        table.contains("drains Mon 05:55 UTC (in 25m), closes 06:00"),
+        table.contains("drains Mon 05:55 (in 25m), closes Mon 06:00"),
         "{table}"
     );
 
@@ -319,7 +319,7 @@ fn pods_held_back_by_evict_period_wait_for_the_next_round() {
     let table = stdout(&["report", "--cluster", path(file.path()), "--now", DEMO_NOW]);
     // With the two etl-nightly pods their job's budget holds until yarn-a's next round.
     assert!(table.contains("WAITING FOR A LATER ROUND (4)"), "{table}");
-    assert!(table.contains("Mon 10:33 CET (in 3m)"), "{table}");
+    assert!(table.contains("Mon 09:33 (in 3m)"), "{table}");
     assert!(table.contains("4 waiting for a later round"), "{table}");
 
     // The timeline's first yarn-b round is that one, and the next is evictPeriod later.
@@ -371,22 +371,49 @@ fn timeline_flags_it_cannot_honour_are_refused() {
     assert_eq!(markdown, format!("```\n{table}```\n"));
 }
 
+/// Every command shown with its output in README.md and docs/ (a code block starting `$ tidal ...`,
+/// run from the repository's root) prints exactly that output: the README's timeline and the
+/// explanations of a pod.
 #[test]
-fn the_readme_sample_is_what_the_timeline_prints() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
-    let command =
-        format!("$ tidal timeline --cluster examples/demo-cluster.yaml --now {DEMO_NOW}\n");
-    let start = readme
-        .find(&command)
-        .expect("the README shows the timeline")
-        + command.len();
-    let sample = &readme[start..start + readme[start..].find("```").expect("end of the sample")];
-    let demo = demo();
-    let printed = stdout(&["timeline", "--cluster", path(&demo), "--now", DEMO_NOW]);
-    assert_eq!(
-        sample, printed,
-        "README.md's timeline sample is stale: paste the output of the command above it"
+fn every_sample_in_the_docs_is_what_its_command_prints() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    pages.extend(docs);
+    let mut samples = 0;
+    for page in pages {
+        let text = std::fs::read_to_string(&page).expect("a page");
+        for (at, _) in text.match_indices("```\n$ tidal ") {
+            let command_at = at + "```\n$ ".len();
+            let line_end = command_at + text[command_at..].find('\n').expect("a command line");
+            let command = &text[command_at..line_end];
+            let sample = &text[line_end + 1..];
+            let sample = &sample[..sample.find("```").expect("the end of the sample")];
+            let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+            let output = Command::new(env!("CARGO_BIN_EXE_tidal"))
+                .args(&args)
+                .current_dir(root)
+                .output()
+                .expect("run tidal");
+            assert!(output.status.success(), "{command}: {output:?}");
+            let printed = String::from_utf8(output.stdout).expect("utf-8");
+            assert_eq!(
+                sample,
+                printed,
+                "{}: the sample of `{command}` is stale: paste what the command prints",
+                page.display()
+            );
+            samples += 1;
+        }
+    }
+    assert!(
+        samples >= 3,
+        "the README's timeline and the pod explanations"
     );
 }
 
@@ -550,9 +577,9 @@ fn a_zone_that_cannot_drain_in_time_is_at_risk_hours_ahead_with_the_fix_named() 
     let table = timeline_output(file.path(), "2026-11-23T16:00:00Z", &["--span", "6h"]);
     for expected in [
         "round 1 evicts 1 pod",
-        "99 wait for Mon 18:02 UTC (budget 99)",
+        "99 wait for Mon 18:02 (budget 99)",
         "misses the close by",
-        "rz (Mon 20:00 UTC) at risk: ",
+        "rz (Mon 20:00) at risk: ",
         "at the close of rz: pods left at the close keep leaving round by round",
     ] {
         assert!(table.contains(expected), "lacks {expected:?}:\n{table}");
@@ -662,7 +689,7 @@ fn two_zones_closing_two_minutes_apart_the_second_round_starts_at_its_close_whil
         .lines()
         .find(|l| l.contains("round 1 evicts 100 pods"))
         .unwrap_or_else(|| panic!("{table}"));
-    assert!(b_line.starts_with("Mon 20:02 UTC"), "{b_line}");
+    assert!(b_line.starts_with("Mon 20:02 "), "{b_line}");
     assert!(b_line.contains("sent within"), "{b_line}");
 }
 
@@ -743,7 +770,11 @@ fn a_pod_that_stays_gets_its_line_once_and_is_counted_after() {
         assert_eq!(said, 1, "{worker}:\n{wide}");
     }
     // Later events count them, as the same pods still there.
-    assert!(wide.contains("holds                                                           4 still stay (budget 4)"), "{wide}");
+    let holds: Vec<&str> = wide.lines().filter(|l| l.contains(" holds ")).collect();
+    assert!(!holds.is_empty(), "{wide}");
+    for line in holds {
+        assert!(line.ends_with("  4 still stay (budget 4)"), "{line}");
+    }
     assert!(wide.contains("; 4 pods stay\n"), "{wide}");
 }
 
@@ -794,6 +825,81 @@ fn without_a_policy_running_tdm_no_drain_starts() {
         "--policy",
         "low-node-utilization",
     ]);
-    assert!(report.contains("closes Mon 07:00 CET (in 30m)"), "{report}");
+    assert!(report.contains("closes Mon 06:00 (in 30m)"), "{report}");
     assert!(!report.contains("drains"), "{report}");
+}
+
+/// `true` when `text` holds an RFC 3339 instant (`...T09:30:00Z`, `...T10:30:00+01:00`).
+fn has_an_instant(text: &str) -> bool {
+    text.match_indices('T').any(|(at, _)| {
+        let time = text.get(at + 1..at + 9).unwrap_or_default();
+        let date = text.get(at.saturating_sub(3)..at).unwrap_or_default();
+        time.len() == 8
+            && time.as_bytes()[2] == b':'
+            && time.as_bytes()[5] == b':'
+            && date.starts_with('-')
+            && date[1..].bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// The demo's zones run on two clocks (UTC and Europe/Berlin): each output shows every time in one
+/// time zone, UTC unless `--time-zone` names another, said once at the top; the timeline's times
+/// then read in order.
+#[test]
+fn every_output_shows_its_times_in_one_time_zone_stated_once() {
+    let demo = demo();
+    let berlin = ["--time-zone", "Europe/Berlin"];
+    for (extra, stated, yarn_b_opens) in [
+        (&[][..], ", times in UTC\n", "opens Mon 18:00 (in 8h30m)"),
+        (
+            &berlin[..],
+            ", times in Europe/Berlin (CET)\n",
+            "opens Mon 19:00 (in 8h30m)",
+        ),
+    ] {
+        let with = |command: &[&str]| {
+            let mut args = command.to_vec();
+            args.extend(["--cluster", path(&demo), "--now", DEMO_NOW]);
+            args.extend(extra);
+            stdout(&args)
+        };
+        for output in [
+            with(&["timeline"]),
+            with(&["timeline", "-o", "wide"]),
+            with(&["report"]),
+            with(&["report", "-o", "wide"]),
+            with(&["explain", "pod", "ml/resnet-train-worker-3"]),
+        ] {
+            let (header, body) = output.split_at(output.find('\n').unwrap() + 1);
+            assert!(header.ends_with(stated), "{header}");
+            assert!(!has_an_instant(body), "{output}");
+            // No time of day names its zone again (`09:32 UTC`).
+            for zone in [" UTC", " CET", " CEST"] {
+                let after_a_time = body
+                    .match_indices(zone)
+                    .any(|(at, _)| body[..at].ends_with(|c: char| c.is_ascii_digit()));
+                assert!(!after_a_time, "{zone}: {output}");
+            }
+        }
+        assert!(with(&["report"]).contains(yarn_b_opens), "{stated}");
+        // WHEN reads in order: one clock for all the zones' events.
+        let timeline = with(&["timeline"]);
+        let section = &timeline[timeline.find("TIMELINE\n").unwrap()..];
+        let days = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+        let minutes: Vec<usize> = section
+            .lines()
+            .skip(2)
+            .take_while(|l| !l.is_empty())
+            .filter_map(|l| {
+                let day = days.iter().position(|d| l.starts_with(d))?;
+                let (h, m) = (
+                    l.get(4..6)?.parse::<usize>().ok()?,
+                    l.get(7..9)?.parse::<usize>().ok()?,
+                );
+                Some(day * 1440 + h * 60 + m)
+            })
+            .collect();
+        assert!(minutes.len() > 5, "{timeline}");
+        assert!(minutes.is_sorted(), "{timeline}");
+    }
 }
