@@ -846,6 +846,16 @@ mod tests {
         )
     }
 
+    /// How many pods each round evicts, in order.
+    fn round_sizes(timeline: &Timeline) -> Vec<usize> {
+        timeline
+            .events
+            .iter()
+            .filter(|e| e.event == EventKind::Round)
+            .map(|e| e.evictions.len())
+            .collect()
+    }
+
     fn kinds(timeline: &Timeline) -> Vec<(String, EventKind, usize)> {
         timeline
             .events
@@ -947,12 +957,7 @@ mod tests {
         let mut cache = cluster(None, &[]);
         cache.delete_node("normal-1");
         let timeline = simulate_hours(&mut cache, "2026-11-23T05:30:00Z", 1);
-        let rounds: Vec<usize> = timeline
-            .events
-            .iter()
-            .filter(|e| e.event == EventKind::Round)
-            .map(|e| e.evictions.len())
-            .collect();
+        let rounds = round_sizes(&timeline);
         assert_eq!(rounds.iter().sum::<usize>(), 2, "{:?}", kinds(&timeline));
         assert_eq!(cache.snapshot().node("rev-1").unwrap().pods.len(), 3);
     }
@@ -983,12 +988,7 @@ mod tests {
             );
         }
         let timeline = simulate_hours(&mut cache, "2026-11-23T05:30:00Z", 1);
-        let rounds: Vec<usize> = timeline
-            .events
-            .iter()
-            .filter(|e| e.event == EventKind::Round)
-            .map(|e| e.evictions.len())
-            .collect();
+        let rounds = round_sizes(&timeline);
         assert_eq!(rounds, [2, 1, 1], "{:?}", kinds(&timeline));
         assert_eq!(cache.pod_count(), 0, "no replacement");
     }

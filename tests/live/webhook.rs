@@ -624,10 +624,9 @@ async fn before_sync_pods_that_need_no_lookup_are_still_mutated() {
     let _ = hook.stop.send(());
 }
 
-/// After SIGTERM the webhook reports not ready but keeps accepting connections and answering until
-/// the shutdown delay is over: the API server still sends to it until the endpoint update lands.
-#[tokio::test]
-async fn after_the_shutdown_signal_requests_are_answered_until_the_delay_ends() {
+/// A webhook over a cache holding pod `web-1`, and the sender of its shutdown signal: once signalled it
+/// drains for an hour, longer than any test, so how long the requests take never matters.
+async fn draining_webhook() -> (WebhookState, Webhook, tokio::sync::oneshot::Sender<()>) {
     let state = WebhookState::new(
         SharedCache::from_cache(cluster(true, &[created_pod("web-1", json!({}), None)])),
         Duration::from_millis(200),
@@ -638,13 +637,20 @@ async fn after_the_shutdown_signal_requests_are_answered_until_the_delay_ends() 
         async move {
             let _ = signalled.await;
         },
-        // Longer than the test: it must not matter how long the requests below take.
         Duration::from_secs(3600),
     ));
     let hook = start_with(state.clone(), server::WEBHOOK_LIMITS, async move {
         let _ = drained.await;
     })
     .await;
+    (state, hook, signal)
+}
+
+/// After SIGTERM the webhook reports not ready but keeps accepting connections and answering until
+/// the shutdown delay is over: the API server still sends to it until the endpoint update lands.
+#[tokio::test]
+async fn after_the_shutdown_signal_requests_are_answered_until_the_delay_ends() {
+    let (state, hook, signal) = draining_webhook().await;
     assert_eq!(
         call(&hook, "GET", "/readyz", Vec::new()).await.status,
         StatusCode::OK
@@ -670,22 +676,7 @@ async fn after_the_shutdown_signal_requests_are_answered_until_the_delay_ends() 
 /// end of the delay with its next call.
 #[tokio::test]
 async fn while_draining_each_answer_closes_its_keep_alive_connection() {
-    let state = WebhookState::new(
-        SharedCache::from_cache(cluster(true, &[created_pod("web-1", json!({}), None)])),
-        Duration::ZERO,
-    );
-    let (signal, signalled) = tokio::sync::oneshot::channel::<()>();
-    let drained = tokio::spawn(server::drain(
-        state.clone(),
-        async move {
-            let _ = signalled.await;
-        },
-        Duration::from_secs(3600),
-    ));
-    let hook = start_with(state.clone(), server::WEBHOOK_LIMITS, async move {
-        let _ = drained.await;
-    })
-    .await;
+    let (state, hook, signal) = draining_webhook().await;
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(TokioIo::new(connect(&hook).await))
             .await
