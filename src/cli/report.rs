@@ -120,8 +120,7 @@ pub(super) fn start_due_drains(
     let mut snapshot = cache.snapshot();
     let (policies, _) = select_policies(&snapshot, args)?;
     let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
-    let observed = |zone: &str| cache.observed_termination(zone);
-    let outlooks = drain::outlook(&snapshot, &refs, now, &settings, &observed);
+    let outlooks = plan_drains(cache, &snapshot, &refs, now, &settings);
     let due: Vec<(String, DrainStart)> = outlooks
         .iter()
         .filter(|o| o.start_now)
@@ -142,9 +141,24 @@ pub(super) fn start_due_drains(
         cache.note_drain_start(zone, *start);
     }
     cache.update_snapshot(&mut snapshot);
-    let observed = |zone: &str| cache.observed_termination(zone);
-    let outlooks = drain::outlook(&snapshot, &refs, now, &settings, &observed);
+    let outlooks = plan_drains(cache, &snapshot, &refs, now, &settings);
     Ok((snapshot, outlooks))
+}
+
+/// The drain plan of a one-shot command: what the cluster shows, no queue of its own.
+fn plan_drains(
+    cache: &ClusterCache,
+    snapshot: &Snapshot,
+    policies: &[&PolicyInfo],
+    now: Timestamp,
+    settings: &drain::DrainSettings,
+) -> Vec<ZoneOutlook> {
+    let observed = |zone: &str| cache.observed_termination(zone);
+    let live = drain::Live {
+        observed: &observed,
+        ..drain::Live::none()
+    };
+    drain::plan(snapshot, policies, now, settings, &live)
 }
 
 /// How long `tidal report` waits for the API server's first answer before saying it cannot reach it.

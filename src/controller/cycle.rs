@@ -5,13 +5,13 @@
 //! once all of a cycle's evictions have one, its policies' status, warnings and counts are written.
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
     sync::{Arc, Mutex},
     time::Duration,
 };
 
 use futures::future::BoxFuture;
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use tokio::{task::JoinSet, time::Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
@@ -26,14 +26,15 @@ use super::{
 };
 use crate::{
     api::PolicyMode,
-    cluster::{PolicyInfo, Retired, SharedCache, Snapshot},
+    cluster::{ObjectKey, PodInfo, PolicyInfo, Retired, SharedCache, Snapshot},
     controller::evictor::{
         EvictionQueue, EvictionRequest, Evictor, Guard, Halt, Outcome, Outcomes, Submission,
     },
     controller::metrics::{EvictionKey, Metrics, PolicyStrategy},
     controller::status::{self, StatusWriter},
-    framework::ZoneView,
-    planner::{self, Plan, SkipRows},
+    drain::{self, Urgency},
+    framework::{Candidate, PlanContext},
+    planner::{self, CyclePlan, Plan, SkipRows},
     runtime::leader::LeaderHandle,
 };
 
@@ -214,13 +215,10 @@ impl CycleRunner {
             .filter_map(|name| self.snapshot.policies.get(name).cloned())
             .collect();
         let refs: Vec<&PolicyInfo> = selected.iter().map(AsRef::as_ref).collect();
-        let mut cycle = planner::plan_all_in_flight(
-            &self.snapshot,
-            &refs,
-            now,
-            SKIP_ROWS,
-            self.queue.pending(),
-        );
+        let in_flight = self.queue.pending();
+        let mut cycle =
+            planner::plan_all_in_flight(&self.snapshot, &refs, now, SKIP_ROWS, in_flight.clone());
+        let urgencies = self.urgencies(&cycle, &in_flight, now);
         self.metrics
             .plan_duration
             .observe(started.elapsed().as_secs_f64());
@@ -273,7 +271,7 @@ impl CycleRunner {
             match plan.mode {
                 PolicyMode::Evict => {
                     let outcomes =
-                        self.queue_plan(plan, sent, &cycle.zones, now, deadline, &mut rounds);
+                        self.queue_plan(plan, sent, &urgencies, now, deadline, &mut rounds);
                     pending.push(Box::pin(async move { (index, outcomes.all().await) }));
                 }
                 PolicyMode::DryRun => {
@@ -321,6 +319,59 @@ impl CycleRunner {
         while self.finishing.try_join_next().is_some() {}
     }
 
+    /// How soon each eviction of the cycle's Evict plans must go, by the drain plan's rule: read off
+    /// the snapshot before it is lent back, with the evictions queued before this cycle as leaving.
+    fn urgencies(
+        &self,
+        cycle: &CyclePlan,
+        in_flight: &HashSet<ObjectKey>,
+        now: Timestamp,
+    ) -> HashMap<ObjectKey, Urgency> {
+        let policies: Vec<&PolicyInfo> =
+            self.snapshot.policies.values().map(AsRef::as_ref).collect();
+        let Some(policy) = drain::draining_policy(&policies) else {
+            return HashMap::new();
+        };
+        let evictions: Vec<&Candidate> = cycle
+            .plans
+            .iter()
+            .filter(|plan| plan.mode == PolicyMode::Evict)
+            .flat_map(|plan| plan.evictions.iter().map(|e| &e.candidate))
+            .collect();
+        if evictions.is_empty() {
+            return HashMap::new();
+        }
+        let ctx = PlanContext {
+            snapshot: &self.snapshot,
+            policy,
+            now,
+            zones: &cycle.zones,
+            planned_elsewhere: in_flight,
+        };
+        let settings = self.drain_settings();
+        let observed: HashMap<String, Option<SignedDuration>> = {
+            let cache = self.shared.read();
+            cycle
+                .zones
+                .keys()
+                .map(|zone| (zone.clone(), cache.observed_termination(zone)))
+                .collect()
+        };
+        let gone_after = |zone: &str, pod: &PodInfo| {
+            let observed = observed.get(zone).copied().flatten();
+            settings
+                .pacing
+                .request
+                .saturating_add(settings.terminates_in(observed, pod))
+        };
+        let urgencies = drain::inputs::round_urgencies(&ctx, &evictions, &gone_after);
+        evictions
+            .iter()
+            .map(|c| c.pod.key.clone())
+            .zip(urgencies)
+            .collect()
+    }
+
     /// Queues one Evict plan's evictions and starts its zones' rounds: noted in the cache at once
     /// (the next plan and the cycle timer see it) and in the zone's status right after, so that
     /// `evictPeriod` holds for any replica that takes over. Each outcome is applied as it comes: the
@@ -329,7 +380,7 @@ impl CycleRunner {
         &self,
         plan: &Plan,
         sent: &[crate::framework::PlannedEviction],
-        zones: &BTreeMap<String, ZoneView>,
+        urgencies: &HashMap<ObjectKey, Urgency>,
         now: Timestamp,
         deadline: Instant,
         rounds: &mut BTreeSet<String>,
@@ -351,9 +402,10 @@ impl CycleRunner {
                     .filter(|_| candidate.strategy == crate::framework::StrategyId::Tdm);
                 Submission {
                     request: EvictionRequest::of(&candidate.pod, false),
-                    priority: zone.map_or(Timestamp::MAX, |zone| {
-                        self.drains.priority(zone, zones.get(zone))
-                    }),
+                    urgency: urgencies
+                        .get(&candidate.pod.key)
+                        .copied()
+                        .unwrap_or(Urgency::NO_CLOSE),
                     // A zone's evictions stay wanted while it evicts; other plans go stale.
                     deadline: zone.is_none().then_some(deadline),
                     zone: zone.cloned(),
@@ -378,6 +430,9 @@ impl CycleRunner {
             let Some(candidate) = by_key.get(&request.pod).map(|at| &candidates[*at]) else {
                 return;
             };
+            // The pod leaves from its answer on, not from its cycle: a drain's evictions go out over
+            // minutes, and how long pods take to go is learned from this instant.
+            let answered = Timestamp::now();
             if let Outcome::Unanswered(_) = outcome {
                 // Counted, and told on the pod, once the watch shows whether it went.
                 unanswered.hold(
@@ -386,7 +441,7 @@ impl CycleRunner {
                         policy: policy.clone(),
                         candidate: candidate.clone(),
                         uid: request.uid.clone(),
-                        since: now,
+                        since: answered,
                     },
                 );
                 return;
@@ -399,7 +454,9 @@ impl CycleRunner {
                 _ => false,
             };
             if leaving {
-                shared.write().mark_evicted(&request.pod, &request.uid, now);
+                shared
+                    .write()
+                    .mark_evicted(&request.pod, &request.uid, answered);
             }
             metrics.add_evictions(EvictionKey::of(&policy, candidate, outcome.label()), 1);
             let Some(confirmed) = pod_event(outcome) else {

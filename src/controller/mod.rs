@@ -11,6 +11,7 @@
 pub(crate) mod cycle;
 pub(crate) mod cycle_result;
 pub(crate) mod cycle_timer;
+pub(crate) mod drain_refresh;
 pub(crate) mod drains;
 pub mod evictor;
 pub(crate) mod finish;

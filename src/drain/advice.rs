@@ -7,7 +7,8 @@ use jiff::SignedDuration;
 
 use super::{
     model::{Bound, STAYS_BUDGET, STAYS_LIMIT, STAYS_NO_ROOM, ZoneDrain},
-    outlook::{DrainSettings, ZoneOutlook},
+    outlook::ZoneOutlook,
+    settings::DrainSettings,
 };
 use crate::{api::DrainBefore, cluster::ZoneInfo};
 
@@ -20,6 +21,62 @@ pub fn human(duration: SignedDuration) -> String {
         format!("-{text}")
     } else {
         text
+    }
+}
+
+/// How an `auto` drain's start was chosen, said when it starts: what the drain needs given the other
+/// drains in the queue (and alone, when they lengthen it), the lead that asks for, and the lead it got.
+pub fn start_text(outlook: &ZoneOutlook, settings: &DrainSettings) -> String {
+    let got = match (outlook.close, outlook.drain_start) {
+        (Some(close), Some(start)) => format!(
+            "started {} before the close",
+            human(close.duration_since(start.max(outlook.estimate.first_round)))
+        ),
+        _ => "started".to_owned(),
+    };
+    let Some(lead) = outlook.lead.as_ref().filter(|_| outlook.remaining > 0) else {
+        return format!("drainBefore auto: nothing left to drain; {got}");
+    };
+    let (needs, wanted) = match &lead.later {
+        // A later start would have shared the queue: that is what set the start.
+        Some(later) => (
+            format!(
+                "{} when the evictions of {} share the queue ({} started this early)",
+                human(later.needs),
+                names(&later.shared_with, "zone", "zones"),
+                human(lead.needs)
+            ),
+            settings.lead_for(later.needs),
+        ),
+        None if !lead.shared_with.is_empty() && lead.needs > lead.alone => (
+            format!(
+                "{} ({} alone; the evictions of {} share the queue)",
+                human(lead.needs),
+                human(lead.alone),
+                names(&lead.shared_with, "zone", "zones")
+            ),
+            settings.lead_for(lead.needs),
+        ),
+        None => (human(lead.needs), settings.lead_for(lead.needs)),
+    };
+    let over_max = match outlook.capped_lead {
+        Some(_) => ", more than maxDrainBefore",
+        None => "",
+    };
+    format!(
+        "drainBefore auto: the drain needs {needs}; {} times that and {} is {}{over_max}: {got}",
+        settings.margin,
+        human(settings.slack),
+        human(wanted)
+    )
+}
+
+/// `zone za`, `zones za and zb`, `zones za, zb and zc`.
+fn names(items: &[String], one: &str, many: &str) -> String {
+    match items {
+        [] => String::new(),
+        [only] => format!("{one} {only}"),
+        [rest @ .., last] => format!("{many} {} and {last}", rest.join(", ")),
     }
 }
 

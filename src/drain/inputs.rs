@@ -1,17 +1,22 @@
 //! What each zone's drain has to do, read from a snapshot the way the controller would act on it: the
 //! TDM strategy and the policy's gates are run with every zone of interest as if it were draining now,
 //! and each preemptable pod's fate read off that plan (evicted now, later once its job's budget or its
-//! cooldown allows, or never).
+//! cooldown allows, or never). Pods whose evictions the controller's queue holds are taken as queued,
+//! in the queue's order. And how soon a round's evictions must go ([`round_urgencies`]): the one rule
+//! by which the controller and the timeline order their queues.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::model::{JobDrain, PodDrain, Replacement};
+use super::{
+    model::{JobAtRound, JobDrain, PodDrain, QueuedPod},
+    queue::{Replacement, Urgency},
+};
 use crate::{
     api::policy::Strategies,
-    cluster::{ObjectKey, PodInfo, PodPhase, PolicyInfo, Setting, Snapshot},
-    framework::{GateId, PlanContext, SkipReason, ZonePlacement, ZoneView},
+    cluster::{JobKey, JobState, ObjectKey, PodInfo, PodPhase, PolicyInfo, Setting, Snapshot},
+    framework::{Candidate, GateId, PlanContext, SkipReason, StrategyId, ZonePlacement, ZoneView},
     planner::{self, SkipRows},
     windows::ZoneState,
 };
@@ -31,26 +36,32 @@ pub struct ZonePods {
 /// pod's grace period.
 pub type Termination<'a> = &'a dyn Fn(&str, &PodInfo) -> SignedDuration;
 
+/// An eviction the controller's queue holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InQueue {
+    pub urgency: Urgency,
+    /// Its place in the queue.
+    pub position: usize,
+    /// On the wire, its answer not in yet.
+    pub sent: bool,
+}
+
+/// The evictions the controller's queue holds, by pod.
+pub type Queued = HashMap<ObjectKey, InQueue>;
+
 /// The pods of `zones` (each with the close it drains for) under `policy`'s TDM strategy and gates,
-/// as of `now`. Pods whose evictions are queued and not yet sent count as pods to evict: the model
-/// queues them again, in the same order of closes.
+/// as of `now`. Pods in `queued` are taken as the queue holds them: they are not planned again, and
+/// their jobs' budgets count them as leaving.
 pub fn zone_pods(
     snapshot: &Snapshot,
     policy: &PolicyInfo,
     zones: &BTreeMap<String, Option<Timestamp>>,
     now: Timestamp,
     termination: Termination<'_>,
+    queued: &Queued,
 ) -> BTreeMap<String, ZonePods> {
-    let nothing_planned = HashSet::new();
+    let in_queue: HashSet<ObjectKey> = queued.keys().cloned().collect();
     let (views, _) = crate::framework::zone_views(snapshot, now);
-    // Zones whose nodes take no replacement now, whatever is drained: closed, draining, or with
-    // windows that cannot be read.
-    let shut_now: HashSet<&str> = snapshot
-        .zones
-        .values()
-        .filter(|zone| !zone.state_at(now).is_ok_and(|state| !state.evicting()))
-        .map(|zone| zone.name.as_str())
-        .collect();
     // Every zone of interest as if it drained now and its round were due: the plan then says what a
     // round would take, and why it would leave the rest.
     let forced: BTreeMap<String, ZoneView> = views
@@ -68,19 +79,9 @@ pub fn zone_pods(
             (name, view)
         })
         .collect();
-    let mut tdm_only = policy.clone();
-    tdm_only.spec.strategies = Strategies {
-        tdm: Some(policy.spec.strategies.tdm.clone().unwrap_or_default()),
-        ..Strategies::default()
-    };
-    let plan = planner::plan_policy_with(
-        snapshot,
-        &tdm_only,
-        now,
-        &forced,
-        &nothing_planned,
-        SkipRows::All,
-    );
+    let tdm_only = tdm_only(policy);
+    let plan =
+        planner::plan_policy_with(snapshot, &tdm_only, now, &forced, &in_queue, SkipRows::All);
     let mut fate: HashMap<&ObjectKey, Option<SkipReason>> = HashMap::new();
     for eviction in &plan.evictions {
         fate.insert(&eviction.candidate.pod.key, None);
@@ -95,10 +96,11 @@ pub fn zone_pods(
         policy: &tdm_only,
         now,
         zones: &forced,
-        planned_elsewhere: &nothing_planned,
+        planned_elsewhere: &in_queue,
     };
     let limits = &policy.spec.limits;
     let round_cap = [limits.total, limits.per_zone].into_iter().flatten().min();
+    let shut = Shut::now(snapshot, now);
     zones
         .keys()
         .map(|zone| {
@@ -106,16 +108,24 @@ pub fn zone_pods(
                 round_cap,
                 ..ZonePods::default()
             };
-            let mut by_job: BTreeMap<&crate::cluster::JobKey, Vec<PodDrain>> = BTreeMap::new();
+            let mut by_job: BTreeMap<&JobKey, (Vec<PodDrain>, Vec<QueuedPod>)> = BTreeMap::new();
             for node in snapshot.zone_nodes(zone) {
                 for pod in node.pods.values() {
                     if !must_leave(&ctx, pod, zone) {
                         continue;
                     }
                     pods.remaining += 1;
+                    let entry = by_job.entry(&pod.job).or_default();
+                    if let Some(held) = queued.get(&pod.key).filter(|q| !q.sent) {
+                        entry.1.push(QueuedPod {
+                            urgency: held.urgency,
+                            position: held.position,
+                            terminates_in: termination(zone, pod),
+                        });
+                        continue;
+                    }
                     if ctx.is_leaving(pod) {
                         // Counted with its job's leaving pods below.
-                        by_job.entry(&pod.job).or_default();
                         continue;
                     }
                     let from = match fate.get(&pod.key) {
@@ -131,39 +141,23 @@ pub fn zone_pods(
                         *pods.stays.entry("cooldown".to_owned()).or_default() += 1;
                         continue;
                     };
-                    by_job.entry(&pod.job).or_default().push(PodDrain {
+                    entry.0.push(PodDrain {
                         from,
                         terminates_in: termination(zone, pod),
                     });
                 }
             }
-            // Where the zone's evicted pods could run meanwhile: off this zone and every shut one.
-            let room = snapshot
-                .nodes
-                .values()
-                .filter_map(|n| n.node.as_ref())
-                .any(|node| {
-                    node.takes_replacements(|z| {
-                        z == zone.as_str()
-                            || shut_now.contains(z)
-                            || !snapshot.zones.contains_key(z)
-                    })
-                });
+            let room = shut.room_outside(snapshot, zone);
             pods.jobs = by_job
                 .into_iter()
-                .map(|(job, mut to_evict)| {
+                .map(|(job, (mut to_evict, in_queue))| {
                     let state = snapshot.job(job);
-                    let budget = match ctx.job_budget_in(job, state) {
-                        Setting::Valid(budget) => Some(budget),
-                        Setting::Unset | Setting::Invalid(_) => None,
-                    };
-                    let stats = state
-                        .map(|s| s.stats(|pod| ctx.is_leaving(pod)))
-                        .unwrap_or_default();
+                    let (budget, stats, replacement) = job_counts(&ctx, job, state, room);
                     let leaving_until = state
                         .into_iter()
                         .flat_map(|s| s.pods.values())
                         .filter(|pod| ctx.is_leaving(pod) && !pod.phase.is_finished())
+                        .filter(|pod| queued.get(&pod.key).is_none_or(|q| q.sent))
                         .map(|pod| leaving_until(pod, zone, now, termination))
                         .collect();
                     // Cooldowns that end first go first; otherwise the strategy's order stands.
@@ -172,19 +166,9 @@ pub fn zone_pods(
                         job: job.to_string(),
                         budget,
                         stats,
-                        replacement: match state {
-                            Some(state)
-                                if state.pods.values().any(|pod| pod.recreated_when_evicted()) =>
-                            {
-                                if room {
-                                    Replacement::Runs
-                                } else {
-                                    Replacement::Pending
-                                }
-                            }
-                            _ => Replacement::None,
-                        },
+                        replacement,
                         leaving_until,
+                        queued: in_queue,
                         pods: to_evict,
                     }
                 })
@@ -192,6 +176,173 @@ pub fn zone_pods(
             (zone.clone(), pods)
         })
         .collect()
+}
+
+/// The policy with its TDM strategy alone: what drains the zones.
+fn tdm_only(policy: &PolicyInfo) -> PolicyInfo {
+    let mut tdm_only = policy.clone();
+    tdm_only.spec.strategies = Strategies {
+        tdm: Some(policy.spec.strategies.tdm.clone().unwrap_or_default()),
+        ..Strategies::default()
+    };
+    tdm_only
+}
+
+/// A job's budget, its pods as the budget counts them (leaving ones as `ctx` says), and what takes
+/// an evicted pod's place given whether replacements have `room` to run.
+fn job_counts(
+    ctx: &PlanContext<'_>,
+    job: &JobKey,
+    state: Option<&JobState>,
+    room: bool,
+) -> (
+    Option<crate::cluster::JobBudget>,
+    crate::cluster::JobStats,
+    Replacement,
+) {
+    let budget = match ctx.job_budget_in(job, state) {
+        Setting::Valid(budget) => Some(budget),
+        Setting::Unset | Setting::Invalid(_) => None,
+    };
+    let stats = state
+        .map(|s| s.stats(|pod| ctx.is_leaving(pod)))
+        .unwrap_or_default();
+    let replacement = match state {
+        Some(state) if state.pods.values().any(|pod| pod.recreated_when_evicted()) => {
+            if room {
+                Replacement::Runs
+            } else {
+                Replacement::Pending
+            }
+        }
+        _ => Replacement::None,
+    };
+    (budget, stats, replacement)
+}
+
+/// Zones whose nodes take no replacement now, whatever is drained: closed, draining, or with windows
+/// that cannot be read.
+struct Shut<'a>(HashSet<&'a str>);
+
+impl<'a> Shut<'a> {
+    fn now(snapshot: &'a Snapshot, now: Timestamp) -> Self {
+        Shut(
+            snapshot
+                .zones
+                .values()
+                .filter(|zone| !zone.state_at(now).is_ok_and(|state| !state.evicting()))
+                .map(|zone| zone.name.as_str())
+                .collect(),
+        )
+    }
+
+    /// Whether the pods evicted from `zone` can run somewhere meanwhile: off this zone and every
+    /// shut one.
+    fn room_outside(&self, snapshot: &Snapshot, zone: &str) -> bool {
+        snapshot
+            .nodes
+            .values()
+            .filter_map(|n| n.node.as_ref())
+            .any(|node| {
+                node.takes_replacements(|z| {
+                    z == zone || self.0.contains(z) || !snapshot.zones.contains_key(z)
+                })
+            })
+    }
+}
+
+/// How soon each of a cycle's evictions must go, in the order given: the controller queues them so,
+/// and the timeline too. A TDM eviction of a zone that closes ahead goes by the rounds its job still
+/// needs once this cycle's are queued; one of a closed zone is overdue; any other has no close.
+/// `gone_after` is how long one takes from its send until its pod is gone.
+pub fn round_urgencies(
+    ctx: &PlanContext<'_>,
+    evictions: &[&Candidate],
+    gone_after: &dyn Fn(&str, &PodInfo) -> SignedDuration,
+) -> Vec<Urgency> {
+    let mut taken: HashMap<(&str, &JobKey), u32> = HashMap::new();
+    for candidate in evictions {
+        if let Some(zone) = zone_of(candidate) {
+            *taken.entry((zone, &candidate.pod.job)).or_default() += 1;
+        }
+    }
+    let shut = Shut::now(ctx.snapshot, ctx.now);
+    let mut room: HashMap<&str, bool> = HashMap::new();
+    let mut jobs: HashMap<(&str, &JobKey), Option<JobAtRound>> = HashMap::new();
+    evictions
+        .iter()
+        .map(|candidate| {
+            let Some(zone) = zone_of(candidate) else {
+                return Urgency::NO_CLOSE;
+            };
+            let Some(Ok(state)) = ctx.zones.get(zone).map(|v| v.state.as_ref()) else {
+                return Urgency::NO_CLOSE;
+            };
+            let close = state.next_change.filter(|_| state.open);
+            if state.open && close.is_none() {
+                return Urgency::NO_CLOSE;
+            }
+            let job = &candidate.pod.job;
+            let at_round = *jobs.entry((zone, job)).or_insert_with(|| {
+                let room = *room
+                    .entry(zone)
+                    .or_insert_with(|| shut.room_outside(ctx.snapshot, zone));
+                job_at_round(ctx, zone, job, taken[&(zone, job)], room)
+            });
+            let Some(at_round) = at_round else {
+                return Urgency::NO_CLOSE;
+            };
+            let evict_period = ctx
+                .snapshot
+                .zones
+                .get(zone)
+                .map_or(SignedDuration::from_mins(1), |z| {
+                    z.spec.evict_period.to_signed()
+                });
+            at_round.urgency(close, evict_period, gone_after(zone, &candidate.pod))
+        })
+        .collect()
+}
+
+/// The zone a TDM eviction drains.
+fn zone_of(candidate: &Candidate) -> Option<&str> {
+    candidate
+        .zone
+        .as_deref()
+        .filter(|_| candidate.strategy == StrategyId::Tdm)
+}
+
+/// A job of `zone` as a round that takes `taken` of its pods leaves it.
+fn job_at_round(
+    ctx: &PlanContext<'_>,
+    zone: &str,
+    job: &JobKey,
+    taken: u32,
+    room: bool,
+) -> Option<JobAtRound> {
+    let state = ctx.snapshot.job(job)?;
+    let (budget, mut stats, replacement) = job_counts(ctx, job, Some(state), room);
+    let zone_nodes_pods = state
+        .pods
+        .values()
+        .filter(|pod| {
+            pod.node_name
+                .as_deref()
+                .and_then(|node| ctx.snapshot.nodes.get(node))
+                .and_then(|node| node.node.as_ref())
+                .is_some_and(|node| node.revocable_zone.as_deref() == Some(zone))
+        })
+        .filter(|pod| must_leave(ctx, pod, zone) && !ctx.is_leaving(pod))
+        .count();
+    let on_zone = u32::try_from(zone_nodes_pods).unwrap_or(u32::MAX);
+    stats.running = stats.running.saturating_sub(taken);
+    stats.leaving = stats.leaving.saturating_add(taken);
+    Some(JobAtRound {
+        budget,
+        replacement,
+        stats,
+        left: on_zone.saturating_sub(taken),
+    })
 }
 
 /// Whether `pod` is one of the preemptable pods a drain of `zone` waits for: running on one of the
@@ -215,8 +366,9 @@ fn cooldown_end(ctx: &PlanContext<'_>, pod: &PodInfo) -> Option<Timestamp> {
     )
 }
 
-/// When a pod already on its way out is expected gone: its termination after tidal evicted it, or
-/// from now when the eviction's instant is unknown (terminating for another reason, or queued).
+/// When a pod already on its way out is expected gone: its termination after tidal's eviction of it
+/// was answered, or from now when that instant is unknown (terminating for another reason, or on the
+/// wire).
 fn leaving_until(
     pod: &PodInfo,
     zone: &str,

@@ -11,46 +11,15 @@
 //! recreates leaves the job smaller, and a replacement with no node to run on (every ready node is in
 //! a closed or draining zone) stays Pending and holds the budget for the rest of the drain.
 
-use std::{
-    cmp::Reverse,
-    collections::{BTreeMap, BinaryHeap},
-};
+use std::collections::BTreeMap;
 
 use jiff::{SignedDuration, Timestamp};
 
+use super::{
+    pacing::{Pacing, Sender, TokenBucket},
+    queue::{EvictionQueue, JobPace, Replacement, Urgency, once_gone, rounds_for},
+};
 use crate::cluster::{JobBudget, JobStats, model::job_budget::allowed_evictions};
-
-/// How the controller sends evictions.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Pacing {
-    /// Requests per second once the burst is spent; not positive or not finite: no limit.
-    pub qps: f64,
-    pub burst: u32,
-    /// Requests on the wire at once.
-    pub concurrency: u32,
-    /// How long one eviction request takes.
-    pub request: SignedDuration,
-}
-
-impl Pacing {
-    /// What an eviction request is assumed to take where none has been seen answered: a loaded API
-    /// server answers in tens of milliseconds.
-    pub const ASSUMED_REQUEST: SignedDuration = SignedDuration::from_millis(100);
-
-    /// Evictions per second the sender keeps up at length.
-    pub fn rate(&self) -> f64 {
-        let by_concurrency = f64::from(self.concurrency.max(1)) / self.request_secs();
-        if self.qps.is_finite() && self.qps > 0.0 {
-            self.qps.min(by_concurrency)
-        } else {
-            by_concurrency
-        }
-    }
-
-    fn request_secs(&self) -> f64 {
-        self.request.as_secs_f64().max(1e-3)
-    }
-}
 
 /// One zone's drain, as it stands.
 #[derive(Clone, Debug)]
@@ -59,8 +28,7 @@ pub struct ZoneDrain {
     /// The first round may start here: the drain's start, or when `evictPeriod` allows the next round.
     pub first_round: Timestamp,
     pub evict_period: SignedDuration,
-    /// The close the drain is for; `None` when no close is ahead (the zone is closed for good or its
-    /// windows cannot be read).
+    /// The close the drain is for; `None` when the zone is closed (or no close is ahead).
     pub close: Option<Timestamp>,
     /// Budgets no longer hold in rounds from the close on (`budgetsAfterClose: Ignore`).
     pub ignore_budgets_after_close: bool,
@@ -81,22 +49,67 @@ pub struct JobDrain {
     pub stats: JobStats,
     /// What takes an evicted pod's place.
     pub replacement: Replacement,
-    /// When each of the job's pods already on its way out is expected to be gone.
+    /// When each of the job's pods already on its way out (sent, or terminating) is expected gone.
     pub leaving_until: Vec<Timestamp>,
+    /// The job's pods whose evictions wait in the queue now, not sent yet.
+    pub queued: Vec<QueuedPod>,
     /// The pods to evict from the zone, in the order rounds take them.
     pub pods: Vec<PodDrain>,
 }
 
-/// What takes an evicted pod's place in its job, once the pod is gone.
+impl JobDrain {
+    /// The job as a round that takes `taken` of [`Self::pods`] leaves it.
+    pub fn at_round(&self, taken: u32) -> JobAtRound {
+        let mut stats = self.stats;
+        stats.running = stats.running.saturating_sub(taken);
+        stats.leaving = stats.leaving.saturating_add(taken);
+        JobAtRound {
+            budget: self.budget,
+            replacement: self.replacement,
+            stats,
+            left: u32::try_from(self.pods.len())
+                .unwrap_or(u32::MAX)
+                .saturating_sub(taken),
+        }
+    }
+}
+
+/// A job as a round leaves it, its evictions just queued: what says how soon they must go.
+#[derive(Clone, Copy, Debug)]
+pub struct JobAtRound {
+    pub budget: Option<JobBudget>,
+    pub replacement: Replacement,
+    /// The round's pods counted as leaving.
+    pub stats: JobStats,
+    /// Pods still to evict from the zone after this round.
+    pub left: u32,
+}
+
+impl JobAtRound {
+    /// How soon the round's evictions must go for the close (`None`: the zone is closed): the rounds
+    /// the job's other pods still need come after them.
+    pub fn urgency(
+        &self,
+        close: Option<Timestamp>,
+        evict_period: SignedDuration,
+        gone_after: SignedDuration,
+    ) -> Urgency {
+        let Some(close) = close else {
+            return Urgency::OVERDUE;
+        };
+        let idle = once_gone(self.stats, self.replacement);
+        let rounds_after = rounds_for(self.left, self.budget, idle, self.replacement).unwrap_or(0);
+        Urgency::before_close(close, &JobPace::new(rounds_after, evict_period, gone_after))
+    }
+}
+
+/// A pod whose eviction waits in the queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Replacement {
-    /// Nothing: the job is one pod smaller (a bare pod, or one owned by its PodGroup alone).
-    None,
-    /// Its controller recreates it and it runs elsewhere: the job's budget is free again.
-    Runs,
-    /// Its controller recreates it, but no node outside closed and draining zones can take it: it
-    /// stays Pending and counts as unavailable.
-    Pending,
+pub struct QueuedPod {
+    pub urgency: Urgency,
+    /// Its place among every eviction queued, across zones.
+    pub position: usize,
+    pub terminates_in: SignedDuration,
 }
 
 /// One pod to evict.
@@ -137,7 +150,7 @@ pub struct DrainEstimate {
     pub zone: String,
     pub first_round: Timestamp,
     pub close: Option<Timestamp>,
-    /// Pods to evict and their jobs.
+    /// Pods to evict (queued ones included) and their jobs.
     pub pods: u32,
     pub jobs: u32,
     pub rounds: Vec<RoundEstimate>,
@@ -195,15 +208,13 @@ pub const STAYS_NO_ROOM: &str = "budget held by Pending replacements";
 const MAX_ROUNDS: usize = 100_000;
 
 /// One request waiting to be sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Queued {
-    /// Earliest close first; then first queued first.
-    priority: Timestamp,
-    seq: u64,
+#[derive(Clone, Copy, Debug)]
+struct Request {
     zone: usize,
     job: usize,
     terminates_in: SignedDuration,
-    round: usize,
+    /// The round that queued it; `None` for a request queued before the estimate.
+    round: Option<usize>,
 }
 
 /// Per job, what the simulation tracks.
@@ -214,6 +225,17 @@ struct JobSim {
     /// Release times of pods on their way out; `None` while still queued.
     leaving: Vec<Option<Timestamp>>,
     next: usize,
+}
+
+impl JobSim {
+    fn stats(&self) -> JobStats {
+        JobStats {
+            total: self.total,
+            running: self.running,
+            finished: self.finished,
+            leaving: u32::try_from(self.leaving.len()).unwrap_or(u32::MAX),
+        }
+    }
 }
 
 struct ZoneSim<'a> {
@@ -238,75 +260,37 @@ impl ZoneSim<'_> {
     }
 }
 
-/// The token bucket and the `concurrency` slots the sender has: the controller's pacing, for the
-/// model and for the timeline's simulated eviction queue alike.
+/// Where the sender stands when the estimate starts.
 #[derive(Clone, Debug)]
-pub struct Sender {
-    pacing: Pacing,
-    tokens: f64,
-    at: Timestamp,
-    slots: BinaryHeap<Reverse<Timestamp>>,
+pub struct Sending {
+    pub pacing: Pacing,
+    /// The instant of the estimate: queued evictions may go from here.
+    pub now: Timestamp,
+    /// The live evictor's bucket as it stands; `None`: full at `now`.
+    pub bucket: Option<TokenBucket>,
 }
 
-impl Sender {
-    /// A sender with its burst available from `start`.
-    pub fn new(pacing: Pacing, start: Timestamp) -> Sender {
-        let slots = (0..pacing.concurrency.max(1))
-            .map(|_| Reverse(start))
-            .collect();
-        Sender {
+impl Sending {
+    pub fn fresh(pacing: Pacing, now: Timestamp) -> Sending {
+        Sending {
             pacing,
-            tokens: f64::from(pacing.burst.max(1)),
-            at: start,
-            slots,
+            now,
+            bucket: None,
         }
-    }
-
-    fn limited(&self) -> bool {
-        self.pacing.qps.is_finite() && self.pacing.qps > 0.0
-    }
-
-    /// The earliest instant a request queued at `ready` can go.
-    pub fn next_send(&self, ready: Timestamp) -> Timestamp {
-        let slot = self.slots.peek().map_or(ready, |Reverse(t)| *t);
-        let mut at = ready.max(slot).max(self.at);
-        if self.limited() {
-            let tokens = self.tokens_at(at);
-            if tokens < 1.0 {
-                let wait = (1.0 - tokens) / self.pacing.qps;
-                at = at
-                    .checked_add(SignedDuration::from_secs_f64(wait))
-                    .unwrap_or(Timestamp::MAX);
-            }
-        }
-        at
-    }
-
-    fn tokens_at(&self, at: Timestamp) -> f64 {
-        let elapsed = at.duration_since(self.at).as_secs_f64().max(0.0);
-        (self.tokens + elapsed * self.pacing.qps).min(f64::from(self.pacing.burst.max(1)))
-    }
-
-    /// Sends one request at `at` (from [`Self::next_send`]); returns when its answer is in.
-    pub fn send(&mut self, at: Timestamp) -> Timestamp {
-        if self.limited() {
-            self.tokens = self.tokens_at(at) - 1.0;
-        }
-        self.at = at;
-        let answered = at
-            .checked_add(self.pacing.request)
-            .unwrap_or(Timestamp::MAX);
-        self.slots.pop();
-        self.slots.push(Reverse(answered));
-        answered
     }
 }
 
-/// Estimates the drains of `zones` together: they share the sender, the earliest close first.
-pub fn estimate(zones: &[ZoneDrain], pacing: Pacing) -> Vec<DrainEstimate> {
-    let Some(start) = zones.iter().map(|z| z.first_round).min() else {
+/// Estimates the drains of `zones` together: they share the sender and its queue, least slack first.
+pub fn estimate(zones: &[ZoneDrain], sending: &Sending) -> Vec<DrainEstimate> {
+    if zones.is_empty() {
         return Vec::new();
-    };
+    }
+    let start = zones
+        .iter()
+        .map(|z| z.first_round)
+        .min()
+        .unwrap_or(sending.now)
+        .min(sending.now);
     let mut sims: Vec<ZoneSim<'_>> = zones
         .iter()
         .map(|input| ZoneSim {
@@ -319,7 +303,13 @@ pub fn estimate(zones: &[ZoneDrain], pacing: Pacing) -> Vec<DrainEstimate> {
                     running: job.stats.running,
                     total: job.stats.total,
                     finished: job.stats.finished,
-                    leaving: job.leaving_until.iter().copied().map(Some).collect(),
+                    leaving: job
+                        .leaving_until
+                        .iter()
+                        .copied()
+                        .map(Some)
+                        .chain(job.queued.iter().map(|_| None))
+                        .collect(),
                     next: 0,
                 })
                 .collect(),
@@ -335,11 +325,36 @@ pub fn estimate(zones: &[ZoneDrain], pacing: Pacing) -> Vec<DrainEstimate> {
             stuck: false,
         })
         .collect();
-    let mut sender = Sender::new(pacing, start);
-    let mut queue: BinaryHeap<Reverse<Queued>> = BinaryHeap::new();
-    let mut seq = 0u64;
+    let mut sender = match &sending.bucket {
+        Some(bucket) => Sender::resume(sending.pacing, bucket.clone(), start),
+        None => Sender::new(sending.pacing, start),
+    };
+    let mut queue: EvictionQueue<Request> = EvictionQueue::new();
+    // What the live queue holds goes first, in its order.
+    let mut queued: Vec<(usize, Urgency, Request)> = Vec::new();
+    for (zone, input) in zones.iter().enumerate() {
+        for (job, drain) in input.jobs.iter().enumerate() {
+            for pod in &drain.queued {
+                queued.push((
+                    pod.position,
+                    pod.urgency,
+                    Request {
+                        zone,
+                        job,
+                        terminates_in: pod.terminates_in,
+                        round: None,
+                    },
+                ));
+            }
+        }
+    }
+    queued.sort_by_key(|(position, ..)| *position);
+    for (_, urgency, request) in queued {
+        queue.push(urgency, request);
+    }
+    let gone_after = sending.pacing.request;
     // Every request queued so far was queued by now: the instant of the last event.
-    let mut clock = start;
+    let mut clock = sending.now;
     loop {
         let round = sims
             .iter()
@@ -360,7 +375,7 @@ pub fn estimate(zones: &[ZoneDrain], pacing: Pacing) -> Vec<DrainEstimate> {
             }
             (_, Some((round_at, zone))) => {
                 clock = clock.max(round_at);
-                plan_round(&mut sims[zone], zone, round_at, &mut queue, &mut seq);
+                plan_round(&mut sims[zone], zone, round_at, &mut queue, gone_after);
             }
             (None, None) => break,
         }
@@ -371,10 +386,10 @@ pub fn estimate(zones: &[ZoneDrain], pacing: Pacing) -> Vec<DrainEstimate> {
 fn send_one(
     sims: &mut [ZoneSim<'_>],
     sender: &mut Sender,
-    queue: &mut BinaryHeap<Reverse<Queued>>,
+    queue: &mut EvictionQueue<Request>,
     at: Timestamp,
 ) {
-    let Some(Reverse(request)) = queue.pop() else {
+    let Some((_, request)) = queue.pop() else {
         return;
     };
     let answered = sender.send(at);
@@ -392,16 +407,17 @@ fn send_one(
     zone.sent_by = Some(zone.sent_by.map_or(answered, |t| t.max(answered)));
     zone.done_at = Some(zone.done_at.map_or(gone, |t| t.max(gone)));
     zone.gone.push(gone);
-    let round = &mut zone.rounds[request.round];
-    round.sent_by = round.sent_by.max(answered);
+    if let Some(round) = request.round.and_then(|round| zone.rounds.get_mut(round)) {
+        round.sent_by = round.sent_by.max(answered);
+    }
 }
 
 fn plan_round(
     zone: &mut ZoneSim<'_>,
     zone_index: usize,
     at: Timestamp,
-    queue: &mut BinaryHeap<Reverse<Queued>>,
-    seq: &mut u64,
+    queue: &mut EvictionQueue<Request>,
+    request: SignedDuration,
 ) {
     let input = zone.input;
     let budgets_hold = !(input.ignore_budgets_after_close && input.close.is_some_and(|c| at >= c));
@@ -412,7 +428,7 @@ fn plan_round(
         jobs: 0,
         sent_by: at,
     };
-    let priority = input.close.unwrap_or(Timestamp::MAX);
+    let round_index = zone.rounds.len();
     for (index, (sim, job)) in zone.jobs.iter_mut().zip(&input.jobs).enumerate() {
         if cap == 0 {
             break;
@@ -427,43 +443,52 @@ fn plan_round(
             Replacement::Pending => {}
             Replacement::None => sim.total = sim.total.saturating_sub(released),
         }
-        let stats = JobStats {
-            total: sim.total,
-            running: sim.running,
-            finished: sim.finished,
-            leaving: u32::try_from(sim.leaving.len()).unwrap_or(u32::MAX),
-        };
         let mut allowed = if budgets_hold {
-            allowed_evictions(job.budget, stats)
+            allowed_evictions(job.budget, sim.stats())
         } else {
             u32::MAX
         };
-        let mut took = 0;
+        let first = sim.next;
         while allowed > 0 && cap > 0 && sim.next < job.pods.len() {
-            let pod = job.pods[sim.next];
-            if pod.from > at {
+            if job.pods[sim.next].from > at {
                 break;
             }
             sim.next += 1;
             allowed -= 1;
             cap -= 1;
-            took += 1;
-            sim.running = sim.running.saturating_sub(1);
-            sim.leaving.push(None);
-            queue.push(Reverse(Queued {
-                priority,
-                seq: *seq,
-                zone: zone_index,
-                job: index,
-                terminates_in: pod.terminates_in,
-                round: zone.rounds.len(),
-            }));
-            *seq += 1;
         }
-        if took > 0 {
-            round.pods += took;
-            round.jobs += 1;
+        let took = sim.next - first;
+        if took == 0 {
+            continue;
         }
+        let taken = u32::try_from(took).unwrap_or(u32::MAX);
+        sim.running = sim.running.saturating_sub(taken);
+        sim.leaving.extend(std::iter::repeat_n(None, took));
+        // The job as the controller sees it once this round is queued.
+        let at_round = JobAtRound {
+            budget: job.budget,
+            replacement: job.replacement,
+            stats: sim.stats(),
+            left: u32::try_from(job.pods.len() - sim.next).unwrap_or(u32::MAX),
+        };
+        for pod in &job.pods[first..sim.next] {
+            let urgency = at_round.urgency(
+                input.close,
+                input.evict_period,
+                request.saturating_add(pod.terminates_in),
+            );
+            queue.push(
+                urgency,
+                Request {
+                    zone: zone_index,
+                    job: index,
+                    terminates_in: pod.terminates_in,
+                    round: Some(round_index),
+                },
+            );
+        }
+        round.pods += taken;
+        round.jobs += 1;
     }
     // Nothing went, and nothing can change before the next round: no pod of the zone's jobs is on
     // its way out (whose going would free its budget), no cooldown is pending and no close lifts the
@@ -522,7 +547,7 @@ fn finish(zone: ZoneSim<'_>) -> DrainEstimate {
     let pods: u32 = input
         .jobs
         .iter()
-        .map(|j| u32::try_from(j.pods.len()).unwrap_or(u32::MAX))
+        .map(|j| u32::try_from(j.pods.len() + j.queued.len()).unwrap_or(u32::MAX))
         .sum();
     let not_sent = input
         .jobs
@@ -573,8 +598,14 @@ fn finish(zone: ZoneSim<'_>) -> DrainEstimate {
         first_round: input.first_round,
         close: input.close,
         pods,
-        jobs: u32::try_from(input.jobs.iter().filter(|j| !j.pods.is_empty()).count())
-            .unwrap_or(u32::MAX),
+        jobs: u32::try_from(
+            input
+                .jobs
+                .iter()
+                .filter(|j| !j.pods.is_empty() || !j.queued.is_empty())
+                .count(),
+        )
+        .unwrap_or(u32::MAX),
         rounds: zone.rounds,
         sent_by: zone.sent_by,
         done_at: zone.done_at,
@@ -649,6 +680,11 @@ mod tests {
         }
     }
 
+    /// The zones' drains from 0 s with a full bucket.
+    fn run(zones: &[ZoneDrain], pacing: Pacing) -> Vec<DrainEstimate> {
+        estimate(zones, &Sending::fresh(pacing, at(0)))
+    }
+
     /// A job of `n` running pods, all on the zone, each gone `grace` seconds after its eviction.
     fn job(name: &str, n: u32, budget: Option<JobBudget>, grace: i64) -> JobDrain {
         JobDrain {
@@ -662,6 +698,7 @@ mod tests {
             },
             replacement: Replacement::Runs,
             leaving_until: Vec::new(),
+            queued: Vec::new(),
             pods: (0..n)
                 .map(|_| PodDrain {
                     from: at(0),
@@ -689,7 +726,7 @@ mod tests {
         let jobs = (0..6_304)
             .map(|i| job(&format!("j{i}"), 1, None, 30))
             .collect();
-        let estimate = &estimate(&[zone("rz1", 600, jobs)], pacing(5.0, 10, 4))[0];
+        let estimate = &run(&[zone("rz1", 600, jobs)], pacing(5.0, 10, 4))[0];
         assert_eq!(estimate.rounds.len(), 1);
         assert_eq!(estimate.rounds[0].pods, 6_304);
         assert_eq!(estimate.bound, Bound::Rate);
@@ -715,7 +752,7 @@ mod tests {
     #[test]
     fn a_big_job_with_max_unavailable_one_loses_a_pod_every_other_round_when_pods_take_a_minute() {
         let one = Some(JobBudget::MaxUnavailable(IntOrPercent::Int(1)));
-        let estimate = &estimate(
+        let estimate = &run(
             &[zone("rz1", 600, vec![job("batch/big", 100, one, 60)])],
             pacing(5.0, 10, 4),
         )[0];
@@ -743,7 +780,7 @@ mod tests {
         late.first_round = at(0);
         let mut early = zone("rz-early", 400, many("early"));
         early.first_round = at(10);
-        let estimates = estimate(&[late, early], pacing(5.0, 10, 4));
+        let estimates = run(&[late, early], pacing(5.0, 10, 4));
         let (late, early) = (&estimates[0], &estimates[1]);
         // From 10 s on, the early zone's 600 pods take the sender: 120 s, done by about 130 s.
         let early_done = early.done_at.unwrap().duration_since(at(0)).as_secs_f64();
@@ -758,7 +795,7 @@ mod tests {
     fn cooldowns_delay_the_pods_they_hold_and_rounds_wait_for_them() {
         let mut cooling = job("cooling", 1, None, 0);
         cooling.pods[0].from = at(290);
-        let estimate = &estimate(&[zone("rz1", 600, vec![cooling])], pacing(5.0, 10, 4))[0];
+        let estimate = &run(&[zone("rz1", 600, vec![cooling])], pacing(5.0, 10, 4))[0];
         // Rounds on the minute grid: the first after 290 s is at 300 s.
         assert_eq!(estimate.rounds.len(), 1);
         assert_eq!(estimate.rounds[0].at, at(300));
@@ -772,8 +809,8 @@ mod tests {
         respect.evict_period = secs(60);
         let mut ignore = respect.clone();
         ignore.ignore_budgets_after_close = true;
-        let respected = &estimate(&[respect], pacing(0.0, 1, 4))[0];
-        let ignored = &estimate(&[ignore], pacing(0.0, 1, 4))[0];
+        let respected = &run(&[respect], pacing(0.0, 1, 4))[0];
+        let ignored = &run(&[ignore], pacing(0.0, 1, 4))[0];
         assert_eq!(respected.rounds.len(), 20);
         // Rounds at 0 and 60 s take one pod each; the round at the close takes the other 18.
         assert_eq!(
@@ -786,7 +823,7 @@ mod tests {
     fn pods_that_stay_keep_the_zone_from_ever_being_empty() {
         let mut with_stays = zone("rz1", 600, vec![job("j", 1, None, 0)]);
         with_stays.stays.insert("protected".to_owned(), 2);
-        let estimate = &estimate(&[with_stays], pacing(5.0, 10, 4))[0];
+        let estimate = &run(&[with_stays], pacing(5.0, 10, 4))[0];
         assert_eq!(estimate.empty_at(), None);
         assert_eq!(estimate.at_close, 2);
         assert_eq!(estimate.margin(), None);
@@ -801,7 +838,7 @@ mod tests {
         // Another job the rounds do drain.
         let free = job("free", 2, None, 30);
         gang.replacement = Replacement::None;
-        let estimate = &estimate(&[zone("rz1", 600, vec![gang, free])], pacing(5.0, 10, 4))[0];
+        let estimate = &run(&[zone("rz1", 600, vec![gang, free])], pacing(5.0, 10, 4))[0];
         assert_eq!(estimate.stays.get("budget"), Some(&3));
         assert_eq!(estimate.empty_at(), None);
         assert_eq!(estimate.at_close, 3);
@@ -815,7 +852,7 @@ mod tests {
         // A round cap of 0 holds everything, as a limit.
         let mut capped = zone("rz1", 600, vec![job("j", 2, None, 0)]);
         capped.round_cap = Some(0);
-        let held = &super::estimate(&[capped], pacing(5.0, 10, 4))[0];
+        let held = &run(&[capped], pacing(5.0, 10, 4))[0];
         assert_eq!(held.stays.get("limit"), Some(&2));
     }
 
@@ -823,7 +860,7 @@ mod tests {
     fn replacements_with_no_node_to_run_on_hold_the_budget_for_the_rest_of_the_drain() {
         // maxUnavailable 1 over 4 pods: with room elsewhere, one pod a round until the zone is empty.
         let one = Some(JobBudget::MaxUnavailable(IntOrPercent::Int(1)));
-        let runs = &estimate(
+        let runs = &run(
             &[zone("rz1", 600, vec![job("etl", 4, one, 5)])],
             pacing(5.0, 10, 4),
         )[0];
@@ -833,7 +870,7 @@ mod tests {
         // a pod. The three left stay, and the estimate says why.
         let mut pending = job("etl", 4, one, 5);
         pending.replacement = Replacement::Pending;
-        let held = &estimate(&[zone("rz1", 600, vec![pending])], pacing(5.0, 10, 4))[0];
+        let held = &run(&[zone("rz1", 600, vec![pending])], pacing(5.0, 10, 4))[0];
         assert_eq!(held.rounds.iter().map(|r| r.pods).collect::<Vec<_>>(), [1]);
         assert_eq!(held.stays.get(STAYS_NO_ROOM), Some(&3), "{:?}", held.stays);
         assert_eq!(held.empty_at(), None);
@@ -841,7 +878,7 @@ mod tests {
         // A job whose evicted pods are not recreated gets smaller instead: its budget comes back.
         let mut bare = job("etl", 4, one, 5);
         bare.replacement = Replacement::None;
-        let gone = &estimate(&[zone("rz1", 600, vec![bare])], pacing(5.0, 10, 4))[0];
+        let gone = &run(&[zone("rz1", 600, vec![bare])], pacing(5.0, 10, 4))[0];
         assert_eq!(gone.rounds.len(), 4);
         assert!(gone.empty_at().is_some());
     }
@@ -851,7 +888,7 @@ mod tests {
         let jobs = (0..25).map(|i| job(&format!("j{i}"), 1, None, 0)).collect();
         let mut capped = zone("rz1", 600, jobs);
         capped.round_cap = Some(10);
-        let estimate = &estimate(&[capped], pacing(0.0, 1, 4))[0];
+        let estimate = &run(&[capped], pacing(0.0, 1, 4))[0];
         assert_eq!(
             estimate.rounds.iter().map(|r| r.pods).collect::<Vec<_>>(),
             [10, 10, 5]
@@ -860,7 +897,7 @@ mod tests {
 
     #[test]
     fn nothing_to_do_is_empty_at_once() {
-        let estimate = &estimate(&[zone("rz1", 600, Vec::new())], pacing(5.0, 10, 4))[0];
+        let estimate = &run(&[zone("rz1", 600, Vec::new())], pacing(5.0, 10, 4))[0];
         assert_eq!(estimate.empty_at(), Some(at(0)));
         assert_eq!(estimate.bound, Bound::Nothing);
         assert_eq!(estimate.at_close, 0);

@@ -32,9 +32,10 @@ pub struct DrainLine {
     pub margin_seconds: Option<i64>,
     /// Preemptable pods expected still on the zone at its close.
     pub at_close: Option<u32>,
-    /// The zone will not be empty at its close (or closed and still holds pods).
+    /// The zone will not be empty at its close by more than the estimate's error (or is closed and
+    /// will not be empty within it).
     pub at_risk: bool,
-    /// What would make the close, when at risk.
+    /// What would make the close, when it is missed (at risk, or within the estimate's error).
     pub fix: Option<String>,
     /// What the estimate rests on: pods, jobs, rounds, what bounds the drain, the rate and the
     /// termination it assumed.
@@ -51,7 +52,7 @@ pub struct DrainLine {
     pub tz: TimeZone,
 }
 
-/// The drain estimate's own figures (`drain::outlook`).
+/// The drain plan's own figures (`drain::plan`).
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DrainEstimateLine {
@@ -105,6 +106,11 @@ impl DrainLine {
                 "empty by {}, {} before the close",
                 at(empty),
                 human(close.duration_since(empty))
+            ),
+            (Some(close), Some(empty)) if !self.at_risk => format!(
+                "empty by {}, {} after the close: within the estimate's error, tight",
+                at(empty),
+                human(empty.duration_since(close))
             ),
             (Some(close), Some(empty)) => format!(
                 "misses the close by {}: {} at the close",
@@ -200,9 +206,16 @@ mod tests {
             line(Some(600), Some(150), Some(0)).verdict(&clock),
             "empty by Fri 08:02, 7m 30s before the close"
         );
+        let mut late = line(Some(600), Some(1_620), Some(7));
+        late.at_risk = true;
         assert_eq!(
-            line(Some(600), Some(1_620), Some(7)).verdict(&clock),
+            late.verdict(&clock),
             "misses the close by 17m: 7 pods still there at the close"
+        );
+        // A miss the estimate cannot tell from its own error is said as such.
+        assert_eq!(
+            line(Some(600), Some(620), Some(1)).verdict(&clock),
+            "empty by Fri 08:10, 20s after the close: within the estimate's error, tight"
         );
         assert_eq!(
             line(Some(600), None, Some(1)).verdict(&clock),

@@ -28,6 +28,8 @@ mod drains;
 mod queue;
 mod render;
 mod simulate;
+#[cfg(test)]
+mod tests;
 mod zones;
 
 use jiff::{SignedDuration, Timestamp, tz::TimeZone};

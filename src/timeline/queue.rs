@@ -1,28 +1,26 @@
 //! The simulated eviction queue: what the controller's sender does with the evictions a cycle plans.
-//! One queue for every zone and policy, earliest close first and then in plan order; requests go out at
-//! the controller's pace ([`Sender`], the drain model's own), and each evicted pod is gone its
-//! termination grace period after its request was answered. Other strategies' evictions not sent by
-//! their cycle's timeout are given up.
+//! It is the controller's queue ([`drain::EvictionQueue`](crate::drain::EvictionQueue), least slack
+//! first) sent at the controller's pace ([`Sender`], the drain model's own), and each evicted pod is
+//! gone its termination grace period after its request was answered. Other strategies' evictions not
+//! sent by their cycle's timeout are given up.
 
-use std::{
-    cmp::{Ordering, Reverse},
-    collections::BinaryHeap,
-};
+use std::{cmp::Reverse, collections::BinaryHeap};
 
 use jiff::{SignedDuration, Timestamp};
 
 use crate::{
     cluster::ObjectKey,
-    drain::{Pacing, Sender},
+    drain::{
+        self, Pacing, Sender, TokenBucket, Urgency,
+        inputs::{InQueue, Queued},
+    },
 };
 
 /// One eviction waiting to be sent.
 #[derive(Clone, Debug)]
 pub(super) struct Request {
     pub key: ObjectKey,
-    /// Earliest first: the close of the zone it drains; [`Timestamp::MAX`] for evictions that drain
-    /// no closing zone.
-    pub priority: Timestamp,
+    pub urgency: Urgency,
     pub queued_at: Timestamp,
     /// How long the pod takes to go once its eviction is answered.
     pub terminates_in: SignedDuration,
@@ -37,9 +35,11 @@ pub(super) struct Request {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Happened {
     Sent {
+        key: ObjectKey,
         event: usize,
         index: usize,
         at: Timestamp,
+        answered: Timestamp,
         gone: Timestamp,
     },
     GivenUp {
@@ -54,40 +54,9 @@ pub(super) enum Happened {
     },
 }
 
-struct Queued {
-    seq: u64,
-    request: Request,
-}
-
-impl Queued {
-    fn order(&self) -> (Timestamp, u64) {
-        (self.request.priority, self.seq)
-    }
-}
-
-impl PartialEq for Queued {
-    fn eq(&self, other: &Self) -> bool {
-        self.order() == other.order()
-    }
-}
-
-impl Eq for Queued {}
-
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Queued {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.order().cmp(&other.order())
-    }
-}
-
 pub(super) struct EvictionQueue {
     sender: Sender,
-    waiting: BinaryHeap<Reverse<Queued>>,
+    waiting: drain::EvictionQueue<Request>,
     /// Pods sent and not gone yet: when each goes.
     leaving: BinaryHeap<Reverse<(Timestamp, u64, ObjectKey)>>,
     seq: u64,
@@ -99,7 +68,7 @@ impl EvictionQueue {
     pub(super) fn new(pacing: Pacing, start: Timestamp) -> EvictionQueue {
         EvictionQueue {
             sender: Sender::new(pacing, start),
-            waiting: BinaryHeap::new(),
+            waiting: drain::EvictionQueue::new(),
             leaving: BinaryHeap::new(),
             seq: 0,
             may_give_up: 0,
@@ -111,11 +80,31 @@ impl EvictionQueue {
         if request.give_up_at.is_some() {
             self.may_give_up += 1;
         }
-        self.seq += 1;
-        self.waiting.push(Reverse(Queued {
-            seq: self.seq,
-            request,
-        }));
+        self.waiting.push(request.urgency, request);
+    }
+
+    /// The evictions waiting, as the controller's queue would show them to the drain plan.
+    pub(super) fn queued(&self) -> Queued {
+        self.waiting
+            .in_order()
+            .into_iter()
+            .enumerate()
+            .map(|(position, (urgency, request))| {
+                (
+                    request.key.clone(),
+                    InQueue {
+                        urgency,
+                        position,
+                        sent: false,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// The sender's token bucket as it stands.
+    pub(super) fn bucket(&self) -> TokenBucket {
+        self.sender.bucket().clone()
     }
 
     /// Nothing waits to be sent and no pod is on its way out.
@@ -131,7 +120,7 @@ impl EvictionQueue {
             let send = self
                 .waiting
                 .peek()
-                .map(|Reverse(q)| self.sender.next_send(q.request.queued_at));
+                .map(|(_, request)| self.sender.next_send(request.queued_at));
             let gone = self.leaving.peek().map(|Reverse((at, ..))| *at);
             match (send, gone) {
                 (Some(send), gone) if send <= until && gone.is_none_or(|g| send <= g) => {
@@ -150,10 +139,9 @@ impl EvictionQueue {
     }
 
     fn send_next(&mut self, at: Timestamp, out: &mut Vec<Happened>) {
-        let Some(Reverse(queued)) = self.waiting.pop() else {
+        let Some((_, request)) = self.waiting.pop() else {
             return;
         };
-        let request = queued.request;
         if let Some(deadline) = request.give_up_at {
             self.may_give_up -= 1;
             if at > deadline {
@@ -171,11 +159,14 @@ impl EvictionQueue {
             .checked_add(request.terminates_in)
             .unwrap_or(Timestamp::MAX);
         self.seq += 1;
-        self.leaving.push(Reverse((gone, self.seq, request.key)));
+        self.leaving
+            .push(Reverse((gone, self.seq, request.key.clone())));
         out.push(Happened::Sent {
+            key: request.key,
             event: request.event,
             index: request.index,
             at,
+            answered,
             gone,
         });
     }
@@ -185,14 +176,9 @@ impl EvictionQueue {
         if self.may_give_up == 0 {
             return;
         }
-        let mut given_up = Vec::new();
-        self.waiting.retain(|Reverse(queued)| {
-            let overdue = queued.request.give_up_at.is_some_and(|d| d <= until);
-            if overdue {
-                given_up.push(queued.request.clone());
-            }
-            !overdue
-        });
+        let mut given_up = self
+            .waiting
+            .take_out(|request| request.give_up_at.is_none_or(|d| d > until));
         self.may_give_up -= given_up.len();
         given_up.sort_by_key(|r| r.give_up_at);
         out.extend(given_up.into_iter().map(|request| Happened::GivenUp {
@@ -215,7 +201,7 @@ mod tests {
     fn request(name: &str, priority: Timestamp, give_up_at: Option<Timestamp>) -> Request {
         Request {
             key: ObjectKey::new("ns", name),
-            priority,
+            urgency: Urgency::at(priority),
             queued_at: at(0),
             terminates_in: SignedDuration::from_secs(30),
             give_up_at,
@@ -258,15 +244,19 @@ mod tests {
             out[..2],
             [
                 Happened::Sent {
+                    key: ObjectKey::new("ns", "early"),
                     event: 0,
                     index: 0,
                     at: at(0),
+                    answered: at(0) + SignedDuration::from_millis(100),
                     gone: at(30) + SignedDuration::from_millis(100)
                 },
                 Happened::Sent {
+                    key: ObjectKey::new("ns", "late"),
                     event: 0,
                     index: 0,
                     at: at(1),
+                    answered: at(1) + SignedDuration::from_millis(100),
                     gone: at(31) + SignedDuration::from_millis(100)
                 },
             ]

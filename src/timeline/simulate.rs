@@ -22,9 +22,9 @@ use crate::{
     cluster::{
         ClusterCache, DrainStart, ObjectKey, PodInfo, PolicyInfo, Snapshot, model::keys::PodUid,
     },
-    drain::{self, ZoneOutlook, advice::human, inputs::grace_of},
+    drain::{self, Urgency, ZoneOutlook},
     framework::{Candidate, GateId, PlanContext, StrategyId, zone_views},
-    planner::{self, CyclePlan},
+    planner::{self, CyclePlan, SkipRows},
     report::clock,
 };
 
@@ -170,12 +170,12 @@ impl<'c> Simulation<'c> {
             }
             self.advance_queue(at);
             self.start_drains(at);
-            let cycle = self.plan(at);
+            let (cycle, urgencies) = self.plan(at);
             if cycle_number == 0 {
                 self.warn_once(&cycle);
             }
             let queued = self.log_cycle(&cycle, at);
-            self.queue_evictions(&cycle, queued, at);
+            self.queue_evictions(&cycle, &urgencies, queued, at);
             let next = self.next_cycle(at);
             if next > self.until || next <= at {
                 break;
@@ -196,11 +196,15 @@ impl<'c> Simulation<'c> {
         for event in happened.drain(..) {
             match event {
                 Happened::Sent {
+                    key,
                     event,
                     index,
                     at,
+                    answered,
                     gone,
                 } => {
+                    // Leaving from its answer on, as the controller marks it.
+                    self.cache.mark_evicting(&key, answered);
                     let round = &mut self.events[event];
                     if let Some(pod) = round.evictions.get_mut(index) {
                         pod.sent_at = Some(at);
@@ -211,8 +215,7 @@ impl<'c> Simulation<'c> {
                     pace.sent_by = Some(pace.sent_by.map_or(at, |t| t.max(at)));
                     pace.gone_by = Some(pace.gone_by.map_or(gone, |t| t.max(gone)));
                 }
-                Happened::GivenUp { key, event, at, .. } => {
-                    self.cache.unmark_evicting(&key, at);
+                Happened::GivenUp { event, .. } => {
                     if let Some(pace) = self.events[event].pace.as_mut() {
                         pace.given_up += 1;
                     }
@@ -244,7 +247,13 @@ impl<'c> Simulation<'c> {
                 return;
             }
             if self.outlook_needed(at) {
-                drain::outlook(&self.snapshot, &refs, at, &self.settings.drain, &|_| None)
+                let queued = self.queue.queued();
+                let live = drain::Live {
+                    queued: &queued,
+                    bucket: Some(self.queue.bucket()),
+                    ..drain::Live::none()
+                };
+                drain::plan(&self.snapshot, &refs, at, &self.settings.drain, &live)
             } else {
                 Vec::new()
             }
@@ -321,23 +330,7 @@ impl<'c> Simulation<'c> {
     fn drain_started(&mut self, outlook: &ZoneOutlook, at: Timestamp) {
         self.auto_starts.remove(&outlook.zone);
         let mut event = Event::new(at, at, Some(outlook.zone.clone()), EventKind::DrainStarts);
-        let needs = human(outlook.estimate.duration());
-        let margin = self.settings.drain.margin;
-        let slack = human(self.settings.drain.slack);
-        event.detail = Some(match outlook.capped_lead {
-            None if outlook.remaining == 0 => {
-                format!("drainBefore auto: nothing left to drain; started {slack} before the close")
-            }
-            Some(wanted) => format!(
-                "drainBefore auto: the drain needs {needs}; {margin} times that and {slack} is {}, \
-                 more than maxDrainBefore",
-                human(wanted)
-            ),
-            None => format!(
-                "drainBefore auto: the drain needs {needs}; started {margin} times that and {slack} \
-                 before the close"
-            ),
-        });
+        event.detail = Some(drain::advice::start_text(outlook, &self.settings.drain));
         self.events.push(event);
         if let Some(track) = self.zones.iter_mut().find(|z| z.name == outlook.zone) {
             let position = track.phases.partition_point(|p| p.from <= at);
@@ -351,14 +344,46 @@ impl<'c> Simulation<'c> {
         }
     }
 
-    /// One plan of every policy, as the controller's cycle makes it.
-    fn plan(&mut self, at: Timestamp) -> CyclePlan {
+    /// One plan of every policy, as the controller's cycle makes it: the evictions still queued
+    /// count as leaving. With how soon each of its evictions must go.
+    fn plan(&mut self, at: Timestamp) -> (CyclePlan, Vec<Urgency>) {
         self.cache.update_snapshot(&mut self.snapshot);
         let refs: Vec<&PolicyInfo> = self.policies.iter().collect();
-        let cycle = planner::plan_all(&self.snapshot, &refs, at);
+        let in_flight: HashSet<ObjectKey> = self.queue.queued().into_keys().collect();
+        let cycle = planner::plan_all_in_flight(
+            &self.snapshot,
+            &refs,
+            at,
+            SkipRows::All,
+            in_flight.clone(),
+        );
+        let evictions: Vec<&Candidate> = cycle
+            .plans
+            .iter()
+            .flat_map(|plan| plan.evictions.iter().map(|e| &e.candidate))
+            .collect();
+        let drain = self.settings.drain;
+        let urgencies = match drain::draining_policy(&refs) {
+            Some(policy) => {
+                let ctx = PlanContext {
+                    snapshot: &self.snapshot,
+                    policy,
+                    now: at,
+                    zones: &cycle.zones,
+                    planned_elsewhere: &in_flight,
+                };
+                drain::inputs::round_urgencies(&ctx, &evictions, &|_, pod| {
+                    drain
+                        .pacing
+                        .request
+                        .saturating_add(drain.terminates_in(None, pod))
+                })
+            }
+            None => vec![Urgency::NO_CLOSE; evictions.len()],
+        };
         // Read no more this cycle: the simulated evictions change the cache's aggregates in place.
         self.cache.lend_snapshot(&mut self.snapshot);
-        cycle
+        (cycle, urgencies)
     }
 
     fn warn_once(&mut self, cycle: &CyclePlan) {
@@ -464,11 +489,12 @@ impl<'c> Simulation<'c> {
             .collect()
     }
 
-    /// What the controller's cycle does with its plan: each eviction queued, in plan order behind the
-    /// earlier closes, its pod leaving from now on; and each zone's round noted.
+    /// What the controller's cycle does with its plan: each eviction queued with how soon it must go
+    /// (`urgencies`, in plan order), leaving once it is answered; and each zone's round noted.
     fn queue_evictions(
         &mut self,
         cycle: &CyclePlan,
+        urgencies: &[Urgency],
         logged: HashMap<&ObjectKey, (usize, usize)>,
         at: Timestamp,
     ) {
@@ -476,34 +502,26 @@ impl<'c> Simulation<'c> {
             .checked_add(self.settings.cycle_timeout)
             .unwrap_or(Timestamp::MAX);
         let mut queued: HashSet<&ObjectKey> = HashSet::new();
-        for plan in &cycle.plans {
-            for eviction in &plan.evictions {
-                let candidate = &eviction.candidate;
-                let key = &candidate.pod.key;
-                let Some(&(event, index)) = logged.get(key) else {
-                    continue;
-                };
-                if !queued.insert(key) {
-                    continue;
-                }
-                let tdm = candidate.strategy == StrategyId::Tdm;
-                let priority = candidate
-                    .zone
-                    .as_deref()
-                    .filter(|_| tdm)
-                    .and_then(|zone| self.drains.priority(zone))
-                    .unwrap_or(Timestamp::MAX);
-                self.cache.mark_evicting(key, at);
-                self.queue.push(Request {
-                    key: key.clone(),
-                    priority,
-                    queued_at: at,
-                    terminates_in: grace_of(&candidate.pod),
-                    give_up_at: (!tdm).then_some(give_up_at),
-                    event,
-                    index,
-                });
+        let evictions = cycle.plans.iter().flat_map(|plan| &plan.evictions);
+        for (eviction, urgency) in evictions.zip(urgencies) {
+            let candidate = &eviction.candidate;
+            let key = &candidate.pod.key;
+            let Some(&(event, index)) = logged.get(key) else {
+                continue;
+            };
+            if !queued.insert(key) {
+                continue;
             }
+            let tdm = candidate.strategy == StrategyId::Tdm;
+            self.queue.push(Request {
+                key: key.clone(),
+                urgency: *urgency,
+                queued_at: at,
+                terminates_in: self.settings.drain.terminates_in(None, &candidate.pod),
+                give_up_at: (!tdm).then_some(give_up_at),
+                event,
+                index,
+            });
         }
         let zones: BTreeSet<&str> = cycle
             .plans

@@ -166,6 +166,85 @@ impl ZoneSchedule {
         None
     }
 
+    /// The whole-second instant at or before `t` from which the zone has been in the state it is in
+    /// at `t` (the first second of that state, as `next_change` gives it), or `None` if it has been
+    /// so for as far back as it searches (about three weeks) or always.
+    pub fn previous_change(&self, t: Timestamp) -> Option<Timestamp> {
+        let today = self.time_zone.to_datetime(t).date();
+        let second = SignedDuration::from_secs(1);
+        let mut candidates = Vec::new();
+        for (days_before, trusted_days) in PASSES {
+            let limit = t
+                .checked_sub(SignedDuration::from_hours(24 * trusted_days))
+                .unwrap_or(Timestamp::MIN);
+            candidates.clear();
+            self.collect_candidates_before(today, days_before, limit, t, &mut candidates);
+            candidates.sort_unstable();
+            candidates.dedup();
+            let change = candidates.iter().rev().copied().find(|&candidate| {
+                candidate
+                    .checked_sub(second)
+                    .is_ok_and(|before| self.is_open(before) != self.is_open(candidate))
+            });
+            if change.is_some() {
+                return change;
+            }
+            if limit == Timestamp::MIN {
+                break;
+            }
+        }
+        None
+    }
+
+    /// Pushes every possible change instant in `(limit, t]`, as [`Self::collect_candidates`] does
+    /// ahead: boundaries of the occurrences starting from `today - days_before` to a little after
+    /// today, and the time-zone transitions.
+    fn collect_candidates_before(
+        &self,
+        today: Date,
+        days_before: i64,
+        limit: Timestamp,
+        t: Timestamp,
+        out: &mut Vec<Timestamp>,
+    ) {
+        let mut push = |candidate: Timestamp| {
+            if candidate > limit && candidate <= t {
+                out.push(candidate);
+            }
+        };
+        for day_offset in -(days_before + DAYS_BEFORE)..=DAYS_BEFORE {
+            let Some(day) = add_days(today, day_offset) else {
+                continue;
+            };
+            let weekday = day.weekday().into();
+            for window in self.windows.iter().filter(|w| w.starts_on(weekday)) {
+                let (open, close) = window.occurrence_bounds();
+                for second in [open, close] {
+                    let Some(civil) = civil_at(day, second) else {
+                        continue;
+                    };
+                    let ambiguous = self.time_zone.to_ambiguous_timestamp(civil);
+                    if let Ok(earlier) = ambiguous.earlier() {
+                        push(earlier);
+                    }
+                    if let Ok(later) = ambiguous.later() {
+                        push(later);
+                    }
+                }
+            }
+        }
+        for transition in self
+            .time_zone
+            .preceding(t.checked_add(SignedDuration::from_secs(1)).unwrap_or(t))
+        {
+            let at = transition.timestamp();
+            if at <= limit {
+                break;
+            }
+            push(at);
+        }
+    }
+
     /// The instant to show for a change at `change` (from `next_change`): the boundary as written for
     /// a close, the change itself for an opening.
     pub fn shown_change(&self, change: Timestamp) -> Timestamp {

@@ -714,3 +714,51 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The previous change is a real change, and the state has not changed since: the next change
+    /// after it (which `next_change_is_the_first_change` checks) is after `t`.
+    #[test]
+    fn previous_change_is_the_last_change(
+        windows in prop::collection::vec(arb_window(), 1..4),
+        tz in arb_tz(),
+        t in arb_instant(),
+    ) {
+        let s = ZoneSchedule::new(windows, tz).unwrap();
+        let now = s.is_open(t);
+        match s.previous_change(t) {
+            Some(p) => {
+                prop_assert!(p <= t);
+                prop_assert_eq!(p.subsec_nanosecond(), 0);
+                prop_assert_eq!(s.is_open(p), now);
+                prop_assert_ne!(s.is_open(p - secs(1)), now);
+                prop_assert!(s.next_change(p).is_none_or(|next| next > t));
+            }
+            None => prop_assert!(
+                s.next_change(t - secs(20 * 86_400)).is_none_or(|next| next > t),
+                "a change within the last twenty days was missed"
+            ),
+        }
+    }
+}
+
+#[test]
+fn previous_change_finds_the_close_the_zone_is_closed_since() {
+    let s = schedule(&[("22:00-06:00", &[])], "UTC");
+    assert_eq!(
+        s.previous_change(utc("2026-03-05T09:00:00Z")),
+        Some(utc("2026-03-05T06:00:01Z"))
+    );
+    assert_eq!(
+        s.previous_change(utc("2026-03-05T06:00:01Z")),
+        Some(utc("2026-03-05T06:00:01Z"))
+    );
+    assert_eq!(
+        s.previous_change(utc("2026-03-05T03:00:00Z")),
+        Some(utc("2026-03-04T22:00:00Z"))
+    );
+    let always = schedule(&[("00:00-00:00", &[])], "UTC");
+    assert_eq!(always.previous_change(utc("2026-03-05T03:00:00Z")), None);
+}

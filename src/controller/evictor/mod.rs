@@ -3,20 +3,24 @@
 //! before every request so that a replica that lost its lease (or is shutting down) stops at once.
 
 pub(crate) mod body;
-pub(crate) mod limiter;
 pub(crate) mod outcome;
 pub(crate) mod queue;
 pub(crate) mod retry;
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use futures::{StreamExt, future::BoxFuture};
+use jiff::{SignedDuration, Timestamp};
 use kube::Client;
-use tokio::{sync::Mutex, time::Instant};
+use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+use crate::drain::TokenBucket;
+
 pub use body::{EvictionRequest, eviction_body, eviction_body_with};
-pub use limiter::TokenBucket;
 pub use outcome::{Answer, Outcome, classify, classify_answer};
 pub use queue::{EvictionQueue, OnOutcome, Outcomes, Submission};
 pub use retry::RetryPolicy;
@@ -95,6 +99,7 @@ impl Guard for Always {
 pub struct Evictor {
     client: Client,
     config: EvictorConfig,
+    /// The drain plan's own rate model, at the wall clock's instants.
     limiter: Arc<Mutex<TokenBucket>>,
     /// Dry runs (verifying DryRun policies) have a bucket of their own at the same rate, so that
     /// checking a plan never delays or starves the real evictions of another policy.
@@ -109,7 +114,7 @@ impl Evictor {
             Arc::new(Mutex::new(TokenBucket::new(
                 config.qps,
                 config.burst,
-                Instant::now(),
+                Timestamp::now(),
             )))
         };
         Evictor {
@@ -145,12 +150,30 @@ impl Evictor {
         *seconds = Some(seconds.map_or(took, |s| s + WEIGHT * (took - s)));
     }
 
-    fn limiter(&self, dry_run: bool) -> &Mutex<TokenBucket> {
-        if dry_run {
+    fn limiter(&self, dry_run: bool) -> std::sync::MutexGuard<'_, TokenBucket> {
+        let limiter = if dry_run {
             &self.dry_run_limiter
         } else {
             &self.limiter
-        }
+        };
+        limiter
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The real evictions' token bucket as it stands: the drain plan sends on from it.
+    pub fn bucket(&self) -> TokenBucket {
+        self.limiter(false).clone()
+    }
+
+    /// Takes a token for a request if it can go before `deadline`; how long to wait for it.
+    fn reserve_before(&self, dry_run: bool, deadline: Instant) -> Option<Duration> {
+        let now = Timestamp::now();
+        let left = SignedDuration::try_from(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or(SignedDuration::MAX);
+        let deadline = now.checked_add(left).unwrap_or(Timestamp::MAX);
+        let wait = self.limiter(dry_run).reserve_before(now, deadline)?;
+        Some(Duration::try_from(wait).unwrap_or(Duration::ZERO))
     }
 
     /// Sends every request, at most `concurrency` at a time; outcomes come back in request order.
@@ -197,20 +220,12 @@ impl Evictor {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let reserved = self
-                .limiter(request.dry_run)
-                .lock()
-                .await
-                .reserve_before(Instant::now(), deadline);
-            let Some(wait) = reserved else {
+            let Some(wait) = self.reserve_before(request.dry_run, deadline) else {
                 return Outcome::Abandoned("cycle deadline reached before sending".to_owned());
             };
             tokio::time::sleep(wait).await;
             if let Err(why) = guard.may_act(request.dry_run) {
-                self.limiter(request.dry_run)
-                    .lock()
-                    .await
-                    .cancel(Instant::now());
+                self.limiter(request.dry_run).cancel(Timestamp::now());
                 return Outcome::Abandoned(why.to_string());
             }
             let failure = match self.attempt(request, deadline, guard).await {

@@ -1,7 +1,8 @@
-//! One queue for every eviction the controller sends, drained by one dispatcher: the zone that closes
-//! first goes first (a closed zone's overdue pods before all), evictions of other strategies after
-//! them, and the rate limit and concurrency are shared by all. A cycle submits its plan and goes on:
-//! the next zone change is acted on while the last one's evictions are still going out.
+//! One queue for every eviction the controller sends, drained by one dispatcher: the drain plan's
+//! queue ([`drain::EvictionQueue`]), least slack first (a closed zone's overdue pods before all,
+//! evictions of other strategies after every zone's), and the rate limit and concurrency are shared
+//! by all. A cycle submits its plan and goes on: the next zone change is acted on while the last
+//! one's evictions are still going out.
 //!
 //! Queued evictions count as leaving for every later plan ([`EvictionQueue::pending`]), so no pod is
 //! planned twice and budgets see them. An eviction is abandoned rather than sent when its deadline
@@ -9,8 +10,7 @@
 //! replica may no longer act.
 
 use std::{
-    cmp::Reverse,
-    collections::{BinaryHeap, HashSet},
+    collections::HashSet,
     sync::{
         Arc, Mutex, MutexGuard,
         atomic::{AtomicUsize, Ordering},
@@ -24,7 +24,13 @@ use tokio::{sync::Notify, time::Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::{EvictionRequest, Evictor, Guard, Outcome};
-use crate::cluster::{ObjectKey, SharedCache};
+use crate::{
+    cluster::{ObjectKey, SharedCache},
+    drain::{
+        self, Urgency,
+        inputs::{InQueue, Queued},
+    },
+};
 
 /// The retry window of an eviction without a deadline of its own.
 const RETRY_WINDOW: Duration = Duration::from_secs(300);
@@ -36,8 +42,8 @@ pub type OnOutcome = Box<dyn Fn(&EvictionRequest, &Outcome) + Send + Sync>;
 #[derive(Clone, Debug)]
 pub struct Submission {
     pub request: EvictionRequest,
-    /// Lower goes first: the close of the pod's zone; [`Timestamp::MAX`] outside closing zones.
-    pub priority: Timestamp,
+    /// How soon it must go, as the drain plan says.
+    pub urgency: Urgency,
     /// Abandoned if not sent by then.
     pub deadline: Option<Instant>,
     /// Sent only while this zone evicts (closed or draining).
@@ -56,35 +62,15 @@ struct Inner {
 
 #[derive(Default)]
 struct State {
-    heap: BinaryHeap<Reverse<Entry>>,
+    queue: drain::EvictionQueue<Entry>,
     /// Pods queued or on the wire.
     pending: HashSet<ObjectKey>,
-    seq: u64,
 }
 
 struct Entry {
-    priority: Timestamp,
-    seq: u64,
     submission: Submission,
     batch: Arc<Batch>,
     index: usize,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        (self.priority, self.seq) == (other.priority, other.seq)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.priority, self.seq).cmp(&(other.priority, other.seq))
-    }
 }
 
 /// The evictions of one submission, and their outcomes as they come.
@@ -165,15 +151,14 @@ impl EvictionQueue {
             let mut state = lock(&self.inner.state);
             for (index, submission) in submissions.into_iter().enumerate() {
                 state.pending.insert(submission.request.pod.clone());
-                let seq = state.seq;
-                state.seq += 1;
-                state.heap.push(Reverse(Entry {
-                    priority: submission.priority,
-                    seq,
-                    submission,
-                    batch: Arc::clone(&batch),
-                    index,
-                }));
+                state.queue.push(
+                    submission.urgency,
+                    Entry {
+                        submission,
+                        batch: Arc::clone(&batch),
+                        index,
+                    },
+                );
             }
         }
         self.inner.wake.notify_one();
@@ -187,14 +172,41 @@ impl EvictionQueue {
 
     /// Evictions queued and not yet sent.
     pub fn queued(&self) -> usize {
-        lock(&self.inner.state).heap.len()
+        lock(&self.inner.state).queue.len()
+    }
+
+    /// What the queue holds, for the drain plan: each eviction waiting, in the order it will be sent,
+    /// and those on the wire.
+    pub fn holds(&self) -> Queued {
+        let state = lock(&self.inner.state);
+        let mut held: Queued = state
+            .queue
+            .in_order()
+            .into_iter()
+            .enumerate()
+            .map(|(position, (urgency, entry))| {
+                (
+                    entry.submission.request.pod.clone(),
+                    InQueue {
+                        urgency,
+                        position,
+                        sent: false,
+                    },
+                )
+            })
+            .collect();
+        for pod in &state.pending {
+            held.entry(pod.clone()).or_insert(InQueue {
+                urgency: Urgency::OVERDUE,
+                position: usize::MAX,
+                sent: true,
+            });
+        }
+        held
     }
 
     fn pop(&self) -> Option<Entry> {
-        lock(&self.inner.state)
-            .heap
-            .pop()
-            .map(|Reverse(entry)| entry)
+        lock(&self.inner.state).queue.pop().map(|(_, entry)| entry)
     }
 
     fn finish(&self, entry: &Entry, outcome: Outcome) {

@@ -15,7 +15,10 @@ use super::{
 use crate::{
     cluster::{ObjectKey, ObjectKind, Unreadable},
     controller::cycle_result::{CycleResult, invalid_pods},
-    drain::ZoneOutlook,
+    drain::{
+        DrainSettings, ZoneOutlook,
+        advice::{self, human},
+    },
     framework::ZoneView,
 };
 
@@ -78,26 +81,42 @@ impl StatusWriter {
         });
     }
 
-    /// A Warning Event once per close that will be missed (and once while a closed zone still holds
-    /// pods), naming what would fix it.
+    /// A Warning Event when a close is called at risk (once per close: the verdict is followed from
+    /// plan to plan, so it does not flap), naming what would fix it; a Normal Event when that call is
+    /// withdrawn.
     async fn warn_drain(&self, zone: &str, uid: Option<&str>, outlook: Option<&ZoneOutlook>) {
         let key = (DRAIN_AT_RISK, zone.to_owned());
+        let warned = self.memory().warned.get(&key).cloned();
         let Some(outlook) = outlook.filter(|o| o.at_risk) else {
-            self.memory().warned.remove(&key);
+            if warned.is_some() && self.may_write(ZONE, zone) {
+                self.memory().warned.remove(&key);
+                let event = Event {
+                    type_: EventType::Normal,
+                    reason: "DrainOnTrack".to_owned(),
+                    note: Some(truncate(back_on_track(outlook))),
+                    action: "Drain".to_owned(),
+                    secondary: None,
+                };
+                info!(zone, "drain back on track");
+                self.publish(event, zone_reference(zone, uid), ZONE).await;
+            }
             return;
         };
         let close = outlook
             .close
             .map_or_else(|| "closed".to_owned(), |close| close.to_string());
-        if self.memory().warned.get(&key) == Some(&close) || !self.may_write(ZONE, zone) {
+        if warned.as_ref() == Some(&close) || !self.may_write(ZONE, zone) {
             return;
         }
         self.memory().warned.insert(key, close);
         let fix = outlook.fix.as_deref().unwrap_or_default();
         let note = match (outlook.close, outlook.estimate.empty_at()) {
             (Some(close), Some(empty)) => format!(
-                "the drain will not be done by the close at {close}: expected empty at {empty}, \
-                 {} pods still there at the close. {fix}",
+                "the drain will not be done by the close at {close}: expected empty at {empty} \
+                 ({} late, more than the estimate's error of {}), {} pods still there at the \
+                 close. {fix}",
+                human(empty.duration_since(close)),
+                human(outlook.tolerance),
                 outlook.estimate.at_close
             ),
             (Some(close), None) => format!(
@@ -121,13 +140,20 @@ impl StatusWriter {
     }
 
     /// A Normal Event when an `auto` drain starts, with what it expects.
-    pub(crate) async fn drain_started(&self, zone: &str, uid: Option<&str>, outlook: &ZoneOutlook) {
+    pub(crate) async fn drain_started(
+        &self,
+        zone: &str,
+        uid: Option<&str>,
+        outlook: &ZoneOutlook,
+        settings: &DrainSettings,
+    ) {
         let close = outlook.close.map_or_else(String::new, |c| c.to_string());
         let event = Event {
             type_: EventType::Normal,
             reason: "DrainStarted".to_owned(),
             note: Some(truncate(format!(
-                "draining ahead of the close at {close}: {}",
+                "draining ahead of the close at {close}: {}. {}",
+                advice::start_text(outlook, settings),
                 outlook.summary
             ))),
             action: "Drain".to_owned(),
@@ -160,5 +186,26 @@ impl StatusWriter {
             }
         }
         self.retain(POLICY, |name| objects.uids.contains_key(name));
+    }
+}
+
+/// What a withdrawn at-risk call says: the close is expected kept again, or the closed zone is empty.
+fn back_on_track(outlook: Option<&ZoneOutlook>) -> String {
+    match outlook {
+        Some(outlook) => match (outlook.close, outlook.expected_empty_at(), outlook.margin()) {
+            (Some(close), Some(empty), Some(margin)) => format!(
+                "the drain is expected done by the close at {close} again: expected empty at \
+                 {empty}, {} before it",
+                human(margin)
+            ),
+            (Some(close), _, _) => format!("the zone is expected empty by the close at {close}"),
+            (None, Some(empty), _) => format!(
+                "the closed zone's last {} preemptable pods are on their way out, expected gone \
+                 at {empty}",
+                outlook.remaining
+            ),
+            (None, None, _) => "the closed zone's preemptable pods are gone".to_owned(),
+        },
+        None => "the zone no longer drains: it is open, or no policy drains it".to_owned(),
     }
 }

@@ -1,0 +1,172 @@
+//! The timeline and the drain plan are one plan: for drains that share the eviction queue, the report's
+//! expected-empty instants are those the simulation lives, and each `auto` start keeps its margin
+//! given the others.
+
+use jiff::{SignedDuration, Timestamp};
+use serde_json::json;
+
+use super::{EventKind, Settings, Timeline, simulate};
+use crate::{
+    cluster::ClusterCache,
+    drain::{self, DrainSettings, Pacing, ZoneOutlook},
+    testkit::{Cluster, node, pod, podgroup, policy, ts, zone},
+};
+
+/// Two zones closing together at 10:00 UTC, both `auto`: `za` holds 1,200 one-pod jobs, which the
+/// eviction rate bounds (5 minutes at 4 a second); `zb` holds 8 jobs of 25 pods owned by their
+/// PodGroups, which may lose 20% at a time, each pod gone 20 s after its eviction, which their budgets
+/// bound (11 rounds of a minute). Ten ordinary nodes take the replacements.
+fn two_zones() -> ClusterCache {
+    let window = |name: &str| {
+        zone(name)
+            .window("20:00-10:00")
+            .spec(json!({"evictPeriod": "1m"}))
+    };
+    let mut world = Cluster::new().zone(window("za")).zone(window("zb"));
+    for i in 0..10 {
+        world = world.node(node(&format!("plain-{i}")));
+    }
+    for n in 0..40 {
+        world = world.node(node(&format!("za-{n}")).zone("za"));
+        world = world.pods((0..30).map(|p| {
+            let i = n * 30 + p;
+            pod(&format!("batch/a-{i}"), &format!("za-{n}"))
+                .owned_by("ReplicaSet", &format!("a-{i}"))
+                .preemptable()
+        }));
+    }
+    for j in 0..8 {
+        let group = format!("g-{j}");
+        world = world
+            .node(node(&format!("zb-{j}")).zone("zb"))
+            .podgroup(
+                podgroup(&format!("train/{group}"))
+                    .annotation("volcano.sh/jdb-max-unavailable", "20%"),
+            )
+            .pods((0..25).map(|p| {
+                pod(&format!("train/{group}-{p}"), &format!("zb-{j}"))
+                    .owned_by("PodGroup", &group)
+                    .annotation("scheduling.k8s.io/group-name", &group)
+                    .preemptable()
+                    .spec("terminationGracePeriodSeconds", json!(20))
+            }));
+    }
+    world.cache
+}
+
+fn settings() -> DrainSettings {
+    DrainSettings::new(Pacing {
+        qps: 4.0,
+        burst: 8,
+        concurrency: 8,
+        request: Pacing::ASSUMED_REQUEST,
+    })
+}
+
+fn tdm() -> crate::cluster::PolicyInfo {
+    policy(json!({"mode": "Evict", "strategies": {"tdm": {"evictPlacementViolations": false}}}))
+}
+
+/// The drain plan at `now`, as `tidal report` makes it.
+fn report(cache: &mut ClusterCache, now: Timestamp) -> Vec<ZoneOutlook> {
+    let snapshot = cache.snapshot();
+    drain::plan(&snapshot, &[&tdm()], now, &settings(), &drain::Live::none())
+}
+
+fn timeline(cache: &mut ClusterCache, now: Timestamp) -> Timeline {
+    simulate(
+        cache,
+        &[&tdm()],
+        now,
+        SignedDuration::from_hours(1),
+        &Settings::new(settings()),
+    )
+}
+
+#[test]
+fn drains_closing_together_keep_their_margins_and_the_report_says_what_the_timeline_lives() {
+    let now = ts("2026-11-23T09:20:00Z");
+    let close = ts("2026-11-23T10:00:01Z");
+    let planned = report(&mut two_zones(), now);
+    let lived = timeline(&mut two_zones(), now);
+    assert_eq!(planned.len(), 2);
+    for zone in ["za", "zb"] {
+        let plan = planned.iter().find(|o| o.zone == zone).unwrap();
+        let drain = lived.drains.iter().find(|d| d.zone == zone).unwrap();
+        assert_eq!(drain.close, Some(close));
+        assert_eq!(drain.at_close, Some(0), "{zone}: {drain:?}");
+        // One plan: the report's start and empty instant are the simulation's.
+        assert_eq!(plan.drain_start, drain.drain_start, "{zone}");
+        assert_eq!(plan.expected_empty_at(), drain.expected_empty_at, "{zone}");
+        // Each keeps at least a quarter of its own drain as margin, given the other.
+        let start = drain.drain_start.unwrap();
+        let empty = drain.expected_empty_at.unwrap();
+        let length = empty.duration_since(start).as_secs_f64();
+        let margin = close.duration_since(empty).as_secs_f64();
+        assert!(
+            margin >= 0.25 * length,
+            "{zone}: {margin} s of margin for a drain of {length} s"
+        );
+        // What the start says is what was done: the lead it names is the one it had.
+        let started = lived
+            .events
+            .iter()
+            .find(|e| e.event == EventKind::DrainStarts && e.zone.as_deref() == Some(zone))
+            .unwrap();
+        assert_eq!(started.at, start, "{zone}");
+        let lead = drain::advice::human(close.duration_since(start));
+        let detail = started.detail.as_deref().unwrap();
+        assert!(
+            detail.ends_with(&format!("started {lead} before the close")),
+            "{zone}: {detail}"
+        );
+    }
+    // The budget-bound drain starts first, early enough that the rate-bound one's evictions do not
+    // hold up its last rounds; it says why it started earlier than it needs alone.
+    let zb = lived
+        .events
+        .iter()
+        .find(|e| e.event == EventKind::DrainStarts && e.zone.as_deref() == Some("zb"))
+        .unwrap();
+    assert!(
+        zb.detail
+            .as_deref()
+            .unwrap()
+            .contains("when the evictions of zone za share the queue"),
+        "{:?}",
+        zb.detail
+    );
+}
+
+#[test]
+fn a_job_that_needs_many_rounds_is_served_before_one_pod_jobs_closing_with_it() {
+    // Both drains start together at 09:48:01 (drainBefore 12m): za's 1,200 evictions take five
+    // minutes at the rate. Each of zb's rounds goes ahead of those still queued (its jobs need more
+    // rounds after it than za's one-pod jobs), so that zb, bound by its budgets, is not held up: its
+    // rounds' 40 evictions are sent in 10 s, not behind za's queue.
+    let mut cache = two_zones();
+    for name in ["za", "zb"] {
+        cache.apply_zone(
+            zone(name)
+                .window("20:00-10:00")
+                .spec(json!({"evictPeriod": "1m", "drainBefore": "12m"}))
+                .build(),
+        );
+    }
+    let lived = timeline(&mut cache, ts("2026-11-23T09:45:00Z"));
+    let waits: Vec<SignedDuration> = lived
+        .events
+        .iter()
+        .filter(|e| e.event == EventKind::Round && e.zone.as_deref() == Some("zb"))
+        .filter_map(|e| Some(e.pace.as_ref()?.sent_by?.duration_since(e.at)))
+        .collect();
+    assert_eq!(waits.len(), 11, "{waits:?}");
+    assert!(
+        waits
+            .iter()
+            .all(|wait| *wait < SignedDuration::from_secs(15)),
+        "{waits:?}"
+    );
+    let zb = lived.drains.iter().find(|d| d.zone == "zb").unwrap();
+    assert_eq!(zb.at_close, Some(0), "{zb:?}");
+}
