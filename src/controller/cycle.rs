@@ -14,10 +14,10 @@ use futures::future::BoxFuture;
 use jiff::Timestamp;
 use tokio::{task::JoinSet, time::Instant};
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::{
-    cycle_result::{CycleResult, PolicyResult, fresh_warnings, pod_event},
+    cycle_result::{CycleResult, PolicyResult, WarningLine, WarningLog, pod_event},
     cycle_timer::{PolicyClock, Trigger, ZoneClock, zone_clock},
     drains::Drains,
     finish::Finisher,
@@ -119,7 +119,7 @@ pub struct CycleRunner {
     pub metrics: Arc<Metrics>,
     pub settings: CycleSettings,
     /// The plan's warnings as last logged.
-    pub warned: BTreeSet<String>,
+    pub(crate) warned: WarningLog,
     pub last_verified: Arc<Mutex<LastVerified>>,
     pub drains: Drains,
     /// Cycles whose evictions are still going out, each finishing with its write-back.
@@ -247,11 +247,17 @@ impl CycleRunner {
                     .observe(took.as_secs_f64());
             }
         }
-        // Logged when they appear, not every cycle: the report and the status keep showing them.
-        for warning in fresh_warnings(&self.warned, &cycle.warnings) {
-            warn!("{warning}");
+        // Logged when they appear, not every cycle: the report keeps showing them.
+        for line in self
+            .warned
+            .update(&cycle.warnings, |key| cycle.looked_for(key), now)
+        {
+            match line {
+                WarningLine::Appeared(text) => warn!("{text}"),
+                WarningLine::Reminder(text) => warn!("still: {text}"),
+                WarningLine::Cleared(key) => info!("no longer warned about: {key}"),
+            }
         }
-        self.warned = cycle.warnings.iter().cloned().collect();
         self.write_zones(&cycle.zones, &preemptable, now).await;
 
         let deadline = started + self.settings.timeout;
