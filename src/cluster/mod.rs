@@ -25,7 +25,7 @@ pub use model::resources::Resources;
 pub use model::setting::{InvalidValue, Setting};
 pub use model::usage::{MetricSample, UsageSample, UsageSeries};
 pub use model::workload::{PdbInfo, PodGroupInfo};
-pub use store::cache::{ClusterCache, Retired, SnapshotUpdate, Unreadable};
+pub use store::cache::{ClusterCache, Retired, SnapshotUpdate, Unreadable, WatchProgress};
 pub use store::pod_map::PodMap;
 pub use store::shared::SharedCache;
 pub use store::snapshot::{JobState, NodeState, Snapshot};

@@ -384,7 +384,7 @@ impl CycleRunner {
             let Some(candidate) = by_key.get(&request.pod).map(|at| &candidates[*at]) else {
                 return;
             };
-            if let Outcome::Unanswered(_) = outcome {
+            if let Outcome::Unanswered { ended, .. } = outcome {
                 // Counted, and told on the pod, once the watch shows whether it went.
                 unanswered.hold(
                     &mut shared.write(),
@@ -392,7 +392,7 @@ impl CycleRunner {
                         policy: policy.clone(),
                         candidate: candidate.clone(),
                         uid: request.uid.clone(),
-                        since: now,
+                        ended: *ended,
                     },
                 );
                 return;
@@ -420,13 +420,13 @@ impl CycleRunner {
         self.queue.submit(submissions, Box::new(on_outcome))
     }
 
-    /// Counts the unanswered evictions the watch has settled since the last look, and tells the pods
-    /// that went: each once, as `evicted_unconfirmed` or `failed`.
-    pub(crate) fn settle_unanswered(&self) {
+    /// Counts the unanswered evictions the watch has settled by `now`, and tells the pods that went:
+    /// each once, as `evicted_unconfirmed` or `failed`.
+    pub(crate) fn settle_unanswered(&self, now: Timestamp) {
         if self.unanswered.is_empty() {
             return;
         }
-        let settled = self.unanswered.settle(&self.shared.read());
+        let settled = self.unanswered.settle(&mut self.shared.write(), now);
         for (pending, settled) in settled {
             let candidate = &pending.candidate;
             let result = match settled {
