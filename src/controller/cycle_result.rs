@@ -8,13 +8,17 @@ use jiff::{SignedDuration, Timestamp};
 use super::{
     evictor::Outcome,
     metrics::{EvictionKey, PolicyStrategy, SkipLabels, ZoneGauges},
-    verification::OVER_VERIFY_BUDGET,
 };
 use crate::{
     api::PolicyMode,
     framework::{Candidate, GateId, PlannedEviction, SkipReason, Warning, WarningKey, ZoneView},
     planner::Plan,
 };
+
+/// Why a DryRun policy's planned eviction was not checked this cycle: the cycle sent as many dry
+/// runs as its verification budget allows, and this one was not among them.
+const OVER_VERIFY_BUDGET: &str =
+    "not verified this cycle: the cycle's dry-run budget (--dry-run-verify-per-cycle) was used up";
 
 /// One policy's plan, and what became of each of its planned evictions.
 pub(crate) struct PolicyResult {
