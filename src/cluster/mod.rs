@@ -9,14 +9,14 @@ pub(crate) mod model;
 pub(crate) mod rules;
 pub(crate) mod store;
 
-pub use ingest::{Ingest, ObjectKind};
+pub use ingest::Ingest;
 pub use k8s_openapi::api::core::v1::Taint;
 pub use model::Unnamed;
 pub use model::claim::ClaimInfo;
 pub use model::config::{DrainStart, PolicyInfo, ZoneInfo};
 pub use model::constraints::Constraints;
 pub use model::job_budget::{IntOrPercent, JobBudget, JobStats};
-pub use model::keys::{JobKey, JobKind, ObjectKey};
+pub use model::keys::{JobKey, JobKind, ObjectKey, ObjectKind};
 pub use model::namespace::NamespaceInfo;
 pub use model::node::NodeInfo;
 pub use model::pod::{ControllerKind, PodBrief, PodInfo, PodPhase, QosClass, VolumeKinds};

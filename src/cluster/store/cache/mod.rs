@@ -19,10 +19,9 @@ use in_flight::{InFlight, LocalZoneNotes, Terminations};
 pub use snapshot_sync::{Retired, SnapshotUpdate};
 
 use crate::cluster::{
-    ingest::ObjectKind,
     model::config::{PolicyInfo, ZoneInfo},
     model::constraints::Constraints,
-    model::keys::{Name, ObjectKey},
+    model::keys::{Name, ObjectKey, ObjectKind},
     model::namespace::NamespaceInfo,
     model::node::NodeInfo,
     model::pod::{PodInfo, PodInterner},
