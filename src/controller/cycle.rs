@@ -14,10 +14,10 @@ use futures::future::BoxFuture;
 use jiff::{SignedDuration, Timestamp};
 use tokio::{task::JoinSet, time::Instant};
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::{
-    cycle_result::{CycleResult, PolicyResult, fresh_warnings, pod_event},
+    cycle_result::{CycleResult, PolicyResult, WarningLine, WarningLog, pod_event},
     cycle_timer::{PolicyClock, Trigger, ZoneClock, zone_clock},
     drains::Drains,
     finish::Finisher,
@@ -120,7 +120,7 @@ pub struct CycleRunner {
     pub metrics: Arc<Metrics>,
     pub settings: CycleSettings,
     /// The plan's warnings as last logged.
-    pub warned: BTreeSet<String>,
+    pub(crate) warned: WarningLog,
     pub last_verified: Arc<Mutex<LastVerified>>,
     pub drains: Drains,
     /// Cycles whose evictions are still going out, each finishing with its write-back.
@@ -245,11 +245,17 @@ impl CycleRunner {
                     .observe(took.as_secs_f64());
             }
         }
-        // Logged when they appear, not every cycle: the report and the status keep showing them.
-        for warning in fresh_warnings(&self.warned, &cycle.warnings) {
-            warn!("{warning}");
+        // Logged when they appear, not every cycle: the report keeps showing them.
+        for line in self
+            .warned
+            .update(&cycle.warnings, |key| cycle.looked_for(key), now)
+        {
+            match line {
+                WarningLine::Appeared(text) => warn!("{text}"),
+                WarningLine::Reminder(text) => warn!("still: {text}"),
+                WarningLine::Cleared(key) => info!("no longer warned about: {key}"),
+            }
         }
-        self.warned = cycle.warnings.iter().cloned().collect();
         self.write_zones(&cycle.zones, &preemptable, now).await;
 
         let deadline = started + self.settings.timeout;
@@ -433,7 +439,7 @@ impl CycleRunner {
             // The pod leaves from its answer on, not from its cycle: a drain's evictions go out over
             // minutes, and how long pods take to go is learned from this instant.
             let answered = Timestamp::now();
-            if let Outcome::Unanswered(_) = outcome {
+            if let Outcome::Unanswered { ended, .. } = outcome {
                 // Counted, and told on the pod, once the watch shows whether it went.
                 unanswered.hold(
                     &mut shared.write(),
@@ -441,7 +447,7 @@ impl CycleRunner {
                         policy: policy.clone(),
                         candidate: candidate.clone(),
                         uid: request.uid.clone(),
-                        since: answered,
+                        ended: *ended,
                     },
                 );
                 return;
@@ -471,13 +477,13 @@ impl CycleRunner {
         self.queue.submit(submissions, Box::new(on_outcome))
     }
 
-    /// Counts the unanswered evictions the watch has settled since the last look, and tells the pods
-    /// that went: each once, as `evicted_unconfirmed` or `failed`.
-    pub(crate) fn settle_unanswered(&self) {
+    /// Counts the unanswered evictions the watch has settled by `now`, and tells the pods that went:
+    /// each once, as `evicted_unconfirmed` or `failed`.
+    pub(crate) fn settle_unanswered(&self, now: Timestamp) {
         if self.unanswered.is_empty() {
             return;
         }
-        let settled = self.unanswered.settle(&self.shared.read());
+        let settled = self.unanswered.settle(&mut self.shared.write(), now);
         for (pending, settled) in settled {
             let candidate = &pending.candidate;
             let result = match settled {

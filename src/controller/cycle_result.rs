@@ -3,18 +3,22 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 
 use super::{
     evictor::Outcome,
     metrics::{EvictionKey, PolicyStrategy, SkipLabels, ZoneGauges},
-    verification::OVER_VERIFY_BUDGET,
 };
 use crate::{
     api::PolicyMode,
-    framework::{Candidate, GateId, PlannedEviction, SkipReason, ZoneView},
+    framework::{Candidate, GateId, PlannedEviction, SkipReason, Warning, WarningKey, ZoneView},
     planner::Plan,
 };
+
+/// Why a DryRun policy's planned eviction was not checked this cycle: the cycle sent as many dry
+/// runs as its verification budget allows, and this one was not among them.
+const OVER_VERIFY_BUDGET: &str =
+    "not verified this cycle: the cycle's dry-run budget (--dry-run-verify-per-cycle) was used up";
 
 /// One policy's plan, and what became of each of its planned evictions.
 pub(crate) struct PolicyResult {
@@ -87,13 +91,66 @@ pub(crate) fn zone_gauges(
         .collect()
 }
 
-/// Warnings not logged by the cycle before.
-pub(crate) fn fresh_warnings<'w>(logged: &BTreeSet<String>, current: &'w [String]) -> Vec<&'w str> {
-    current
-        .iter()
-        .filter(|w| !logged.contains(*w))
-        .map(String::as_str)
-        .collect()
+/// How long a warning that stays, saying other numbers, goes without being logged again.
+pub(crate) const WARNING_REMINDER: SignedDuration = SignedDuration::from_hours(1);
+
+/// A line to log about the plan's warnings.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum WarningLine<'w> {
+    /// A warning the cycles before did not have.
+    Appeared(&'w str),
+    /// A warning still there whose numbers moved since it was last logged, at least
+    /// [`WARNING_REMINDER`] ago.
+    Reminder(&'w str),
+    /// A warning gone from a plan that looked for what it was about.
+    Cleared(WarningKey),
+}
+
+/// The plan's warnings as last logged, by what they are about. A warning is logged when it appears,
+/// not at every cycle while it stays (the report keeps showing it): on a large cluster its counts
+/// move every cycle while the problem is the same one.
+#[derive(Debug, Default)]
+pub(crate) struct WarningLog {
+    logged: BTreeMap<WarningKey, (String, Timestamp)>,
+}
+
+impl WarningLog {
+    /// What to log of a cycle's `warnings` at `now`, remembering it. `looked_for` says whether the
+    /// cycle's plan looked for what a warning is about: one it did not look for (a cycle of other
+    /// policies) has not cleared.
+    pub(crate) fn update<'w>(
+        &mut self,
+        warnings: &'w [Warning],
+        looked_for: impl Fn(&WarningKey) -> bool,
+        now: Timestamp,
+    ) -> Vec<WarningLine<'w>> {
+        let current: BTreeSet<&WarningKey> = warnings.iter().map(|w| &w.key).collect();
+        let mut lines = Vec::new();
+        self.logged.retain(|key, _| {
+            let cleared = !current.contains(key) && looked_for(key);
+            if cleared {
+                lines.push(WarningLine::Cleared(key.clone()));
+            }
+            !cleared
+        });
+        for warning in warnings {
+            match self.logged.get_mut(&warning.key) {
+                None => {
+                    lines.push(WarningLine::Appeared(&warning.text));
+                    self.logged
+                        .insert(warning.key.clone(), (warning.text.clone(), now));
+                }
+                Some((text, at)) => {
+                    if *text != warning.text && now.duration_since(*at) >= WARNING_REMINDER {
+                        lines.push(WarningLine::Reminder(&warning.text));
+                        text.clone_from(&warning.text);
+                        *at = now;
+                    }
+                }
+            }
+        }
+        lines
+    }
 }
 
 /// Whether an eviction's outcome gets an Event on its pod, and whether that Event says the eviction
@@ -323,14 +380,102 @@ mod tests {
         );
     }
 
+    fn unknown_zone(zone: &str, nodes: usize) -> Warning {
+        Warning::new(
+            WarningKey::UnknownZone {
+                zone: zone.to_owned(),
+            },
+            format!("{nodes} node(s) in unknown zone {zone}"),
+        )
+    }
+
+    fn capacity(nodes: usize) -> Warning {
+        Warning::new(
+            WarningKey::ImplausibleCapacity,
+            format!("{nodes} node(s) hold more than their allocatable"),
+        )
+    }
+
     #[test]
     fn a_warning_is_logged_when_it_appears_not_every_cycle() {
-        let first = vec!["zone x unknown".to_owned()];
-        assert_eq!(fresh_warnings(&BTreeSet::new(), &first), ["zone x unknown"]);
-        let logged: BTreeSet<String> = first.iter().cloned().collect();
-        assert!(fresh_warnings(&logged, &first).is_empty());
-        let changed = vec!["zone x unknown".to_owned(), "zone y unknown".to_owned()];
-        assert_eq!(fresh_warnings(&logged, &changed), ["zone y unknown"]);
+        let t0 = crate::testkit::ts(crate::testkit::NOW);
+        let minutes = |m: i64| t0 + SignedDuration::from_mins(m);
+        let all = |_: &WarningKey| true;
+        let mut log = WarningLog::default();
+        let first = [unknown_zone("x", 2)];
+        assert_eq!(
+            log.update(&first, all, t0),
+            [WarningLine::Appeared("2 node(s) in unknown zone x")]
+        );
+        assert!(log.update(&first, all, minutes(1)).is_empty());
+        let more = [unknown_zone("x", 2), unknown_zone("y", 1)];
+        assert_eq!(
+            log.update(&more, all, minutes(2)),
+            [WarningLine::Appeared("1 node(s) in unknown zone y")]
+        );
+        // The same problem, other numbers: not news.
+        let moved = [unknown_zone("x", 3), unknown_zone("y", 1)];
+        assert!(log.update(&moved, all, minutes(3)).is_empty());
+        assert_eq!(
+            log.update(&[unknown_zone("x", 3)], all, minutes(4)),
+            [WarningLine::Cleared(WarningKey::UnknownZone {
+                zone: "y".to_owned()
+            })]
+        );
+        assert!(
+            log.update(&[unknown_zone("x", 3)], all, minutes(5))
+                .is_empty()
+        );
+    }
+
+    /// A count that moves every cycle (pods churning on nodes with wrong capacity data) is logged
+    /// once, then again at most hourly with the numbers of the moment; the same text is never
+    /// repeated.
+    #[test]
+    fn a_warning_whose_count_moves_is_logged_once_then_hourly() {
+        let t0 = crate::testkit::ts(crate::testkit::NOW);
+        let all = |_: &WarningKey| true;
+        let mut log = WarningLog::default();
+        let mut logged = Vec::new();
+        for minute in 0..150 {
+            let now = t0 + SignedDuration::from_mins(minute);
+            let warning = [capacity(171 + (minute as usize * 7) % 31)];
+            for line in log.update(&warning, all, now) {
+                logged.push((minute, format!("{line:?}")));
+            }
+        }
+        let minutes: Vec<i64> = logged.iter().map(|(m, _)| *m).collect();
+        assert_eq!(minutes, [0, 60, 120], "{logged:?}");
+        assert!(
+            logged[0].1.starts_with("Appeared(\"171 node(s)"),
+            "{logged:?}"
+        );
+        assert!(logged[1].1.starts_with("Reminder(\""), "{logged:?}");
+        // Unchanged since last logged: nothing to remind of, however long it stays.
+        let mut log = WarningLog::default();
+        let same = [capacity(171)];
+        log.update(&same, all, t0);
+        assert!(
+            log.update(&same, all, t0 + SignedDuration::from_hours(5))
+                .is_empty()
+        );
+    }
+
+    /// A cycle of other policies (none reading node capacity) does not look for capacity warnings:
+    /// their absence there is not a clearing, and their return is not news.
+    #[test]
+    fn a_warning_the_plan_did_not_look_for_has_not_cleared() {
+        let t0 = crate::testkit::ts(crate::testkit::NOW);
+        let mut log = WarningLog::default();
+        let all = |_: &WarningKey| true;
+        let no_capacity = |key: &WarningKey| *key != WarningKey::ImplausibleCapacity;
+        assert_eq!(log.update(&[capacity(5)], all, t0).len(), 1);
+        assert!(log.update(&[], no_capacity, t0).is_empty());
+        assert!(log.update(&[capacity(5)], all, t0).is_empty());
+        assert_eq!(
+            log.update(&[], all, t0),
+            [WarningLine::Cleared(WarningKey::ImplausibleCapacity)]
+        );
     }
 
     #[test]

@@ -278,7 +278,7 @@ async fn control_loop(
         }
 
         let now = Timestamp::now();
-        rt.settle_unanswered();
+        rt.settle_unanswered(now);
         rt.refresh_drains(now, false).await;
         let (policies, zones) = rt.clocks(now);
         if let Some(due) = timer.due(&policies, &zones, now) {

@@ -66,7 +66,3 @@ pub(crate) fn record_verified(
         }
     }
 }
-
-/// Why a DryRun policy's planned eviction was not checked this cycle.
-pub(crate) const OVER_VERIFY_BUDGET: &str =
-    "not verified this cycle: the cycle's dry-run budget (--dry-run-verify-per-cycle) was used up";

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
 
+use super::{Warning, WarningKey};
 use crate::{api::BudgetsAfterClose, cluster::Snapshot, windows::ZoneState};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -40,7 +41,7 @@ impl ZoneView {
 pub fn zone_views(
     snapshot: &Snapshot,
     now: Timestamp,
-) -> (BTreeMap<String, ZoneView>, Vec<String>) {
+) -> (BTreeMap<String, ZoneView>, Vec<Warning>) {
     let mut node_counts: BTreeMap<&str, usize> = BTreeMap::new();
     for state in snapshot.nodes.values() {
         if let Some(zone) = state
@@ -58,9 +59,14 @@ pub fn zone_views(
         // evictions until then, silently. It counts as now: one evictPeriod of pause at most.
         let last_round = zone.last_eviction_round.map(|last| {
             if last > now {
-                warnings.push(format!(
-                    "RevocableZone {}: status.lastEvictionRound {last} is in the future; counted as now",
-                    zone.name
+                warnings.push(Warning::new(
+                    WarningKey::RoundInFuture {
+                        zone: zone.name.clone(),
+                    },
+                    format!(
+                        "RevocableZone {}: status.lastEvictionRound {last} is in the future; counted as now",
+                        zone.name
+                    ),
                 ));
             }
             last.min(now)
@@ -97,10 +103,15 @@ pub fn zone_views(
         .filter(|zone| !snapshot.zones.contains_key(*zone))
         .collect();
     warnings.extend(unknown.into_iter().map(|zone| {
-        format!(
-            "{} node(s) are labelled volcano.sh/revocable-zone={zone} but there is no RevocableZone {zone}: \
-             tidal does not manage them",
-            node_counts[zone]
+        Warning::new(
+            WarningKey::UnknownZone {
+                zone: zone.to_owned(),
+            },
+            format!(
+                "{} node(s) are labelled volcano.sh/revocable-zone={zone} but there is no RevocableZone {zone}: \
+                 tidal does not manage them",
+                node_counts[zone]
+            ),
         )
     }));
     (views, warnings)

@@ -19,8 +19,8 @@ use crate::{
     api::PolicyMode,
     cluster::{ObjectKey, PolicyInfo, Snapshot},
     framework::{
-        PlanContext, PlannedEviction, SkipReason, Skipped, Strategy, StrategyId, ZoneView,
-        zone_views,
+        PlanContext, PlannedEviction, SkipReason, Skipped, Strategy, StrategyId, Warning,
+        WarningKey, ZoneView, zone_views,
     },
     gates::SharedCounts,
 };
@@ -241,17 +241,19 @@ pub fn plan_all_in_flight(
     let (zones, mut warnings) = zone_views(snapshot, now);
     warnings.extend(missing_podgroups(snapshot));
     warnings.extend(unreadable_pods(snapshot));
-    warnings.extend(unreadable_nodes(snapshot));
-    warnings.extend(implausible_capacity(snapshot));
     let mut planned = in_flight;
     let mut plans = Vec::new();
     // Every plan counts against the shared limits, DryRun ones too: what the policies sharing a
     // limit would do together is what their reports must show.
     let shared = SharedCounts::default();
     let mut summaries = BTreeMap::new();
+    let mut capacity_readers = CapacityReaders::default();
     for (at, policy) in policies.iter().enumerate() {
         let (plan, summary) =
             plan_policy_sharing(snapshot, policy, now, &zones, &planned, rows, &shared);
+        if plan.error.is_none() {
+            capacity_readers.note(policy, &summary);
+        }
         summaries.insert(plan.policy.clone(), summary);
         // Only the policies after this one read what it evicts (hashing every key costs a few
         // milliseconds at 10,000 evictions).
@@ -261,19 +263,57 @@ pub fn plan_all_in_flight(
         }
         plans.push(plan);
     }
+    warnings.extend(unreadable_nodes(snapshot, &capacity_readers));
+    warnings.extend(implausible_capacity(snapshot, &capacity_readers));
     CyclePlan {
         now,
         zones,
         plans,
         warnings,
         summaries,
+        capacity_readers,
+    }
+}
+
+/// What the policies that ran read of nodes' capacity. The warnings about capacity data speak only
+/// of what runs: a cluster whose device plugins misreport allocatable is no news to a policy that
+/// weighs no node's capacity, and would be told so every cycle.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CapacityReaders {
+    /// The utilization strategies that ran (lowNodeUtilization, highNodeUtilization).
+    pub utilization: BTreeSet<StrategyId>,
+    /// A policy that ran looks for a node each evicted pod fits on (`protections.nodeFit`).
+    pub node_fit: bool,
+}
+
+impl CapacityReaders {
+    fn note(&mut self, policy: &PolicyInfo, ran: &[(StrategyId, StrategyTally)]) {
+        self.utilization
+            .extend(ran.iter().map(|(id, _)| *id).filter(|id| {
+                matches!(
+                    id,
+                    StrategyId::LowNodeUtilization | StrategyId::HighNodeUtilization
+                )
+            }));
+        self.node_fit |= policy.spec.protections.node_fit;
+    }
+
+    /// The utilization strategies that ran, as the subject of a sentence: `lowNodeUtilization
+    /// leaves`, `lowNodeUtilization and highNodeUtilization leave`; `None` when neither ran.
+    fn utilization_leave(&self) -> Option<String> {
+        let names: Vec<String> = self.utilization.iter().map(ToString::to_string).collect();
+        match names.len() {
+            0 => None,
+            1 => Some(format!("{} leaves", names[0])),
+            _ => Some(format!("{} leave", names.join(" and "))),
+        }
     }
 }
 
 /// Jobs whose pods name a PodGroup that does not exist (a typo, a group deleted before its pods, or
 /// Volcano not installed): their budget is not the group's but the pods' own or the policy's default,
 /// which the author of the annotation probably did not mean.
-pub fn missing_podgroups(snapshot: &Snapshot) -> Vec<String> {
+pub fn missing_podgroups(snapshot: &Snapshot) -> Vec<Warning> {
     snapshot
         .jobs
         .iter()
@@ -282,13 +322,18 @@ pub fn missing_podgroups(snapshot: &Snapshot) -> Vec<String> {
             snapshot.podgroup(&job.namespace, &job.name).is_none()
         })
         .map(|(job, state)| {
-            format!(
+            let text = format!(
                 "{} pod(s) name PodGroup {}/{} (scheduling.k8s.io/group-name), which does not exist: \
                  their job budget is the pods' own or the policy's default",
                 state.pods.len(),
                 job.namespace,
                 job.name
-            )
+            );
+            let key = WarningKey::MissingPodGroup {
+                namespace: job.namespace.to_string(),
+                name: job.name.to_string(),
+            };
+            Warning::new(key, text)
         })
         .collect()
 }
@@ -296,40 +341,57 @@ pub fn missing_podgroups(snapshot: &Snapshot) -> Vec<String> {
 /// Pods with a value tidal cannot read (a request of `abc`, `-5`, `1e400`): never evicted, and their
 /// node's load counts as unknown, so no strategy proposes them and they would otherwise go unseen.
 /// One line for all, naming the first few.
-pub fn unreadable_pods(snapshot: &Snapshot) -> Option<String> {
+pub fn unreadable_pods(snapshot: &Snapshot) -> Option<Warning> {
     let pods = snapshot.pods_with_problems();
     first_few(pods, |pod| pod.problems()[0].to_string()).map(|(count, named)| {
-        format!(
+        let text = format!(
             "{count} pod(s) have values tidal cannot read; they are never evicted and their nodes' load \
              counts as unknown: {named}"
-        )
+        );
+        Warning::new(WarningKey::UnreadablePods, text)
     })
 }
 
 /// Nodes with a value tidal cannot read (an allocatable of `NaN`, `1e400`, `-100` or `12abc`): their
-/// capacity is unknown, not zero, so no pod is placed on them in a plan and the utilization
-/// strategies leave them alone (no source, no destination): a value read wrongly never widens
-/// disruption. One line for all, naming the first few.
-pub fn unreadable_nodes(snapshot: &Snapshot) -> Option<String> {
+/// capacity is unknown, not zero, so node fit places no pod on them and the utilization strategies
+/// leave them alone (no source, no destination): a value read wrongly never widens disruption. One
+/// line for all, naming the first few; only when a policy that ran reads node capacity that way.
+pub fn unreadable_nodes(snapshot: &Snapshot, readers: &CapacityReaders) -> Option<Warning> {
+    let consequences: Vec<String> = readers
+        .node_fit
+        .then(|| "nodeFit plans no pod onto them".to_owned())
+        .into_iter()
+        .chain(
+            readers
+                .utilization_leave()
+                .map(|who| format!("{who} them alone")),
+        )
+        .collect();
+    if consequences.is_empty() {
+        return None;
+    }
     let nodes = snapshot
         .nodes
         .values()
         .filter_map(|state| state.node.as_deref())
         .filter(|node| !node.problems.is_empty());
     first_few(nodes, |node| node.problems[0].to_string()).map(|(count, named)| {
-        format!(
-            "{count} node(s) have values tidal cannot read; no pod is planned onto them and \
-             lowNodeUtilization and highNodeUtilization leave them alone: {named}"
-        )
+        let text = format!(
+            "{count} node(s) have values tidal cannot read; {}: {named}",
+            consequences.join(" and ")
+        );
+        Warning::new(WarningKey::UnreadableNodes, text)
     })
 }
 
 /// Ready nodes whose pods request more of a resource than the node has (allocatable missing, `0`, or
 /// `1m` of cpu; GPUs gone after a device-plugin restart): the capacity data is wrong, so the utilization
-/// strategies leave these nodes alone rather than drain them on its word. Said once per cycle, naming
-/// the first few, so that a node left out is never silent.
-pub fn implausible_capacity(snapshot: &Snapshot) -> Option<String> {
+/// strategies leave these nodes alone rather than drain them on its word. Said when one of them ran,
+/// naming the first few, so that a node they leave out is never silent. Node fit needs no warning:
+/// such a node is full to it, which is what its pods' requests say.
+pub fn implausible_capacity(snapshot: &Snapshot, readers: &CapacityReaders) -> Option<Warning> {
     use crate::cluster::model::resources::format_amount;
+    let who = readers.utilization_leave()?;
     let over = snapshot.nodes.iter().filter_map(|(name, state)| {
         // A node whose allocatable cannot be read is named by `unreadable_nodes`, not as zero here.
         let node = state
@@ -350,11 +412,11 @@ pub fn implausible_capacity(snapshot: &Snapshot) -> Option<String> {
         )
     });
     named.map(|(count, named)| {
-        format!(
+        let text = format!(
             "{count} node(s) hold more than their allocatable says they have, so their capacity data is \
-             wrong: lowNodeUtilization and highNodeUtilization leave them alone (no source, no \
-             destination) for that resource: {named}"
-        )
+             wrong: {who} them alone (no source, no destination) for that resource: {named}"
+        );
+        Warning::new(WarningKey::ImplausibleCapacity, text)
     })
 }
 
@@ -390,8 +452,26 @@ pub struct CyclePlan {
     pub now: Timestamp,
     pub zones: BTreeMap<String, ZoneView>,
     pub plans: Vec<Plan>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// Per policy (by name), each strategy's share of its plan and what it saw, in the order the
     /// strategies ran.
     pub summaries: BTreeMap<String, Vec<(StrategyId, StrategyTally)>>,
+    /// What the policies that ran read of nodes' capacity.
+    pub capacity_readers: CapacityReaders,
+}
+
+impl CyclePlan {
+    /// Whether this plan looked for what `key` is about. A plan of policies that read no node's
+    /// capacity does not look at it, so a capacity warning absent from it has not cleared.
+    pub fn looked_for(&self, key: &WarningKey) -> bool {
+        let readers = &self.capacity_readers;
+        match key {
+            WarningKey::UnreadableNodes => readers.node_fit || !readers.utilization.is_empty(),
+            WarningKey::ImplausibleCapacity => !readers.utilization.is_empty(),
+            WarningKey::RoundInFuture { .. }
+            | WarningKey::UnknownZone { .. }
+            | WarningKey::MissingPodGroup { .. }
+            | WarningKey::UnreadablePods => true,
+        }
+    }
 }

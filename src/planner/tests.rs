@@ -154,7 +154,7 @@ fn pods_with_unreadable_requests_are_named_not_invisible() {
         pod("ns/fine", "normal-1").bare(),
     ]);
     let snapshot = world.snapshot();
-    let warning = super::unreadable_pods(&snapshot).expect("a warning");
+    let warning = super::unreadable_pods(&snapshot).expect("a warning").text;
     assert!(warning.starts_with("1 pod(s)"), "{warning}");
     assert!(
         warning.contains("ns/bad") && warning.contains("abc"),
@@ -188,15 +188,15 @@ fn nodes_with_unreadable_allocatable_are_named_and_left_alone() {
     assert!(!plan(&mut world("10"), &policy).evictions.is_empty());
     for bad in ["NaN", "1e400", "-100", "12abc"] {
         let snapshot = world(bad).snapshot();
-        let warning = super::unreadable_nodes(&snapshot).expect("a warning");
-        assert!(
-            warning.starts_with("1 node(s)")
-                && warning.contains(&format!("Node busy: status.allocatable.cpu={bad:?}")),
-            "{warning}"
-        );
-        assert_eq!(super::implausible_capacity(&snapshot), None);
         let plans = plan_all(&snapshot, &[&policy], ts(NOW));
-        assert!(plans.warnings.contains(&warning), "{:?}", plans.warnings);
+        let texts = warning_texts(&plans);
+        assert_eq!(texts.len(), 1, "{bad}: {texts:?}");
+        assert!(
+            texts[0].starts_with("1 node(s)")
+                && texts[0].contains("lowNodeUtilization leaves them alone")
+                && texts[0].contains(&format!("Node busy: status.allocatable.cpu={bad:?}")),
+            "{texts:?}"
+        );
         assert!(
             plans.plans[0].evictions.is_empty(),
             "{bad}: {:?}",
@@ -220,23 +220,83 @@ fn nodes_holding_more_than_their_allocatable_are_named() {
     world
         .cache
         .apply_node(NodeInfo::from_node(&broken).unwrap());
-    let warning = super::implausible_capacity(&world.snapshot()).expect("a warning");
-    assert!(warning.starts_with("1 node(s)"), "{warning}");
+    let snapshot = world.snapshot();
+    let plans = plan_all(&snapshot, &[&balancing()], ts(NOW));
+    let texts = warning_texts(&plans);
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert!(texts[0].starts_with("1 node(s)"), "{texts:?}");
     assert!(
-        warning.contains("gpu-1 (cpu: pods request 500m, allocatable 0"),
-        "{warning}"
-    );
-    assert!(
-        plan_all(
-            &world.snapshot(),
-            &[&policy(json!({}))],
-            NOW.parse().unwrap()
-        )
-        .warnings
-        .contains(&warning)
+        texts[0].contains("highNodeUtilization leaves them alone")
+            && texts[0].contains("gpu-1 (cpu: pods request 500m, allocatable 0"),
+        "{texts:?}"
     );
     let mut clean = Cluster::revocable().pods([pod("ns/fine", "normal-1").bare()]);
-    assert_eq!(super::implausible_capacity(&clean.snapshot()), None);
+    assert!(
+        plan_all(&clean.snapshot(), &[&balancing()], ts(NOW))
+            .warnings
+            .is_empty()
+    );
+}
+
+/// highNodeUtilization, which reads every node's capacity.
+fn balancing() -> PolicyInfo {
+    crate::testkit::policy_yaml(
+        "mode: Evict\nstrategies:\n  highNodeUtilization:\n    thresholds: {cpu: 20}\n",
+    )
+}
+
+fn warning_texts(plans: &super::CyclePlan) -> Vec<&str> {
+    plans.warnings.iter().map(|w| w.text.as_str()).collect()
+}
+
+/// Wrong capacity data matters only to what reads it: a plan whose policies run neither utilization
+/// strategy (nor node fit, for unreadable nodes) says nothing of it, and a plan that runs one names
+/// only what runs.
+#[test]
+fn capacity_warnings_come_only_from_policies_that_read_capacity() {
+    let broken: Node = serde_json::from_value(json!({
+        "metadata": {"name": "gpu-1"},
+        "status": {"allocatable": {"cpu": "0", "memory": "32Gi", "pods": "110"},
+                   "conditions": [{"type": "Ready", "status": "True"}]},
+    }))
+    .unwrap();
+    let unreadable: Node = serde_json::from_value(json!({
+        "metadata": {"name": "nan-1"},
+        "status": {"allocatable": {"cpu": "NaN", "memory": "32Gi", "pods": "110"},
+                   "conditions": [{"type": "Ready", "status": "True"}]},
+    }))
+    .unwrap();
+    let mut world = Cluster::revocable().pods([
+        pod("ns/busy", "gpu-1").bare().patch(json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}})),
+    ]);
+    for node in [&broken, &unreadable] {
+        world.cache.apply_node(NodeInfo::from_node(node).unwrap());
+    }
+    let snapshot = world.snapshot();
+    let keys = |policies: &[&PolicyInfo]| -> Vec<super::WarningKey> {
+        let plans = plan_all(&snapshot, policies, ts(NOW));
+        plans.warnings.iter().map(|w| w.key.clone()).collect()
+    };
+    let tdm = policy(json!({}));
+    assert_eq!(keys(&[&tdm]), [], "TDM alone reads no node's capacity");
+    let node_fit = crate::testkit::policy_yaml(
+        "mode: Evict\nstrategies:\n  podLifeTime: {maxPodLifeTimeSeconds: 60}\nprotections: {nodeFit: true}\n",
+    );
+    assert_eq!(keys(&[&node_fit]), [super::WarningKey::UnreadableNodes]);
+    assert_eq!(
+        keys(&[&tdm, &balancing()]),
+        [
+            super::WarningKey::UnreadableNodes,
+            super::WarningKey::ImplausibleCapacity
+        ]
+    );
+    // A policy that does not run (here: it enables no strategy) reads nothing either.
+    let idle =
+        crate::testkit::policy_yaml("mode: Evict\nstrategies: {}\nprotections: {nodeFit: true}\n");
+    assert_eq!(keys(&[&idle]), []);
+    let plans = plan_all(&snapshot, &[&tdm], ts(NOW));
+    assert!(!plans.looked_for(&super::WarningKey::ImplausibleCapacity));
+    assert!(plans.looked_for(&super::WarningKey::UnreadablePods));
 }
 
 #[test]
@@ -257,7 +317,9 @@ fn pods_naming_a_podgroup_that_does_not_exist_are_warned_about() {
     let warnings = super::missing_podgroups(&snapshot);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
-        warnings[0].starts_with("2 pod(s) name PodGroup ns/ghost"),
+        warnings[0]
+            .text
+            .starts_with("2 pod(s) name PodGroup ns/ghost"),
         "{warnings:?}"
     );
 }
@@ -487,7 +549,7 @@ fn zone_views_report_rounds_and_unknown_zones() {
             .build(),
     );
     let snapshot = world.snapshot();
-    let (views, warnings): (BTreeMap<String, ZoneView>, Vec<String>) =
+    let (views, warnings): (BTreeMap<String, ZoneView>, Vec<super::Warning>) =
         zone_views(&snapshot, ts(NOW));
     let recent = &views["recent"];
     assert!(!recent.round_due);
@@ -496,7 +558,11 @@ fn zone_views_report_rounds_and_unknown_zones() {
     assert!(views["z"].evicting_now());
     assert_eq!(views["z"].nodes, 1);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].contains("volcano.sh/revocable-zone=nobody"));
+    assert!(
+        warnings[0]
+            .text
+            .contains("volcano.sh/revocable-zone=nobody")
+    );
 }
 
 /// The descheduler's global caps, converted into `limits.shared`: one count across the policies.

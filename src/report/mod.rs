@@ -212,7 +212,7 @@ impl Report {
             skipped: Vec::new(),
             waiting: Vec::new(),
             strategies: Vec::new(),
-            warnings: cycle.warnings.clone(),
+            warnings: cycle.warnings.iter().map(|w| w.text.clone()).collect(),
             clock: clock::Clock::new(TimeZone::UTC, cycle.now),
         };
         for zone in cycle.zones.values() {

@@ -678,7 +678,7 @@ mod tests {
             Some(crate::testkit::ts("2026-11-22T04:05:00Z"))
         );
         assert!(
-            warnings.iter().any(|w| w.contains("in the future")),
+            warnings.iter().any(|w| w.text.contains("in the future")),
             "{warnings:?}"
         );
     }

@@ -387,7 +387,8 @@ impl<'c> Simulation<'c> {
     }
 
     fn warn_once(&mut self, cycle: &CyclePlan) {
-        self.warnings.extend(cycle.warnings.iter().cloned());
+        self.warnings
+            .extend(cycle.warnings.iter().map(|w| w.text.clone()));
         for plan in &cycle.plans {
             if let Some(error) = &plan.error {
                 self.warnings

@@ -84,6 +84,9 @@ pub enum EvictionFault {
     /// Handled normally (the pod is evicted), but the answer only leaves after this delay: with a
     /// shorter client timeout, an eviction that went through although the client saw none.
     LateAnswer(Duration),
+    /// Dropped: nothing happens to the pod, and after this delay a 503 answers a client that has
+    /// given up by then (a server restarting under the request). Recorded with code 503.
+    NoAnswer(Duration),
 }
 
 #[derive(Clone, Debug)]
@@ -888,6 +891,19 @@ async fn route(
                     let response = evict(inner, &target, name, &query, body, user, request_index);
                     tokio::time::sleep(delay).await;
                     response
+                }
+                EvictionFault::NoAnswer(delay) => {
+                    inner.lock().evictions.push(EvictionRecord {
+                        namespace: target.namespace.clone().unwrap_or_default(),
+                        name: name.clone(),
+                        dry_run: query.get("dryRun").map(String::as_str) == Some("All"),
+                        code: 503,
+                        body,
+                        user,
+                        request_index,
+                    });
+                    tokio::time::sleep(delay).await;
+                    status_response(503, "ServiceUnavailable", "the answer nobody waited for")
                 }
                 EvictionFault::None => {
                     evict(inner, &target, name, &query, body, user, request_index)

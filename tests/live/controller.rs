@@ -1045,6 +1045,65 @@ async fn an_eviction_unanswered_to_the_last_retry_is_settled_by_the_watch() {
     controller.stop().await;
 }
 
+/// Every attempt of an eviction goes unanswered, and the server never applied it (it restarted
+/// under the request). Once the pods' watch has listed again from after the attempt and shows the
+/// pod running, the pod counts again at once (counted failed, once) and a later round evicts it:
+/// its job's budget is not held for the whole `--in-flight-ttl`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_eviction_the_server_dropped_is_settled_by_a_relist() {
+    let server = Scenario::start().await;
+    base(&server, "1s", "Evict");
+    server.eviction_faults(&[
+        EvictionFault::NoAnswer(std::time::Duration::from_secs(3)),
+        EvictionFault::Code(503),
+        EvictionFault::Code(503),
+    ]);
+    server.apply(pod(&format!("{NS}/misplaced"), "rev-1"));
+    let flags = ["--leader-elect", "false", "--in-flight-ttl", "1h"];
+    let controller = server.controller_configured("a", &flags, |config| {
+        config.eviction.request_timeout = std::time::Duration::from_millis(500);
+        config.eviction.retry.max_attempts = 3;
+        config.eviction.retry.initial = std::time::Duration::from_millis(10);
+    });
+    let in_flight = |metrics: &str| metric_sum(metrics, r#"tidal_cache_objects{kind="in_flight"}"#);
+    // Held as leaving, neither counted nor sent again while the watch has not shown what happened.
+    eventually_async("the pod held as leaving", || async {
+        let metrics = controller.metrics().await;
+        (in_flight(&metrics) == 1.0).then_some(())
+    })
+    .await;
+    assert_eq!(real_attempts(&server.evictions(), "misplaced"), 3);
+    server.expire_watches();
+    let metrics = eventually_async("the eviction settled", || async {
+        let metrics = controller.metrics().await;
+        (result(&metrics, "failed") >= 1.0).then_some(metrics)
+    })
+    .await;
+    assert_eq!(result(&metrics, "failed"), 1.0, "{metrics}");
+    assert_eq!(result(&metrics, "evicted_unconfirmed"), 0.0, "{metrics}");
+    // It counts again: a later round evicts it, this time with an answer.
+    let codes = eventually("the pod evicted by a later round", || {
+        let codes: Vec<u16> = server
+            .evictions()
+            .iter()
+            .filter(|e| e.name == "misplaced")
+            .map(|e| e.code)
+            .collect();
+        codes.contains(&201).then_some(codes)
+    })
+    .await;
+    assert_eq!(codes, vec![503, 503, 503, 201]);
+    // One Event, for the eviction that went through.
+    let events = eventually("the pod's Event", || {
+        let events = events_about(&server, "misplaced", "Descheduled");
+        (!events.is_empty()).then_some(events)
+    })
+    .await;
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert!(!events[0]["note"].as_str().unwrap().contains("unconfirmed"));
+    controller.stop().await;
+}
+
 /// A pod under two PodDisruptionBudgets gets a 500 that no retry fixes: sent once, skipped as error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_under_two_budgets_is_not_retried() {
@@ -1120,7 +1179,7 @@ async fn an_attempt_ends_at_the_deadline_or_when_leadership_lapses() {
         .await
         .expect("the attempt ends at the cycle's deadline");
     // Sent and never answered: the server may have applied it, so it is not taken for a failure.
-    assert!(matches!(outcome, Outcome::Unanswered(_)), "{outcome:?}");
+    assert!(matches!(outcome, Outcome::Unanswered { .. }), "{outcome:?}");
 
     let far = Instant::now() + Duration::from_secs(3600);
     let guard = Lapsing(Duration::from_millis(300));

@@ -14,66 +14,11 @@ use serde::de::DeserializeOwned;
 
 use crate::api::{DeschedulingPolicy, PodGroup, RevocableZone};
 use crate::cluster::{
-    ClaimInfo, ClusterCache, NamespaceInfo, NodeInfo, ObjectKey, PdbInfo, PodGroupInfo, PodInfo,
-    PolicyInfo, Unnamed, ZoneInfo,
+    ClaimInfo, ClusterCache, NamespaceInfo, NodeInfo, ObjectKey, ObjectKind, PdbInfo, PodGroupInfo,
+    PodInfo, PolicyInfo, Unnamed, ZoneInfo,
 };
 
 pub(crate) mod decode;
-
-/// The kinds of object the cache holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ObjectKind {
-    Node,
-    Pod,
-    PodDisruptionBudget,
-    PodGroup,
-    RevocableZone,
-    DeschedulingPolicy,
-    /// For namespace labels (the evictor's `namespaceLabelSelector`, affinity namespace selectors).
-    Namespace,
-    /// For their StorageClass (`protections.protectedStorageClasses`).
-    PersistentVolumeClaim,
-}
-
-impl ObjectKind {
-    pub const ALL: [ObjectKind; 8] = [
-        ObjectKind::Node,
-        ObjectKind::Pod,
-        ObjectKind::PodDisruptionBudget,
-        ObjectKind::PodGroup,
-        ObjectKind::RevocableZone,
-        ObjectKind::DeschedulingPolicy,
-        ObjectKind::Namespace,
-        ObjectKind::PersistentVolumeClaim,
-    ];
-
-    /// The API group and resource the controller lists and watches for this kind (its RBAC needs).
-    pub fn api_resource(self) -> (&'static str, &'static str) {
-        match self {
-            ObjectKind::Node => ("", "nodes"),
-            ObjectKind::Pod => ("", "pods"),
-            ObjectKind::PodDisruptionBudget => ("policy", "poddisruptionbudgets"),
-            ObjectKind::PodGroup => ("scheduling.volcano.sh", "podgroups"),
-            ObjectKind::RevocableZone => ("tidal.dev", "revocablezones"),
-            ObjectKind::DeschedulingPolicy => ("tidal.dev", "deschedulingpolicies"),
-            ObjectKind::Namespace => ("", "namespaces"),
-            ObjectKind::PersistentVolumeClaim => ("", "persistentvolumeclaims"),
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ObjectKind::Node => "Node",
-            ObjectKind::Pod => "Pod",
-            ObjectKind::PodDisruptionBudget => "PodDisruptionBudget",
-            ObjectKind::PodGroup => "PodGroup",
-            ObjectKind::RevocableZone => "RevocableZone",
-            ObjectKind::DeschedulingPolicy => "DeschedulingPolicy",
-            ObjectKind::Namespace => "Namespace",
-            ObjectKind::PersistentVolumeClaim => "PersistentVolumeClaim",
-        }
-    }
-}
 
 /// A Kubernetes type the cache ingests.
 pub trait Ingest: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static {

@@ -6,7 +6,6 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
 
 use crate::api::{labels, policy::JobBudgetSpec};
-use crate::cluster::PodInfo;
 use crate::cluster::model::setting::{Setting, Sources};
 
 /// An absolute count or a percentage of the job's pods (percentages round up, as Volcano does).
@@ -155,34 +154,6 @@ impl JobStats {
     /// Pods that are neither running nor finished: pending, unknown, terminating or being evicted.
     pub fn unavailable(&self) -> u32 {
         self.total - self.finished - self.running
-    }
-
-    /// The counter `pod` adds to, `leaving` saying whether it counts as gone. The one rule for both
-    /// the walk and the kept summary, so that they cannot drift apart.
-    fn counter(&mut self, pod: &PodInfo, leaving: bool) -> Option<&mut u32> {
-        if pod.phase.is_finished() {
-            Some(&mut self.finished)
-        } else if leaving {
-            Some(&mut self.leaving)
-        } else if pod.is_available() {
-            Some(&mut self.running)
-        } else {
-            None
-        }
-    }
-
-    pub(crate) fn add(&mut self, pod: &PodInfo, leaving: bool) {
-        self.total += 1;
-        if let Some(counter) = self.counter(pod, leaving) {
-            *counter += 1;
-        }
-    }
-
-    pub(crate) fn remove(&mut self, pod: &PodInfo, leaving: bool) {
-        self.total = self.total.saturating_sub(1);
-        if let Some(counter) = self.counter(pod, leaving) {
-            *counter = counter.saturating_sub(1);
-        }
     }
 }
 

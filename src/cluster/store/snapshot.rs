@@ -120,6 +120,38 @@ impl Aggregate for JobState {
     }
 }
 
+/// How a job's pods count in its [`JobStats`], beside the job aggregates that keep them: the budget
+/// arithmetic (`model::job_budget`) reads the counts and never a pod.
+impl JobStats {
+    /// The counter `pod` adds to, `leaving` saying whether it counts as gone. The one rule for both
+    /// the walk and the kept summary, so that they cannot drift apart.
+    fn counter(&mut self, pod: &PodInfo, leaving: bool) -> Option<&mut u32> {
+        if pod.phase.is_finished() {
+            Some(&mut self.finished)
+        } else if leaving {
+            Some(&mut self.leaving)
+        } else if pod.is_available() {
+            Some(&mut self.running)
+        } else {
+            None
+        }
+    }
+
+    pub(crate) fn add(&mut self, pod: &PodInfo, leaving: bool) {
+        self.total += 1;
+        if let Some(counter) = self.counter(pod, leaving) {
+            *counter += 1;
+        }
+    }
+
+    pub(crate) fn remove(&mut self, pod: &PodInfo, leaving: bool) {
+        self.total = self.total.saturating_sub(1);
+        if let Some(counter) = self.counter(pod, leaving) {
+            *counter = counter.saturating_sub(1);
+        }
+    }
+}
+
 /// What a job's pods add up to, counted as they come and go.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct JobSummary {

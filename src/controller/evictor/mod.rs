@@ -214,9 +214,10 @@ impl Evictor {
         deadline: Instant,
         guard: &dyn Guard,
     ) -> Outcome {
-        // Set once an attempt got no answer: the server may have evicted the pod all the same, so a
-        // later 404 (or 409, the pod already replaced) is this eviction's own effect, not a vanished pod.
-        let mut maybe_applied = false;
+        // When the last attempt that got no answer ended: the server may have evicted the pod all the
+        // same, so a later 404 (or 409, the pod already replaced) is this eviction's own effect, not a
+        // vanished pod; and if none comes, the watch settles it from that instant on.
+        let mut unanswered_until: Option<jiff::Timestamp> = None;
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -230,7 +231,8 @@ impl Evictor {
             }
             let failure = match self.attempt(request, deadline, guard).await {
                 Attempt::Done(outcome) => {
-                    let outcome = after_unanswered(outcome, maybe_applied && !request.dry_run);
+                    let maybe_applied = unanswered_until.is_some() && !request.dry_run;
+                    let outcome = after_unanswered(outcome, maybe_applied);
                     log_outcome(request, &outcome);
                     return outcome;
                 }
@@ -239,7 +241,9 @@ impl Evictor {
                     return Outcome::Abandoned(why.to_string());
                 }
                 Attempt::Transient { why, unanswered } => {
-                    maybe_applied |= unanswered;
+                    if unanswered {
+                        unanswered_until = Some(jiff::Timestamp::now());
+                    }
                     why
                 }
             };
@@ -251,10 +255,9 @@ impl Evictor {
                 None => {
                     warn!(pod = %request.pod, attempt, %failure, "eviction failed; giving up this cycle");
                     let why = format!("{failure} (after {attempt} attempts)");
-                    return if maybe_applied && !request.dry_run {
-                        Outcome::Unanswered(why)
-                    } else {
-                        Outcome::Failed(why)
+                    return match unanswered_until {
+                        Some(ended) if !request.dry_run => Outcome::Unanswered { why, ended },
+                        _ => Outcome::Failed(why),
                     };
                 }
             }

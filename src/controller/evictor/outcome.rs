@@ -1,5 +1,7 @@
 //! What an eviction answer means for tidal. Pure: status code and message in, decision out.
 
+use jiff::Timestamp;
+
 use crate::framework::{Refusal, SkipReason};
 
 /// The kind of answer the API server gave, as far as retrying is concerned.
@@ -76,7 +78,12 @@ pub enum Outcome {
     Failed(String),
     /// Retries exhausted after an attempt that got no answer: the server may have applied it. The
     /// pod is held as leaving until the watch shows whether it went (`controller::unanswered`).
-    Unanswered(String),
+    /// `ended`: when the last attempt that got no answer ended, which is what the watch is compared
+    /// with.
+    Unanswered {
+        why: String,
+        ended: Timestamp,
+    },
     /// Never sent, or abandoned: no longer leader, shutting down, or out of time.
     Abandoned(String),
     /// A DryRun policy's planned eviction that no dry run checked this cycle (past the cycle's
@@ -95,7 +102,7 @@ impl Outcome {
             Outcome::Gone => "gone",
             Outcome::Replaced => "replaced",
             Outcome::Failed(_) => "failed",
-            Outcome::Unanswered(_) => "unanswered",
+            Outcome::Unanswered { .. } => "unanswered",
             Outcome::Abandoned(_) => "abandoned",
             Outcome::Unverified(_) => "unverified",
         }
@@ -120,7 +127,7 @@ impl Outcome {
                 "the pod was replaced by another with the same name",
             )),
             Outcome::Failed(why) => Some(Refusal::new(SkipReason::Error, why.clone())),
-            Outcome::Unanswered(why) => Some(Refusal::new(
+            Outcome::Unanswered { why, .. } => Some(Refusal::new(
                 SkipReason::Error,
                 format!(
                     "{why}; an attempt got no answer, so the pod counts as leaving until the watch shows whether it went"

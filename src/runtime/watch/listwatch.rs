@@ -13,6 +13,7 @@ use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use http::{Request, header};
 use http_body_util::BodyExt;
+use jiff::Timestamp;
 use kube::{Client, Resource, core::ObjectList, runtime::watcher};
 use serde::de::DeserializeOwned;
 use tracing::{debug, info, warn};
@@ -162,11 +163,22 @@ pub async fn mirror<K>(
                 apply_lenient_event(&shared, &mut relist, event, observer.as_ref(), &mut logged);
             };
             let unreadable = || observer.unreadable(K::KIND);
+            let streaming = |on: bool| {
+                let since = on.then(Timestamp::now);
+                shared.write().note_streaming(K::KIND, since);
+            };
             // The watch-list's stream goes on as the first watch.
             let end = match stream.take() {
-                Some(mut open) => follow::<K>(&mut open, &mut version, apply, unreadable).await,
-                None => watch_once::<K>(&client, wire, &mut version, apply, unreadable).await,
+                Some(mut open) => {
+                    streaming(true);
+                    follow::<K>(&mut open, &mut version, apply, unreadable).await
+                }
+                None => {
+                    let connected = || streaming(true);
+                    watch_once::<K>(&client, wire, &mut version, apply, unreadable, connected).await
+                }
             };
+            streaming(false);
             match end {
                 Ok(WatchEnd::Closed) => failures = 0,
                 Ok(WatchEnd::Relist(why)) => {
@@ -357,13 +369,15 @@ where
     }
 }
 
-/// One watch from `version`, applying events as they arrive and moving `version` along.
+/// One watch from `version`, applying events as they arrive and moving `version` along; `connected`
+/// is called once the server has accepted it.
 async fn watch_once<K>(
     client: &Client,
     wire: Wire,
     version: &mut String,
     apply: impl FnMut(watcher::Event<Lenient<K>>),
     unreadable: impl Fn(),
+    connected: impl FnOnce(),
 ) -> Result<WatchEnd, String>
 where
     K: ProtobufKind + Resource<DynamicType = ()> + DeserializeOwned + Clone,
@@ -381,6 +395,7 @@ where
     if !status.is_success() {
         return Err(format!("watch answered {status}"));
     }
+    connected();
     let protobuf = protobuf::is_protobuf(content_type(&response).as_deref());
     let mut stream = EventStream::new(response.into_body(), protobuf);
     follow::<K>(&mut stream, version, apply, unreadable).await

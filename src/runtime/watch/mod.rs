@@ -424,7 +424,9 @@ pub fn apply_event<K: Ingest>(
         watcher::Event::Init => {
             // Until this list completes, the cache may miss objects: hold planning.
             shared.set_synced(K::KIND, false);
-            relist.start(shared.read().holds_any(K::KIND));
+            let mut cache = shared.write();
+            relist.start(cache.holds_any(K::KIND));
+            cache.note_list_start(K::KIND, at);
         }
         watcher::Event::InitApply(object) => {
             relist.read(|| object.key());
@@ -458,6 +460,7 @@ pub fn apply_event<K: Ingest>(
                     gone.len()
                 }
             };
+            shared.write().note_list_done(K::KIND);
             observer.relisted(K::KIND, removed);
             info!(
                 kind = K::KIND.as_str(),

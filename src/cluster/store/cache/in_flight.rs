@@ -1,14 +1,29 @@
 //! What this process started and the watches have not confirmed yet: pods it evicted that have not
 //! terminated, and eviction rounds and drains its zones' status does not show. They count in every
 //! snapshot, so that no pod is evicted twice, `evictPeriod` holds and a started drain goes on before
-//! the API server echoes the change back.
+//! the API server echoes the change back. And how far each watch has caught up, which tells when
+//! the absence of a confirmation means that nothing happened.
 
 use std::time::Duration;
 
 use jiff::Timestamp;
 
 use super::ClusterCache;
-use crate::cluster::{DrainStart, ObjectKey, ZoneInfo};
+use crate::cluster::{DrainStart, ObjectKey, ObjectKind, ZoneInfo};
+
+/// How far one kind's watch has brought the cache, by the watch adapter's clock: after an eviction
+/// that got no answer, whether the cache can show what became of its pod.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WatchProgress {
+    /// When the latest list of the kind that completed began. Lists read the API server's current
+    /// state (no resourceVersion), so the cache has shown the kind as of that instant or later since.
+    pub listed_from: Option<Timestamp>,
+    /// When the list under way began.
+    listing_from: Option<Timestamp>,
+    /// Since when the watch has streamed without a break: from then on, what the API server writes
+    /// reaches the cache as it is written. `None` while it is down or listing.
+    pub streaming_since: Option<Timestamp>,
+}
 
 #[derive(Clone, Debug)]
 pub(super) struct InFlight {
@@ -150,6 +165,31 @@ impl ClusterCache {
 
     pub fn evicting_count(&self) -> usize {
         self.evicting.len()
+    }
+
+    /// A list of `kind` begins at `at` (again, if one was under way): the watch is not streaming.
+    pub fn note_list_start(&mut self, kind: ObjectKind, at: Timestamp) {
+        let progress = self.watches.entry(kind).or_default();
+        progress.listing_from = Some(at);
+        progress.streaming_since = None;
+    }
+
+    /// The list of `kind` under way has completed.
+    pub fn note_list_done(&mut self, kind: ObjectKind) {
+        let progress = self.watches.entry(kind).or_default();
+        if let Some(from) = progress.listing_from.take() {
+            progress.listed_from = Some(from);
+        }
+    }
+
+    /// The watch of `kind` streams from `since` on, or (`None`) no longer does.
+    pub fn note_streaming(&mut self, kind: ObjectKind, since: Option<Timestamp>) {
+        self.watches.entry(kind).or_default().streaming_since = since;
+    }
+
+    /// How far the watch of `kind` has caught up (nothing known for a cache no watch feeds).
+    pub fn watch_progress(&self, kind: ObjectKind) -> WatchProgress {
+        self.watches.get(&kind).copied().unwrap_or_default()
     }
 
     /// Records that this process started an eviction round in `zone` at `at`, so that `evictPeriod`

@@ -14,14 +14,14 @@ use jiff::Timestamp;
 mod in_flight;
 mod snapshot_sync;
 
+pub use in_flight::WatchProgress;
 use in_flight::{InFlight, LocalZoneNotes, Terminations};
 pub use snapshot_sync::{Retired, SnapshotUpdate};
 
 use crate::cluster::{
-    ingest::ObjectKind,
     model::config::{PolicyInfo, ZoneInfo},
     model::constraints::Constraints,
-    model::keys::{Name, ObjectKey},
+    model::keys::{Name, ObjectKey, ObjectKind},
     model::namespace::NamespaceInfo,
     model::node::NodeInfo,
     model::pod::{PodInfo, PodInterner},
@@ -73,6 +73,8 @@ pub struct ClusterCache {
     /// Objects the watches serve but tidal cannot read, left out of the cache: why, and their uid when
     /// known, so that the controller can put a Warning Event on each.
     unreadable: BTreeMap<(ObjectKind, ObjectKey), Unreadable>,
+    /// How far each kind's watch has caught up.
+    watches: BTreeMap<ObjectKind, WatchProgress>,
 }
 
 /// An object left out of the cache because it cannot be read.
