@@ -148,6 +148,8 @@ pub enum Bound {
 #[derive(Clone, Debug, PartialEq)]
 pub struct DrainEstimate {
     pub zone: String,
+    /// The instant the estimate was made.
+    pub as_of: Timestamp,
     pub first_round: Timestamp,
     pub close: Option<Timestamp>,
     /// Pods to evict (queued ones included) and their jobs.
@@ -183,7 +185,8 @@ impl DrainEstimate {
         if self.stays.values().sum::<u32>() > 0 || self.cut_short {
             None
         } else {
-            Some(self.done_at.unwrap_or(self.first_round))
+            // Nothing to evict and nothing leaving: empty already, whenever its next round is.
+            Some(self.done_at.unwrap_or(self.as_of))
         }
     }
 
@@ -380,7 +383,9 @@ pub fn estimate(zones: &[ZoneDrain], sending: &Sending) -> Vec<DrainEstimate> {
             (None, None) => break,
         }
     }
-    sims.into_iter().map(finish).collect()
+    sims.into_iter()
+        .map(|sim| finish(sim, sending.now))
+        .collect()
 }
 
 fn send_one(
@@ -542,7 +547,7 @@ fn plan_round(
     zone.next_round = next;
 }
 
-fn finish(zone: ZoneSim<'_>) -> DrainEstimate {
+fn finish(zone: ZoneSim<'_>, as_of: Timestamp) -> DrainEstimate {
     let input = zone.input;
     let pods: u32 = input
         .jobs
@@ -595,6 +600,7 @@ fn finish(zone: ZoneSim<'_>) -> DrainEstimate {
     let bound = bound_of(input, &zone);
     DrainEstimate {
         zone: input.zone.clone(),
+        as_of,
         first_round: input.first_round,
         close: input.close,
         pods,

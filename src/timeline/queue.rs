@@ -233,7 +233,7 @@ mod tests {
     }
 
     #[test]
-    fn the_earliest_close_goes_first_and_pods_go_their_grace_after_the_answer() {
+    fn the_least_slack_goes_first_and_pods_go_their_grace_after_the_answer() {
         let mut queue = queue(1.0, 1);
         queue.push(request("late", at(900), None));
         queue.push(request("early", at(600), None));

@@ -167,3 +167,166 @@ async fn a_close_that_cannot_be_met_is_signalled_and_held_rounds_retry_after_evi
     .await;
     controller.stop().await;
 }
+
+/// A drain whose round is still going out, slowly, when the plan is made again: the plan sends the
+/// queued evictions on from where the queue is, rather than planning them again at the next round
+/// (`evictPeriod`, 5 minutes away, past the close). The close is met, and nothing says otherwise:
+/// no `DrainAtRisk`, `DrainOnTrack` True throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_still_in_the_queue_is_planned_where_it_is_and_a_close_that_is_met_raises_no_warning()
+ {
+    const PODS: usize = 30;
+    let server = Scenario::start().await;
+    server.set_eviction_delay(Duration::from_millis(500));
+    server.apply(node("rev-1").zone("z"));
+    server.apply(node("std-1"));
+    server.apply(
+        zone("z")
+            .window(&window_closing_in(4))
+            .spec(json!({"drainBefore": "10m", "evictPeriod": "5m"})),
+    );
+    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
+    for i in 0..PODS {
+        server.apply(
+            pod(&format!("{NS}/p-{i:02}"), "rev-1")
+                .preemptable()
+                .owned_by("ReplicaSet", &format!("p-{i:02}")),
+        );
+    }
+    let controller = server.controller_with(
+        "a",
+        &["--leader-elect", "false", "--eviction-concurrency", "1"],
+    );
+    // While the round goes out (one answer every half second), the plan is made again every few
+    // seconds with most of it still queued.
+    let mut looked = 0;
+    while accepted_with_prefix(&server, "p-") < PODS {
+        let status = zone_status(&server, "z");
+        if let Some(on_track) = condition(&status, "DrainOnTrack") {
+            assert_eq!(on_track["status"], json!("True"), "{status:#}");
+            looked += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(
+        looked > 5,
+        "the status was looked at while the round went out"
+    );
+    // One more refresh of the plan (every 5 s while a drain is under way) with the round done.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        events_about(&server, "z", "DrainAtRisk"),
+        Vec::<Value>::new()
+    );
+    controller.stop().await;
+}
+
+/// A close called at risk (a job that may lose one pod at a time) is called so once, and the call is
+/// withdrawn when the plan expects the close met again (the job's PodGroup lets it lose them all at
+/// once): a Normal `DrainOnTrack` Event, and the condition True again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_called_at_risk_is_withdrawn_once_it_will_be_met() {
+    let server = Scenario::start().await;
+    server.serve_podgroups(true);
+    server.set_eviction_effect(EvictionEffect::Terminate);
+    server.apply(node("rev-1").zone("z"));
+    server.apply(node("std-1"));
+    server.apply(zone("z").window(&window_closing_in(10)).evict_period("1s"));
+    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
+    server.apply(podgroup(&format!("{NS}/big")).annotation("volcano.sh/jdb-max-unavailable", "1"));
+    for i in 0..40 {
+        server.apply(
+            pod(&format!("{NS}/big-{i:02}"), "rev-1")
+                .preemptable()
+                .owned_by("ReplicaSet", "big")
+                .in_group("big")
+                .spec("terminationGracePeriodSeconds", json!(60)),
+        );
+    }
+    let controller = server.controller();
+    eventually("the close called at risk", || {
+        (events_about(&server, "z", "DrainAtRisk").len() == 1).then_some(())
+    })
+    .await;
+    server.update("podgroups", NS, "big", |group| {
+        group["metadata"]["annotations"]["volcano.sh/jdb-max-unavailable"] = json!("100%");
+    });
+
+    let back = eventually("the call withdrawn", || {
+        events_about(&server, "z", "DrainOnTrack")
+            .into_iter()
+            .next()
+    })
+    .await;
+    assert_eq!(back["type"], json!("Normal"), "{back:#}");
+    let note = back["note"].as_str().unwrap();
+    assert!(note.contains("expected done by the close"), "{note}");
+    let status = eventually("the condition True again", || {
+        let status = zone_status(&server, "z");
+        condition(&status, "DrainOnTrack")
+            .filter(|c| c["status"] == json!("True"))
+            .map(|_| status)
+    })
+    .await;
+    assert!(
+        status["drain"]["marginSeconds"].as_i64().unwrap() > 0,
+        "{status:#}"
+    );
+    controller.wait_cycles(1.0).await;
+    assert_eq!(events_about(&server, "z", "DrainAtRisk").len(), 1);
+    controller.stop().await;
+}
+
+/// How long pods take to go is measured from their eviction's answer, not from when the eviction
+/// was queued: eight pods gone a fifth of a second after their evictions, which are answered half a
+/// second apart one at a time, are learned to take well under a second (not the up to 4 s they
+/// also waited in the queue). A ninth pod in its cooldown keeps the estimate saying what it assumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn termination_is_learned_from_the_eviction_s_answer() {
+    let server = Scenario::start().await;
+    server.set_eviction_delay(Duration::from_millis(500));
+    server.set_eviction_effect(EvictionEffect::Terminate);
+    server.apply(node("rev-1").zone("z"));
+    server.apply(node("std-1"));
+    server.apply(zone("z").window(&closed_window()).evict_period("1h"));
+    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
+    for i in 0..8 {
+        server.apply(
+            pod(&format!("{NS}/p-{i}"), "rev-1")
+                .preemptable()
+                .owned_by("ReplicaSet", &format!("p-{i}"))
+                .spec("terminationGracePeriodSeconds", json!(30)),
+        );
+    }
+    server.apply(
+        pod(&format!("{NS}/cooling"), "rev-1")
+            .preemptable()
+            .owned_by("ReplicaSet", "cooling")
+            .just_scheduled()
+            .annotation("volcano.sh/cooldown-time", "1h"),
+    );
+    let controller = server.controller_with(
+        "a",
+        &["--leader-elect", "false", "--eviction-concurrency", "1"],
+    );
+    // Each evicted pod terminates for a fifth of a second after its answer.
+    let mut gone = 0;
+    while gone < 8 {
+        let accepted = accepted_with_prefix(&server, "p-");
+        if accepted > gone {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            server.finish_terminations();
+            gone = accepted;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let summary = eventually("the summary once the eight are gone", || {
+        let status = zone_status(&server, "z");
+        let summary = status["drain"]["summary"].as_str()?.to_owned();
+        (accepted_with_prefix(&server, "p-") == 8 && status["drain"]["remainingPods"] == json!(1))
+            .then_some(summary)
+    })
+    .await;
+    assert!(summary.contains("pods gone 0s after eviction"), "{summary}");
+    controller.stop().await;
+}
