@@ -47,6 +47,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use tidal::{
     api::DeschedulingPolicySpec,
     cluster::{ClusterCache, NodeInfo, ObjectKey, PodInfo, PolicyInfo, Snapshot},
+    drain,
     planner::{self, SkipRows},
 };
 use tidal_testkit::synthetic::{
@@ -517,7 +518,8 @@ criterion_group!(
     benches,
     steady_cycle,
     steady_cycle_real_server_shape,
-    steady_tdm_closed_zones
+    steady_tdm_closed_zones,
+    drain_plan_three_zones
 );
 criterion_main!(snapshot);
 
@@ -548,21 +550,42 @@ fn real_server_shape() -> ClusterCache {
 /// closed at the bench's instant; their pods are not preemptable (the zones' preemptable pods are
 /// gone), so TDM leaves every one of them alone.
 fn real_server_shape_with_zones(zone_nodes: usize) -> ClusterCache {
-    const NAMESPACES: usize = 200;
     let mut cache = ClusterCache::new();
-    for zone in ["rz1", "rz2"]
-        .into_iter()
-        .take(if zone_nodes > 0 { 2 } else { 0 })
-    {
-        let object: tidal::api::RevocableZone = serde_json::from_value(serde_json::json!({
-            "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
-            "metadata": {"name": zone},
+    if zone_nodes > 0 {
+        for zone in ["rz1", "rz2"] {
             // Closed at the bench's instant (2026-11-18T11:06:40Z).
-            "spec": {"windows": [{"time": "08:00-09:00"}]},
-        }))
-        .expect("a zone");
-        cache.apply_zone(tidal::cluster::ZoneInfo::from_zone(&object).expect("named"));
+            apply_zone(
+                &mut cache,
+                zone,
+                serde_json::json!({"windows": [{"time": "08:00-09:00"}]}),
+            );
+        }
     }
+    fill_real_server_shape(
+        &mut cache,
+        |n| (n < zone_nodes).then_some(if n < zone_nodes / 2 { "rz1" } else { "rz2" }),
+        |_, _| {},
+    );
+    cache
+}
+
+fn apply_zone(cache: &mut ClusterCache, name: &str, spec: serde_json::Value) {
+    let object: tidal::api::RevocableZone = serde_json::from_value(serde_json::json!({
+        "apiVersion": "tidal.dev/v1alpha1", "kind": "RevocableZone",
+        "metadata": {"name": name}, "spec": spec,
+    }))
+    .expect("a zone");
+    cache.apply_zone(tidal::cluster::ZoneInfo::from_zone(&object).expect("named"));
+}
+
+/// The nodes and pods of [`real_server_shape`], node `n` in the revocable zone `zone_of(n)`, each
+/// pod's JSON given to `adapt` with its node's zone before it is applied.
+fn fill_real_server_shape(
+    cache: &mut ClusterCache,
+    zone_of: impl Fn(usize) -> Option<&'static str>,
+    mut adapt: impl FnMut(&'static str, &mut serde_json::Value),
+) {
+    const NAMESPACES: usize = 200;
     let heartbeat = "2026-11-25T00:00:00Z";
     let mut i = 0usize;
     for n in 0..5_000usize {
@@ -570,9 +593,9 @@ fn real_server_shape_with_zones(zone_nodes: usize) -> ClusterCache {
         let resources = serde_json::json!({"cpu": "32", "memory": "128Gi", "pods": "110"});
         let mut labels = serde_json::json!({
             "kubernetes.io/hostname": name, "topology.kubernetes.io/zone": format!("zone-{}", n % 3)});
-        if n < zone_nodes {
-            labels["volcano.sh/revocable-zone"] =
-                serde_json::json!(if n < zone_nodes / 2 { "rz1" } else { "rz2" });
+        let zone = zone_of(n);
+        if let Some(zone) = zone {
+            labels["volcano.sh/revocable-zone"] = serde_json::json!(zone);
         }
         let node: Node = serde_json::from_value(serde_json::json!({
             "metadata": {"name": name, "labels": labels},
@@ -591,7 +614,7 @@ fn real_server_shape_with_zones(zone_nodes: usize) -> ClusterCache {
         for _ in 0..count {
             let namespace = format!("bench-{:03}", i % NAMESPACES);
             let replica_set = format!("rs-{:05}", i / NAMESPACES / 10);
-            let pod: Pod = serde_json::from_value(serde_json::json!({
+            let mut pod = serde_json::json!({
                 "metadata": {"name": format!("pod-{i:06}"), "namespace": namespace,
                     "labels": {"app": replica_set},
                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
@@ -602,8 +625,11 @@ fn real_server_shape_with_zones(zone_nodes: usize) -> ClusterCache {
                     "resources": {"requests": {"cpu": cpu, "memory": memory}}}]},
                 "status": {"phase": "Running", "startTime": heartbeat,
                     "conditions": [{"type": "Ready", "status": "True"}]},
-            }))
-            .expect("a pod");
+            });
+            if let Some(zone) = zone {
+                adapt(zone, &mut pod);
+            }
+            let pod: Pod = serde_json::from_value(pod).expect("a pod");
             cache.apply_pod(
                 PodInfo::from_pod(&pod).expect("named"),
                 jiff::Timestamp::UNIX_EPOCH,
@@ -611,7 +637,128 @@ fn real_server_shape_with_zones(zone_nodes: usize) -> ClusterCache {
             i += 1;
         }
     }
+}
+
+/// The three zones of the real-server drain runs, in [`real_server_shape`]: `rz1` (nodes 0-499)
+/// with 6,304 preemptable one-pod jobs, `rz2` (500-999) with 3,837, `rz3` (1,000-1,199) with 988
+/// and 40 jobs of 25 pods owned by their PodGroups (`jdb-max-unavailable: 20%`, grace 20 s); the
+/// other pods on the zones are not preemptable. `rz1` and `rz3` close at 11:26:01, `rz2` at 11:28:01,
+/// about 20 minutes after the bench's instant; `spec` is merged into each zone's.
+fn three_draining_zones(spec: &serde_json::Value) -> ClusterCache {
+    let mut cache = ClusterCache::new();
+    for (zone, close) in [("rz1", "11:26"), ("rz2", "11:28"), ("rz3", "11:26")] {
+        let mut zone_spec = serde_json::json!({"windows": [{"time": format!("00:00-{close}")}]});
+        for (key, value) in spec.as_object().into_iter().flatten() {
+            zone_spec[key] = value.clone();
+        }
+        apply_zone(&mut cache, zone, zone_spec);
+    }
+    for group in 0..40 {
+        let podgroup: tidal::api::PodGroup = serde_json::from_value(serde_json::json!({
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": format!("gang-{group:02}"), "namespace": "bench-gang",
+                "annotations": {"volcano.sh/jdb-max-unavailable": "20%"}},
+            "spec": {"minMember": 1},
+        }))
+        .expect("a PodGroup");
+        cache
+            .apply_podgroup(tidal::cluster::PodGroupInfo::from_podgroup(&podgroup).expect("named"));
+    }
+    let mut preemptable: std::collections::BTreeMap<&'static str, usize> = Default::default();
+    fill_real_server_shape(
+        &mut cache,
+        |n| match n {
+            0..500 => Some("rz1"),
+            500..1_000 => Some("rz2"),
+            1_000..1_200 => Some("rz3"),
+            _ => None,
+        },
+        |zone, pod| {
+            let count = preemptable.entry(zone).or_default();
+            let one_pod_jobs = match zone {
+                "rz1" => 6_304,
+                "rz2" => 3_837,
+                _ => 988,
+            };
+            let name = pod["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            if *count < one_pod_jobs {
+                pod["metadata"]["annotations"] =
+                    serde_json::json!({"volcano.sh/preemptable": "true"});
+                pod["metadata"]["ownerReferences"][0]["name"] = serde_json::json!(name);
+                pod["metadata"]["ownerReferences"][0]["uid"] =
+                    serde_json::json!(format!("rs-{name}"));
+            } else if zone == "rz3" && *count < one_pod_jobs + 1_000 {
+                let group = format!("gang-{:02}", (*count - one_pod_jobs) / 25);
+                pod["metadata"]["namespace"] = serde_json::json!("bench-gang");
+                pod["metadata"]["annotations"] = serde_json::json!({
+                    "volcano.sh/preemptable": "true", "scheduling.k8s.io/group-name": group});
+                pod["metadata"]["ownerReferences"] = serde_json::json!([{
+                    "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                    "name": group, "uid": format!("pg-{group}"), "controller": true}]);
+                pod["spec"]["terminationGracePeriodSeconds"] = serde_json::json!(20);
+            }
+            *count += 1;
+        },
+    );
     cache
+}
+
+/// The drain plan the controller makes every few seconds while drains are near or under way, over
+/// the real-server cluster with the three zones of the drain runs: `waiting`, 19 minutes before the
+/// closes, with `rz1` and `rz3` choosing their `auto` starts together (`rz2` starts 10 minutes
+/// ahead); `draining`, every zone draining (a lead of an hour). The snapshot update is in the timing,
+/// as the controller's refresh has it. Beside `steady_cycle_real_server_shape`, the
+/// lowNodeUtilization cycle of the same cluster.
+fn drain_plan_three_zones(c: &mut Criterion) {
+    let now = jiff::Timestamp::constant(1_795_000_000, 0);
+    let spec: DeschedulingPolicySpec =
+        serde_saphyr::from_str(REAL_SERVER_TDM).expect("the bench's policy");
+    let policy = PolicyInfo::new("bench-tdm".into(), None, spec);
+    let settings = drain::DrainSettings::new(drain::Pacing {
+        qps: 20.0,
+        burst: 40,
+        concurrency: 8,
+        request: drain::Pacing::ASSUMED_REQUEST,
+    });
+    let mut group = flat_group(c, "cycle_5000_nodes_150000_pods", Duration::from_secs(10));
+    for (name, spec) in [
+        ("drain_plan_three_zones/waiting", serde_json::json!({})),
+        (
+            "drain_plan_three_zones/draining",
+            serde_json::json!({"drainBefore": "1h"}),
+        ),
+    ] {
+        let mut cache = three_draining_zones(&spec);
+        if name.ends_with("waiting") {
+            apply_zone(
+                &mut cache,
+                "rz2",
+                serde_json::json!({"windows": [{"time": "00:00-11:28"}], "drainBefore": "10m"}),
+            );
+        }
+        let mut live = cache.snapshot();
+        let refresh = |cache: &mut ClusterCache, live: &mut Snapshot| {
+            drop(cache.update_snapshot(live));
+            drain::plan(live, &[&policy], now, &settings, &drain::Live::none())
+        };
+        for zone in refresh(&mut cache, &mut live) {
+            eprintln!(
+                "{name}: {}: {} pods, starts {:?}, empty at {:?}, at risk {}",
+                zone.zone,
+                zone.remaining,
+                zone.drain_start,
+                zone.expected_empty_at(),
+                zone.at_risk
+            );
+        }
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(refresh(&mut cache, &mut live).len()))
+        });
+    }
+    group.finish();
 }
 
 fn steady_cycle_real_server_shape(c: &mut Criterion) {

@@ -244,6 +244,10 @@ impl JobSim {
 struct ZoneSim<'a> {
     input: &'a ZoneDrain,
     next_round: Timestamp,
+    /// From when a round is due: `evictPeriod` after the last round that took pods. A zone whose
+    /// round found nothing to take is tried again at its `next_round`, or at any cycle before that
+    /// which another zone's round brings, as the controller plans every due zone in each cycle.
+    due_from: Timestamp,
     jobs: Vec<JobSim>,
     rounds: Vec<RoundEstimate>,
     sent_by: Option<Timestamp>,
@@ -299,6 +303,7 @@ pub fn estimate(zones: &[ZoneDrain], sending: &Sending) -> Vec<DrainEstimate> {
         .map(|input| ZoneSim {
             input,
             next_round: input.first_round,
+            due_from: input.first_round,
             jobs: input
                 .jobs
                 .iter()
@@ -358,16 +363,31 @@ pub fn estimate(zones: &[ZoneDrain], sending: &Sending) -> Vec<DrainEstimate> {
     let gone_after = sending.pacing.request;
     // Every request queued so far was queued by now: the instant of the last event.
     let mut clock = sending.now;
+    // A zone's close is a cycle of the controller too (it acts on the zone's new phase): due zones
+    // waiting for a round are tried then.
+    let mut closes: Vec<Timestamp> = zones
+        .iter()
+        .filter_map(|z| z.close)
+        .filter(|close| *close > sending.now)
+        .collect();
+    closes.sort_unstable();
+    closes.dedup();
+    let mut closes = closes.into_iter().peekable();
     loop {
         let round = sims
             .iter()
             .enumerate()
             .filter(|(_, z)| !z.cut_short && !z.stuck && z.remaining())
             .min_by_key(|(_, z)| z.next_round)
-            .map(|(at, z)| (z.next_round, at));
+            .map(|(at, z)| (z.next_round, Some(at)));
+        // A close before the next round is a cycle, while any zone has pods left to take.
+        let cycle = match (round, closes.peek().copied()) {
+            (Some((at, _)), Some(close)) if close < at => Some((close, None)),
+            (round, _) => round,
+        };
         let send = (!queue.is_empty()).then(|| sender.next_send(clock));
         // Sends that can go before the next round go first: the round then sees them on the wire.
-        match (send, round) {
+        match (send, cycle) {
             (Some(at), Some((round_at, _))) if at <= round_at => {
                 clock = at;
                 send_one(&mut sims, &mut sender, &mut queue, at);
@@ -378,7 +398,24 @@ pub fn estimate(zones: &[ZoneDrain], sending: &Sending) -> Vec<DrainEstimate> {
             }
             (_, Some((round_at, zone))) => {
                 clock = clock.max(round_at);
-                plan_round(&mut sims[zone], zone, round_at, &mut queue, gone_after);
+                if zone.is_none() {
+                    closes.next();
+                }
+                if let Some(zone) = zone {
+                    plan_round(&mut sims[zone], zone, round_at, &mut queue, gone_after);
+                }
+                // The same cycle tries every other zone whose round is due but found nothing last.
+                for (other, sim) in sims.iter_mut().enumerate() {
+                    let waiting = Some(other) != zone
+                        && sim.due_from <= round_at
+                        && sim.next_round > round_at
+                        && !sim.cut_short
+                        && !sim.stuck
+                        && sim.remaining();
+                    if waiting {
+                        plan_round(sim, other, round_at, &mut queue, gone_after);
+                    }
+                }
             }
             (None, None) => break,
         }
@@ -510,6 +547,9 @@ fn plan_round(
             .all(|(sim, job)| sim.leaving.is_empty() && job.pods[sim.next].from <= at);
     if round.pods > 0 {
         zone.rounds.push(round);
+        zone.due_from = at
+            .checked_add(input.evict_period.max(SignedDuration::from_secs(1)))
+            .unwrap_or(Timestamp::MAX);
     }
     if zone.rounds.len() >= MAX_ROUNDS {
         zone.cut_short = true;

@@ -116,6 +116,7 @@ pub fn plan(
     let mut pods = inputs::zone_pods(snapshot, policy, &closes, now, termination, live.queued);
 
     let mut zones: Vec<(&ZoneInfo, ZoneDrain, Start, u32)> = Vec::new();
+    let mut durations_alone = Vec::new();
     for (name, (close, evicting)) in &ahead {
         let (Some(zone), Some(zone_pods)) = (snapshot.zones.get(name), pods.remove(name)) else {
             continue;
@@ -130,13 +131,16 @@ pub fn plan(
             jobs: zone_pods.jobs,
             stays: zone_pods.stays,
         };
-        let start = first_start(zone, &drain, *evicting, now, settings);
+        // How long an `auto` drain takes on its own: its first start, and what its messages compare.
+        let alone = zone
+            .drains_automatically()
+            .then(|| alone(&drain, now, settings))
+            .unwrap_or_default();
+        let start = first_start(zone, &drain, *evicting, alone, settings);
         zones.push((zone, drain, start, zone_pods.remaining));
+        durations_alone.push(alone);
     }
-    let alone: Vec<SignedDuration> = zones
-        .iter()
-        .map(|(_, drain, ..)| alone(drain, now, settings))
-        .collect();
+    let alone = durations_alone;
     let sending = Sending {
         pacing: settings.pacing,
         now,
@@ -221,7 +225,7 @@ fn first_start(
     zone: &ZoneInfo,
     drain: &ZoneDrain,
     evicting: bool,
-    now: Timestamp,
+    alone: SignedDuration,
     settings: &DrainSettings,
 ) -> Start {
     let Some(close) = drain.close.filter(|_| !evicting) else {
@@ -231,9 +235,7 @@ fn first_start(
             .and_then(|close| zone.drain_started.filter(|s| s.close == close));
         // An `auto` drain under way still says when `maxDrainBefore` was too short for it.
         let capped = match (drain.close, started) {
-            (Some(close), Some(_)) => {
-                auto_start(zone, close, alone(drain, now, settings), settings).1
-            }
+            (Some(close), Some(_)) => auto_start(zone, close, alone, settings).1,
             _ => None,
         };
         return Start::Evicting {
@@ -244,7 +246,7 @@ fn first_start(
     if let Some(start) = zone.fixed_drain_start(close) {
         return Start::Fixed(start);
     }
-    let (at, capped) = auto_start(zone, close, alone(drain, now, settings), settings);
+    let (at, capped) = auto_start(zone, close, alone, settings);
     Start::Auto { at, capped }
 }
 

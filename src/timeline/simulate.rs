@@ -433,7 +433,9 @@ impl<'c> Simulation<'c> {
                 evicting_zones.insert(name.clone());
             }
         }
-        self.retries.retain(|_, retry| *retry > at);
+        // As the controller's attempts: a zone that evicted this cycle is not tried again early.
+        self.retries
+            .retain(|zone, retry| *retry > at && !moves.contains_key(&Some(zone.clone())));
         for (name, view) in &cycle.zones {
             let blocked = view.evicting_now()
                 && !moves.contains_key(&Some(name.clone()))
