@@ -31,6 +31,12 @@ pub(crate) fn ts(text: &str) -> Timestamp {
     text.parse().expect("test timestamp")
 }
 
+/// An instant `seconds` after a fixed start (2027-01-15T08:00:00Z): for tests of pure decisions
+/// that count time from a start of their own.
+pub(crate) fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_second(1_800_000_000 + seconds).expect("test instant")
+}
+
 /// The kit's clock, which the object builders count from: [`NOW`].
 pub(crate) fn now() -> Timestamp {
     ts(NOW)

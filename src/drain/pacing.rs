@@ -202,10 +202,7 @@ impl Sender {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn at(seconds: i64) -> Timestamp {
-        Timestamp::from_second(1_800_000_000 + seconds).unwrap()
-    }
+    use crate::testkit::at;
 
     fn ms(millis: i64) -> SignedDuration {
         SignedDuration::from_millis(millis)

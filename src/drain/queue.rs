@@ -258,10 +258,7 @@ impl<T> EvictionQueue<T> {
 mod tests {
     use super::*;
     use crate::cluster::IntOrPercent;
-
-    fn at(seconds: i64) -> Timestamp {
-        Timestamp::from_second(1_800_000_000 + seconds).unwrap()
-    }
+    use crate::testkit::at;
 
     fn secs(seconds: i64) -> SignedDuration {
         SignedDuration::from_secs(seconds)

@@ -193,10 +193,7 @@ impl EvictionQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn at(seconds: i64) -> Timestamp {
-        Timestamp::from_second(1_800_000_000 + seconds).unwrap()
-    }
+    use crate::testkit::at;
 
     fn request(name: &str, priority: Timestamp, give_up_at: Option<Timestamp>) -> Request {
         Request {

@@ -196,55 +196,6 @@ impl ZoneSchedule {
         None
     }
 
-    /// Pushes every possible change instant in `(limit, t]`, as [`Self::collect_candidates`] does
-    /// ahead: boundaries of the occurrences starting from `today - days_before` to a little after
-    /// today, and the time-zone transitions.
-    fn collect_candidates_before(
-        &self,
-        today: Date,
-        days_before: i64,
-        limit: Timestamp,
-        t: Timestamp,
-        out: &mut Vec<Timestamp>,
-    ) {
-        let mut push = |candidate: Timestamp| {
-            if candidate > limit && candidate <= t {
-                out.push(candidate);
-            }
-        };
-        for day_offset in -(days_before + DAYS_BEFORE)..=DAYS_BEFORE {
-            let Some(day) = add_days(today, day_offset) else {
-                continue;
-            };
-            let weekday = day.weekday().into();
-            for window in self.windows.iter().filter(|w| w.starts_on(weekday)) {
-                let (open, close) = window.occurrence_bounds();
-                for second in [open, close] {
-                    let Some(civil) = civil_at(day, second) else {
-                        continue;
-                    };
-                    let ambiguous = self.time_zone.to_ambiguous_timestamp(civil);
-                    if let Ok(earlier) = ambiguous.earlier() {
-                        push(earlier);
-                    }
-                    if let Ok(later) = ambiguous.later() {
-                        push(later);
-                    }
-                }
-            }
-        }
-        for transition in self
-            .time_zone
-            .preceding(t.checked_add(SignedDuration::from_secs(1)).unwrap_or(t))
-        {
-            let at = transition.timestamp();
-            if at <= limit {
-                break;
-            }
-            push(at);
-        }
-    }
-
     /// The instant to show for a change at `change` (from `next_change`): the boundary as written for
     /// a close, the change itself for an opening.
     pub fn shown_change(&self, change: Timestamp) -> Timestamp {
@@ -291,7 +242,55 @@ impl ZoneSchedule {
                 out.push(candidate);
             }
         };
-        for day_offset in -DAYS_BEFORE..=days_after {
+        self.window_boundaries(today, -DAYS_BEFORE..=days_after, &mut push);
+        for transition in self.time_zone.following(t) {
+            let at = transition.timestamp();
+            if at > limit {
+                break;
+            }
+            push(at);
+        }
+    }
+
+    /// Pushes every possible change instant in `(limit, t]`, as
+    /// [`Self::collect_candidates`] does ahead: boundaries of the occurrences
+    /// starting from `today - days_before` to a little after today, and the
+    /// time-zone transitions.
+    fn collect_candidates_before(
+        &self,
+        today: Date,
+        days_before: i64,
+        limit: Timestamp,
+        t: Timestamp,
+        out: &mut Vec<Timestamp>,
+    ) {
+        let mut push = |candidate: Timestamp| {
+            if candidate > limit && candidate <= t {
+                out.push(candidate);
+            }
+        };
+        self.window_boundaries(today, -(days_before + DAYS_BEFORE)..=DAYS_BEFORE, &mut push);
+        let after_t = t.checked_add(SignedDuration::from_secs(1)).unwrap_or(t);
+        for transition in self.time_zone.preceding(after_t) {
+            let at = transition.timestamp();
+            if at <= limit {
+                break;
+            }
+            push(at);
+        }
+    }
+
+    /// Gives `push` the boundaries of the windows' occurrences starting on the days `days` from
+    /// `today`, under every offset valid for their civil time. In a fold the civil time occurs twice
+    /// and both are real boundaries; in a gap neither occurs, and evaluating both candidates is
+    /// harmless.
+    fn window_boundaries(
+        &self,
+        today: Date,
+        days: std::ops::RangeInclusive<i64>,
+        push: &mut impl FnMut(Timestamp),
+    ) {
+        for day_offset in days {
             let Some(day) = add_days(today, day_offset) else {
                 continue;
             };
@@ -302,9 +301,6 @@ impl ZoneSchedule {
                     let Some(civil) = civil_at(day, second) else {
                         continue;
                     };
-                    // In a fold the civil time occurs twice and both are real
-                    // boundaries; in a gap neither occurs, and evaluating both
-                    // candidates is harmless.
                     let ambiguous = self.time_zone.to_ambiguous_timestamp(civil);
                     if let Ok(earlier) = ambiguous.earlier() {
                         push(earlier);
@@ -314,13 +310,6 @@ impl ZoneSchedule {
                     }
                 }
             }
-        }
-        for transition in self.time_zone.following(t) {
-            let at = transition.timestamp();
-            if at > limit {
-                break;
-            }
-            push(at);
         }
     }
 }
