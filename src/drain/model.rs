@@ -256,14 +256,13 @@ struct ZoneSim<'a> {
     cut_short: bool,
     /// A round took nothing and no later one can: the pods left stay.
     stuck: bool,
+    /// Pods no round has taken yet: asked at every step of the estimate, so kept, not counted.
+    to_take: usize,
 }
 
 impl ZoneSim<'_> {
     fn remaining(&self) -> bool {
-        self.jobs
-            .iter()
-            .zip(&self.input.jobs)
-            .any(|(sim, job)| sim.next < job.pods.len())
+        self.to_take > 0
     }
 }
 
@@ -331,6 +330,7 @@ pub fn estimate(zones: &[ZoneDrain], sending: &Sending) -> Vec<DrainEstimate> {
             gone: Vec::new(),
             cut_short: false,
             stuck: false,
+            to_take: input.jobs.iter().map(|job| job.pods.len()).sum(),
         })
         .collect();
     let mut sender = match &sending.bucket {
@@ -503,6 +503,7 @@ fn plan_round(
         if took == 0 {
             continue;
         }
+        zone.to_take -= took;
         let taken = u32::try_from(took).unwrap_or(u32::MAX);
         sim.running = sim.running.saturating_sub(taken);
         sim.leaving.extend(std::iter::repeat_n(None, took));
