@@ -132,10 +132,11 @@ pub fn plan(
             stays: zone_pods.stays,
         };
         // How long an `auto` drain takes on its own: its first start, and what its messages compare.
-        let alone = zone
-            .drains_automatically()
-            .then(|| alone(&drain, now, settings))
-            .unwrap_or_default();
+        let alone = if zone.drains_automatically() {
+            alone(&drain, now, settings)
+        } else {
+            Default::default()
+        };
         let start = first_start(zone, &drain, *evicting, alone, settings);
         zones.push((zone, drain, start, zone_pods.remaining));
         durations_alone.push(alone);
