@@ -86,7 +86,7 @@ def report(run: str) -> str:
                     deletions.setdefault(row["zone"], []).append(parse_time(row["time"]))
 
     out = [f"run {os.path.basename(os.path.normpath(run))}: {meta.get('variant', '?')}, scale {meta.get('scale', '?')}, "
-           f"tidal {meta.get('tidalVersion', '?')} ({meta.get('commit', '?')}), populate {meta.get('populateSeconds', '?')} s, "
+           f"{meta.get('tidalVersion', 'tidal ?')}, scripts at {meta.get('commit', '?')}, populate {meta.get('populateSeconds', '?')} s, "
            f"timeline at {meta.get('timelineAt', '-')} took {meta.get('timelineSeconds', '?')} s"]
     if meta.get("kill"):
         k = meta["kill"]
@@ -108,6 +108,8 @@ def report(run: str) -> str:
             start, source = min(event_time(e) for e in started), "event"
         elif drain.get("startedAt"):
             start, source = parse_time(drain["startedAt"]), "status"
+        elif (first_draining.get(name, {}).get("drain") or {}).get("startedAt"):
+            start, source = parse_time(first_draining[name]["drain"]["startedAt"]), "status"
         elif spec.get("drainBefore", "auto") != "auto":
             lead = spec["drainBefore"]
             unit = {"s": 1, "m": 60, "h": 3600}[lead[-1]]

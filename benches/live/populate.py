@@ -147,7 +147,7 @@ def run_pool(kube: Kube, tasks, threads: int, label: str, report_every=10.0) -> 
     for task in tasks:
         work.put(task)
         now = time.monotonic()
-        if now - last >= report_every:
+        if now - last >= report_every and done[0]:
             last = now
             print(f"  {label}: {done[0]} done, {done[0] / (now - start):.0f}/s", flush=True)
     for _ in pool:
@@ -171,7 +171,8 @@ def pod_worker(kubeconfig: str, cluster: dict, group_uids: dict, part: int, part
     kube = Kube(kubeconfig)
     pods = plan_pods(cluster)
     mine = (create_pod(pod_body(p, group_uids)) for i, p in enumerate(pods) if i % parts == part)
-    out.put(run_pool(kube, mine, threads, f"pods[{part}]", report_every=30.0 if part else 10.0))
+    # only the first process reports, for all: they advance together
+    out.put(run_pool(kube, mine, threads, f"pods (x{parts})", report_every=60.0 if part == 0 else float("inf")))
 
 
 def populate_cluster(args):

@@ -11,6 +11,9 @@
 # the last close before collecting), PORT_BASE (18480: metrics and health ports of the replicas),
 # SERVER_NICE (19: the servers' niceness while tidal runs; they populate at 0).
 set -euo pipefail
+# All in one function, read whole before it runs: bash reads a script as it goes, so editing this file
+# during a run would otherwise change the run, or break it, at its collection step.
+main() {
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 export LIVE=${LIVE:-/tmp/tidal-live}
@@ -42,6 +45,7 @@ cleanup() {
   # only what this script started, by pid
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  cp "$LIVE"/cp/*.log "$OUT/" 2>/dev/null || true
   if [ "$KEEP" = 0 ]; then "$HERE/server.sh" down >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
@@ -104,9 +108,8 @@ wait_until $(( close_s - TIMELINE_AT * 60 ))
 tl0=$(date +%s.%N)
 timeline_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 "$TIDAL" timeline --kubeconfig "$TK" -o json > "$OUT/timeline.json" 2> "$OUT/timeline.err"
-"$TIDAL" timeline --kubeconfig "$TK" --time-zone UTC > "$OUT/timeline.txt" 2>/dev/null || true
 timeline_s=$(python3 -c "print(round($(date +%s.%N) - $tl0, 1))")
-log "timeline at $timeline_at ($timeline_s s for both outputs)"
+log "timeline at $timeline_at took $timeline_s s"
 
 run_tidal() { # identity metrics-port health-port extra-flags...
   local id=$1 mp=$2 hp=$3; shift 3
@@ -123,6 +126,10 @@ else
 fi
 for _ in $(seq 120); do curl -sf "127.0.0.1:$((PORT_BASE + 1))/readyz" >/dev/null && break; sleep 1; done
 log "tidal run started ($VARIANT), ready: $(curl -s "127.0.0.1:$((PORT_BASE + 1))/readyz" | head -c 80)"
+# The same timeline as a table, for reading only (compare.py reads the JSON). Taken now rather than before
+# tidal starts, which it would delay by as long again; no drain starts for minutes yet.
+"$TIDAL" timeline --kubeconfig "$TK" --time-zone UTC > "$OUT/timeline.txt" 2>/dev/null &
+pids+=($!)
 
 kill_json=null
 if [ "$VARIANT" = leader-kill ]; then
@@ -182,3 +189,5 @@ for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 pids=()
 python3 "$HERE/compare.py" "$OUT" | tee "$OUT/compare.txt"
 log "done in $(( ($(date +%s) - t0) / 60 )) min; results in $OUT"
+}
+main "$@"; exit

@@ -93,7 +93,10 @@ up() {
     --initial-cluster "live=http://127.0.0.1:$ETCD_PEER_PORT" \
     --quota-backend-bytes 8589934592 > "$CP/etcd.log" 2>&1 &
   echo $! > "$CP/etcd.pid"
-  for _ in $(seq 30); do curl -sf --max-time 1 "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1 && break; sleep 0.5; done
+  for _ in $(seq 120); do curl -sf --max-time 1 "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1 && break; sleep 0.5; done
+  if ! curl -sf --max-time 1 "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1; then
+    echo "etcd did not become healthy; see $CP/etcd.log" >&2; tail -5 "$CP/etcd.log" >&2; exit 1
+  fi
   # Default in-flight limits (400 / 200): the populator's 32 connections stay below them.
   # The service-account flags serve the TokenRequest API tidal's kubeconfig token comes from.
   nice -n "$SERVER_NICE" "$LIVE_BIN/kube-apiserver" \
