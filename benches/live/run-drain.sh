@@ -61,8 +61,12 @@ log "server up: $K"
 
 "$TIDAL" crds | kc apply -f - >/dev/null
 kc apply -f "$HERE/podgroup-crd.yaml" >/dev/null
-kc wait --for condition=established --timeout 60s crd/podgroups.scheduling.volcano.sh \
-  crd/revocablezones.tidal.dev crd/deschedulingpolicies.tidal.dev >/dev/null
+# a CRD applied a moment ago may have no status yet, which `kubectl wait` takes for an error
+for _ in $(seq 30); do
+  kc wait --for condition=established --timeout 60s crd/podgroups.scheduling.volcano.sh \
+    crd/revocablezones.tidal.dev crd/deschedulingpolicies.tidal.dev >/dev/null 2>&1 && break
+  sleep 1
+done
 log "CRDs applied"
 
 p0=$(date +%s)
