@@ -54,6 +54,36 @@ def table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def evictions_audited(run: str) -> str | None:
+    """What the API server's audit log says of the evictions sent: how many, their answers, and the pods
+    evicted more than once (answered 2xx more than once)."""
+    path = os.path.join(run, "audit.log")
+    if not os.path.exists(path):
+        return None
+    codes: dict[int, int] = {}
+    granted: dict[str, int] = {}
+    sent = 0
+    with open(path) as f:
+        for line in f:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            ref = event.get("objectRef") or {}
+            if ref.get("subresource") != "eviction" or event.get("stage") != "ResponseComplete":
+                continue
+            sent += 1
+            code = (event.get("responseStatus") or {}).get("code", 0)
+            codes[code] = codes.get(code, 0) + 1
+            if 200 <= code < 300:
+                key = f"{ref.get('namespace')}/{ref.get('name')}"
+                granted[key] = granted.get(key, 0) + 1
+    twice = sorted(k for k, n in granted.items() if n > 1)
+    answers = ", ".join(f"{code}: {n}" for code, n in sorted(codes.items()))
+    return (f"evictions sent (audit log): {sent} ({answers}); pods evicted: {len(granted)}, more than once: "
+            f"{len(twice)}" + (f" ({', '.join(twice[:5])})" if twice else ""))
+
+
 def report(run: str) -> str:
     meta = load(run, "run.json", {})
     timeline = load(run, "timeline.json", {})
@@ -92,6 +122,11 @@ def report(run: str) -> str:
         k = meta["kill"]
         out.append(f"leader {k.get('identity')} killed (SIGKILL) at {k.get('at')}; lease afterwards: holder "
                    f"{k.get('holderAfter', '?')}, acquired {k.get('acquiredAfter', '?')}, transitions {k.get('transitions', '?')}")
+    for fault in meta.get("faults") or []:
+        out.append(f"{fault.get('what')} at {fault.get('at')}: {fault.get('detail')}")
+    audit = evictions_audited(run)
+    if audit:
+        out.append(audit)
     rows = [["zone", "drain start", "timeline empty", "actual empty", "close", "margin kept", "pred. error",
              "left at close", "DrainAtRisk"]]
     at_risk_lines, started_lines, status_lines = [], [], []

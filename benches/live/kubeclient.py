@@ -119,7 +119,12 @@ class Kube:
         (again after a watch expired with 410). Runs until `stop` is set."""
         stop = stop or threading.Event()
         while not stop.is_set():
-            items, version = self.list_all(path, query)
+            try:
+                items, version = self.list_all(path, query)
+            except (OSError, http.client.HTTPException, ApiError):
+                # a server that restarts is away for longer than request() retries
+                time.sleep(1)
+                continue
             if on_list:
                 on_list(items)
             while not stop.is_set():

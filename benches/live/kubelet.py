@@ -12,6 +12,7 @@ drain run, and watching all 150,000 would cost this process more than the run is
 from __future__ import annotations
 
 import argparse
+import http.client
 import heapq
 import os
 import queue
@@ -80,6 +81,11 @@ def main():
                 if error.status not in (404, 409):  # gone already, or a namesake: nothing left to do
                     print(f"delete {ns}/{name}: {error}", file=sys.stderr, flush=True)
                     continue
+            except (OSError, http.client.HTTPException):
+                # the server is away (restarting): the deletion is due again in a second
+                with lock:
+                    heapq.heappush(due, (time.time() + 1, uid, ns, name, grace, seen_after))
+                continue
             deleted[0] += 1
             if log:
                 log.write(f"{rfc3339(time.time(), True)},{ns}/{name},{grace},{time.time() - when:.3f},{seen_after:.1f}\n")

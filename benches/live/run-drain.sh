@@ -3,9 +3,14 @@
 #   server up (fresh) -> CRDs -> populate -> tidal's RBAC and token -> kubelet stand-in + sampler -> zones
 #   closing $LEAD minutes ahead -> `tidal timeline -o json` $TIMELINE_AT minutes before the close -> `tidal run`
 #   -> wait past the last close -> collect -> compare.py -> server down.
-# usage: run-drain.sh [--scale S] [--leader-kill] [--lead MIN] [--timeline-at MIN] [--keep] [--out DIR]
+# usage: run-drain.sh [--scale S] [--leader-kill] [--restart-apiserver] [--throttle-evictions] [--lead MIN]
+#                     [--timeline-at MIN] [--keep] [--out DIR]
 #   --leader-kill  two replicas with leader election; the leader gets SIGKILL $KILL_AFTER (180) seconds
 #                  after rz3's drain started, and the other takes over
+#   --restart-apiserver   kube-apiserver stopped and started again on the same etcd $RESTART_AFTER (90)
+#                  seconds after rz1's drain started
+#   --throttle-evictions  every eviction answered 429 by API Priority and Fairness (throttle-evictions.yaml)
+#                  from $THROTTLE_AFTER (210) seconds after rz1's drain started, for $THROTTLE_FOR (60) seconds
 #   --keep         leave the server up afterwards (server.sh down stops it)
 # env: TIDAL (default <repo>/target/release/tidal), LIVE (/tmp/tidal-live), KILL_AFTER, SETTLE (60 s after
 # the last close before collecting), PORT_BASE (18480: metrics and health ports of the replicas),
@@ -18,14 +23,19 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 export LIVE=${LIVE:-/tmp/tidal-live}
 TIDAL=${TIDAL:-$REPO/target/release/tidal}
-SCALE=1 VARIANT=single LEAD=24 TIMELINE_AT=23 KEEP=0 OUT=
+SCALE=1 VARIANT=single LEAD=24 TIMELINE_AT=23 KEEP=0 OUT= RESTART=0 THROTTLE=0
 KILL_AFTER=${KILL_AFTER:-180}
+RESTART_AFTER=${RESTART_AFTER:-90}
+THROTTLE_AFTER=${THROTTLE_AFTER:-210}
+THROTTLE_FOR=${THROTTLE_FOR:-60}
 SETTLE=${SETTLE:-60}
 PORT_BASE=${PORT_BASE:-18480}
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
     --leader-kill) VARIANT=leader-kill; shift ;;
+    --restart-apiserver) RESTART=1; shift ;;
+    --throttle-evictions) THROTTLE=1; shift ;;
     --lead) LEAD=$2; shift 2 ;;
     --timeline-at) TIMELINE_AT=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
@@ -35,7 +45,10 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$TIDAL" ] || { echo "no tidal binary at $TIDAL (cargo build --release --locked)" >&2; exit 1; }
 [ "$TIMELINE_AT" -lt "$LEAD" ] || { echo "--timeline-at must be less than --lead" >&2; exit 2; }
-OUT=${OUT:-$LIVE/runs/$(date -u +%Y%m%dT%H%M%SZ)-$VARIANT}
+NAME=$VARIANT
+[ "$RESTART" = 0 ] || NAME=$NAME-restart
+[ "$THROTTLE" = 0 ] || NAME=$NAME-throttle
+OUT=${OUT:-$LIVE/runs/$(date -u +%Y%m%dT%H%M%SZ)-$NAME}
 mkdir -p "$OUT/sampler"
 unset POD_NAME POD_NAMESPACE  # tidal reads them as --identity / the lease namespace
 t0=$(date +%s)
@@ -53,7 +66,7 @@ for port in $PORT_BASE $((PORT_BASE + 1)) $((PORT_BASE + 2)) $((PORT_BASE + 3));
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "port $port is taken; set PORT_BASE" >&2; exit 1; fi
 done
 
-log "run $OUT: $VARIANT, scale $SCALE, tidal $("$TIDAL" --version), load $(cut -d' ' -f1-3 /proc/loadavg)"
+log "run $OUT: $NAME, scale $SCALE, tidal $("$TIDAL" --version), load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$HERE/server.sh" down >/dev/null
 K=$("$HERE/server.sh" up)
 kc() { kubectl --kubeconfig "$K" "$@"; }
@@ -153,6 +166,36 @@ if [ "$VARIANT" = leader-kill ]; then
   kill_json="{\"identity\": \"$holder\", \"at\": \"$killed_at\"}"
 fi
 
+faults_json=[]
+fault() { # what detail: logged, and kept for run.json
+  log "$1: $2"
+  faults_json=$(python3 -c "import json, sys; f = json.loads(sys.argv[1]); f.append({'what': sys.argv[2], 'at': sys.argv[3], 'detail': sys.argv[4]}); print(json.dumps(f))" \
+    "$faults_json" "$1" "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)" "$2")
+}
+if [ "$RESTART" = 1 ] || [ "$THROTTLE" = 1 ]; then
+  rz1_started=
+  while [ -z "$rz1_started" ] && [ "$(date +%s)" -lt "$close_s" ]; do
+    rz1_started=$(kc get rz rz1 -o jsonpath='{.status.drain.startedAt}' 2>/dev/null || true)
+    [ -n "$rz1_started" ] || sleep 2
+  done
+  [ -n "$rz1_started" ] || { echo "rz1's drain did not start before its close" >&2; exit 1; }
+  rz1_start_s=$(date -u -d "$rz1_started" +%s)
+  log "rz1's drain started at $rz1_started"
+  if [ "$RESTART" = 1 ]; then
+    wait_until $(( rz1_start_s + RESTART_AFTER ))
+    log "kube-apiserver restarting"
+    fault "kube-apiserver restarted" "$("$HERE/server.sh" restart-apiserver 2>&1 | tail -1)"
+  fi
+  if [ "$THROTTLE" = 1 ]; then
+    wait_until $(( rz1_start_s + THROTTLE_AFTER ))
+    kc apply -f "$HERE/throttle-evictions.yaml" >/dev/null
+    fault "evictions answered 429" "throttle-evictions.yaml applied for ${THROTTLE_FOR}s"
+    sleep "$THROTTLE_FOR"
+    kc delete -f "$HERE/throttle-evictions.yaml" >/dev/null
+    fault "evictions admitted again" "throttle-evictions.yaml deleted"
+  fi
+fi
+
 wait_until $(( close_s + 120 + 1 + SETTLE ))
 log "collecting"
 kc get rz -o yaml > "$OUT/zones.yaml"
@@ -160,6 +203,7 @@ kc get rz -o json > "$OUT/zones.json"
 kc get rz > "$OUT/zones.txt"
 kc get events.events.k8s.io -n default -o json > "$OUT/events.json"
 kc get dsp tdm -o yaml > "$OUT/policy.yaml"
+cp "$LIVE/cp/audit.log" "$OUT/audit.log" 2>/dev/null || true
 for id in a b; do
   [ -f "$OUT/tidal-$id.pid" ] || continue
   mp=$PORT_BASE; [ "$id" = b ] && mp=$((PORT_BASE + 2))
@@ -173,10 +217,10 @@ k = json.loads(sys.argv[1]); l = json.load(open(sys.argv[2]))['spec']
 k.update(holderAfter=l.get('holderIdentity'), acquiredAfter=l.get('acquireTime'), transitions=l.get('leaseTransitions'))
 print(json.dumps(k))" "$kill_json" "$OUT/lease.json")
 fi
-python3 - "$HERE" "$OUT/run.json" "$SCALE" "$VARIANT" "$CLOSE" "$("$TIDAL" --version)" \
-  "$(git -C "$REPO" rev-parse --short HEAD)" "$populate_s" "$timeline_at" "$timeline_s" "$kill_json" <<'EOF'
+python3 - "$HERE" "$OUT/run.json" "$SCALE" "$NAME" "$CLOSE" "$("$TIDAL" --version)" \
+  "$(git -C "$REPO" rev-parse --short HEAD)" "$populate_s" "$timeline_at" "$timeline_s" "$kill_json" "$faults_json" <<'EOF'
 import json, sys
-here, path, scale, variant, close, version, commit, populate_s, timeline_at, timeline_s, kill = sys.argv[1:]
+here, path, scale, variant, close, version, commit, populate_s, timeline_at, timeline_s, kill, faults = sys.argv[1:]
 sys.path.insert(0, here)
 from kubeclient import parse_time, rfc3339
 from shape import shape
@@ -186,7 +230,8 @@ zones = [{"name": z["name"], "drainBefore": z["drainBefore"], "close": rfc3339(m
          for z in shape(float(scale))["zones"]]
 json.dump({"scale": float(scale), "variant": variant, "closeMinute": close, "zones": zones, "tidalVersion": version,
            "commit": commit, "populateSeconds": int(populate_s), "timelineAt": timeline_at,
-           "timelineSeconds": float(timeline_s), "kill": json.loads(kill)}, open(path, "w"), indent=1)
+           "timelineSeconds": float(timeline_s), "kill": json.loads(kill), "faults": json.loads(faults)},
+          open(path, "w"), indent=1)
 EOF
 for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done

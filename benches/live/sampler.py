@@ -41,7 +41,7 @@ def main():
         signal.signal(sig, lambda *_: stop.set())
 
     lock = threading.Lock()
-    pods: dict = {}  # uid -> [zone, preemptable, terminating]
+    pods: dict = {}  # uid -> [zone, preemptable, terminating, namespace/name]
     zones: dict = {}  # zone -> summary
     violations = {"evicted": 0, "deleted": 0, "pods": []}
     listed = threading.Event()
@@ -69,20 +69,10 @@ def main():
             entry = zone_entry(z) if pre else None
             old = pods.get(meta["uid"])
             if kind == "DELETED":
-                if old is None:
-                    return
-                del pods[meta["uid"]]
-                if pre:
-                    entry["left"] -= 1
-                    entry["terminating"] -= old[2]
-                    events.write(f"{rfc3339(now, True)},{z},deleted,{key}\n")
-                    if entry["left"] == 0:
-                        entry["empty"] = rfc3339(now, True)
-                else:
-                    violation("deleted", meta)
+                gone(meta["uid"], now)
                 return
             if old is None:
-                pods[meta["uid"]] = [z, pre, False]
+                pods[meta["uid"]] = [z, pre, False, key]
                 old = pods[meta["uid"]]
                 if pre:
                     entry["left"] += 1
@@ -96,11 +86,31 @@ def main():
                 else:
                     violation("evicted", meta)
 
+    def gone(uid, now):
+        # under the lock
+        old = pods.pop(uid, None)
+        if old is None:
+            return
+        z, pre, terminating, key = old
+        if pre:
+            entry = zone_entry(z)
+            entry["left"] -= 1
+            entry["terminating"] -= terminating
+            events.write(f"{rfc3339(now, True)},{z},deleted,{key}\n")
+            if entry["left"] == 0:
+                entry["empty"] = rfc3339(now, True)
+        else:
+            namespace, name = key.split("/", 1)
+            violation("deleted", {"namespace": namespace, "name": name})
+
     def on_list(items):
+        # A list again (the watch expired, or the server restarted): what it no longer holds was deleted while
+        # the watch was away, and is counted as deleted now.
+        listed_uids = {pod["metadata"]["uid"] for pod in items}
         with lock:
-            pods.clear()
-            for entry in zones.values():
-                entry["left"] = entry["terminating"] = 0
+            now = time.time()
+            for uid in [uid for uid in pods if uid not in listed_uids]:
+                gone(uid, now)
         for pod in items:
             seen(pod, "ADDED")
         with lock:

@@ -4,6 +4,9 @@
 #   server.sh up     start (or find running) and print the admin kubeconfig's path
 #   server.sh down   stop what `up` started and delete the state (PKI, etcd data, logs)
 #   server.sh nice N re-nice both servers (run-drain.sh populates at 0, then measures at $SERVER_NICE)
+#   server.sh restart-apiserver
+#                    SIGTERM to kube-apiserver (SIGKILL after $STOP_TIMEOUT s) and start it again on the same
+#                    etcd; prints how long it was not ready
 #   server.sh status
 # TLS with a fresh CA, bearer-token authentication (a static token for the admin, ServiceAccount tokens for
 # tidal), RBAC. Kubeconfigs are written as JSON (valid YAML) so that the Python scripts need no YAML parser.
@@ -35,15 +38,17 @@ ready() { curl -sf --max-time 2 --cacert "$CP/pki/ca.crt" -H "Authorization: Bea
 stop() {
   # apiserver first, etcd last: the apiserver may take minutes over a graceful shutdown (the realnode
   # scripts saw >4 min), so each gets $STOP_TIMEOUT seconds after SIGTERM, then SIGKILL.
-  for n in kube-apiserver etcd; do
-    if alive $n; then
-      p=$(cat "$CP/$n.pid"); kill "$p" 2>/dev/null || true
-      for _ in $(seq "$STOP_TIMEOUT"); do alive $n || break; sleep 1; done
-      alive $n && kill -9 "$p" 2>/dev/null || true
-      for _ in $(seq 10); do alive $n || break; sleep 0.5; done
-    fi
-    rm -f "$CP/$n.pid"
-  done
+  for n in kube-apiserver etcd; do stop_one $n; done
+}
+
+stop_one() { # name
+  if alive "$1"; then
+    local p; p=$(cat "$CP/$1.pid"); kill "$p" 2>/dev/null || true
+    for _ in $(seq "$STOP_TIMEOUT"); do alive "$1" || break; sleep 1; done
+    alive "$1" && kill -9 "$p" 2>/dev/null || true
+    for _ in $(seq 10); do alive "$1" || break; sleep 0.5; done
+  fi
+  rm -f "$CP/$1.pid"
 }
 
 pki() {
@@ -97,6 +102,23 @@ up() {
   if ! curl -sf --max-time 1 "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1; then
     echo "etcd did not become healthy; see $CP/etcd.log" >&2; tail -5 "$CP/etcd.log" >&2; exit 1
   fi
+  start_apiserver
+  echo "$CP/admin.kubeconfig"
+}
+
+start_apiserver() {
+  # Every eviction and its answer, in the audit log (audit.log): how many were sent per pod, and how many
+  # were answered 429. Nothing else is audited.
+  cat > "$CP/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+    verbs: ["create"]
+    resources: [{group: "", resources: ["pods/eviction"]}]
+  - level: None
+EOF
   # Default in-flight limits (400 / 200): the populator's 32 connections stay below them.
   # The service-account flags serve the TokenRequest API tidal's kubeconfig token comes from.
   nice -n "$SERVER_NICE" "$LIVE_BIN/kube-apiserver" \
@@ -108,11 +130,12 @@ up() {
     --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$CP/pki/sa.pub" \
     --service-account-signing-key-file="$CP/pki/sa.key" --api-audiences=https://kubernetes.default.svc \
     --service-cluster-ip-range=10.96.0.0/16 --allow-privileged=true \
+    --audit-policy-file="$CP/audit-policy.yaml" --audit-log-path="$CP/audit.log" --audit-log-maxsize=0 \
     ${EXTRA_APISERVER_FLAGS:-} > "$CP/apiserver.log" 2>&1 &
   echo $! > "$CP/kube-apiserver.pid"
-  for _ in $(seq 120); do ready && break; kill -0 "$(cat "$CP/kube-apiserver.pid")" 2>/dev/null || break; sleep 1; done
+  # a restart on 150,000 pods fills the watch cache first: minutes on a loaded machine
+  for _ in $(seq 600); do ready && break; kill -0 "$(cat "$CP/kube-apiserver.pid")" 2>/dev/null || break; sleep 1; done
   if ! ready; then echo "kube-apiserver did not become ready; see $CP/apiserver.log" >&2; tail -20 "$CP/apiserver.log" >&2; exit 1; fi
-  echo "$CP/admin.kubeconfig"
 }
 
 case "$cmd" in
@@ -122,11 +145,19 @@ case "$cmd" in
     # only what `up` wrote: the state directory and the etcd data
     rm -rf "$ETCD_DATA" "$CP"
     ;;
+  restart-apiserver)
+    alive etcd || { echo "etcd is not running: server.sh up" >&2; exit 1; }
+    t0=$(date +%s.%N)
+    # the log of the first run is kept beside the new one
+    stop_one kube-apiserver
+    [ -f "$CP/apiserver.log" ] && mv "$CP/apiserver.log" "$CP/apiserver-$(date -u +%H%M%S).log"
+    start_apiserver
+    python3 -c "print('kube-apiserver not ready for', round($(date +%s.%N) - $t0, 1), 's')" ;;
   nice)
     # the populator wants the servers at full speed on a shared machine; the measured run at $SERVER_NICE
     for n in etcd kube-apiserver; do alive $n && renice -n "${2:?nice N}" -p "$(cat "$CP/$n.pid")" >/dev/null; done ;;
   status)
     for n in etcd kube-apiserver; do if alive $n; then echo "$n: running (pid $(cat "$CP/$n.pid"))"; else echo "$n: stopped"; fi; done
     if [ -f "$CP/admin.token" ] && ready; then echo "ready: KUBECONFIG=$CP/admin.kubeconfig"; fi ;;
-  *) echo "usage: $0 up|down|nice N|status" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|nice N|restart-apiserver|status" >&2; exit 2 ;;
 esac
