@@ -13,7 +13,7 @@ pub use ingest::Ingest;
 pub use k8s_openapi::api::core::v1::Taint;
 pub use model::Unnamed;
 pub use model::claim::ClaimInfo;
-pub use model::config::{DrainStart, PolicyInfo, ZoneInfo};
+pub use model::config::{AtRiskCall, DRAIN_ON_TRACK, DrainStart, PolicyInfo, ZoneInfo};
 pub use model::constraints::Constraints;
 pub use model::job_budget::{IntOrPercent, JobBudget, JobStats};
 pub use model::keys::{JobKey, JobKind, ObjectKey, ObjectKind};

@@ -139,6 +139,7 @@ impl CycleRunner {
                             .map(|start| (start.close, start.at)),
                         preemptable: preemptable.get(&view.name).copied().unwrap_or(0),
                         outlook: self.drains.outlook(&view.name),
+                        at_risk_written: zone.and_then(|z| z.at_risk_written),
                     }
                 })
                 .collect()

@@ -168,6 +168,45 @@ async fn a_close_that_cannot_be_met_is_signalled_and_held_rounds_retry_after_evi
     controller.stop().await;
 }
 
+/// A close called at risk by one leader is not called again by the next: the warning the zone's
+/// status shows was sent, whoever sent it. The call stays, and so does the single Warning Event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_leader_does_not_warn_again_about_a_close_already_called_at_risk() {
+    let server = Scenario::start().await;
+    server.set_eviction_effect(EvictionEffect::Terminate);
+    server.apply(node("rev-1").zone("z"));
+    server.apply(node("std-1"));
+    server.apply(zone("z").window(&window_closing_in(10)).evict_period("1s"));
+    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
+    for i in 0..50 {
+        server.apply(
+            pod(&format!("{NS}/big-{i:03}"), "rev-1")
+                .preemptable()
+                .owned_by("ReplicaSet", "big")
+                .annotation("volcano.sh/jdb-max-unavailable", "1")
+                .spec("terminationGracePeriodSeconds", json!(60)),
+        );
+    }
+    let first = server.controller_with("a", &["--leader-elect", "false"]);
+    eventually("the close called at risk", || {
+        (events_about(&server, "z", "DrainAtRisk").len() == 1).then_some(())
+    })
+    .await;
+    first.stop().await;
+
+    let next = server.controller_with("b", &["--leader-elect", "false"]);
+    next.wait_cycles(3.0).await;
+    let status = zone_status(&server, "z");
+    assert_eq!(
+        condition(&status, "DrainOnTrack").unwrap()["status"],
+        json!("False"),
+        "{status:#}"
+    );
+    let warnings = events_about(&server, "z", "DrainAtRisk");
+    assert_eq!(warnings.len(), 1, "warned again: {warnings:#?}");
+    next.stop().await;
+}
+
 /// A drain whose round is still going out, slowly, when the plan is made again: the plan sends the
 /// queued evictions on from where the queue is, rather than planning them again at the next round
 /// (`evictPeriod`, 5 minutes away, past the close). The close is met, and nothing says otherwise:

@@ -23,6 +23,15 @@ pub struct ZoneInfo {
     pub last_eviction_round: Option<Timestamp>,
     /// From `status.drain`: the close an `auto` drain started for, and when.
     pub drain_started: Option<DrainStart>,
+    /// From `status.conditions`: the drain the status calls at risk (`DrainOnTrack` False), as the
+    /// leader that wrote it warned about it.
+    pub at_risk_written: Option<AtRiskCall>,
+}
+
+/// A drain called at risk: of missing `close`, or (`None`) of a zone already closed with pods on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AtRiskCall {
+    pub close: Option<Timestamp>,
 }
 
 /// An `auto` drain decided for one close: the zone drains from `at` until `close`.
@@ -31,6 +40,9 @@ pub struct DrainStart {
     pub close: Timestamp,
     pub at: Timestamp,
 }
+
+/// The condition type of a zone's status that says whether its drain will be done by the close.
+pub const DRAIN_ON_TRACK: &str = "DrainOnTrack";
 
 impl ZoneInfo {
     pub fn from_zone(zone: &RevocableZone) -> Result<ZoneInfo, Unnamed> {
@@ -56,6 +68,12 @@ impl ZoneInfo {
                         at: drain.started_at.as_ref()?.0,
                     })
                 }),
+            at_risk_written: zone.status.as_ref().and_then(|status| {
+                let on_track = status.conditions.iter().find(|c| c.type_ == DRAIN_ON_TRACK)?;
+                (on_track.status == "False").then(|| AtRiskCall {
+                    close: status.drain.as_ref().and_then(|d| d.close.as_ref()).map(|t| t.0),
+                })
+            }),
             uid: zone.metadata.uid.clone(),
             spec: zone.spec.clone(),
             name,

@@ -15,8 +15,7 @@ use crate::{
 };
 
 pub(crate) const READY: &str = "Ready";
-/// A zone's condition saying whether it will be empty of preemptable pods at its close.
-pub(crate) const DRAIN_ON_TRACK: &str = "DrainOnTrack";
+pub(crate) use crate::cluster::DRAIN_ON_TRACK;
 
 /// Counts of one policy's cycle: plan and outcomes together.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -7,7 +7,7 @@ pub(crate) mod events;
 mod write;
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, HashMap, HashSet},
     sync::{Arc, Mutex, MutexGuard},
 };
 
@@ -72,6 +72,9 @@ struct Memory {
     /// comes back with another uid is another object (deleted and created again): it has no status
     /// and was never warned about, whatever was remembered of its namesake.
     uids: HashMap<ObjectName, String>,
+    /// The objects whose warnings, as their status shows them, this leadership term has taken over:
+    /// a warning the previous leader sent is not sent again.
+    adopted: HashSet<ObjectName>,
 }
 
 impl StatusWriter {
@@ -119,6 +122,7 @@ impl StatusWriter {
         if memory.uids.get(&key).is_some_and(|known| known != uid) {
             memory.written.remove(&key);
             memory.warned.remove(&key);
+            memory.adopted.remove(&key);
         }
         memory.uids.insert(key, uid.to_owned());
     }
@@ -130,6 +134,22 @@ impl StatusWriter {
         memory.written.retain(|key, _| keep(key));
         memory.warned.retain(|key, _| keep(key));
         memory.uids.retain(|key, _| keep(key));
+        memory.adopted.retain(keep);
+    }
+
+    /// Once per leadership term and object: takes `warning` (under `memory_key`, for `name`) as
+    /// already sent when the object's status shows it, so that a new leader does not send it again.
+    fn adopt_warning(&self, memory_key: &'static str, name: &str, warning: Option<String>) {
+        let mut memory = self.memory();
+        if !memory.adopted.insert((memory_key, name.to_owned())) {
+            return;
+        }
+        if let Some(warning) = warning {
+            memory
+                .warned
+                .entry((memory_key, name.to_owned()))
+                .or_insert(warning);
+        }
     }
 
     /// The Ready condition last written for a policy, for transition times.

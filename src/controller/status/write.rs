@@ -13,7 +13,7 @@ use super::{
     truncate, zone_reference,
 };
 use crate::{
-    cluster::{ObjectKey, ObjectKind, Unreadable},
+    cluster::{AtRiskCall, ObjectKey, ObjectKind, Unreadable},
     controller::cycle_result::{CycleResult, invalid_pods},
     drain::{
         DrainSettings, ZoneOutlook,
@@ -31,6 +31,8 @@ pub(crate) struct ZoneWrite<'a> {
     pub started: Option<(Timestamp, Timestamp)>,
     pub preemptable: u32,
     pub outlook: Option<&'a ZoneOutlook>,
+    /// The drain the zone's status calls at risk, as the cache last saw it.
+    pub at_risk_written: Option<AtRiskCall>,
 }
 
 /// What the cache says of the objects a cycle's write-back is about.
@@ -73,6 +75,11 @@ impl StatusWriter {
             self.zone(name, &status).await;
             let error = zone.view.state.as_ref().err().map(String::as_str);
             self.warn_invalid(ZONE, name, uid, error).await;
+            self.adopt_warning(
+                DRAIN_AT_RISK,
+                name,
+                zone.at_risk_written.map(|call| at_risk_key(call.close)),
+            );
             self.warn_drain(name, uid, zone.outlook).await;
         }
         self.retain(ZONE, |name| zones.iter().any(|z| z.view.name == name));
@@ -102,9 +109,7 @@ impl StatusWriter {
             }
             return;
         };
-        let close = outlook
-            .close
-            .map_or_else(|| "closed".to_owned(), |close| close.to_string());
+        let close = at_risk_key(outlook.close);
         if warned.as_ref() == Some(&close) || !self.may_write(ZONE, zone) {
             return;
         }
@@ -187,6 +192,11 @@ impl StatusWriter {
         }
         self.retain(POLICY, |name| objects.uids.contains_key(name));
     }
+}
+
+/// What the memory keeps of an at-risk warning: the close it was about.
+fn at_risk_key(close: Option<Timestamp>) -> String {
+    close.map_or_else(|| "closed".to_owned(), |close| close.to_string())
 }
 
 /// What a withdrawn at-risk call says: the close is expected kept again, or the closed zone is empty.
