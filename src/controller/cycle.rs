@@ -33,7 +33,7 @@ use crate::{
     controller::metrics::{EvictionKey, Metrics, PolicyStrategy},
     controller::status::{self, StatusWriter},
     drain::{self, Urgency},
-    framework::{Candidate, PlanContext},
+    framework::{Candidate, PlanContext, StrategyId},
     planner::{self, CyclePlan, Plan, SkipRows},
     runtime::leader::LeaderHandle,
 };
@@ -41,6 +41,9 @@ use crate::{
 /// Skipped candidates a cycle keeps in detail per policy; the rest are counted only. Status, events
 /// and metrics need the counts; nothing in a live cycle reads ten thousand rows.
 const SKIP_ROWS: SkipRows = SkipRows::AtMost(1_000);
+/// How soon a zone's round that the API server cut short (throttled, or away) is taken up again: the
+/// server's own answer, rather than `evictPeriod`, which paces the rounds it took.
+const ROUND_RETRY: SignedDuration = SignedDuration::from_secs(5);
 
 /// Knobs of a cycle.
 #[derive(Clone, Debug)]
@@ -405,7 +408,7 @@ impl CycleRunner {
                 let zone = candidate
                     .zone
                     .as_ref()
-                    .filter(|_| candidate.strategy == crate::framework::StrategyId::Tdm);
+                    .filter(|_| candidate.strategy == StrategyId::Tdm);
                 Submission {
                     request: EvictionRequest::of(&candidate.pod, false),
                     urgency: urgencies
@@ -439,6 +442,17 @@ impl CycleRunner {
             // The pod leaves from its answer on, not from its cycle: a drain's evictions go out over
             // minutes, and how long pods take to go is learned from this instant.
             let answered = Timestamp::now();
+            if outcome.cuts_round_short()
+                && let Some(zone) = candidate
+                    .zone
+                    .as_ref()
+                    .filter(|_| candidate.strategy == StrategyId::Tdm)
+            {
+                shared.write().note_round_cut_short(
+                    zone,
+                    answered.checked_add(ROUND_RETRY).unwrap_or(answered),
+                );
+            }
             if let Outcome::Unanswered { ended, .. } = outcome {
                 // Counted, and told on the pod, once the watch shows whether it went.
                 unanswered.hold(

@@ -60,9 +60,7 @@ pub(crate) fn zone_clock(
     now: Timestamp,
     planned_drain_start: Option<Timestamp>,
 ) -> ZoneClock {
-    let next_round = last_round
-        .and_then(|last| last.checked_add(zone.spec.evict_period.to_signed()).ok())
-        .filter(|next| *next > now);
+    let next_round = zone.next_round(last_round, now);
     let phase = match zone.state_at(now) {
         Err(_) => ZonePhase {
             valid: false,
@@ -338,6 +336,23 @@ mod tests {
             None,
         );
         assert!(later.phase.round_due, "evictPeriod elapsed exactly");
+    }
+
+    #[test]
+    fn a_round_the_server_cut_short_is_due_again_at_its_retry() {
+        let mut z = zone("08:00-20:00", 0, 300);
+        let round = at("2026-03-02T20:58:00Z");
+        z.round_retry = Some(at("2026-03-02T20:58:10Z"));
+        let clock = zone_clock(&z, Some(round), at("2026-03-02T20:58:05Z"), None);
+        assert!(!clock.phase.round_due);
+        assert_eq!(clock.phase.next, Some(at("2026-03-02T20:58:10Z")));
+        let retry = zone_clock(&z, Some(round), at("2026-03-02T20:58:10Z"), None);
+        assert!(retry.phase.round_due);
+        // Once a later round has started, the retry is spent: evictPeriod paces again.
+        let next_round = at("2026-03-02T20:58:10Z");
+        let after = zone_clock(&z, Some(next_round), at("2026-03-02T20:59:00Z"), None);
+        assert!(!after.phase.round_due);
+        assert_eq!(after.phase.next, Some(at("2026-03-02T21:03:10Z")));
     }
 
     #[test]

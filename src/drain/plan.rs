@@ -374,10 +374,8 @@ fn overlaps(estimates: &[DrainEstimate]) -> Vec<Vec<String>> {
 
 /// When an evicting zone's next round may start: now, or once `evictPeriod` has passed since the last.
 fn next_round(zone: &ZoneInfo, now: Timestamp) -> Timestamp {
-    zone.last_eviction_round
-        .map(|last| last.min(now))
-        .and_then(|last| last.checked_add(zone.spec.evict_period.to_signed()).ok())
-        .map_or(now, |next| next.max(now))
+    zone.next_round(zone.last_eviction_round.map(|last| last.min(now)), now)
+        .unwrap_or(now)
 }
 
 #[cfg(test)]

@@ -71,11 +71,7 @@ pub fn zone_views(
             }
             last.min(now)
         });
-        let next_round = last_round.and_then(|last| {
-            last.checked_add(zone.spec.evict_period.to_signed())
-                .ok()
-                .filter(|next| *next > now)
-        });
+        let next_round = zone.next_round(last_round, now);
         let state = zone.state_at(now);
         let schedule = zone.spec.windows_line();
         views.insert(

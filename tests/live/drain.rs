@@ -207,6 +207,30 @@ async fn a_new_leader_does_not_warn_again_about_a_close_already_called_at_risk()
     next.stop().await;
 }
 
+/// A round the API server throttles (429 without a disruption budget behind it) is not done: what it
+/// left goes seconds later, when the server takes evictions again, not one `evictPeriod` (an hour
+/// here) after the round started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_the_server_throttles_is_taken_up_again_within_seconds() {
+    let server = Scenario::start().await;
+    server.apply(node("rev-1").zone("z"));
+    server.apply(node("std-1"));
+    server.apply(zone("z").window(&closed_window()).evict_period("1h"));
+    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
+    for i in 0..10 {
+        server.apply(pod(&format!("{NS}/p-{i}"), "rev-1").preemptable());
+    }
+    server.fail_evictions(&[429; 4]);
+    let controller = server.controller();
+    eventually("every pod evicted, the throttled ones too", || {
+        (accepted_with_prefix(&server, "p-") == 10).then_some(())
+    })
+    .await;
+    let throttled = server.evictions().iter().filter(|e| e.code == 429).count();
+    assert_eq!(throttled, 4);
+    controller.stop().await;
+}
+
 /// A drain whose round is still going out, slowly, when the plan is made again: the plan sends the
 /// queued evictions on from where the queue is, rather than planning them again at the next round
 /// (`evictPeriod`, 5 minutes away, past the close). The close is met, and nothing says otherwise:

@@ -21,6 +21,10 @@ pub struct ZoneInfo {
     pub schedule: Result<ZoneSchedule, String>,
     /// From `status.lastEvictionRound`: `evictPeriod` counts from here.
     pub last_eviction_round: Option<Timestamp>,
+    /// When what the last round left, because the API server throttled or dropped its evictions, is
+    /// tried again: sooner than `evictPeriod`, which paces rounds the server took. Known to this
+    /// process only.
+    pub round_retry: Option<Timestamp>,
     /// From `status.drain`: the close an `auto` drain started for, and when.
     pub drain_started: Option<DrainStart>,
     /// From `status.conditions`: the drain the status calls at risk (`DrainOnTrack` False), as the
@@ -68,10 +72,18 @@ impl ZoneInfo {
                         at: drain.started_at.as_ref()?.0,
                     })
                 }),
+            round_retry: None,
             at_risk_written: zone.status.as_ref().and_then(|status| {
-                let on_track = status.conditions.iter().find(|c| c.type_ == DRAIN_ON_TRACK)?;
+                let on_track = status
+                    .conditions
+                    .iter()
+                    .find(|c| c.type_ == DRAIN_ON_TRACK)?;
                 (on_track.status == "False").then(|| AtRiskCall {
-                    close: status.drain.as_ref().and_then(|d| d.close.as_ref()).map(|t| t.0),
+                    close: status
+                        .drain
+                        .as_ref()
+                        .and_then(|d| d.close.as_ref())
+                        .map(|t| t.0),
                 })
             }),
             uid: zone.metadata.uid.clone(),
@@ -93,6 +105,15 @@ impl ZoneInfo {
             state.draining = started.close == close && started.at <= now;
         }
         Ok(state)
+    }
+
+    /// When the zone's next eviction round may start after its round at `last_round`: `evictPeriod`
+    /// later, or at the retry of a round the server cut short. `None`: a round is due now.
+    pub fn next_round(&self, last_round: Option<Timestamp>, now: Timestamp) -> Option<Timestamp> {
+        let last = last_round?;
+        let period_over = last.checked_add(self.spec.evict_period.to_signed()).ok()?;
+        let retry = self.round_retry.filter(|retry| *retry > last);
+        Some(retry.map_or(period_over, |retry| retry.min(period_over))).filter(|next| *next > now)
     }
 
     /// The lead of a fixed `drainBefore`; zero for `auto`, whose drains start when decided.

@@ -113,6 +113,19 @@ impl Outcome {
         matches!(self, Outcome::Evicted | Outcome::EvictedUnconfirmed)
     }
 
+    /// The API server did not take the eviction for reasons of its own rather than the pod's: it
+    /// throttled it (a 429 that no disruption budget caused), or it was never sent or given up on (the
+    /// server away, leadership lost). The round it belonged to is not done.
+    pub fn cuts_round_short(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Refused {
+                reason: SkipReason::Throttled,
+                ..
+            } | Outcome::Abandoned(_)
+        )
+    }
+
     /// Status and report treat every outcome but a (would-be) eviction as a skip, for this reason.
     pub fn refusal(&self) -> Option<Refusal> {
         match self {

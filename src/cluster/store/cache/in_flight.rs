@@ -36,6 +36,7 @@ pub(super) struct InFlight {
 pub(super) struct LocalZoneNotes {
     round: Option<Timestamp>,
     drain: Option<DrainStart>,
+    retry: Option<Timestamp>,
 }
 
 impl LocalZoneNotes {
@@ -47,6 +48,13 @@ impl LocalZoneNotes {
                 self.round = None;
             } else {
                 zone.last_eviction_round = Some(round);
+            }
+        }
+        if let Some(retry) = self.retry {
+            if zone.last_eviction_round.is_some_and(|last| last >= retry) {
+                self.retry = None;
+            } else {
+                zone.round_retry = Some(retry);
             }
         }
         if let Some(drain) = self.drain {
@@ -62,7 +70,7 @@ impl LocalZoneNotes {
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        self.round.is_none() && self.drain.is_none()
+        self.round.is_none() && self.drain.is_none() && self.retry.is_none()
     }
 }
 
@@ -205,6 +213,28 @@ impl ClusterCache {
             }
             later
         })
+    }
+
+    /// Records that the API server cut short the round under way in `zone` (it throttled or dropped
+    /// evictions): what the round left is tried again at `at`, not `evictPeriod` after the round
+    /// started. A retry already asked for and not yet made stays if it is sooner. Returns whether the
+    /// zone changed.
+    pub fn note_round_cut_short(&mut self, zone: &str, at: Timestamp) -> bool {
+        let mut retry = None;
+        let changed = self.change_zone(zone, |info| {
+            let pending = info
+                .round_retry
+                .filter(|retry| info.last_eviction_round.is_none_or(|last| *retry > last));
+            let next = pending.map_or(at, |pending| pending.min(at));
+            retry = Some(next);
+            let changed = info.round_retry != Some(next);
+            info.round_retry = Some(next);
+            changed
+        });
+        if let Some(retry) = retry {
+            self.local_notes.entry(zone.to_owned()).or_default().retry = Some(retry);
+        }
+        changed
     }
 
     /// The last eviction round this process started in `zone`, if any.

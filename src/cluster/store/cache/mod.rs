@@ -581,6 +581,29 @@ mod tests {
     }
 
     #[test]
+    fn a_round_cut_short_is_retried_at_the_soonest_asked_and_only_once() {
+        let zone = || crate::testkit::closed_zone("rz").build();
+        let secs = |s: i64| Timestamp::UNIX_EPOCH + jiff::SignedDuration::from_secs(s);
+        let mut cache = ClusterCache::new();
+        cache.apply_zone(zone());
+        assert!(cache.note_eviction_round("rz", secs(10)));
+        assert!(cache.note_round_cut_short("rz", secs(15)));
+        assert!(
+            !cache.note_round_cut_short("rz", secs(17)),
+            "a later answer does not put off the retry"
+        );
+        assert_eq!(cache.zone("rz").unwrap().round_retry, Some(secs(15)));
+        // The watch delivers the zone again: the retry, known to this process only, holds.
+        cache.apply_zone(zone());
+        assert_eq!(cache.zone("rz").unwrap().round_retry, Some(secs(15)));
+        // The retry round starts; a cut short of that round asks for a retry of its own.
+        assert!(cache.note_eviction_round("rz", secs(15)));
+        assert!(cache.note_round_cut_short("rz", secs(21)));
+        assert_eq!(cache.zone("rz").unwrap().round_retry, Some(secs(21)));
+        assert!(!cache.note_round_cut_short("missing", secs(21)));
+    }
+
+    #[test]
     fn an_eviction_given_up_makes_the_pod_count_again() {
         let mut cache = ClusterCache::new();
         let key = ObjectKey::new("ns", "web-0");
