@@ -148,14 +148,19 @@ log "tidal run started ($VARIANT), ready: $(curl -s "127.0.0.1:$((PORT_BASE + 1)
 "$TIDAL" timeline --kubeconfig "$TK" --time-zone UTC > "$OUT/timeline.txt" 2>/dev/null &
 pids+=($!)
 
-kill_json=null
-if [ "$VARIANT" = leader-kill ]; then
-  started=
+drain_started() { # zone: waits for its status.drain.startedAt and prints it
+  local started=
   while [ -z "$started" ] && [ "$(date +%s)" -lt "$close_s" ]; do
-    started=$(kc get rz rz3 -o jsonpath='{.status.drain.startedAt}' 2>/dev/null || true)
+    started=$(kc get rz "$1" -o jsonpath='{.status.drain.startedAt}' 2>/dev/null || true)
     [ -n "$started" ] || sleep 2
   done
-  [ -n "$started" ] || { echo "rz3's drain did not start before its close" >&2; exit 1; }
+  [ -n "$started" ] || { echo "$1's drain did not start before its close" >&2; return 1; }
+  echo "$started"
+}
+
+kill_json=null
+if [ "$VARIANT" = leader-kill ]; then
+  started=$(drain_started rz3)
   log "rz3's drain started at $started; the leader is killed ${KILL_AFTER}s later"
   wait_until $(( $(date -u -d "$started" +%s) + KILL_AFTER ))
   holder=$(kc get lease tidal-controller -n tidal-system -o jsonpath='{.spec.holderIdentity}')
@@ -173,12 +178,7 @@ fault() { # what detail: logged, and kept for run.json
     "$faults_json" "$1" "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)" "$2")
 }
 if [ "$RESTART" = 1 ] || [ "$THROTTLE" = 1 ]; then
-  rz1_started=
-  while [ -z "$rz1_started" ] && [ "$(date +%s)" -lt "$close_s" ]; do
-    rz1_started=$(kc get rz rz1 -o jsonpath='{.status.drain.startedAt}' 2>/dev/null || true)
-    [ -n "$rz1_started" ] || sleep 2
-  done
-  [ -n "$rz1_started" ] || { echo "rz1's drain did not start before its close" >&2; exit 1; }
+  rz1_started=$(drain_started rz1)
   rz1_start_s=$(date -u -d "$rz1_started" +%s)
   log "rz1's drain started at $rz1_started"
   if [ "$RESTART" = 1 ]; then

@@ -33,6 +33,25 @@ fn condition(status: &Value, type_: &str) -> Option<Value> {
         .cloned()
 }
 
+/// Zone `z`, closing in ten minutes, with one job of `pods` pods (`batch/big-NNN`) that loses one at a
+/// time, each taking its 60 s grace period to go: a close that cannot be met.
+fn a_job_too_slow_for_its_close(server: &FakeApiServer, pods: usize) {
+    server.set_eviction_effect(EvictionEffect::Terminate);
+    server.apply(node("rev-1").zone("z"));
+    server.apply(node("std-1"));
+    server.apply(zone("z").window(&window_closing_in(10)).evict_period("1s"));
+    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
+    for i in 0..pods {
+        server.apply(
+            pod(&format!("{NS}/big-{i:03}"), "rev-1")
+                .preemptable()
+                .owned_by("ReplicaSet", "big")
+                .annotation("volcano.sh/jdb-max-unavailable", "1")
+                .spec("terminationGracePeriodSeconds", json!(60)),
+        );
+    }
+}
+
 /// Zone `za` drains 60 pods, slowly (one request at a time, 250 ms each); meanwhile zone `zb` closes.
 /// Its round starts at once, while `za`'s evictions are still going out, and its pods overtake `za`'s
 /// in the queue: `zb` is closed, `za` closes hours later. `za`'s remaining pods are shown going down
@@ -100,20 +119,7 @@ async fn a_zone_that_closes_overtakes_a_drain_already_queued() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_close_that_cannot_be_met_is_signalled_and_held_rounds_retry_after_evict_period() {
     let server = Scenario::start().await;
-    server.set_eviction_effect(EvictionEffect::Terminate);
-    server.apply(node("rev-1").zone("z"));
-    server.apply(node("std-1"));
-    server.apply(zone("z").window(&window_closing_in(10)).evict_period("1s"));
-    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
-    for i in 0..100 {
-        server.apply(
-            pod(&format!("{NS}/big-{i:03}"), "rev-1")
-                .preemptable()
-                .owned_by("ReplicaSet", "big")
-                .annotation("volcano.sh/jdb-max-unavailable", "1")
-                .spec("terminationGracePeriodSeconds", json!(60)),
-        );
-    }
+    a_job_too_slow_for_its_close(&server, 100);
     let controller = server.controller();
     let status = eventually("the zone's drain status", || {
         let status = zone_status(&server, "z");
@@ -173,20 +179,7 @@ async fn a_close_that_cannot_be_met_is_signalled_and_held_rounds_retry_after_evi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_leader_does_not_warn_again_about_a_close_already_called_at_risk() {
     let server = Scenario::start().await;
-    server.set_eviction_effect(EvictionEffect::Terminate);
-    server.apply(node("rev-1").zone("z"));
-    server.apply(node("std-1"));
-    server.apply(zone("z").window(&window_closing_in(10)).evict_period("1s"));
-    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
-    for i in 0..50 {
-        server.apply(
-            pod(&format!("{NS}/big-{i:03}"), "rev-1")
-                .preemptable()
-                .owned_by("ReplicaSet", "big")
-                .annotation("volcano.sh/jdb-max-unavailable", "1")
-                .spec("terminationGracePeriodSeconds", json!(60)),
-        );
-    }
+    a_job_too_slow_for_its_close(&server, 50);
     let first = server.controller_with("a", &["--leader-elect", "false"]);
     eventually("the close called at risk", || {
         (events_about(&server, "z", "DrainAtRisk").len() == 1).then_some(())
