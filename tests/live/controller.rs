@@ -722,6 +722,15 @@ fn result(metrics: &str, result: &str) -> f64 {
     metric_sum(metrics, &series)
 }
 
+/// The controller's metrics once at least one eviction of zone `rz` ended as `outcome`.
+async fn metrics_once_counted(controller: &Controller, what: &str, outcome: &str) -> String {
+    eventually_async(what, || async {
+        let metrics = controller.metrics().await;
+        (result(&metrics, outcome) >= 1.0).then_some(metrics)
+    })
+    .await
+}
+
 /// A policy interval that no test outlasts: with nothing changing, the first cycle stays the only one.
 fn one_cycle_only(server: &FakeApiServer) {
     server.update("deschedulingpolicies", "", "tdm", |p| {
@@ -991,11 +1000,8 @@ async fn an_eviction_whose_answer_was_lost_counts_once() {
     assert!(events[0]["note"].as_str().unwrap().contains("unconfirmed"));
     assert!(zone_status(&server, "rz")["lastEvictionRound"].is_string());
     // Counted once the cycle ends, just after its status write.
-    let metrics = eventually_async("the eviction counted", || async {
-        let metrics = controller.metrics().await;
-        (result(&metrics, "evicted_unconfirmed") >= 1.0).then_some(metrics)
-    })
-    .await;
+    let metrics =
+        metrics_once_counted(&controller, "the eviction counted", "evicted_unconfirmed").await;
     assert_eq!(result(&metrics, "evicted_unconfirmed"), 1.0, "{metrics}");
     assert_eq!(result(&metrics, "gone"), 0.0, "{metrics}");
     controller.stop().await;
@@ -1020,11 +1026,8 @@ async fn an_eviction_unanswered_to_the_last_retry_is_settled_by_the_watch() {
         config.eviction.retry.max_attempts = 3;
         config.eviction.retry.initial = std::time::Duration::from_millis(10);
     });
-    let metrics = eventually_async("the eviction settled", || async {
-        let metrics = controller.metrics().await;
-        (result(&metrics, "evicted_unconfirmed") >= 1.0).then_some(metrics)
-    })
-    .await;
+    let metrics =
+        metrics_once_counted(&controller, "the eviction settled", "evicted_unconfirmed").await;
     assert_eq!(result(&metrics, "evicted_unconfirmed"), 1.0, "{metrics}");
     assert_eq!(result(&metrics, "failed"), 0.0, "{metrics}");
     assert_eq!(result(&metrics, "unanswered"), 0.0, "{metrics}");
@@ -1074,11 +1077,7 @@ async fn an_unanswered_eviction_the_server_dropped_is_settled_by_a_relist() {
     .await;
     assert_eq!(real_attempts(&server.evictions(), "misplaced"), 3);
     server.expire_watches();
-    let metrics = eventually_async("the eviction settled", || async {
-        let metrics = controller.metrics().await;
-        (result(&metrics, "failed") >= 1.0).then_some(metrics)
-    })
-    .await;
+    let metrics = metrics_once_counted(&controller, "the eviction settled", "failed").await;
     assert_eq!(result(&metrics, "failed"), 1.0, "{metrics}");
     assert_eq!(result(&metrics, "evicted_unconfirmed"), 0.0, "{metrics}");
     // It counts again: a later round evicts it, this time with an answer.

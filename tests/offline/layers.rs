@@ -300,18 +300,7 @@ fn plugins_import_helpers_never_other_plugins() {
         rust_files(&src.join(layer), &mut files);
         for path in files {
             let relative = path.strip_prefix(src.join(layer)).expect("under the layer");
-            let mut own: Vec<String> = relative
-                .components()
-                .map(|c| {
-                    c.as_os_str()
-                        .to_string_lossy()
-                        .trim_end_matches(".rs")
-                        .to_owned()
-                })
-                .collect();
-            if own.last().is_some_and(|last| last == "mod") {
-                own.pop();
-            }
+            let own = module_path(relative);
             if own.is_empty() || PLUGIN_HELPERS.contains(&own[0].as_str()) {
                 continue;
             }
