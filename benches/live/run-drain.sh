@@ -9,7 +9,7 @@
 #                  after rz3's drain started, and the other takes over
 #   --restart-apiserver   kube-apiserver stopped and started again on the same etcd $RESTART_AFTER (90)
 #                  seconds after rz1's drain started
-#   --throttle-evictions  every eviction answered 429 by API Priority and Fairness (throttle-evictions.yaml)
+#   --throttle-evictions  evictions answered 429 by API Priority and Fairness (throttle-evictions.yaml)
 #                  from $THROTTLE_AFTER (210) seconds after rz1's drain started, for $THROTTLE_FOR (60) seconds
 #   --keep         leave the server up afterwards (server.sh down stops it)
 # env: TIDAL (default <repo>/target/release/tidal), LIVE (/tmp/tidal-live), KILL_AFTER, SETTLE (60 s after
