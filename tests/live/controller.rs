@@ -575,12 +575,7 @@ async fn transient_errors_are_retried_within_the_cycle() {
         (!accepted(&server.evictions(), "misplaced").is_empty()).then_some(())
     })
     .await;
-    let attempts: Vec<u16> = server
-        .evictions()
-        .iter()
-        .filter(|e| e.name == "misplaced")
-        .map(|e| e.code)
-        .collect();
+    let attempts = eviction_codes(&server, "misplaced");
     assert_eq!(attempts, vec![500, 503, 201]);
     let status = eventually("status", || {
         let s = policy_status(&server, "tdm");
@@ -720,6 +715,16 @@ fn result(metrics: &str, result: &str) -> f64 {
         r#"tidal_evictions_total{{policy="tdm",strategy="tdm",result="{result}",zone="rz"}}"#
     );
     metric_sum(metrics, &series)
+}
+
+/// The status codes the evictions of pod `name` were answered with, in order.
+fn eviction_codes(server: &FakeApiServer, name: &str) -> Vec<u16> {
+    server
+        .evictions()
+        .iter()
+        .filter(|e| e.name == name)
+        .map(|e| e.code)
+        .collect()
 }
 
 /// The controller's metrics once at least one eviction of zone `rz` ended as `outcome`.
@@ -983,12 +988,7 @@ async fn an_eviction_whose_answer_was_lost_counts_once() {
     assert_eq!(status["planned"], json!(1), "{status}");
     assert_eq!(status["evicted"], json!(1), "{status}");
     assert_eq!(skipped(&status, "gone"), 0, "{status}");
-    let codes: Vec<u16> = server
-        .evictions()
-        .iter()
-        .filter(|e| e.name == "misplaced")
-        .map(|e| e.code)
-        .collect();
+    let codes = eviction_codes(&server, "misplaced");
     assert_eq!(codes, vec![201, 404]);
     // The Event goes out beside the status write, not before it.
     let events = eventually("the pod's Event", || {
@@ -1038,12 +1038,7 @@ async fn an_eviction_unanswered_to_the_last_retry_is_settled_by_the_watch() {
     .await;
     assert_eq!(events.len(), 1, "{events:#?}");
     assert!(events[0]["note"].as_str().unwrap().contains("unconfirmed"));
-    let codes: Vec<u16> = server
-        .evictions()
-        .iter()
-        .filter(|e| e.name == "misplaced")
-        .map(|e| e.code)
-        .collect();
+    let codes = eviction_codes(&server, "misplaced");
     assert_eq!(codes, vec![201, 503, 503]);
     controller.stop().await;
 }
@@ -1082,12 +1077,7 @@ async fn an_unanswered_eviction_the_server_dropped_is_settled_by_a_relist() {
     assert_eq!(result(&metrics, "evicted_unconfirmed"), 0.0, "{metrics}");
     // It counts again: a later round evicts it, this time with an answer.
     let codes = eventually("the pod evicted by a later round", || {
-        let codes: Vec<u16> = server
-            .evictions()
-            .iter()
-            .filter(|e| e.name == "misplaced")
-            .map(|e| e.code)
-            .collect();
+        let codes = eviction_codes(&server, "misplaced");
         codes.contains(&201).then_some(codes)
     })
     .await;
