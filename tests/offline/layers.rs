@@ -1133,7 +1133,7 @@ fn the_circle_finder_follows_re_exports_to_the_defining_file() {
         ("x", "use crate::y;\npub struct X;\nfn f() { y::Y::new(); }"),
         (
             "y",
-            "pub struct Y;\nimpl Y { fn g() -> crate::z::Z { todo!() } }",
+            "pub struct Y;\nimpl Y { fn g(z: crate::z::Z) -> crate::z::Z { z } }",
         ),
         ("z", "use super::x::X as Renamed;\npub struct Z(Renamed);"),
         (
