@@ -33,7 +33,7 @@ use crate::{
     controller::metrics::{EvictionKey, Metrics, PolicyStrategy},
     controller::status::{self, StatusWriter},
     drain::{self, Urgency},
-    framework::{Candidate, PlanContext, StrategyId},
+    framework::{Candidate, PlanContext},
     planner::{self, CyclePlan, Plan, SkipRows},
     runtime::leader::LeaderHandle,
 };
@@ -405,10 +405,7 @@ impl CycleRunner {
             .iter()
             .map(|eviction| {
                 let candidate = &eviction.candidate;
-                let zone = candidate
-                    .zone
-                    .as_ref()
-                    .filter(|_| candidate.strategy == StrategyId::Tdm);
+                let zone = candidate.drained_zone();
                 Submission {
                     request: EvictionRequest::of(&candidate.pod, false),
                     urgency: urgencies
@@ -417,7 +414,7 @@ impl CycleRunner {
                         .unwrap_or(Urgency::NO_CLOSE),
                     // A zone's evictions stay wanted while it evicts; other plans go stale.
                     deadline: zone.is_none().then_some(deadline),
-                    zone: zone.cloned(),
+                    zone: zone.map(str::to_owned),
                 }
             })
             .collect();
@@ -443,10 +440,7 @@ impl CycleRunner {
             // minutes, and how long pods take to go is learned from this instant.
             let answered = Timestamp::now();
             if outcome.cuts_round_short()
-                && let Some(zone) = candidate
-                    .zone
-                    .as_ref()
-                    .filter(|_| candidate.strategy == StrategyId::Tdm)
+                && let Some(zone) = candidate.drained_zone()
             {
                 shared.write().note_round_cut_short(
                     zone,

@@ -16,7 +16,7 @@ use super::{
 use crate::{
     api::policy::Strategies,
     cluster::{JobKey, JobState, ObjectKey, PodInfo, PodPhase, PolicyInfo, Setting, Snapshot},
-    framework::{Candidate, GateId, PlanContext, SkipReason, StrategyId, ZonePlacement, ZoneView},
+    framework::{Candidate, GateId, PlanContext, SkipReason, ZonePlacement, ZoneView},
     planner::{self, SkipRows},
     windows::ZoneState,
 };
@@ -262,7 +262,7 @@ pub fn round_urgencies(
 ) -> Vec<Urgency> {
     let mut taken: HashMap<(&str, &JobKey), u32> = HashMap::new();
     for candidate in evictions {
-        if let Some(zone) = zone_of(candidate) {
+        if let Some(zone) = candidate.drained_zone() {
             *taken.entry((zone, &candidate.pod.job)).or_default() += 1;
         }
     }
@@ -272,7 +272,7 @@ pub fn round_urgencies(
     evictions
         .iter()
         .map(|candidate| {
-            let Some(zone) = zone_of(candidate) else {
+            let Some(zone) = candidate.drained_zone() else {
                 return Urgency::NO_CLOSE;
             };
             let Some(Ok(state)) = ctx.zones.get(zone).map(|v| v.state.as_ref()) else {
@@ -302,14 +302,6 @@ pub fn round_urgencies(
             at_round.urgency(close, evict_period, gone_after(zone, &candidate.pod))
         })
         .collect()
-}
-
-/// The zone a TDM eviction drains.
-fn zone_of(candidate: &Candidate) -> Option<&str> {
-    candidate
-        .zone
-        .as_deref()
-        .filter(|_| candidate.strategy == StrategyId::Tdm)
 }
 
 /// A job of `zone` as a round that takes `taken` of its pods leaves it.

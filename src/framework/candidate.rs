@@ -64,6 +64,13 @@ impl Candidate {
         self.held = Some(why.into());
         self
     }
+
+    /// The zone this candidate's eviction drains: set for TDM's, whose rounds and closes pace it.
+    pub fn drained_zone(&self) -> Option<&str> {
+        self.zone
+            .as_deref()
+            .filter(|_| self.strategy == StrategyId::Tdm)
+    }
 }
 
 /// An eviction the plan would make.
