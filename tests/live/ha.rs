@@ -204,6 +204,31 @@ async fn sigterm_abandons_slow_requests_after_the_grace_period_and_releases_the_
     assert_eq!(holder(&server), None, "the lease is released");
 }
 
+/// Stopping just after the server turned down a renewal (409: another write landed first, such as an
+/// earlier renewal of ours abandoned in flight) still hands the lease back: the release reads the lease
+/// and retries its own 409s rather than trusting what the replica last believed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lease_is_handed_back_when_stopping_right_after_a_renewal_was_turned_down() {
+    let server = Scenario::start().await;
+    server.apply(node("rev-1"));
+    let a = server.controller_with("a", &[]);
+    eventually("a leads", || {
+        (holder(&server).as_deref() == Some("a")).then_some(())
+    })
+    .await;
+    server.fail_requests("PUT", "leases/tidal-controller", &[409, 409, 409]);
+    eventually("a renewal turned down", || {
+        server
+            .requests()
+            .iter()
+            .any(|r| r.method == "PUT" && r.path.contains("/leases/") && r.code == 409)
+            .then_some(())
+    })
+    .await;
+    a.stop().await;
+    assert_eq!(holder(&server), None, "the lease is released");
+}
+
 /// A leader that sends one eviction at a time and would wait for a stuck one as long as it takes
 /// (request timeout, cycle deadline): only the shutdown grace period can end it.
 fn start_patient(server: &Scenario, grace: &str) -> Controller {

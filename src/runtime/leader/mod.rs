@@ -176,12 +176,13 @@ async fn elect(
         }
     }
     tx.send_replace(LeaderState::Follower);
-    if leading {
-        match tokio::time::timeout(config.renew_deadline, release(&api, &config)).await {
-            Ok(Ok(())) => info!(lease = %config.name, "released the lease"),
-            Ok(Err(error)) => warn!(%error, "could not release the lease; it expires by itself"),
-            Err(_) => warn!("releasing the lease timed out; it expires by itself"),
-        }
+    // Not only when `leading`: a claim abandoned at shutdown, or a renewal answered 409 by a server
+    // that wrote an earlier one, may still have left our name on the lease. `release` reads first.
+    match tokio::time::timeout(config.renew_deadline, release(&api, &config)).await {
+        Ok(Ok(true)) => info!(lease = %config.name, "released the lease"),
+        Ok(Ok(false)) => {}
+        Ok(Err(error)) => warn!(%error, "could not release the lease; it expires by itself"),
+        Err(_) => warn!("releasing the lease timed out; it expires by itself"),
     }
 }
 
@@ -250,18 +251,27 @@ async fn try_claim(
     }
 }
 
-async fn release(api: &Api<Lease>, config: &LeaseConfig) -> Result<(), kube::Error> {
-    let Some(mut lease) = api.get_opt(&config.name).await? else {
-        return Ok(());
-    };
-    let spec = lease.spec.clone().unwrap_or_default();
-    if spec.holder_identity.as_deref() != Some(config.identity.as_str()) {
-        return Ok(());
+/// Hands the lease back if it names us. True when it did. A 409 means a write of ours abandoned at
+/// shutdown (a renewal in flight) landed between our read and our write: read again and retry.
+async fn release(api: &Api<Lease>, config: &LeaseConfig) -> Result<bool, kube::Error> {
+    loop {
+        let Some(mut lease) = api.get_opt(&config.name).await? else {
+            return Ok(false);
+        };
+        let spec = lease.spec.clone().unwrap_or_default();
+        if spec.holder_identity.as_deref() != Some(config.identity.as_str()) {
+            return Ok(false);
+        }
+        lease.spec = Some(released(&spec, Timestamp::now()));
+        match api
+            .replace(&config.name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(_) => return Ok(true),
+            Err(kube::Error::Api(status)) if status.code == 409 => continue,
+            Err(error) => return Err(error),
+        }
     }
-    lease.spec = Some(released(&spec, Timestamp::now()));
-    api.replace(&config.name, &PostParams::default(), &lease)
-        .await
-        .map(|_| ())
 }
 
 /// Waits until this replica leads and every watched kind has listed: the opening of every leader loop
