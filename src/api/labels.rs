@@ -7,6 +7,10 @@ pub const REVOCABLE_ZONE: &str = "volcano.sh/revocable-zone";
 pub const PREEMPTABLE: &str = "volcano.sh/preemptable";
 /// Pod label or annotation: minimum time after scheduling before any strategy may evict the pod.
 pub const COOLDOWN_TIME: &str = "volcano.sh/cooldown-time";
+/// Pod or PodGroup label/annotation (tidal's own): how long the pod runs from its start before it ends
+/// by itself (a Go duration, `3h`). A drain lets a pod that declares it will end before the close
+/// finish, and admission keeps it off zones that close sooner.
+pub const EXPECTED_RUN_TIME: &str = "tidal.dev/expected-run-time";
 /// Pod annotation naming its Volcano PodGroup.
 pub const GROUP_NAME: &str = "scheduling.k8s.io/group-name";
 

@@ -18,6 +18,7 @@ pub use model::constraints::Constraints;
 pub use model::job_budget::{IntOrPercent, JobBudget, JobStats};
 pub use model::keys::{JobKey, JobKind, ObjectKey, ObjectKind};
 pub use model::namespace::NamespaceInfo;
+pub use model::pod_end::{EndCause, PodEnd, pod_end, run_time};
 pub use model::node::NodeInfo;
 pub use model::pod::{ControllerKind, PodBrief, PodInfo, PodPhase, QosClass, VolumeKinds};
 pub use model::pod_status::{ContainerScope, PodStatusSummary};

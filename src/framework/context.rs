@@ -194,6 +194,25 @@ impl<'a> PlanContext<'a> {
         })
     }
 
+    /// The pod's `tidal.dev/expected-run-time`, else its PodGroup's.
+    pub fn expected_run_time(&self, pod: &PodInfo) -> Setting<GoDuration> {
+        pod.expected_run_time().or_else(|| {
+            self.snapshot
+                .podgroup_of(pod)
+                .map_or(Setting::Unset, |g| g.expected_run_time.clone())
+        })
+    }
+
+    /// When the pod ends by itself, if it says (its deadline, or the run time it or its PodGroup
+    /// declares).
+    pub fn pod_end(&self, pod: &PodInfo) -> Option<crate::cluster::PodEnd> {
+        if pod.active_deadline_seconds().is_none() && !pod.expected_run_time().is_set() {
+            // Most pods say nothing: skip the PodGroup lookup unless the group might.
+            pod.group_name.as_ref()?;
+        }
+        crate::cluster::pod_end(pod, self.snapshot.podgroup_of(pod))
+    }
+
     /// The job's budget: from its PodGroup, else from its pods' annotations (which must agree), else the
     /// policy default. `Unset` means no budget (one eviction per round).
     pub fn job_budget(&self, job: &JobKey) -> Setting<JobBudget> {

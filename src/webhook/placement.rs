@@ -172,6 +172,7 @@ mod tests {
             preemptable: Setting::Valid(value == "true"),
             budget: Setting::Unset,
             min_member: None,
+            expected_run_time: Setting::Unset,
         };
         assert_eq!(
             preemptable(&unscheduled_pod(json!({}), json!({})), None),

@@ -9,6 +9,7 @@ pub(crate) mod keys;
 pub(crate) mod namespace;
 pub(crate) mod node;
 pub(crate) mod pod;
+pub(crate) mod pod_end;
 pub(crate) mod pod_labels;
 pub(crate) mod pod_status;
 pub(crate) mod quantity;

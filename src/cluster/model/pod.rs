@@ -219,6 +219,10 @@ struct Rare {
     claims: Vec<Name>,
     /// `spec.terminationGracePeriodSeconds` when it is not the API server's default.
     termination_grace: Option<u32>,
+    /// `spec.activeDeadlineSeconds`: the kubelet ends the pod this long after its start.
+    active_deadline: Option<u32>,
+    /// [`labels::EXPECTED_RUN_TIME`] on the pod (label first, then annotation), when set.
+    expected_run_time: Setting<GoDuration>,
 }
 
 /// The grace period the API server gives a pod that does not set one.
@@ -367,16 +371,27 @@ impl PodInfo {
             .and_then(|s| s.termination_grace_period_seconds)
             .map(|seconds| u32::try_from(seconds.max(0)).unwrap_or(u32::MAX))
             .filter(|seconds| *seconds != DEFAULT_TERMINATION_GRACE_SECONDS);
+        // The API server refuses values below 1; a hand-written dump's are read as none.
+        let active_deadline = spec
+            .and_then(|s| s.active_deadline_seconds)
+            .filter(|seconds| *seconds > 0)
+            .map(|seconds| u32::try_from(seconds).unwrap_or(u32::MAX));
+        let expected_run_time: Setting<GoDuration> =
+            label_then_annotation.read_parsed(&[labels::EXPECTED_RUN_TIME]);
         let rare = (!problems.is_empty()
             || !other_owner_kinds.is_empty()
             || !claims.is_empty()
-            || termination_grace.is_some())
+            || termination_grace.is_some()
+            || active_deadline.is_some()
+            || !matches!(expected_run_time, Setting::Unset))
         .then(|| {
             Box::new(Rare {
                 problems,
                 other_owner_kinds,
                 claims,
                 termination_grace,
+                active_deadline,
+                expected_run_time,
             })
         });
         let controller_kind = ControllerKind::of(owner.as_deref());
@@ -458,6 +473,18 @@ impl PodInfo {
             .as_ref()
             .and_then(|r| r.termination_grace)
             .unwrap_or(DEFAULT_TERMINATION_GRACE_SECONDS)
+    }
+
+    /// `spec.activeDeadlineSeconds`, when set.
+    pub fn active_deadline_seconds(&self) -> Option<u32> {
+        self.rare.as_ref().and_then(|r| r.active_deadline)
+    }
+
+    /// The pod's own [`labels::EXPECTED_RUN_TIME`] (its PodGroup's is read by the plan context).
+    pub fn expected_run_time(&self) -> Setting<GoDuration> {
+        self.rare
+            .as_ref()
+            .map_or(Setting::Unset, |r| r.expected_run_time.clone())
     }
 
     /// Kinds of every owner reference, controller or not (`excludeOwnerKinds` looks at all of them).

@@ -8,8 +8,9 @@ use std::{collections::BTreeMap, fmt, str::FromStr};
 use serde::Serialize;
 
 /// A setting read from an object's labels or annotations.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Setting<T> {
+    #[default]
     Unset,
     Valid(T),
     /// Boxed: rare, and four strings inline would make every setting of every cached pod 96 bytes.

@@ -20,6 +20,8 @@ pub struct PodGroupInfo {
     pub preemptable: Setting<bool>,
     pub budget: Setting<JobBudget>,
     pub min_member: Option<i32>,
+    /// [`labels::EXPECTED_RUN_TIME`] for the group's pods that set none.
+    pub expected_run_time: Setting<crate::api::GoDuration>,
 }
 
 impl PodGroupInfo {
@@ -42,6 +44,7 @@ impl PodGroupInfo {
             preemptable: sources.read(&[labels::PREEMPTABLE], parse_bool),
             budget: JobBudget::read(&sources),
             min_member: group.spec.min_member,
+            expected_run_time: sources.read_parsed(&[labels::EXPECTED_RUN_TIME]),
             key,
         })
     }

@@ -284,6 +284,7 @@ fn pod_spec(s: pb::PodSpec) -> api::PodSpec {
         ),
         scheduler_name: nz(s.scheduler_name),
         termination_grace_period_seconds: s.termination_grace_period_seconds,
+        active_deadline_seconds: s.active_deadline_seconds,
         ..api::PodSpec::default()
     }
 }
