@@ -1,5 +1,6 @@
 //! `tidal explain pod NAMESPACE/NAME`: for one pod, every policy and strategy that considered it, the
-//! gate that stopped it or the round that will take it, and when, as sentences a person reads.
+//! gate that stopped it or the round that will take it, and when, as sentences a person reads; for a
+//! pod not on a node yet, the revocable zones admission keeps it off because they close first.
 
 use std::{sync::Arc, time::Duration};
 
@@ -42,6 +43,10 @@ pub struct Explanation {
     pub node: Option<String>,
     pub now: String,
     pub policies: Vec<Verdict>,
+    /// Why admission keeps the pod, not yet on a node, off revocable zones it would otherwise take:
+    /// one sentence per zone that closes before the pod could finish there, or why none may take it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub admission: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -129,6 +134,9 @@ fn render(
     for verdict in &mut explanation.policies {
         verdict.sentence = report.clock.text(&verdict.sentence);
     }
+    for sentence in &mut explanation.admission {
+        *sentence = report.clock.text(sentence);
+    }
     Ok(match args.output {
         Format::Json => serde_json::to_string_pretty(&explanation)? + "\n",
         Format::Yaml => serde_saphyr::to_string(&explanation)?,
@@ -158,7 +166,44 @@ fn sentences(
         out.push('\n');
         out.push_str(&wrap(&format!("- {}", verdict.sentence), width, "  "));
     }
+    for sentence in &explanation.admission {
+        out.push('\n');
+        out.push_str(&wrap(&format!("- {sentence}"), width, "  "));
+    }
     out
+}
+
+/// What the webhook's rule 4 says of `pod` at `now`, for a pod not on a node yet (a pod on a node
+/// was admitted already): the zones it is kept off because they close before it could finish there,
+/// as the mutation excludes them and the binding check denies them.
+fn admission_sentences(snapshot: &Snapshot, pod: &PodInfo, now: jiff::Timestamp) -> Vec<String> {
+    use crate::cluster::rules::placement::{
+        Preemptable, is_exempt, preemptable, zones_closing_first,
+    };
+    if pod.node_name.is_some() || is_exempt(pod) {
+        return Vec::new();
+    }
+    let group = snapshot.podgroup_of(pod);
+    if preemptable(pod, group) != Preemptable::Yes {
+        return Vec::new();
+    }
+    match zones_closing_first(pod, group, snapshot.zones.values().map(AsRef::as_ref), now) {
+        Ok(closing) => closing
+            .iter()
+            .map(|closes| {
+                format!(
+                    "Admission keeps it off revocable zone {}: it {closes}. The webhook gives it a \
+                     required node affinity against the zone at creation and refuses its binding to \
+                     the zone's nodes.",
+                    closes.zone
+                )
+            })
+            .collect(),
+        Err(invalid) => vec![format!(
+            "Admission keeps it off every revocable zone: {invalid}. tidal cannot tell when it ends \
+             and would never evict it, so no zone's drain could let it go."
+        )],
+    }
 }
 
 fn explain_pod(
@@ -322,5 +367,6 @@ fn explain_pod(
         node: pod.node_name.as_deref().map(String::from),
         now: cycle.now.to_string(),
         policies: verdicts,
+        admission: admission_sentences(snapshot, pod, cycle.now),
     }
 }

@@ -1,8 +1,10 @@
 //! The mutation a pod gets at CREATE, as a JSON patch: a required node-affinity term keeping a
 //! non-preemptable pod off revocable nodes (rule 1), or a preferred term drawing a preemptable pod to
 //! them (rule 3); a preemptable pod opted into one zone is also required to stay off the other zones,
-//! which the binding check would deny. The user's own terms are kept: required terms are ORed by
-//! Kubernetes, so our requirement is ANDed into each of them rather than added as a term of its own.
+//! which the binding check would deny, and one that says how long it runs is required to stay off
+//! the zones that close before it could finish there (rule 4). The user's own terms are kept:
+//! required terms are ORed by Kubernetes, so our requirement is ANDed into each of them rather than
+//! added as a term of its own.
 //!
 //! The patch is written operation by operation, never computed as the difference of two documents:
 //! an array diff turns a rewritten list into one `replace` per value, hundreds of times the size of
@@ -18,8 +20,11 @@ use k8s_openapi::api::core::v1::{
 };
 use serde::{Serialize, Serializer, ser::SerializeMap};
 
-use super::placement::{Preemptable, is_exempt};
-use crate::{api::labels, cluster::PodInfo};
+use super::placement::{ClosesFirst, Preemptable, is_exempt};
+use crate::{
+    api::labels,
+    cluster::{InvalidValue, PodInfo},
+};
 
 /// Weight of the preferred term toward revocable nodes: the maximum, as Volcano's TDM gives
 /// preemptable pods its top node score there.
@@ -81,6 +86,16 @@ fn in_zone(zone: &str) -> NodeSelectorRequirement {
     }
 }
 
+/// The requirement of rule 4: none of the zones that close before the pod could finish there. A node
+/// without the label matches `NotIn`, so ordinary nodes stay open to the pod.
+fn outside_zones(zones: &[ClosesFirst]) -> NodeSelectorRequirement {
+    NodeSelectorRequirement {
+        key: labels::REVOCABLE_ZONE.to_owned(),
+        operator: "NotIn".to_owned(),
+        values: Some(zones.iter().map(|closing| closing.zone.clone()).collect()),
+    }
+}
+
 /// The preference of rule 3: any revocable node, or the nodes of the one zone the pod opted into.
 pub(crate) fn toward_revocable_nodes(zone_opt_in: Option<&str>) -> NodeSelectorRequirement {
     match named_zone(zone_opt_in) {
@@ -102,7 +117,9 @@ struct Wanted {
 }
 
 /// Computes the patch for `pod` (the object being created), whose tidal settings are read into `info`
-/// and whose preemptability (pod, else PodGroup) is `preemptable`.
+/// and whose preemptability (pod, else PodGroup) is `preemptable`. `closing` are the zones that close
+/// before a preemptable pod could finish there (rule 4, by name), or the declaration of its run time
+/// that cannot be read.
 ///
 /// When the patch cannot be written (too many terms, or larger than [`MAX_PATCH_BYTES`]), what
 /// happens depends on what the pod loses. A pod opted into one zone loses the requirement to stay
@@ -110,7 +127,12 @@ struct Wanted {
 /// author finds out at once. Any other pod is admitted unpatched with a warning: that is every
 /// ordinary workload of the cluster, which tidal must never block, and it loses only steering: the
 /// binding check still refuses a node it may not use, and the sweep evicts what slips through.
-pub(crate) fn mutate(pod: &Pod, info: &PodInfo, preemptable: &Preemptable) -> Mutation {
+pub(crate) fn mutate(
+    pod: &Pod,
+    info: &PodInfo,
+    preemptable: &Preemptable,
+    closing: &Result<Vec<ClosesFirst>, InvalidValue>,
+) -> Mutation {
     let Some(spec) = &pod.spec else {
         return Mutation::default();
     };
@@ -147,14 +169,50 @@ pub(crate) fn mutate(pod: &Pod, info: &PodInfo, preemptable: &Preemptable) -> Mu
                 preference: None,
             }
         }
-        // A preference alone would let the scheduler fall back to another zone's nodes, where every
-        // binding is denied: the pod would retry there forever.
-        Preemptable::Yes => Wanted {
-            alternatives: named_zone(info.zone_opt_in.as_deref())
-                .map(|zone| vec![off_revocable_nodes(), in_zone(zone)])
-                .unwrap_or_default(),
-            preference: Some(toward_revocable_nodes(info.zone_opt_in.as_deref())),
-        },
+        Preemptable::Yes => {
+            let closing = match closing {
+                Ok(closing) => closing,
+                // The pod's drain could not evict it (gate `invalid`), so the binding check keeps it
+                // off revocable nodes; it is admitted unchanged, as for an unreadable
+                // `volcano.sh/preemptable`, so that fixing the value is all it takes.
+                Err(invalid) => {
+                    return Mutation::unchanged(format!(
+                        "tidal: {invalid}; tidal cannot tell when pod {} ends, so it is admitted unchanged \
+                         and may not be bound to revocable nodes until the value is fixed",
+                        info.key
+                    ));
+                }
+            };
+            for closes in closing {
+                warnings.push(format!(
+                    "tidal: pod {} {closes}; kept off its nodes",
+                    info.key
+                ));
+            }
+            let opted = named_zone(info.zone_opt_in.as_deref());
+            match opted {
+                // Its one zone closes too soon: ordinary nodes are all it has left.
+                Some(zone) if closing.iter().any(|closes| closes.zone == zone) => Wanted {
+                    alternatives: vec![off_revocable_nodes()],
+                    preference: None,
+                },
+                // A preference alone would let the scheduler fall back to another zone's nodes,
+                // where every binding is denied: the pod would retry there forever.
+                Some(zone) => Wanted {
+                    alternatives: vec![off_revocable_nodes(), in_zone(zone)],
+                    preference: Some(toward_revocable_nodes(opted)),
+                },
+                // The same for the zones that close too soon, which its binding check refuses.
+                None => Wanted {
+                    alternatives: if closing.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![outside_zones(closing)]
+                    },
+                    preference: Some(toward_revocable_nodes(None)),
+                },
+            }
+        }
     };
     let zone_requirement = wanted.alternatives.len() > 1;
     let terms = required_terms(pod).len();
@@ -517,6 +575,9 @@ mod tests {
         patched(pod, mutation)["spec"]["affinity"].clone()
     }
 
+    /// No zone closes before the pod could finish there.
+    const NONE_CLOSING: Result<Vec<ClosesFirst>, InvalidValue> = Ok(Vec::new());
+
     const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
     const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
 
@@ -529,7 +590,7 @@ mod tests {
         };
         let spec = |n: usize| json!({"affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": terms(n)}}}});
         let (p, info) = created_pod(spec(MAX_PATCHED_TERMS + 1), json!({}));
-        let m = mutate(&p, &info, &Preemptable::No);
+        let m = mutate(&p, &info, &Preemptable::No, &NONE_CLOSING);
         assert!(m.patch.is_empty() && m.refusal.is_none());
         assert!(
             m.warnings[0].contains("required node-affinity terms"),
@@ -539,7 +600,7 @@ mod tests {
         // At the limit the patch still comes, and stays proportional to the pod: one requirement
         // added per term.
         let (p, info) = created_pod(spec(MAX_PATCHED_TERMS), json!({}));
-        let m = mutate(&p, &info, &Preemptable::No);
+        let m = mutate(&p, &info, &Preemptable::No, &NONE_CLOSING);
         let patched = patched_affinity(&p, &m);
         assert_eq!(
             patched["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
@@ -572,7 +633,7 @@ mod tests {
         let opted = json!({"volcano.sh/preemptable": "true", ZONE_Z2.0: ZONE_Z2.1});
         let (p, info) = created_pod(wide_terms(100, 1_800), opted.clone());
         assert!(serde_json::to_vec(&p).unwrap().len() > 1_000_000);
-        let m = mutate(&p, &info, &Preemptable::Yes);
+        let m = mutate(&p, &info, &Preemptable::Yes, &NONE_CLOSING);
         assert!(m.patch.is_empty());
         let refusal = m.refusal.expect("refused");
         assert!(
@@ -581,7 +642,7 @@ mod tests {
         );
         // The same past the term limit, however small the terms.
         let (p, info) = created_pod(wide_terms(MAX_PATCHED_TERMS + 1, 1), opted);
-        let m = mutate(&p, &info, &Preemptable::Yes);
+        let m = mutate(&p, &info, &Preemptable::Yes, &NONE_CLOSING);
         assert!(m.patch.is_empty() && m.refusal.is_some());
     }
 
@@ -590,7 +651,7 @@ mod tests {
     #[test]
     fn the_patch_grows_with_what_tidal_adds_not_with_the_pod() {
         let (p, info) = created_pod(wide_terms(100, 1_800), json!({}));
-        let m = mutate(&p, &info, &Preemptable::No);
+        let m = mutate(&p, &info, &Preemptable::No, &NONE_CLOSING);
         assert_eq!(operations(&m).0.len(), 100);
         assert!(m.patch.len() < 100 * 220, "{} bytes", m.patch.len());
         let terms = &patched_affinity(&p, &m)["nodeAffinity"][REQUIRED]["nodeSelectorTerms"];
@@ -604,7 +665,7 @@ mod tests {
             wide_terms(100, 1_800),
             json!({"volcano.sh/preemptable": "true"}),
         );
-        let m = mutate(&p, &info, &Preemptable::Yes);
+        let m = mutate(&p, &info, &Preemptable::Yes, &NONE_CLOSING);
         assert_eq!(operations(&m).0.len(), 1);
         assert!(m.patch.len() < 300, "{}", String::from_utf8_lossy(&m.patch));
     }
@@ -622,7 +683,7 @@ mod tests {
             spec,
             json!({"volcano.sh/preemptable": "true", ZONE_Z2.0: ZONE_Z2.1}),
         );
-        let m = mutate(&p, &info, &Preemptable::Yes);
+        let m = mutate(&p, &info, &Preemptable::Yes, &NONE_CLOSING);
         assert!(m.refusal.is_none());
         assert_eq!(operations(&m).0.len(), 2);
         assert!(
@@ -647,7 +708,7 @@ mod tests {
         let mut largest = 0;
         for values in [100, 200, 400, 800, 1_600] {
             let (p, info) = created_pod(wide_terms(10, values), opted.clone());
-            let m = mutate(&p, &info, &Preemptable::Yes);
+            let m = mutate(&p, &info, &Preemptable::Yes, &NONE_CLOSING);
             match m.refusal {
                 None => largest = largest.max(m.patch.len()),
                 Some(_) => assert!(m.patch.is_empty()),
@@ -662,7 +723,7 @@ mod tests {
     #[test]
     fn non_preemptable_pod_without_affinity_gets_one_required_term() {
         let (p, info) = created_pod(json!({}), json!({}));
-        let m = mutate(&p, &info, &Preemptable::No);
+        let m = mutate(&p, &info, &Preemptable::No, &NONE_CLOSING);
         assert_eq!(
             patched_affinity(&p, &m),
             json!({"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [
@@ -690,7 +751,7 @@ mod tests {
             }}),
             json!({}),
         );
-        let m = mutate(&p, &info, &Preemptable::No);
+        let m = mutate(&p, &info, &Preemptable::No, &NONE_CLOSING);
         let rule = json!({"key": "volcano.sh/revocable-zone", "operator": "DoesNotExist"});
         let affinity = patched_affinity(&p, &m);
         assert_eq!(
@@ -723,14 +784,14 @@ mod tests {
     #[test]
     fn mutation_is_idempotent() {
         let (p, info) = created_pod(json!({}), json!({}));
-        let first = mutate(&p, &info, &Preemptable::No);
+        let first = mutate(&p, &info, &Preemptable::No, &NONE_CLOSING);
         let again: Pod = serde_json::from_value(patched(&p, &first)).unwrap();
-        assert!(mutate(&again, &info, &Preemptable::No).is_empty());
+        assert!(mutate(&again, &info, &Preemptable::No, &NONE_CLOSING).is_empty());
 
         let (p, info) = created_pod(json!({}), json!({}));
-        let first = mutate(&p, &info, &Preemptable::Yes);
+        let first = mutate(&p, &info, &Preemptable::Yes, &NONE_CLOSING);
         let again: Pod = serde_json::from_value(patched(&p, &first)).unwrap();
-        assert!(mutate(&again, &info, &Preemptable::Yes).is_empty());
+        assert!(mutate(&again, &info, &Preemptable::Yes, &NONE_CLOSING).is_empty());
     }
 
     #[test]
@@ -741,7 +802,7 @@ mod tests {
             ]}}}),
             json!({"volcano.sh/preemptable": "true"}),
         );
-        let m = mutate(&p, &info, &Preemptable::Yes);
+        let m = mutate(&p, &info, &Preemptable::Yes, &NONE_CLOSING);
         assert_eq!(
             patched_affinity(&p, &m)["nodeAffinity"][PREFERRED],
             json!([
@@ -763,7 +824,7 @@ mod tests {
             json!({}),
             json!({"volcano.sh/preemptable": "true", "volcano.sh/revocable-zone": "z2"}),
         );
-        let m = mutate(&p, &info, &Preemptable::Yes);
+        let m = mutate(&p, &info, &Preemptable::Yes, &NONE_CLOSING);
         assert_eq!(
             patched_affinity(&p, &m)["nodeAffinity"][PREFERRED][0]["preference"],
             json!({"matchExpressions": [{"key": "volcano.sh/revocable-zone", "operator": "In", "values": ["z2"]}]})
@@ -778,7 +839,7 @@ mod tests {
         let off = json!({"key": "volcano.sh/revocable-zone", "operator": "DoesNotExist"});
         let z2 = json!({"key": "volcano.sh/revocable-zone", "operator": "In", "values": ["z2"]});
         let (p, info) = created_pod(json!({}), opted.clone());
-        let m = mutate(&p, &info, &Preemptable::Yes);
+        let m = mutate(&p, &info, &Preemptable::Yes, &NONE_CLOSING);
         assert_eq!(
             patched_affinity(&p, &m)["nodeAffinity"][REQUIRED]["nodeSelectorTerms"],
             json!([{"matchExpressions": [off]}, {"matchExpressions": [z2]}])
@@ -792,7 +853,7 @@ mod tests {
             ]}}}}),
             opted,
         );
-        let m = mutate(&p, &info, &Preemptable::Yes);
+        let m = mutate(&p, &info, &Preemptable::Yes, &NONE_CLOSING);
         let affinity = patched_affinity(&p, &m);
         assert_eq!(
             affinity["nodeAffinity"][REQUIRED]["nodeSelectorTerms"],
@@ -804,14 +865,14 @@ mod tests {
         );
         // Idempotent: the split terms already carry one alternative each.
         let again: Pod = serde_json::from_value(patched(&p, &m)).unwrap();
-        assert!(mutate(&again, &info, &Preemptable::Yes).is_empty());
+        assert!(mutate(&again, &info, &Preemptable::Yes, &NONE_CLOSING).is_empty());
 
         // Any zone ("*"): a preference only, no requirement.
         let (p, info) = created_pod(
             json!({}),
             json!({"volcano.sh/preemptable": "true", "volcano.sh/revocable-zone": "*"}),
         );
-        let m = mutate(&p, &info, &Preemptable::Yes);
+        let m = mutate(&p, &info, &Preemptable::Yes, &NONE_CLOSING);
         assert!(
             patched_affinity(&p, &m)["nodeAffinity"]
                 .get(REQUIRED)
@@ -819,11 +880,133 @@ mod tests {
         );
     }
 
+    /// The zones a pod of `annotations` is kept off at 19:00 UTC, among `early` (open 08:00-20:00)
+    /// and `late` (08:00-23:00), both one round a minute.
+    fn closing_at_seven(info: &PodInfo) -> Result<Vec<ClosesFirst>, InvalidValue> {
+        let zones = [
+            kit::zone("early").window("08:00-20:00").build(),
+            kit::zone("late").window("08:00-23:00").build(),
+        ];
+        super::super::placement::zones_closing_first(
+            info,
+            None,
+            &zones,
+            kit::ts("2026-03-04T19:00:00Z"),
+        )
+    }
+
+    /// Rule 4: a preemptable pod that needs longer than a zone has left is required to stay off it,
+    /// ANDed into each of its own terms like rule 1, and still prefers revocable nodes.
+    #[test]
+    fn a_long_pod_is_required_to_stay_off_the_zones_that_close_first() {
+        let long = json!({"volcano.sh/preemptable": "true", "tidal.dev/expected-run-time": "2h"});
+        let (p, info) = created_pod(json!({}), long.clone());
+        let closing = closing_at_seven(&info);
+        let m = mutate(&p, &info, &Preemptable::Yes, &closing);
+        let not_early =
+            json!({"key": "volcano.sh/revocable-zone", "operator": "NotIn", "values": ["early"]});
+        let affinity = patched_affinity(&p, &m);
+        assert_eq!(
+            affinity["nodeAffinity"][REQUIRED]["nodeSelectorTerms"],
+            json!([{"matchExpressions": [not_early]}])
+        );
+        assert_eq!(
+            affinity["nodeAffinity"][PREFERRED][0]["preference"]["matchExpressions"][0]["operator"],
+            "Exists"
+        );
+        assert!(
+            m.warnings.len() == 1
+                && m.warnings[0].contains("pod ns/p needs 2h0m0s (expected-run-time 2h0m0s)")
+                && m.warnings[0].contains(
+                    "revocable zone early closes at 2026-03-04T20:00:00Z, 1h0m0s from now"
+                ),
+            "{:?}",
+            m.warnings
+        );
+        // Idempotent: the term already carries the requirement.
+        let again: Pod = serde_json::from_value(patched(&p, &m)).unwrap();
+        assert!(mutate(&again, &info, &Preemptable::Yes, &closing).is_empty());
+
+        // Into the user's own terms, and over both zones for a pod that needs longer than either has.
+        let disk = json!({"key": "disk", "operator": "In", "values": ["ssd"]});
+        let (p, info) = created_pod(
+            json!({"affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [
+                {"matchExpressions": [disk]},
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n7"]}]}
+            ]}}}}),
+            json!({"volcano.sh/preemptable": "true", "tidal.dev/expected-run-time": "5h"}),
+        );
+        let m = mutate(&p, &info, &Preemptable::Yes, &closing_at_seven(&info));
+        let not_either = json!({"key": "volcano.sh/revocable-zone", "operator": "NotIn", "values": ["early", "late"]});
+        assert_eq!(
+            patched_affinity(&p, &m)["nodeAffinity"][REQUIRED]["nodeSelectorTerms"],
+            json!([
+                {"matchExpressions": [disk, not_either]},
+                {"matchExpressions": [not_either],
+                 "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n7"]}]}
+            ])
+        );
+
+        // A short pod fits in both: a preference only, as before.
+        let (p, info) = created_pod(
+            json!({}),
+            json!({"volcano.sh/preemptable": "true", "tidal.dev/expected-run-time": "30m"}),
+        );
+        let m = mutate(&p, &info, &Preemptable::Yes, &closing_at_seven(&info));
+        assert!(
+            patched_affinity(&p, &m)["nodeAffinity"]
+                .get(REQUIRED)
+                .is_none()
+        );
+        assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    }
+
+    /// A pod opted into a zone that closes too soon has only ordinary nodes left: it is required
+    /// there, with no preference for its zone; opted into a zone with time enough, it keeps the split.
+    #[test]
+    fn a_long_pod_opted_into_a_zone_that_closes_first_is_kept_to_ordinary_nodes() {
+        let opted = |zone: &str| {
+            json!({"volcano.sh/preemptable": "true", "tidal.dev/expected-run-time": "2h",
+                   "volcano.sh/revocable-zone": zone})
+        };
+        let (p, info) = created_pod(json!({}), opted("early"));
+        let m = mutate(&p, &info, &Preemptable::Yes, &closing_at_seven(&info));
+        assert!(m.refusal.is_none());
+        assert_eq!(
+            patched_affinity(&p, &m),
+            json!({"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "volcano.sh/revocable-zone", "operator": "DoesNotExist"}]}
+            ]}}})
+        );
+        let (p, info) = created_pod(json!({}), opted("late"));
+        let m = mutate(&p, &info, &Preemptable::Yes, &closing_at_seven(&info));
+        assert_eq!(
+            patched_affinity(&p, &m)["nodeAffinity"][REQUIRED]["nodeSelectorTerms"][1],
+            json!({"matchExpressions": [{"key": "volcano.sh/revocable-zone", "operator": "In", "values": ["late"]}]})
+        );
+    }
+
+    #[test]
+    fn an_unreadable_run_time_admits_unchanged_with_a_warning() {
+        let (p, info) = created_pod(
+            json!({}),
+            json!({"volcano.sh/preemptable": "true", "tidal.dev/expected-run-time": "forever"}),
+        );
+        let m = mutate(&p, &info, &Preemptable::Yes, &closing_at_seven(&info));
+        assert!(m.is_empty());
+        assert!(
+            m.warnings[0].contains("tidal.dev/expected-run-time=\"forever\"")
+                && m.warnings[0].contains("may not be bound to revocable nodes"),
+            "{:?}",
+            m.warnings
+        );
+    }
+
     #[test]
     fn unreadable_annotation_admits_unchanged_with_a_warning() {
         let (p, info) = created_pod(json!({}), json!({"volcano.sh/preemptable": "yes please"}));
         let preemptable = super::super::placement::preemptable(&info, None);
-        let m = mutate(&p, &info, &preemptable);
+        let m = mutate(&p, &info, &preemptable, &NONE_CLOSING);
         assert!(m.is_empty());
         assert_eq!(m.warnings.len(), 1);
         assert!(
@@ -836,7 +1019,7 @@ mod tests {
     #[test]
     fn pods_with_node_name_and_daemonset_pods_are_left_alone() {
         let (p, info) = created_pod(json!({"nodeName": "n1"}), json!({}));
-        assert!(mutate(&p, &info, &Preemptable::No).is_empty());
+        assert!(mutate(&p, &info, &Preemptable::No, &NONE_CLOSING).is_empty());
 
         let mut ds: Pod = serde_json::from_value(json!({
             "metadata": {"name": "agent-x", "namespace": "ns", "ownerReferences": [
@@ -845,9 +1028,9 @@ mod tests {
         }))
         .unwrap();
         let info = PodInfo::from_pod(&ds).unwrap();
-        assert!(mutate(&ds, &info, &Preemptable::No).is_empty());
+        assert!(mutate(&ds, &info, &Preemptable::No, &NONE_CLOSING).is_empty());
         ds.spec = None;
-        assert!(mutate(&ds, &info, &Preemptable::No).is_empty());
+        assert!(mutate(&ds, &info, &Preemptable::No, &NONE_CLOSING).is_empty());
     }
 
     #[test]
@@ -856,7 +1039,7 @@ mod tests {
             json!({"nodeSelector": {"volcano.sh/revocable-zone": "z1"}}),
             json!({}),
         );
-        let m = mutate(&p, &info, &Preemptable::No);
+        let m = mutate(&p, &info, &Preemptable::No, &NONE_CLOSING);
         assert!(!m.is_empty());
         assert!(
             m.warnings[0].contains("may never be scheduled"),
@@ -865,7 +1048,7 @@ mod tests {
         );
 
         let (p, info) = created_pod(json!({}), json!({"volcano.sh/revocable-zone": "*"}));
-        let m = mutate(&p, &info, &Preemptable::No);
+        let m = mutate(&p, &info, &Preemptable::No, &NONE_CLOSING);
         assert!(
             m.warnings[0].contains("is not preemptable"),
             "{:?}",

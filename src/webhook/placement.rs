@@ -2,25 +2,40 @@
 //!
 //! 1. a non-preemptable pod is never bound to a revocable node (one labelled `volcano.sh/revocable-zone`);
 //! 2. a preemptable pod is bound to a revocable node only while that node's zone is open;
-//! 3. preemptable pods prefer revocable nodes (see `mutate`).
+//! 3. preemptable pods prefer revocable nodes (see `mutate`);
+//! 4. a preemptable pod that says how long it runs (`activeDeadlineSeconds`,
+//!    `tidal.dev/expected-run-time`) is kept off a zone that closes before it could finish there, by
+//!    the rule the drain uses to let a pod finish (`crate::cluster::finishes_before`).
 //!
 //! They agree with the TDM strategy's notion of a placement violation, so that what admission lets
 //! through is exactly what the controller's sweep leaves alone.
 
 use jiff::Timestamp;
 
-pub(crate) use crate::cluster::rules::placement::{Preemptable, is_exempt, preemptable};
+pub(crate) use crate::cluster::rules::placement::{
+    ClosesFirst, Preemptable, is_exempt, preemptable, zones_closing_first,
+};
 use crate::{
     api::labels,
     cluster::{
-        NodeInfo, PodGroupInfo, PodInfo, ZoneInfo,
+        NodeInfo, PodGroupInfo, PodInfo, Setting, ZoneInfo,
         rules::placement::{Refused, revocable_rule},
     },
 };
 
-/// The pod's own `volcano.sh/preemptable` says nothing, so its PodGroup (if it names one) decides.
+/// The pod names a PodGroup that says what the pod itself does not: whether it is preemptable (the
+/// pod's own `volcano.sh/preemptable` says nothing), or, for a pod preemptable by its own word, how
+/// long it runs (it declares no `tidal.dev/expected-run-time` of its own).
 pub(crate) fn needs_podgroup(pod: &PodInfo) -> bool {
-    !pod.preemptable.is_set() && pod.group_name.is_some()
+    pod.group_name.is_some() && (!pod.preemptable.is_set() || needs_podgroup_run_time_only(pod))
+}
+
+/// The pod says for itself that it is preemptable: its PodGroup is read only for its run time, so a
+/// missing group leaves the pod's own rules to apply, without that declaration.
+pub(crate) fn needs_podgroup_run_time_only(pod: &PodInfo) -> bool {
+    pod.group_name.is_some()
+        && pod.preemptable == Setting::Valid(true)
+        && !pod.expected_run_time().is_set()
 }
 
 /// An admission answer.
@@ -102,7 +117,21 @@ pub fn check_binding(
         return Verdict::allow();
     };
     if !state.evicting() {
-        return Verdict::allow();
+        return match zones_closing_first(pod, group, [zone], now) {
+            Ok(closing) => match closing.first() {
+                None => Verdict::allow(),
+                Some(closes) => Verdict::Deny(format!(
+                    "tidal: pod {pod_key} {closes}; it may not be bound to node {node_name}"
+                )),
+            },
+            // Gate `invalid` never evicts a pod whose declaration cannot be read, so the zone's
+            // drain could not empty the zone of it: it is kept off, as an unreadable
+            // `volcano.sh/preemptable` is.
+            Err(invalid) => Verdict::Deny(format!(
+                "tidal: {invalid}; tidal cannot tell when pod {pod_key} ends and would never evict it, \
+                 so it may not run on node {node_name} of revocable zone {zone_name}"
+            )),
+        };
     }
     // The boundary as the operator wrote it (`06:00`), not the first closed second (`06:00:01`).
     let next = state.next_change.map_or_else(
@@ -299,6 +328,110 @@ mod tests {
             )
             .is_allowed()
         );
+    }
+
+    #[test]
+    fn rule_4_a_pod_that_needs_longer_than_the_zone_has_left_is_denied() {
+        let z = zone_z1(&["08:00-21:00"], "0s");
+        let runs = |run_time: &str| {
+            unscheduled_pod(
+                json!({}),
+                json!({"volcano.sh/preemptable": "true", "tidal.dev/expected-run-time": run_time}),
+            )
+        };
+        let bind =
+            |pod: &PodInfo| check_binding(pod, None, &node_in(Some("z1")), Some(&z), at("19:30"));
+        let Verdict::Deny(message) = bind(&runs("3h")) else {
+            panic!("a pod that runs past the close must be denied")
+        };
+        for says in [
+            "pod ns/p needs 3h0m0s (expected-run-time 3h0m0s)",
+            "revocable zone z1 closes at 2026-03-04T21:00:00Z, 1h30m0s from now",
+            "at least 2m0s before its close",
+            "may not be bound to node n1",
+        ] {
+            assert!(message.contains(says), "{says:?} in {message}");
+        }
+        // Ends at 20:30, half an hour before the close: the drain would let it finish.
+        assert_eq!(bind(&runs("1h")), Verdict::allow());
+        // The group's declaration counts for a pod that makes none.
+        let group = PodGroupInfo {
+            key: crate::cluster::ObjectKey::new("ns", "g"),
+            preemptable: Setting::Unset,
+            budget: Setting::Unset,
+            min_member: None,
+            expected_run_time: Setting::Valid("4h".parse().unwrap()),
+        };
+        let member = unscheduled_pod(
+            json!({}),
+            json!({"volcano.sh/preemptable": "true", "scheduling.k8s.io/group-name": "g"}),
+        );
+        assert!(
+            !check_binding(
+                &member,
+                Some(&group),
+                &node_in(Some("z1")),
+                Some(&z),
+                at("19:30")
+            )
+            .is_allowed()
+        );
+        // The rule is about revocable zones only.
+        assert_eq!(
+            check_binding(&runs("3h"), None, &node_in(None), None, at("19:30")),
+            Verdict::allow()
+        );
+    }
+
+    /// The controller never evicts a pod whose run time cannot be read (gate `invalid`), so a zone's
+    /// drain could not empty the zone of it: it is denied, never taken as saying nothing.
+    #[test]
+    fn an_unreadable_run_time_is_denied_on_revocable_nodes() {
+        let z = zone_z1(&["08:00-21:00"], "0s");
+        let pod = unscheduled_pod(
+            json!({}),
+            json!({"volcano.sh/preemptable": "true", "tidal.dev/expected-run-time": "overnight"}),
+        );
+        let Verdict::Deny(message) =
+            check_binding(&pod, None, &node_in(Some("z1")), Some(&z), at("12:00"))
+        else {
+            panic!("an unreadable run time must be denied")
+        };
+        assert!(
+            message.contains("tidal.dev/expected-run-time") && message.contains("overnight"),
+            "{message}"
+        );
+        assert!(
+            message.contains("cannot tell when pod ns/p ends"),
+            "{message}"
+        );
+        assert!(check_binding(&pod, None, &node_in(None), None, at("12:00")).is_allowed());
+    }
+
+    #[test]
+    fn the_podgroup_is_needed_for_a_run_time_only_when_the_pod_is_preemptable_and_declares_none() {
+        let pod = |annotations: serde_json::Value| unscheduled_pod(json!({}), annotations);
+        let in_group = |extra: serde_json::Value| {
+            let mut annotations = json!({"scheduling.k8s.io/group-name": "g"});
+            annotations
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            pod(annotations)
+        };
+        assert!(needs_podgroup(&in_group(json!({}))));
+        let own = in_group(json!({"volcano.sh/preemptable": "true"}));
+        assert!(needs_podgroup(&own) && needs_podgroup_run_time_only(&own));
+        let declares = in_group(
+            json!({"volcano.sh/preemptable": "true", "tidal.dev/expected-run-time": "1h"}),
+        );
+        assert!(!needs_podgroup(&declares));
+        assert!(!needs_podgroup(&in_group(
+            json!({"volcano.sh/preemptable": "false"})
+        )));
+        assert!(!needs_podgroup(&pod(
+            json!({"volcano.sh/preemptable": "true"})
+        )));
     }
 
     #[test]

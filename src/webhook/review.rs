@@ -11,9 +11,12 @@ use serde_json::value::RawValue;
 
 use super::{
     mutate::{Mutation, mutate},
-    placement::{Verdict, check_binding, needs_podgroup, preemptable},
+    placement::{
+        Preemptable, Verdict, check_binding, is_exempt, needs_podgroup,
+        needs_podgroup_run_time_only, preemptable, zones_closing_first,
+    },
 };
-use crate::cluster::{ClusterCache, ObjectKey, PodGroupInfo, PodInfo};
+use crate::cluster::{ClusterCache, ObjectKey, PodGroupInfo, PodInfo, run_time};
 
 /// The webhook's endpoints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -155,11 +158,24 @@ pub fn decide(
     now: Timestamp,
     last_try: bool,
 ) -> Attempt {
+    decide_in(endpoint, request, cache, now, last_try, true)
+}
+
+/// [`decide`], told whether `cache` holds the RevocableZones: a cache that has not listed them yet
+/// has none, and a mutation that reads the zones' closes must not take that for "no zone closes".
+fn decide_in(
+    endpoint: Endpoint,
+    request: &Request,
+    cache: &ClusterCache,
+    now: Timestamp,
+    last_try: bool,
+    zones_known: bool,
+) -> Attempt {
     if request.operation != Operation::Create {
         return Attempt::Done(Answer::verdict(Verdict::allow()));
     }
     match endpoint {
-        Endpoint::MutatePods => mutate_pod(request, cache, last_try),
+        Endpoint::MutatePods => mutate_pod(request, cache, now, last_try, zones_known),
         Endpoint::ValidatePods => validate_pod(request, cache, now, last_try),
         Endpoint::ValidateBindings => validate_binding(request, cache, now, last_try),
     }
@@ -176,7 +192,7 @@ pub fn decide_without_cache(
     request: &Request,
     now: Timestamp,
 ) -> Option<Answer> {
-    match decide(endpoint, request, &ClusterCache::new(), now, false) {
+    match decide_in(endpoint, request, &ClusterCache::new(), now, false, false) {
         Attempt::Done(answer) => Some(answer),
         Attempt::Retry(_) => None,
     }
@@ -370,7 +386,13 @@ fn podgroup_of<'c>(
     }
 }
 
-fn mutate_pod(request: &Request, cache: &ClusterCache, last_try: bool) -> Attempt {
+fn mutate_pod(
+    request: &Request,
+    cache: &ClusterCache,
+    now: Timestamp,
+    last_try: bool,
+    zones_known: bool,
+) -> Attempt {
     if !is_pods(request, None) {
         return Attempt::Done(unexpected(request, Endpoint::MutatePods));
     }
@@ -378,9 +400,19 @@ fn mutate_pod(request: &Request, cache: &ClusterCache, last_try: bool) -> Attemp
         Ok(pod) => pod,
         Err(answer) => return Attempt::Done(answer),
     };
-    let group = match podgroup_of(&info, cache, last_try) {
-        Ok(group) => group,
+    let (group, unknown_group) = match podgroup_of(&info, cache, last_try) {
+        Ok(group) => (group, None),
         Err(Err(retry)) => return retry,
+        // The pod says for itself that it is preemptable: only the group's run time is missing, and
+        // the pod's own rules still apply without it (its binding is checked against the group's
+        // run time once the group is known).
+        Err(Ok(warning)) if needs_podgroup_run_time_only(&info) => (
+            None,
+            Some(format!(
+                "{warning}; its {} is not taken into account",
+                crate::api::labels::EXPECTED_RUN_TIME
+            )),
+        ),
         // Affinity cannot be taken back, so a pod whose PodGroup is not known yet is admitted as it
         // is; its binding is still checked once the PodGroup is known.
         Err(Ok(warning)) => {
@@ -389,11 +421,25 @@ fn mutate_pod(request: &Request, cache: &ClusterCache, last_try: bool) -> Attemp
             ))));
         }
     };
+    let preemptable = preemptable(&info, group);
+    let closing = if preemptable == Preemptable::Yes && !is_exempt(&info) {
+        // Most pods say nothing of their run time: the zones are copied out of the cache only for
+        // those that do.
+        let zones = match run_time(&info, group) {
+            Some(_) if !zones_known => return Attempt::Retry("RevocableZones".to_owned()),
+            Some(_) => cache.zones(),
+            None => Default::default(),
+        };
+        zones_closing_first(&info, group, zones.values().map(AsRef::as_ref), now)
+    } else {
+        Ok(Vec::new())
+    };
     let Mutation {
         patch,
-        warnings,
+        mut warnings,
         refusal,
-    } = mutate(&pod, &info, &preemptable(&info, group));
+    } = mutate(&pod, &info, &preemptable, &closing);
+    warnings.extend(unknown_group);
     Attempt::Done(match refusal {
         Some(message) => Answer::verdict(Verdict::Deny(message)),
         None => Answer {
@@ -509,8 +555,16 @@ fn place(
     if node.revocable_zone.is_none() {
         return Attempt::Done(Answer::verdict(Verdict::allow()));
     }
-    let group = match podgroup_of(pod, cache, last_try) {
-        Ok(group) => group,
+    let (group, unknown_group) = match podgroup_of(pod, cache, last_try) {
+        Ok(group) => (group, None),
+        // Preemptable by its own word: the pod is checked on what it says itself.
+        Err(Ok(warning)) if needs_podgroup_run_time_only(pod) => (
+            None,
+            Some(format!(
+                "{warning}; its {} is not taken into account",
+                crate::api::labels::EXPECTED_RUN_TIME
+            )),
+        ),
         // Without its PodGroup tidal cannot tell whether the pod is preemptable: admitted like a pod
         // or node it has not seen, rather than denied as if the group had said "no".
         Err(Ok(warning)) => {
@@ -524,7 +578,10 @@ fn place(
         .revocable_zone
         .as_deref()
         .and_then(|name| cache.zone(name));
-    let verdict = check_binding(pod, group, node, zone.map(AsRef::as_ref), now);
+    let mut verdict = check_binding(pod, group, node, zone.map(AsRef::as_ref), now);
+    if let (Verdict::Allow { warnings }, Some(warning)) = (&mut verdict, unknown_group) {
+        warnings.push(warning);
+    }
     Attempt::Done(Answer::verdict(verdict))
 }
 
@@ -783,6 +840,131 @@ mod tests {
         // Rule 2.
         assert!(bind(&c, "spot", "rev", DAY).is_allowed());
         assert!(!bind(&c, "spot", "rev", NIGHT).is_allowed());
+    }
+
+    fn preemptable_running(name: &str, run_time: &str) -> Value {
+        pod_object(
+            name,
+            json!({"volcano.sh/preemptable": "true", "tidal.dev/expected-run-time": run_time}),
+            json!({}),
+        )
+    }
+
+    /// The operations of a mutation's patch, as one JSON text.
+    fn patch_text(answer: Answer) -> String {
+        String::from_utf8(answer.patch.unwrap_or_default()).unwrap()
+    }
+
+    /// Zone z1 closes at 21:00, nine hours after [`DAY`]: a pod that runs ten hours is kept off it
+    /// at creation and denied its nodes when bound, one that runs an hour is neither.
+    #[test]
+    fn a_pod_that_runs_past_the_close_is_kept_off_the_zone_and_denied_its_nodes() {
+        let long = preemptable_running("long", "10h");
+        let short = preemptable_running("short", "1h");
+        let c = cache(&[long.clone(), short.clone()]);
+        let mutated = |object: Value| {
+            let name = object["metadata"]["name"].as_str().unwrap().to_owned();
+            patch_text(done(
+                Endpoint::MutatePods,
+                &review("pods", None, &name, object),
+                &c,
+                DAY,
+                false,
+            ))
+        };
+        let not_in = r#"{"key":"volcano.sh/revocable-zone","operator":"NotIn","values":["z1"]}"#;
+        assert!(mutated(long.clone()).contains(not_in), "{}", mutated(long));
+        let short_patch = mutated(short);
+        assert!(
+            !short_patch.contains("NotIn") && short_patch.contains("preferredDuringScheduling"),
+            "{short_patch}"
+        );
+
+        let Verdict::Deny(message) = bind(&c, "long", "rev", DAY) else {
+            panic!("a binding of the long pod to z1's node must be denied")
+        };
+        assert!(
+            message.contains("pod ns/long needs 10h0m0s (expected-run-time 10h0m0s)")
+                && message.contains("z1 closes at 2026-03-04T21:00:00Z, 9h0m0s from now"),
+            "{message}"
+        );
+        assert_eq!(bind(&c, "short", "rev", DAY), Verdict::allow());
+        assert_eq!(bind(&c, "long", "plain", DAY), Verdict::allow());
+
+        // Created already bound: the same rule.
+        let direct = pod_object(
+            "direct",
+            json!({"volcano.sh/preemptable": "true"}),
+            json!({"nodeName": "rev", "activeDeadlineSeconds": 36000}),
+        );
+        let Verdict::Deny(message) = done(
+            Endpoint::ValidatePods,
+            &review("pods", None, "direct", direct),
+            &c,
+            DAY,
+            false,
+        )
+        .verdict
+        else {
+            panic!("a pod created on z1's node that runs past the close must be denied")
+        };
+        assert!(
+            message.contains("(activeDeadlineSeconds 36000)"),
+            "{message}"
+        );
+    }
+
+    /// An empty cache has no zones: a pod whose mutation reads the zones' closes is not decided
+    /// from it before the zones are listed, while one that says nothing of its run time still is.
+    #[test]
+    fn before_the_zones_are_listed_a_pod_that_says_how_long_it_runs_is_not_decided() {
+        let now = DAY.parse().unwrap();
+        let long = parse_review(&review(
+            "pods",
+            None,
+            "long",
+            preemptable_running("long", "10h"),
+        ))
+        .unwrap();
+        assert!(decide_without_cache(Endpoint::MutatePods, &long, now).is_none());
+        let spot = pod_object("spot", json!({"volcano.sh/preemptable": "true"}), json!({}));
+        let spot = parse_review(&review("pods", None, "spot", spot)).unwrap();
+        assert!(decide_without_cache(Endpoint::MutatePods, &spot, now).is_some());
+    }
+
+    /// A pod preemptable by its own word reads its PodGroup only for the group's run time: a group
+    /// that never arrives leaves it its own rules (a preference, no exclusion), with a warning.
+    #[test]
+    fn a_podgroup_read_only_for_its_run_time_is_awaited_then_done_without() {
+        let member = pod_object(
+            "m",
+            json!({"volcano.sh/preemptable": "true", "scheduling.k8s.io/group-name": "g"}),
+            json!({}),
+        );
+        let body = review("pods", None, "m", member.clone());
+        let (warnings, patch) =
+            waits_then_admits(Endpoint::MutatePods, &body, &cache(&[]), "PodGroup ns/g");
+        assert!(
+            warnings.iter().any(
+                |w| w.contains("PodGroup ns/g") && w.contains("expected-run-time is not taken")
+            ),
+            "{warnings:?}"
+        );
+        let patch = String::from_utf8(patch.unwrap()).unwrap();
+        assert!(
+            patch.contains("preferredDuringScheduling") && !patch.contains("NotIn"),
+            "{patch}"
+        );
+
+        let group = json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ns", "annotations": {"tidal.dev/expected-run-time": "10h"}},
+            "spec": {"minMember": 1}});
+        let c = cache(&[member, group]);
+        assert!(
+            patch_text(done(Endpoint::MutatePods, &body, &c, DAY, false)).contains("NotIn"),
+            "the group's run time keeps the member off z1"
+        );
+        assert!(!bind(&c, "m", "rev", DAY).is_allowed());
     }
 
     #[test]

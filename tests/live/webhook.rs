@@ -1144,3 +1144,104 @@ async fn serves_the_certificate_the_chart_generates() {
     assert_eq!(response.status(), StatusCode::OK);
     let _ = stop.send(());
 }
+
+/// `tidal webhook` as its own process, its cache fed by the fake API server: zone `evening` closes
+/// about an hour from now. A preemptable pod that says it runs three hours is required to stay off
+/// the zone (ANDed into its own term) and denied a binding to its node, with the run time, where it
+/// comes from, the close and the time left; one that runs twenty minutes gets neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_that_runs_past_the_close_is_kept_off_the_zone_by_the_webhook_process() {
+    use crate::support::{Scenario, node, window_closing_in, zone};
+    use tidal_testkit::{flood, webhook_process::WebhookProcess};
+
+    let scenario = Scenario::start().await;
+    scenario.apply(node("std-1"));
+    scenario.apply(node("rev-1").zone("evening"));
+    scenario.apply(zone("evening").window(&window_closing_in(60)));
+    let own = json!({"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["eu-1a"]}]}
+    ]}}});
+    let long = created_pod(
+        "long-1",
+        json!({"volcano.sh/preemptable": "true", "tidal.dev/expected-run-time": "3h"}),
+        Some(own),
+    );
+    let short = created_pod(
+        "short-1",
+        json!({"volcano.sh/preemptable": "true", "tidal.dev/expected-run-time": "20m"}),
+        None,
+    );
+    scenario.apply(long.clone());
+    scenario.apply(short.clone());
+    // Started once everything is applied: ready means every kind has been listed, these included.
+    let hook = WebhookProcess::start(
+        Path::new(env!("CARGO_BIN_EXE_tidal")),
+        &scenario.kubeconfig("webhook"),
+        scenario.dir(),
+    )
+    .await;
+    let send = |path: &'static str, body: Vec<u8>| {
+        let (target, tls) = (hook.https, hook.tls.clone());
+        async move {
+            let from = [127, 0, 0, 1].into();
+            let (status, answer) =
+                flood::request(target, from, Some(&tls), &flood::post(path, &body))
+                    .await
+                    .unwrap();
+            assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+            serde_json::from_slice::<Value>(&answer).unwrap()
+        }
+    };
+
+    let response = send("/mutate-pods", review(None, "long-1", long.clone())).await;
+    assert_eq!(response["response"]["allowed"], true, "{response}");
+    let patched = apply_patch(&response, &long);
+    assert_eq!(
+        patched["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"],
+        json!([{"matchExpressions": [
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["eu-1a"]},
+            {"key": "volcano.sh/revocable-zone", "operator": "NotIn", "values": ["evening"]}
+        ]}])
+    );
+    assert_eq!(
+        patched["spec"]["affinity"]["nodeAffinity"][PREFERRED][0]["preference"],
+        json!({"matchExpressions": [{"key": "volcano.sh/revocable-zone", "operator": "Exists"}]})
+    );
+    let warning = response["response"]["warnings"][0].as_str().unwrap();
+    assert!(
+        warning.contains("revocable zone evening closes at"),
+        "{warning}"
+    );
+
+    let response = send("/mutate-pods", review(None, "short-1", short.clone())).await;
+    let patched = apply_patch(&response, &short);
+    assert!(
+        patched["spec"]["affinity"]["nodeAffinity"]
+            .get(REQUIRED)
+            .is_none(),
+        "{patched}"
+    );
+    assert!(response["response"].get("warnings").is_none(), "{response}");
+
+    let bind = |pod: &str| review(Some("binding"), pod, binding(pod, "rev-1"));
+    let denied = send("/validate-bindings", bind("long-1")).await;
+    assert_eq!(denied["response"]["allowed"], false, "{denied}");
+    assert_eq!(denied["response"]["status"]["code"], 403);
+    let message = denied["response"]["status"]["message"].as_str().unwrap();
+    for part in [
+        "pod team-a/long-1 needs 3h0m0s (expected-run-time 3h0m0s)",
+        "revocable zone evening closes at ",
+        " from now;",
+        "may not be bound to node rev-1",
+    ] {
+        assert!(message.contains(part), "{part:?} in {message}");
+    }
+    let allowed = send("/validate-bindings", bind("short-1")).await;
+    assert_eq!(allowed["response"]["allowed"], true, "{allowed}");
+    let ordinary = send(
+        "/validate-bindings",
+        review(Some("binding"), "long-1", binding("long-1", "std-1")),
+    )
+    .await;
+    assert_eq!(ordinary["response"]["allowed"], true, "{ordinary}");
+}

@@ -219,3 +219,61 @@ fn the_report_says_what_each_strategy_saw_and_why_nothing_more_moved() {
         "{section}"
     );
 }
+
+/// A preemptable pod not on a node yet that says it runs 11 hours: yarn-a's next window (20:00 to
+/// 06:00 UTC) is 10 hours, too short, while yarn-b's (19:00 to 07:00 Berlin, 18:00 to 06:00 UTC) is
+/// 12. Explain says which zone admission keeps it off, and why, in the output's time zone.
+#[test]
+fn a_pending_pod_is_told_which_zone_closes_before_it_could_finish() {
+    let demo = std::fs::read_to_string(demo()).unwrap();
+    let pending = r#"---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: render-long
+  namespace: analytics
+  uid: 7d0b8c0e-2a51-4c55-9d6c-1f0d4e1b5a11
+  creationTimestamp: "2026-11-23T09:29:00Z"
+  annotations:
+    volcano.sh/preemptable: "true"
+    tidal.dev/expected-run-time: 11h
+spec:
+  containers:
+  - name: render
+    image: render:1
+status:
+  phase: Pending
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("cluster.yaml");
+    std::fs::write(&cluster, format!("{demo}{pending}")).unwrap();
+    let run = |extra: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_tidal"))
+            .args(["explain", "pod", "analytics/render-long", "-f"])
+            .arg(&cluster)
+            .args(["--now", DEMO_NOW])
+            .args(extra)
+            .output()
+            .expect("run tidal");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let json: Value = serde_json::from_str(&run(&["-o", "json"])).unwrap();
+    let admission = json["admission"].as_array().expect("admission sentences");
+    assert_eq!(admission.len(), 1, "{json:#}");
+    let said = admission[0].as_str().unwrap();
+    for part in [
+        "Admission keeps it off revocable zone yarn-a: it needs 11h0m0s (expected-run-time 11h0m0s)",
+        "opens at Mon 20:00 and closes at Tue 06:00",
+        "10h0m0s later",
+        "at least 3m0s before its close",
+    ] {
+        assert!(said.contains(part), "{part:?} in {said}");
+    }
+    let text = run(&[]);
+    assert!(
+        text.contains("- Admission keeps it off revocable zone yarn-a"),
+        "{text}"
+    );
+    assert!(!text.contains("zone yarn-b:"), "{text}");
+}

@@ -47,14 +47,17 @@ pub struct PodEnd {
     pub cause: EndCause,
 }
 
+/// The pod's own [`crate::api::labels::EXPECTED_RUN_TIME`], else its PodGroup's.
+pub fn declared_run_time(pod: &PodInfo, group: Option<&PodGroupInfo>) -> Setting<GoDuration> {
+    pod.expected_run_time()
+        .or_else(|| group.map_or(Setting::Unset, |g| g.expected_run_time.clone()))
+}
+
 /// How long a pod says it runs, from its start: the shorter of its deadline and its declared run time
 /// (its own, else its PodGroup's). `None` when it says neither or its declaration cannot be read (gate
 /// `invalid` refuses such a pod).
 pub fn run_time(pod: &PodInfo, group: Option<&PodGroupInfo>) -> Option<EndCause> {
-    let declared = pod
-        .expected_run_time()
-        .or_else(|| group.map_or(Setting::Unset, |g| g.expected_run_time.clone()));
-    let declared = match declared {
+    let declared = match declared_run_time(pod, group) {
         Setting::Valid(run_time) => Some(EndCause::Declared(run_time)),
         Setting::Unset | Setting::Invalid(_) => None,
     };
@@ -74,6 +77,32 @@ pub fn pod_end(pod: &PodInfo, group: Option<&PodGroupInfo>) -> Option<PodEnd> {
         .checked_add(cause.run_time())
         .unwrap_or(Timestamp::MAX);
     Some(PodEnd { at, cause })
+}
+
+/// Whether a pod that ends by itself at `end` is done early enough before a zone's close at `close`
+/// that the zone's drain leaves it to finish rather than evicting it: `end + 2 × grace + evict_period
+/// <= close`. One rule, read by the drain (which lets such a pod finish) and by admission (which lets
+/// a pod onto a zone only when the drain would then let it finish), so that what admission places is
+/// what the drain leaves alone.
+///
+/// The margin is what evicting the pod would still take were its end late: the zone's next round,
+/// at most `evict_period` away, and the pod's termination grace twice (the pod stopping at its end,
+/// then stopping again when evicted). `grace` is the pod's `terminationGracePeriodSeconds`; a negative
+/// `grace` or `evict_period` counts as zero, so that no value lets a pod run past the close; an
+/// instant past the end of time never finishes before anything.
+pub fn finishes_before(
+    end: Timestamp,
+    grace: SignedDuration,
+    evict_period: SignedDuration,
+    close: Timestamp,
+) -> bool {
+    let grace = grace.max(SignedDuration::ZERO);
+    let evict_period = evict_period.max(SignedDuration::ZERO);
+    grace
+        .checked_mul(2)
+        .and_then(|twice| twice.checked_add(evict_period))
+        .and_then(|margin| end.checked_add(margin).ok())
+        .is_some_and(|done| done <= close)
 }
 
 #[cfg(test)]
@@ -127,13 +156,57 @@ mod tests {
     }
 
     #[test]
+    fn a_pod_finishes_before_the_close_with_twice_its_grace_and_one_period_to_spare() {
+        let close = ts("2026-03-04T21:00:00Z");
+        let grace = SignedDuration::from_secs(30);
+        let period = SignedDuration::from_mins(5);
+        // 21:00 - 5m - 2 × 30s = 20:54: the latest end the drain leaves to finish.
+        assert!(finishes_before(
+            ts("2026-03-04T20:54:00Z"),
+            grace,
+            period,
+            close
+        ));
+        assert!(!finishes_before(
+            ts("2026-03-04T20:54:01Z"),
+            grace,
+            period,
+            close
+        ));
+        assert!(!finishes_before(
+            ts("2026-03-04T21:30:00Z"),
+            SignedDuration::ZERO,
+            SignedDuration::ZERO,
+            close
+        ));
+        // A negative margin never lets a pod end after the close.
+        assert!(!finishes_before(
+            ts("2026-03-04T21:00:01Z"),
+            SignedDuration::from_secs(-60),
+            SignedDuration::from_secs(-60),
+            close
+        ));
+        // A margin past the end of time does not finish, and does not panic.
+        assert!(!finishes_before(
+            ts("2026-03-04T20:00:00Z"),
+            SignedDuration::MAX,
+            SignedDuration::MAX,
+            close
+        ));
+        assert!(!finishes_before(Timestamp::MAX, grace, period, close));
+    }
+
+    #[test]
     fn no_end_without_a_start_a_readable_declaration_or_a_deadline() {
         assert_eq!(pod_end(&started().build(), None), None);
         let unreadable = started()
             .annotation("tidal.dev/expected-run-time", "soon")
             .build();
         assert_eq!(pod_end(&unreadable, None), None);
-        assert!(matches!(unreadable.expected_run_time(), Setting::Invalid(_)));
+        assert!(matches!(
+            unreadable.expected_run_time(),
+            Setting::Invalid(_)
+        ));
         let unstarted = pod("ns/p", "")
             .spec("activeDeadlineSeconds", json!(60))
             .build();
