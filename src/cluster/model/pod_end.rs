@@ -76,6 +76,30 @@ pub fn pod_end(pod: &PodInfo, group: Option<&PodGroupInfo>) -> Option<PodEnd> {
     Some(PodEnd { at, cause })
 }
 
+/// Whether a pod that ends by itself at `end` is left to finish before `close` rather than evicted:
+/// its end takes up to its termination `grace`, and should it overstay that, the zone's next round
+/// (at most `evict_period` later) evicts it and it terminates within `grace` again, still before the
+/// close. One rule for the drain and for admission, so that admission lets onto a zone exactly the
+/// pods its drain will leave to finish.
+pub fn finishes_before(
+    end: Timestamp,
+    grace: SignedDuration,
+    evict_period: SignedDuration,
+    close: Timestamp,
+) -> bool {
+    let needs = grace
+        .checked_mul(2)
+        .and_then(|g| g.checked_add(evict_period))
+        .unwrap_or(SignedDuration::MAX);
+    end.checked_add(needs).is_ok_and(|latest| latest <= close)
+}
+
+/// A pod still running once its end and its grace period have passed did not end as it said (a
+/// deadline the kubelet failed to enforce, a declaration that was wrong): it is evicted like any other.
+pub fn overstayed(end: Timestamp, grace: SignedDuration, now: Timestamp) -> bool {
+    end.checked_add(grace).is_ok_and(|until| now >= until)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -127,13 +151,39 @@ mod tests {
     }
 
     #[test]
+    fn a_pod_finishes_when_the_close_leaves_time_to_evict_it_should_it_overstay() {
+        let (grace, period) = (SignedDuration::from_secs(30), SignedDuration::from_mins(2));
+        let close = ts("2026-03-04T10:00:00Z");
+        // 09:57 + 2 x 30 s + 2 min = 10:00.
+        assert!(finishes_before(
+            ts("2026-03-04T09:57:00Z"),
+            grace,
+            period,
+            close
+        ));
+        assert!(!finishes_before(
+            ts("2026-03-04T09:57:01Z"),
+            grace,
+            period,
+            close
+        ));
+        assert!(!finishes_before(Timestamp::MAX, grace, period, close));
+        let end = ts("2026-03-04T09:00:00Z");
+        assert!(!overstayed(end, grace, ts("2026-03-04T09:00:29Z")));
+        assert!(overstayed(end, grace, ts("2026-03-04T09:00:30Z")));
+    }
+
+    #[test]
     fn no_end_without_a_start_a_readable_declaration_or_a_deadline() {
         assert_eq!(pod_end(&started().build(), None), None);
         let unreadable = started()
             .annotation("tidal.dev/expected-run-time", "soon")
             .build();
         assert_eq!(pod_end(&unreadable, None), None);
-        assert!(matches!(unreadable.expected_run_time(), Setting::Invalid(_)));
+        assert!(matches!(
+            unreadable.expected_run_time(),
+            Setting::Invalid(_)
+        ));
         let unstarted = pod("ns/p", "")
             .spec("activeDeadlineSeconds", json!(60))
             .build();
