@@ -45,6 +45,16 @@ impl Gate for Finishes {
     }
 
     fn check(&mut self, candidate: &Candidate, ctx: &PlanContext<'_>) -> Result<(), String> {
+        let lets_finish = ctx
+            .policy
+            .spec
+            .strategies
+            .tdm
+            .as_ref()
+            .is_none_or(|tdm| tdm.let_pods_finish);
+        if !lets_finish {
+            return Ok(());
+        }
         let Some((close, evict_period)) = drain_close(candidate, ctx) else {
             return Ok(());
         };

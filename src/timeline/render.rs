@@ -428,6 +428,13 @@ fn drains(timeline: &Timeline, layout: Layout) -> String {
                 &layout.line(&format!("{label} estimate: {}", clock.text(&drain.summary))),
             );
         }
+        if let Some(lost) = drain.work_lost_seconds.filter(|lost| *lost > 0.0) {
+            out.push_str(&layout.line(&format!(
+                "{label} work thrown away: {} pod-hours (each evicted pod's run since its start or \
+                 last checkpoint)",
+                pod_hours(lost)
+            )));
+        }
     }
     // What a close does to the pods left: once per setting, naming its zones.
     let mut after: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
@@ -442,6 +449,11 @@ fn drains(timeline: &Timeline, layout: Layout) -> String {
     }
     out.push('\n');
     out
+}
+
+/// Pod-seconds as pod-hours, to a tenth.
+fn pod_hours(seconds: f64) -> String {
+    format!("{:.1}", seconds / 3600.0)
 }
 
 /// Per zone: its rounds and what is left waiting at the end.

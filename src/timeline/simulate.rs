@@ -210,6 +210,10 @@ impl<'c> Simulation<'c> {
                     answered,
                     gone,
                 } => {
+                    if let Some(pod) = self.cache.pod(&key) {
+                        let work = pod.work_since_saved(at).as_secs_f64();
+                        self.drains.evicted(&key, work);
+                    }
                     // Leaving from its answer on, as the controller marks it.
                     self.cache.mark_evicting(&key, answered);
                     let round = &mut self.events[event];
