@@ -8,27 +8,9 @@
 
 use std::time::Instant;
 
-use clap::Parser;
 use jiff::SignedDuration;
-use tidal::{
-    cli::{Cli, Command},
-    cluster::PolicyInfo,
-    timeline,
-};
+use tidal::{cluster::PolicyInfo, timeline};
 use tidal_testkit::synthetic::{SyntheticSpec, generate};
-
-/// What `tidal timeline` assumes when given no flag.
-fn default_settings() -> timeline::Settings {
-    let cli = Cli::try_parse_from(["tidal", "timeline"]).expect("the defaults parse");
-    let Command::Timeline(args) = cli.command else {
-        unreachable!("parsed as the timeline");
-    };
-    timeline::Settings {
-        drain: args.input.pacing.drain_settings(),
-        cycle_timeout: SignedDuration::try_from(args.cycle_timeout.as_std())
-            .expect("a short default"),
-    }
-}
 
 fn size(text: &str) -> String {
     format!("{} bytes, {} lines", text.len(), text.lines().count())
@@ -38,7 +20,7 @@ fn main() {
     let spec = SyntheticSpec::large();
     let cluster = generate(&spec);
     let policy = PolicyInfo::from_policy(&cluster.policy).expect("the synthetic policy has a name");
-    let settings = default_settings();
+    let settings = tidal::cli::TimelineArgs::default_settings();
     for run in 1..=2 {
         let mut cache = cluster.to_cache();
         let started = Instant::now();

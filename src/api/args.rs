@@ -21,12 +21,19 @@ pub struct TdmArgs {
     /// zone), whatever the time. They pass the same gates as any other candidate.
     #[serde(default = "yes")]
     pub evict_placement_violations: bool,
+    /// Let a pod that ends by itself before its zone's close (its `activeDeadlineSeconds`, or the run
+    /// time it or its PodGroup declares with `tidal.dev/expected-run-time`) finish rather than evict it,
+    /// as long as the close still leaves time to evict it should it overstay. Off: a drain evicts every
+    /// preemptable pod, as Volcano's TDM does.
+    #[serde(default = "yes")]
+    pub let_pods_finish: bool,
 }
 
 impl Default for TdmArgs {
     fn default() -> Self {
         TdmArgs {
             evict_placement_violations: true,
+            let_pods_finish: true,
         }
     }
 }

@@ -11,6 +11,9 @@ pub const COOLDOWN_TIME: &str = "volcano.sh/cooldown-time";
 /// by itself (a Go duration, `3h`). A drain lets a pod that declares it will end before the close
 /// finish, and admission keeps it off zones that close sooner.
 pub const EXPECTED_RUN_TIME: &str = "tidal.dev/expected-run-time";
+/// Pod annotation (tidal's own): when the pod last saved its work (RFC 3339), written by the workload.
+/// A drain's eviction throws away only the work since then, and rounds take such pods first.
+pub const CHECKPOINTED_AT: &str = "tidal.dev/checkpointed-at";
 /// Pod annotation naming its Volcano PodGroup.
 pub const GROUP_NAME: &str = "scheduling.k8s.io/group-name";
 

@@ -91,6 +91,27 @@ pub struct TimelineArgs {
     pub cycle_timeout: GoDuration,
 }
 
+impl TimelineArgs {
+    /// The controller's pacing and cycle timeout the simulation assumes.
+    pub fn settings(&self) -> timeline::Settings {
+        timeline::Settings {
+            drain: self.input.pacing.drain_settings(),
+            cycle_timeout: SignedDuration::try_from(self.cycle_timeout.as_std())
+                .unwrap_or(SignedDuration::MAX),
+        }
+    }
+
+    /// What `tidal timeline` assumes when given no flag: for benchmarks of the simulation.
+    pub fn default_settings() -> timeline::Settings {
+        use clap::Parser;
+        let cli = super::Cli::try_parse_from(["tidal", "timeline"]).expect("the defaults parse");
+        match cli.command {
+            super::Command::Timeline(args) => args.settings(),
+            _ => unreachable!("parsed as the timeline"),
+        }
+    }
+}
+
 pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
     args.pacing.check()?;
     let mut dump = Dump::load_capped(&args.clusters, args.max_input_size, planner::check_policy)?;
@@ -276,12 +297,7 @@ fn render_timeline(
     let input = &args.input;
     let now = input.now.unwrap_or_else(Timestamp::now);
     let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
-    let settings = timeline::Settings {
-        drain: input.pacing.drain_settings(),
-        cycle_timeout: SignedDuration::try_from(args.cycle_timeout.as_std())
-            .unwrap_or(SignedDuration::MAX),
-    };
-    let mut timeline = timeline::simulate(cache, &refs, now, span, &settings);
+    let mut timeline = timeline::simulate(cache, &refs, now, span, &args.settings());
     timeline.show_in(input.time_zone.as_ref());
     timeline.warnings.extend(notes);
     match input.output {

@@ -20,7 +20,9 @@ pub use model::keys::{JobKey, JobKind, ObjectKey, ObjectKind};
 pub use model::namespace::NamespaceInfo;
 pub use model::node::NodeInfo;
 pub use model::pod::{ControllerKind, PodBrief, PodInfo, PodPhase, QosClass, VolumeKinds};
-pub use model::pod_end::{EndCause, PodEnd, declared_run_time, finishes_before, pod_end, run_time};
+pub use model::pod_end::{
+    EndCause, PodEnd, declared_run_time, finishes_before, overstayed, pod_end, run_time,
+};
 pub use model::pod_status::{ContainerScope, PodStatusSummary};
 pub use model::resources::Resources;
 pub use model::setting::{InvalidValue, Setting};

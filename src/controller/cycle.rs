@@ -473,6 +473,7 @@ impl CycleRunner {
                     .mark_evicted(&request.pod, &request.uid, answered);
             }
             metrics.add_evictions(EvictionKey::of(&policy, candidate, outcome.label()), 1);
+            metrics.add_work_lost(candidate, outcome.label(), answered);
             let Some(confirmed) = pod_event(outcome) else {
                 return;
             };
@@ -502,6 +503,8 @@ impl CycleRunner {
                 EvictionKey::of(&pending.policy, candidate, result.label()),
                 1,
             );
+            self.metrics
+                .add_work_lost(candidate, result.label(), pending.ended);
             if let Some(confirmed) = pod_event(&result) {
                 let status = Arc::clone(&self.status);
                 tokio::spawn(async move {

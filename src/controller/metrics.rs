@@ -176,6 +176,8 @@ pub struct Metrics {
     drain_margin: Family<ZoneLabel, Gauge<f64, AtomicU64>>,
     drain_at_risk: Family<ZoneLabel, Gauge>,
     drain_start: Family<ZoneLabel, Gauge<f64, AtomicU64>>,
+    /// Work the drains' evictions threw away, in pod-seconds, by zone.
+    drain_work_lost: Family<ZoneLabel, Counter<f64, AtomicU64>>,
     /// The per-policy series created so far, so that a deleted policy's can be dropped.
     policy_series: Mutex<BTreeMap<String, BTreeSet<PolicySeries>>>,
 }
@@ -334,6 +336,14 @@ impl Metrics {
             "Preemptable pods on the zone's nodes",
             zone_preemptable.clone(),
         );
+        let drain_work_lost = Family::<ZoneLabel, Counter<f64, AtomicU64>>::default();
+        registry.register(
+            "drain_work_lost_seconds",
+            "Work thrown away by the drains' evictions, in pod-seconds: for each pod evicted from a \
+             closing zone, the time it ran since its start or its last checkpoint \
+             (tidal.dev/checkpointed-at)",
+            drain_work_lost.clone(),
+        );
         let drain_remaining = Family::<ZoneLabel, Gauge>::default();
         registry.register(
             "zone_drain_remaining_pods",
@@ -401,6 +411,7 @@ impl Metrics {
             zone_next_change,
             zone_preemptable,
             drain_remaining,
+            drain_work_lost,
             drain_expected_empty,
             drain_margin,
             drain_at_risk,
@@ -442,6 +453,27 @@ impl Metrics {
         }
         self.evictions.get_or_create(&series).inc_by(n);
         self.note_series(&series.policy.clone(), PolicySeries::Eviction(series));
+    }
+
+    /// A drain's eviction went through at `at`: the pod's work since it was last saved is lost. Called
+    /// once per eviction, with its final result, as `tidal_evictions_total` counts it.
+    pub fn add_work_lost(
+        &self,
+        candidate: &crate::framework::Candidate,
+        result: &str,
+        at: jiff::Timestamp,
+    ) {
+        let Some(zone) = candidate.drained_zone() else {
+            return;
+        };
+        if !EVICTED.contains(&result) {
+            return;
+        }
+        self.drain_work_lost
+            .get_or_create(&ZoneLabel {
+                zone: zone.to_owned(),
+            })
+            .inc_by(candidate.pod.work_since_saved(at).as_secs_f64());
     }
 
     pub fn add_skips(&self, labels: SkipLabels, n: u64) {

@@ -97,6 +97,8 @@ pub fn summary(outlook: &ZoneOutlook, drain: &ZoneDrain, settings: &DrainSetting
     let mut parts = Vec::new();
     if estimate.pods == 0 && outlook.remaining == 0 {
         parts.push("no preemptable pods".to_owned());
+    } else if estimate.pods == 0 && estimate.ending > 0 {
+        parts.push("nothing to evict".to_owned());
     } else if estimate.rounds.is_empty() && estimate.done_at.is_none() {
         parts.push(format!(
             "{}, no round can take any",
@@ -114,6 +116,17 @@ pub fn summary(outlook: &ZoneOutlook, drain: &ZoneDrain, settings: &DrainSetting
             ),
             human(estimate.duration()),
             bound_text(&estimate.bound),
+        ));
+    }
+    if estimate.ending > 0 {
+        parts.push(format!(
+            "{} left to finish, ending by {} before the close",
+            count(estimate.ending, "pod", "pods"),
+            if estimate.ending == 1 {
+                "itself"
+            } else {
+                "themselves"
+            },
         ));
     }
     let stays = estimate.stays_total();
@@ -181,6 +194,9 @@ fn bound_text(bound: &Bound) -> String {
         Bound::Rate => "bounded by the eviction rate".to_owned(),
         Bound::Budget { job, .. } => format!("bounded by the budget of job {job}"),
         Bound::Cooldown => "bounded by cooldowns".to_owned(),
+        Bound::PodEnds { last } => {
+            format!("bounded by pods left to finish, ending by {last}")
+        }
     }
 }
 
@@ -270,7 +286,8 @@ pub fn fix(
              the cooldown or start earlier"
                 .to_owned(),
         ),
-        Bound::Nothing => {}
+        // They end before the close by the rule that left them: never what a miss is made of.
+        Bound::Nothing | Bound::PodEnds { .. } => {}
     }
     if fixes.is_empty() {
         fixes.push(format!(

@@ -108,7 +108,7 @@ pub fn zone_pods(
                 round_cap,
                 ..ZonePods::default()
             };
-            let mut by_job: BTreeMap<&JobKey, (Vec<PodDrain>, Vec<QueuedPod>)> = BTreeMap::new();
+            let mut by_job: BTreeMap<&JobKey, JobPods> = BTreeMap::new();
             for node in snapshot.zone_nodes(zone) {
                 for pod in node.pods.values() {
                     if !must_leave(&ctx, pod, zone) {
@@ -117,7 +117,7 @@ pub fn zone_pods(
                     pods.remaining += 1;
                     let entry = by_job.entry(&pod.job).or_default();
                     if let Some(held) = queued.get(&pod.key).filter(|q| !q.sent) {
-                        entry.1.push(QueuedPod {
+                        entry.queued.push(QueuedPod {
                             urgency: held.urgency,
                             position: held.position,
                             terminates_in: termination(zone, pod),
@@ -132,6 +132,13 @@ pub fn zone_pods(
                         None | Some(None) => Some(now),
                         Some(Some(SkipReason::Gate(GateId::Budget | GateId::Limit))) => Some(now),
                         Some(Some(SkipReason::Gate(GateId::Cooldown))) => cooldown_end(&ctx, pod),
+                        Some(Some(SkipReason::Gate(GateId::Finishes))) => {
+                            if let Some(end) = ctx.pod_end(pod) {
+                                entry.ends.push(end.at);
+                                continue;
+                            }
+                            Some(now)
+                        }
                         Some(Some(other)) => {
                             *pods.stays.entry(other.name().to_owned()).or_default() += 1;
                             continue;
@@ -141,7 +148,7 @@ pub fn zone_pods(
                         *pods.stays.entry("cooldown".to_owned()).or_default() += 1;
                         continue;
                     };
-                    entry.0.push(PodDrain {
+                    entry.to_evict.push(PodDrain {
                         from,
                         terminates_in: termination(zone, pod),
                     });
@@ -150,7 +157,12 @@ pub fn zone_pods(
             let room = shut.room_outside(snapshot, zone);
             pods.jobs = by_job
                 .into_iter()
-                .map(|(job, (mut to_evict, in_queue))| {
+                .map(|(job, pods)| {
+                    let JobPods {
+                        mut to_evict,
+                        queued: in_queue,
+                        ends,
+                    } = pods;
                     let state = snapshot.job(job);
                     let (budget, stats, replacement) = job_counts(&ctx, job, state, room);
                     let leaving_until = state
@@ -170,12 +182,22 @@ pub fn zone_pods(
                         leaving_until,
                         queued: in_queue,
                         pods: to_evict,
+                        ends,
                     }
                 })
                 .collect();
             (zone.clone(), pods)
         })
         .collect()
+}
+
+/// One job's pods on a zone, by what the drain does with them.
+#[derive(Default)]
+struct JobPods {
+    to_evict: Vec<PodDrain>,
+    queued: Vec<QueuedPod>,
+    /// Left to finish: when each ends by itself.
+    ends: Vec<Timestamp>,
 }
 
 /// The policy with its TDM strategy alone: what drains the zones.

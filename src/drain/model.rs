@@ -55,6 +55,9 @@ pub struct JobDrain {
     pub queued: Vec<QueuedPod>,
     /// The pods to evict from the zone, in the order rounds take them.
     pub pods: Vec<PodDrain>,
+    /// The job's pods left to finish: each ends by itself at its instant, before the close, and no
+    /// round takes it.
+    pub ends: Vec<Timestamp>,
 }
 
 impl JobDrain {
@@ -142,6 +145,8 @@ pub enum Bound {
     Budget { job: String, pods: u32, rounds: u32 },
     /// Cooldowns that end late.
     Cooldown,
+    /// Pods left to finish, the last of which ends at this instant (before the close).
+    PodEnds { last: Timestamp },
 }
 
 /// A zone's drain as the model sees it.
@@ -155,11 +160,16 @@ pub struct DrainEstimate {
     /// Pods to evict (queued ones included) and their jobs.
     pub pods: u32,
     pub jobs: u32,
+    /// Pods left to finish: they end by themselves before the close.
+    pub ending: u32,
     pub rounds: Vec<RoundEstimate>,
     /// When the last eviction is sent.
     pub sent_by: Option<Timestamp>,
     /// When the last evicted pod is gone (also the pods already leaving); `None` with nothing to do.
     pub done_at: Option<Timestamp>,
+    /// When the last pod left to finish ends by itself. Not part of the drain's own length: the pods
+    /// end at their instants whenever the drain starts.
+    pub ends_by: Option<Timestamp>,
     /// Pods that never leave by themselves, by why.
     pub stays: BTreeMap<String, u32>,
     /// Pods expected still on the zone at its close: evictable ones not gone by then, and those that
@@ -171,7 +181,7 @@ pub struct DrainEstimate {
 }
 
 impl DrainEstimate {
-    /// From the first round to the last pod gone.
+    /// From the first round to the last evicted pod gone: what a drain's start must allow for.
     pub fn duration(&self) -> SignedDuration {
         self.done_at
             .map_or(SignedDuration::ZERO, |done| {
@@ -185,8 +195,9 @@ impl DrainEstimate {
         if self.stays.values().sum::<u32>() > 0 || self.cut_short {
             None
         } else {
-            // Nothing to evict and nothing leaving: empty already, whenever its next round is.
-            Some(self.done_at.unwrap_or(self.as_of))
+            // Nothing to evict, nothing leaving and nothing to finish: empty already, whenever its
+            // next round is.
+            Some(self.done_at.max(self.ends_by).unwrap_or(self.as_of))
         }
     }
 
@@ -630,7 +641,7 @@ fn finish(zone: ZoneSim<'_>, as_of: Timestamp) -> DrainEstimate {
             + input
                 .jobs
                 .iter()
-                .flat_map(|j| &j.leaving_until)
+                .flat_map(|j| j.leaving_until.iter().chain(&j.ends))
                 .filter(|gone| **gone > close)
                 .count()
             + not_sent;
@@ -653,9 +664,12 @@ fn finish(zone: ZoneSim<'_>, as_of: Timestamp) -> DrainEstimate {
                 .count(),
         )
         .unwrap_or(u32::MAX),
+        ending: u32::try_from(input.jobs.iter().map(|j| j.ends.len()).sum::<usize>())
+            .unwrap_or(u32::MAX),
         rounds: zone.rounds,
         sent_by: zone.sent_by,
         done_at: zone.done_at,
+        ends_by: input.jobs.iter().flat_map(|j| &j.ends).max().copied(),
         stays: stays_by_reason,
         at_close,
         bound,
@@ -663,9 +677,16 @@ fn finish(zone: ZoneSim<'_>, as_of: Timestamp) -> DrainEstimate {
     }
 }
 
-/// What made the drain as long as it is: the queue, when sending took most of it; otherwise the job
-/// whose pods went last, when its budget made it wait for rounds; otherwise cooldowns.
+/// What made the drain as long as it is: pods left to finish, when the last of them ends after the
+/// last evicted pod is gone; the queue, when sending took most of it; otherwise the job whose pods
+/// went last, when its budget made it wait for rounds; otherwise cooldowns.
 fn bound_of(input: &ZoneDrain, zone: &ZoneSim<'_>) -> Bound {
+    let last_end = input.jobs.iter().flat_map(|j| &j.ends).max().copied();
+    if let Some(last) = last_end
+        && zone.done_at.is_none_or(|done| last > done)
+    {
+        return Bound::PodEnds { last };
+    }
     let (Some(sent_by), Some(done_at)) = (zone.sent_by, zone.done_at) else {
         return Bound::Nothing;
     };
@@ -743,6 +764,7 @@ mod tests {
             replacement: Replacement::Runs,
             leaving_until: Vec::new(),
             queued: Vec::new(),
+            ends: Vec::new(),
             pods: (0..n)
                 .map(|_| PodDrain {
                     from: at(0),

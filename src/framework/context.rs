@@ -196,11 +196,7 @@ impl<'a> PlanContext<'a> {
 
     /// The pod's `tidal.dev/expected-run-time`, else its PodGroup's.
     pub fn expected_run_time(&self, pod: &PodInfo) -> Setting<GoDuration> {
-        pod.expected_run_time().or_else(|| {
-            self.snapshot
-                .podgroup_of(pod)
-                .map_or(Setting::Unset, |g| g.expected_run_time.clone())
-        })
+        crate::cluster::declared_run_time(pod, self.snapshot.podgroup_of(pod))
     }
 
     /// When the pod ends by itself, if it says (its deadline, or the run time it or its PodGroup

@@ -13,6 +13,8 @@ pub enum GateId {
     Protected,
     /// `volcano.sh/cooldown-time` has not elapsed.
     Cooldown,
+    /// A drain leaves a pod that ends by itself before the close to finish.
+    Finishes,
     /// The job's disruption budget.
     Budget,
     /// The policy's eviction limits.
@@ -27,6 +29,7 @@ impl GateId {
             GateId::Invalid => "invalid",
             GateId::Protected => "protected",
             GateId::Cooldown => "cooldown",
+            GateId::Finishes => "finishes",
             GateId::Budget => "budget",
             GateId::Limit => "limit",
             GateId::NodeFit => "nodefit",
@@ -115,6 +118,7 @@ mod tests {
             GateId::Invalid,
             GateId::Protected,
             GateId::Cooldown,
+            GateId::Finishes,
             GateId::Budget,
             GateId::Limit,
             GateId::NodeFit,
@@ -126,6 +130,7 @@ mod tests {
                 "invalid",
                 "protected",
                 "cooldown",
+                "finishes",
                 "budget",
                 "limit",
                 "nodefit"

@@ -39,6 +39,9 @@ impl Gate for Invalid {
         if let Setting::Invalid(invalid) = ctx.expected_run_time(pod) {
             return Err(invalid.to_string());
         }
+        if let Setting::Invalid(invalid) = pod.checkpointed_at() {
+            return Err(invalid.to_string());
+        }
         let mut jobs = self.jobs.borrow_mut();
         match jobs.entry(&pod.job, ctx).budget.invalid() {
             Some(invalid) => Err(invalid.to_string()),

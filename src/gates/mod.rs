@@ -4,6 +4,7 @@
 
 pub(crate) mod budget;
 pub(crate) mod cooldown;
+pub(crate) mod finishes;
 pub(crate) mod invalid;
 pub(crate) mod limit;
 pub(crate) mod nodefit;

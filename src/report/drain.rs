@@ -46,6 +46,10 @@ pub struct DrainLine {
     /// Timeline only: the drain estimate made when the drain started, to compare with the simulation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub estimate: Option<DrainEstimateLine>,
+    /// Timeline only: pod-seconds of work the drain's evictions throw away (each evicted pod's run
+    /// since its start or its last checkpoint, at its eviction).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_lost_seconds: Option<f64>,
     /// The zone's time zone, in which a close reads as the operator wrote it (`07:00`, not the
     /// first closed second).
     #[serde(skip)]
@@ -92,6 +96,7 @@ impl DrainLine {
             budgets_after_close: outlook.budgets_after_close,
             after_close: after_close(outlook.budgets_after_close),
             estimate: None,
+            work_lost_seconds: None,
             tz,
         }
     }
@@ -192,6 +197,7 @@ mod tests {
             budgets_after_close: BudgetsAfterClose::Respect,
             after_close: after_close(BudgetsAfterClose::Respect),
             estimate: None,
+            work_lost_seconds: None,
             tz: TimeZone::UTC,
         }
     }

@@ -1,7 +1,7 @@
 //! Time-division multiplexing: when a revocable zone closes (or is about to), evict the preemptable pods
 //! from its nodes, job by job; and evict pods that should never have been placed there at all.
 
-use std::{cmp::Reverse, sync::Arc};
+use std::sync::Arc;
 
 use crate::api::args::TdmArgs;
 use crate::{
@@ -86,7 +86,7 @@ impl PodByPod for Tdm {
                         .exempt(exemptions(ctx, pod, zone, placement)),
                 );
             }
-            in_zone.sort_by(|a, b| victim_order(&a.pod).cmp(&victim_order(&b.pod)));
+            in_zone.sort_by_cached_key(|c| victim_order(&c.pod, ctx.now));
             out.extend(in_zone);
         }
         out
@@ -162,14 +162,15 @@ fn exemptions(
     }
 }
 
-/// Job by job; within a job the least important pod first (lowest priority, then most recently scheduled,
-/// which has lost the least work), then by name so that the order never depends on map iteration.
-fn victim_order(pod: &Arc<PodInfo>) -> impl Ord + '_ {
+/// Job by job; within a job the least important pod first (lowest priority), then the one whose
+/// eviction throws away the least work (the least run since its start, or since the checkpoint it
+/// says), then by name so that the order never depends on map iteration.
+fn victim_order(pod: &Arc<PodInfo>, now: jiff::Timestamp) -> impl Ord + use<> {
     (
-        &pod.job,
+        pod.job.clone(),
         pod.priority.unwrap_or(0),
-        Reverse(pod.scheduled_at.or(pod.created_at)),
-        &pod.key,
+        pod.work_since_saved(now),
+        pod.key.clone(),
     )
 }
 
@@ -219,15 +220,15 @@ mod tests {
     }
 
     #[test]
-    fn victims_job_by_job_lowest_priority_then_youngest_then_name() {
+    fn victims_job_by_job_lowest_priority_then_least_work_lost_then_name() {
         let mut world = Cluster::revocable();
         world.cache.apply_node(node("rev-2").zone("z").build());
-        let member = |job: &str, name: &str, node: &str, priority: i32, at: &str| {
+        let member = |job: &str, name: &str, node: &str, priority: i32, started: &str| {
             pod(&format!("ns/{name}"), node)
                 .owned_by("ReplicaSet", job)
                 .preemptable()
                 .priority(priority)
-                .scheduled_at(at)
+                .created(started)
         };
         let mut world = world.pods([
             // Job "b" sorts after job "a" whatever its pods look like.
@@ -237,11 +238,15 @@ mod tests {
             member("a", "a-tie-y", "rev-1", 10, "2026-11-22T02:00:00Z"),
             member("a", "a-tie-x", "rev-2", 10, "2026-11-22T02:00:00Z"),
             member("a", "a-low", "rev-2", -5, "2026-11-22T00:00:00Z"),
+            // Started first, but saved its work ten minutes ago: the least to lose.
+            member("a", "a-saved", "rev-1", 10, "2026-11-21T00:00:00Z")
+                .annotation("tidal.dev/checkpointed-at", "2026-11-22T03:50:00Z"),
         ]);
         assert_eq!(
             names(&propose(&mut world)),
             [
                 "ns/a-low",
+                "ns/a-saved",
                 "ns/a-young-high",
                 "ns/a-tie-x",
                 "ns/a-tie-y",

@@ -33,6 +33,8 @@ struct DrainRecord {
     outlook: Option<ZoneOutlook>,
     /// What the zone's last cycle held back, by gate.
     held: BTreeMap<String, u32>,
+    /// Pod-seconds of work its evictions threw away.
+    work_lost: f64,
 }
 
 /// The drains of the simulation, and which one each zone is in.
@@ -136,6 +138,7 @@ impl Drains {
             at_close: None,
             outlook: outlook.cloned(),
             held: BTreeMap::new(),
+            work_lost: 0.0,
         });
         self.active.insert(zone.name.clone(), index);
     }
@@ -154,6 +157,13 @@ impl Drains {
                 *gates.entry(pod.gate.clone()).or_default() += 1;
             }
             self.records[*index].held = gates;
+        }
+    }
+
+    /// A pod of a drain was evicted, throwing away `work` pod-seconds.
+    pub(super) fn evicted(&mut self, key: &ObjectKey, work: f64) {
+        if let Some(index) = self.pods.get(key) {
+            self.records[*index].work_lost += work;
         }
     }
 
@@ -218,6 +228,7 @@ impl DrainRecord {
             line.drain_start = self.start.or(line.drain_start);
             line.remaining_pods = self.pods;
             line.estimate = Some(DrainEstimateLine::of(outlook));
+            line.work_lost_seconds = Some(self.work_lost.round());
             return line;
         }
         let at_close = match (self.close, self.empty_at) {
@@ -251,6 +262,7 @@ impl DrainRecord {
             budgets_after_close: self.budgets_after_close,
             after_close: after_close(self.budgets_after_close),
             estimate: self.outlook.as_ref().map(DrainEstimateLine::of),
+            work_lost_seconds: Some(self.work_lost.round()),
             tz,
         }
     }

@@ -170,6 +170,8 @@ pub enum EventKind {
     Round,
     /// A closing zone evicted nothing this cycle but still holds pods (budget, cooldown, ...).
     Held,
+    /// A pod the drain left to finish ends by itself.
+    Finishes,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -201,6 +203,9 @@ pub struct Event {
     /// What a drain start rests on, or what a close leaves behind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The pod that ends by itself (`namespace/name`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
 }
 
 /// How a round's evictions go out.
@@ -240,6 +245,7 @@ impl Event {
             waiting: Vec::new(),
             pace: None,
             detail: None,
+            pod: None,
         }
     }
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::{Event, EventKind, Phase, Timeline};
+use super::{Event, EventKind, Phase, Timeline, Waiting};
 use crate::{
     drain::advice::human,
     report::{
@@ -252,13 +252,17 @@ fn event_rows(
     // The pods this event first says stay get a line each (with `wide`); those said before are
     // only counted, as still staying.
     let mut first_said = BTreeSet::new();
-    for pod in event.waiting.iter().filter(|p| p.next_round.is_none()) {
+    for pod in event
+        .waiting
+        .iter()
+        .filter(|p| p.next_round.is_none() && !left_to_finish(p))
+    {
         let key = (pod.namespace.clone(), pod.name.clone());
         if staying.insert(key.clone()) {
             first_said.insert(key);
         }
     }
-    let still = !event.waiting.is_empty() && first_said.is_empty();
+    let still = event.waiting.iter().any(|p| !left_to_finish(p)) && first_said.is_empty();
     match event.event {
         EventKind::Opens => rows.push(["opens".into(), String::new(), detail]),
         EventKind::Closes => rows.push(["closes".into(), String::new(), detail]),
@@ -281,6 +285,14 @@ fn event_rows(
             String::new(),
             waiting_text(event, still, clock).unwrap_or_default(),
         ]),
+        EventKind::Finishes => rows.push([
+            "ends by itself".into(),
+            String::new(),
+            format!(
+                "{} left to finish, not evicted",
+                event.pod.as_deref().unwrap_or("a pod")
+            ),
+        ]),
     }
     if !wide {
         return rows;
@@ -298,6 +310,7 @@ fn event_rows(
     }
     for pod in &event.waiting {
         let waits = match pod.next_round {
+            _ if left_to_finish(pod) => "left to finish".to_owned(),
             Some(at) => format!("waits for {}", clock.at(at)),
             None if first_said.contains(&(pod.namespace.clone(), pod.name.clone())) => {
                 "stays".to_owned()
@@ -340,28 +353,42 @@ fn pace_text(event: &Event) -> String {
 }
 
 /// `3 wait for Mon 10:35 CET (budget 2, cooldown 1)` or `3 stay (budget 3)`; `3 still stay` when
-/// every one of them was said to stay before (`still`).
+/// every one of them was said to stay before (`still`); `1 left to finish` for pods that end by
+/// themselves before the close.
 fn waiting_text(event: &Event, still: bool, clock: &Clock) -> Option<String> {
-    let first = event.waiting.first()?;
-    let mut gates: BTreeMap<&str, usize> = BTreeMap::new();
-    for pod in &event.waiting {
-        *gates.entry(pod.gate.as_str()).or_default() += 1;
+    let (finishing, held): (Vec<&Waiting>, Vec<&Waiting>) =
+        event.waiting.iter().partition(|pod| left_to_finish(pod));
+    let mut parts = Vec::new();
+    if let Some(first) = held.first() {
+        let mut gates: BTreeMap<&str, usize> = BTreeMap::new();
+        for pod in &held {
+            *gates.entry(pod.gate.as_str()).or_default() += 1;
+        }
+        let gates: Vec<String> = gates.iter().map(|(g, n)| format!("{g} {n}")).collect();
+        let count = held.len();
+        let what = match first.next_round {
+            Some(at) => format!(
+                "{count} wait{} for {}",
+                if count == 1 { "s" } else { "" },
+                clock.at(at)
+            ),
+            None => format!(
+                "{count} {}stay{}",
+                if still { "still " } else { "" },
+                if count == 1 { "s" } else { "" }
+            ),
+        };
+        parts.push(format!("{what} ({})", gates.join(", ")));
     }
-    let gates: Vec<String> = gates.iter().map(|(g, n)| format!("{g} {n}")).collect();
-    let count = event.waiting.len();
-    let what = match first.next_round {
-        Some(at) => format!(
-            "{count} wait{} for {}",
-            if count == 1 { "s" } else { "" },
-            clock.at(at)
-        ),
-        None => format!(
-            "{count} {}stay{}",
-            if still { "still " } else { "" },
-            if count == 1 { "s" } else { "" }
-        ),
-    };
-    Some(format!("{what} ({})", gates.join(", ")))
+    if !finishing.is_empty() {
+        parts.push(format!("{} left to finish", finishing.len()));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// A pod the drain leaves to finish: it ends by itself, neither waiting for a round nor staying.
+fn left_to_finish(pod: &Waiting) -> bool {
+    pod.gate == crate::framework::GateId::Finishes.name()
 }
 
 /// Each zone's drain per close: the verdict, then what it assumed, the fix and what the close does.
@@ -401,6 +428,13 @@ fn drains(timeline: &Timeline, layout: Layout) -> String {
                 &layout.line(&format!("{label} estimate: {}", clock.text(&drain.summary))),
             );
         }
+        if let Some(lost) = drain.work_lost_seconds.filter(|lost| *lost > 0.0) {
+            out.push_str(&layout.line(&format!(
+                "{label} work thrown away: {} pod-hours (each evicted pod's run since its start or \
+                 last checkpoint)",
+                pod_hours(lost)
+            )));
+        }
     }
     // What a close does to the pods left: once per setting, naming its zones.
     let mut after: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
@@ -415,6 +449,11 @@ fn drains(timeline: &Timeline, layout: Layout) -> String {
     }
     out.push('\n');
     out
+}
+
+/// Pod-seconds as pod-hours, to a tenth.
+fn pod_hours(seconds: f64) -> String {
+    format!("{:.1}", seconds / 3600.0)
 }
 
 /// Per zone: its rounds and what is left waiting at the end.
@@ -435,7 +474,14 @@ fn summary(timeline: &Timeline) -> String {
                 e.zone.as_deref() == Some(&zone.name)
                     && matches!(e.event, EventKind::Round | EventKind::Held)
             })
-            .map_or(0, |e| e.waiting.len());
+            .map_or(0, |e| {
+                e.waiting.iter().filter(|p| !left_to_finish(p)).count()
+            });
+        let finished = timeline
+            .events
+            .iter()
+            .filter(|e| e.zone.as_deref() == Some(&zone.name) && e.event == EventKind::Finishes)
+            .count();
         let mut line = format!(
             "{}: {} round{}, {evicted} eviction{}",
             zone.name,
@@ -445,6 +491,12 @@ fn summary(timeline: &Timeline) -> String {
         );
         if let Some(last) = rounds.last() {
             line.push_str(&format!(", the last {}", timeline.clock.at(last.shown)));
+        }
+        if finished > 0 {
+            line.push_str(&format!(
+                "; {finished} pod{} left to finish",
+                plural(finished)
+            ));
         }
         if last_waiting > 0 {
             line.push_str(&format!(

@@ -81,6 +81,10 @@ struct Simulation<'c> {
     /// Each zone's last outlook made while it was open, about its close ahead.
     open_outlooks: BTreeMap<String, ZoneOutlook>,
     happened: Vec<Happened>,
+    /// Pods that end by themselves (their deadline, or the run time they declare), by when.
+    ends: BTreeMap<Timestamp, Vec<ObjectKey>>,
+    /// Pods a drain left to finish, and the zone: their ends are events.
+    left_to_finish: HashMap<ObjectKey, String>,
 }
 
 impl<'c> Simulation<'c> {
@@ -122,7 +126,6 @@ impl<'c> Simulation<'c> {
             .max(SignedDuration::from_secs(1));
         Simulation {
             cache,
-            snapshot,
             policies: policies
                 .iter()
                 .map(|policy| {
@@ -155,6 +158,9 @@ impl<'c> Simulation<'c> {
             auto_starts: BTreeMap::new(),
             open_outlooks: BTreeMap::new(),
             happened: Vec::new(),
+            ends: pod_ends(&snapshot, now),
+            left_to_finish: HashMap::new(),
+            snapshot,
         }
     }
 
@@ -169,6 +175,7 @@ impl<'c> Simulation<'c> {
                 break;
             }
             self.advance_queue(at);
+            self.end_pods(at);
             self.start_drains(at);
             let (cycle, urgencies) = self.plan(at);
             if cycle_number == 0 {
@@ -203,6 +210,10 @@ impl<'c> Simulation<'c> {
                     answered,
                     gone,
                 } => {
+                    if let Some(pod) = self.cache.pod(&key) {
+                        let work = pod.work_since_saved(at).as_secs_f64();
+                        self.drains.evicted(&key, work);
+                    }
                     // Leaving from its answer on, as the controller marks it.
                     self.cache.mark_evicting(&key, answered);
                     let round = &mut self.events[event];
@@ -235,6 +246,34 @@ impl<'c> Simulation<'c> {
             }
         }
         self.happened = happened;
+    }
+
+    /// Pods whose own end has come by `at` end (as the kubelet or the workload ends them); those a
+    /// drain left to finish are events of their zone.
+    fn end_pods(&mut self, at: Timestamp) {
+        while let Some(entry) = self.ends.first_entry() {
+            if *entry.key() > at {
+                break;
+            }
+            let (end, keys) = entry.remove_entry();
+            for key in keys {
+                let Some(pod) = self.cache.pod(&key) else {
+                    continue;
+                };
+                if pod.phase != crate::cluster::PodPhase::Running || pod.is_leaving() {
+                    continue;
+                }
+                let mut ended = PodInfo::clone(pod);
+                ended.phase = crate::cluster::PodPhase::Succeeded;
+                self.cache.apply_pod(ended, end);
+                self.drains.gone(&key, end);
+                if let Some(zone) = self.left_to_finish.remove(&key) {
+                    let mut event = Event::new(end, end, Some(zone), EventKind::Finishes);
+                    event.pod = Some(key.to_string());
+                    self.events.push(event);
+                }
+            }
+        }
     }
 
     /// What the controller does before each cycle: starts the `auto` drains the outlook says are due
@@ -421,6 +460,14 @@ impl<'c> Simulation<'c> {
         }
         let mut held = held_pods(cycle, &evicted);
         self.drains.note_held(&held);
+        for (zone, waiting) in &held {
+            for pod in waiting.iter().filter(|w| w.gate == GateId::Finishes.name()) {
+                self.left_to_finish.insert(
+                    ObjectKey::new(pod.namespace.as_str(), pod.name.as_str()),
+                    zone.clone(),
+                );
+            }
+        }
 
         // When a zone starts closing again, what it holds is news again.
         let mut evicting_zones = BTreeSet::new();
@@ -548,6 +595,7 @@ impl<'c> Simulation<'c> {
         self.retries
             .values()
             .chain(self.auto_starts.values())
+            .chain(self.ends.keys().find(|end| **end > at))
             .filter(|t| **t > at)
             .fold(next, |next, t| next.min(*t))
     }
@@ -681,6 +729,28 @@ fn replacement(pod: &PodInfo, at: Timestamp, room: bool) -> Option<PodInfo> {
         replacement.scheduled_at = None;
     }
     Some(replacement)
+}
+
+/// The running pods of `snapshot` that end by themselves from `now` on, by when.
+fn pod_ends(snapshot: &Snapshot, now: Timestamp) -> BTreeMap<Timestamp, Vec<ObjectKey>> {
+    let mut ends: BTreeMap<Timestamp, Vec<ObjectKey>> = BTreeMap::new();
+    for pod in snapshot.pods() {
+        if pod.phase != crate::cluster::PodPhase::Running {
+            continue;
+        }
+        let Some(end) = crate::cluster::pod_end(pod, snapshot.podgroup_of(pod)) else {
+            continue;
+        };
+        // Still running past its end and its grace period: it did not end as it said, and the drain
+        // evicts it as any other (gate `finishes`); expecting it to end now would hide that.
+        if crate::cluster::overstayed(end.at, drain::inputs::grace_of(pod), now) {
+            continue;
+        }
+        ends.entry(end.at.max(now))
+            .or_default()
+            .push(pod.key.clone());
+    }
+    ends
 }
 
 /// Gates whose hold ends with time: a round they block is tried again one `evictPeriod` later.

@@ -171,6 +171,82 @@ fn a_job_that_needs_many_rounds_is_served_before_one_pod_jobs_closing_with_it() 
     assert_eq!(zb.at_close, Some(0), "{zb:?}");
 }
 
+/// A zone closing at 10:00 (`drainBefore: 30m`, `evictPeriod: 1m`) with three pods started at 08:00:
+/// `short`'s deadline ends it at 09:40, `long`'s at 10:00 (no time left to evict it should it
+/// overstay), and `declared` said it would run an hour and is still running at 09:20.
+fn pods_that_end() -> ClusterCache {
+    let started = |name: &str| {
+        pod(&format!("batch/{name}"), "rz-0")
+            .owned_by("ReplicaSet", name)
+            .preemptable()
+            .created("2026-11-23T08:00:00Z")
+    };
+    Cluster::new()
+        .node(node("plain-0"))
+        .zone(
+            zone("rz")
+                .window("20:00-10:00")
+                .spec(json!({"evictPeriod": "1m", "drainBefore": "30m"})),
+        )
+        .node(node("rz-0").zone("rz"))
+        .pods([
+            started("short").spec("activeDeadlineSeconds", json!(6000)),
+            started("long").spec("activeDeadlineSeconds", json!(7200)),
+            started("declared").annotation("tidal.dev/expected-run-time", "1h"),
+        ])
+        .cache
+}
+
+#[test]
+fn a_pod_that_ends_before_the_close_finishes_and_the_plan_counts_its_end() {
+    let now = ts("2026-11-23T09:20:00Z");
+    let lived = timeline(&mut pods_that_end(), now);
+    let evicted: Vec<&str> = lived
+        .events
+        .iter()
+        .filter(|e| e.event == EventKind::Round)
+        .flat_map(|e| e.evictions.iter().map(|m| m.name.as_str()))
+        .collect();
+    assert_eq!(evicted, ["declared", "long"], "{:#?}", lived.events);
+    let ended = lived
+        .events
+        .iter()
+        .find(|e| e.event == EventKind::Finishes)
+        .expect("short ends by itself");
+    assert_eq!(ended.pod.as_deref(), Some("batch/short"));
+    assert_eq!(ended.at, ts("2026-11-23T09:40:00Z"));
+    let first_round = lived
+        .events
+        .iter()
+        .find(|e| e.event == EventKind::Round)
+        .unwrap();
+    let waiting: Vec<(&str, &str)> = first_round
+        .waiting
+        .iter()
+        .map(|w| (w.name.as_str(), w.gate.as_str()))
+        .collect();
+    assert_eq!(waiting, [("short", "finishes")]);
+    assert!(
+        first_round.waiting[0]
+            .detail
+            .starts_with("ends by itself at 2026-11-23T09:40:00Z (activeDeadlineSeconds 6000"),
+        "{}",
+        first_round.waiting[0].detail
+    );
+
+    // The plan made before the drain starts expects the zone empty when `short` ends, as lived.
+    let planned = report(&mut pods_that_end(), now);
+    let plan = &planned[0];
+    assert_eq!(plan.estimate.ending, 1);
+    assert_eq!(plan.estimate.pods, 2);
+    let empty = ts("2026-11-23T09:40:00Z");
+    assert_eq!(plan.expected_empty_at(), Some(empty));
+    let drain = &lived.drains[0];
+    assert_eq!(drain.expected_empty_at, Some(empty));
+    assert_eq!(drain.at_close, Some(0));
+    assert!(!plan.at_risk);
+}
+
 mod agreement {
     //! Random drains: the plan's expected-empty instant, made before the drains start, against the
     //! instant the simulation lives. They are one plan; what differs is what the plan cannot know
@@ -190,6 +266,9 @@ mod agreement {
         /// (pods, budget annotation, owned by its PodGroup)
         jobs: Vec<(usize, String, bool)>,
         grace: i64,
+        /// Pods started at 08:00 whose `activeDeadlineSeconds` ends them between 09:20 and 10:20:
+        /// some are left to finish, some evicted.
+        deadlines: Vec<i64>,
     }
 
     fn zone_shape() -> impl Strategy<Value = ZoneShape> {
@@ -204,9 +283,18 @@ mod agreement {
             0usize..200,
             prop::collection::vec((3usize..30, budget, any::<bool>()), 0..4),
             prop_oneof![Just(0i64), Just(20), Just(30), Just(90)],
+            prop::collection::vec(4_800i64..8_400, 0..6),
         )
             .prop_map(
-                |(close_minutes, lead_minutes, evict_period_secs, one_pod_jobs, jobs, grace)| {
+                |(
+                    close_minutes,
+                    lead_minutes,
+                    evict_period_secs,
+                    one_pod_jobs,
+                    jobs,
+                    grace,
+                    deadlines,
+                )| {
                     ZoneShape {
                         close_minutes,
                         lead_minutes,
@@ -214,6 +302,7 @@ mod agreement {
                         one_pod_jobs,
                         jobs,
                         grace,
+                        deadlines,
                     }
                 },
             )
@@ -244,6 +333,14 @@ mod agreement {
                     .owned_by("ReplicaSet", &format!("{name}-a-{i}"))
                     .preemptable()
                     .spec("terminationGracePeriodSeconds", grace.clone())
+            }));
+            world = world.pods(shape.deadlines.iter().enumerate().map(|(i, deadline)| {
+                pod(&format!("batch/{name}-d-{i}"), &format!("{name}-n"))
+                    .owned_by("ReplicaSet", &format!("{name}-d-{i}"))
+                    .preemptable()
+                    .created("2026-11-23T08:00:00Z")
+                    .spec("terminationGracePeriodSeconds", grace.clone())
+                    .spec("activeDeadlineSeconds", json!(deadline))
             }));
             for (j, (pods, budget, by_group)) in shape.jobs.iter().enumerate() {
                 let job = format!("{name}-j{j}");

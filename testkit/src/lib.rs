@@ -7,6 +7,7 @@ pub mod admission;
 pub mod alloc;
 pub mod fake_apiserver;
 pub mod flood;
+pub mod mixed_drain;
 pub mod objects;
 pub mod protobuf;
 pub mod rng;

@@ -304,6 +304,7 @@ fn pod(p: api::Pod) -> pb::Pod {
                 .collect(),
             scheduler_name: s.scheduler_name,
             termination_grace_period_seconds: s.termination_grace_period_seconds,
+            active_deadline_seconds: s.active_deadline_seconds,
             ..Default::default()
         }),
         status: p.status.map(|s| pb::PodStatus {

@@ -386,3 +386,64 @@ async fn termination_is_learned_from_the_eviction_s_answer() {
     assert!(summary.contains("pods gone 0s after eviction"), "{summary}");
     controller.stop().await;
 }
+
+/// A draining zone that closes in half an hour, with three pods started a minute ago: `long`'s deadline
+/// ends it after the close (evicted at once); `ends`'s and `overstays`'s end them in a few seconds,
+/// well before it (left to finish). `ends` does end, as its kubelet would end it; `overstays` is still
+/// running past its end, and is evicted then, still long before the close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_that_ends_before_the_close_finishes_and_one_that_overstays_is_evicted() {
+    let server = Scenario::start().await;
+    server.apply(node("rev-1").zone("z"));
+    server.apply(node("std-1"));
+    server.apply(
+        zone("z")
+            .window(&window_closing_in(30))
+            .spec(json!({"drainBefore": "23h", "evictPeriod": "1s"})),
+    );
+    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
+    let started = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() - 60).unwrap();
+    let started_text = started.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let with_deadline = |name: &str, seconds: i64| {
+        pod(&format!("{NS}/{name}"), "rev-1")
+            .preemptable()
+            .owned_by("Job", name)
+            .created(&started_text)
+            .spec("terminationGracePeriodSeconds", json!(0))
+            .spec("activeDeadlineSeconds", json!(seconds))
+    };
+    // Whole seconds: the deadlines count from the start as the API server writes it.
+    let end = jiff::Timestamp::from_second(started.as_second() + 70).unwrap();
+    server.apply(with_deadline("long", 4_000));
+    server.apply(with_deadline("ends", 70));
+    server.apply(with_deadline("overstays", 70));
+    let controller = server.controller();
+
+    eventually("long evicted", || {
+        (!accepted(&server.evictions(), "long").is_empty()).then_some(())
+    })
+    .await;
+    assert!(
+        jiff::Timestamp::now() < end,
+        "the first round came after the ends it was to wait for"
+    );
+    assert!(accepted(&server.evictions(), "ends").is_empty());
+    assert!(accepted(&server.evictions(), "overstays").is_empty());
+
+    // At its end, `ends` ends (its kubelet marks it failed: DeadlineExceeded).
+    let wait = end.duration_since(jiff::Timestamp::now());
+    tokio::time::sleep(Duration::try_from(wait).unwrap_or(Duration::ZERO)).await;
+    server.apply(with_deadline("ends", 70).phase("Failed"));
+
+    eventually("overstays evicted once it outstayed its end", || {
+        (!accepted(&server.evictions(), "overstays").is_empty()).then_some(())
+    })
+    .await;
+    assert!(jiff::Timestamp::now() >= end);
+    assert_eq!(
+        real_attempts(&server.evictions(), "ends"),
+        0,
+        "a pod that ended by itself is never evicted"
+    );
+    controller.stop().await;
+}

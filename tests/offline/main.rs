@@ -9,6 +9,7 @@ mod cli;
 mod crds;
 mod descheduler_parity;
 mod layers;
+mod pods_that_end_e2e;
 mod policies;
 mod report_e2e;
 mod report_policies_e2e;

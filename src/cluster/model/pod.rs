@@ -223,6 +223,8 @@ struct Rare {
     active_deadline: Option<u32>,
     /// [`labels::EXPECTED_RUN_TIME`] on the pod (label first, then annotation), when set.
     expected_run_time: Setting<GoDuration>,
+    /// [`labels::CHECKPOINTED_AT`], when set.
+    checkpointed_at: Setting<Timestamp>,
 }
 
 /// The grace period the API server gives a pod that does not set one.
@@ -378,12 +380,18 @@ impl PodInfo {
             .map(|seconds| u32::try_from(seconds).unwrap_or(u32::MAX));
         let expected_run_time: Setting<GoDuration> =
             label_then_annotation.read_parsed(&[labels::EXPECTED_RUN_TIME]);
+        let checkpointed_at: Setting<Timestamp> = Sources {
+            object: &object,
+            maps: &[Some(annotations)],
+        }
+        .read_parsed(&[labels::CHECKPOINTED_AT]);
         let rare = (!problems.is_empty()
             || !other_owner_kinds.is_empty()
             || !claims.is_empty()
             || termination_grace.is_some()
             || active_deadline.is_some()
-            || !matches!(expected_run_time, Setting::Unset))
+            || expected_run_time.is_set()
+            || checkpointed_at.is_set())
         .then(|| {
             Box::new(Rare {
                 problems,
@@ -392,6 +400,7 @@ impl PodInfo {
                 termination_grace,
                 active_deadline,
                 expected_run_time,
+                checkpointed_at,
             })
         });
         let controller_kind = ControllerKind::of(owner.as_deref());
@@ -485,6 +494,26 @@ impl PodInfo {
         self.rare
             .as_ref()
             .map_or(Setting::Unset, |r| r.expected_run_time.clone())
+    }
+
+    /// When the pod says it last saved its work ([`labels::CHECKPOINTED_AT`]).
+    pub fn checkpointed_at(&self) -> Setting<Timestamp> {
+        self.rare
+            .as_ref()
+            .map_or(Setting::Unset, |r| r.checkpointed_at.clone())
+    }
+
+    /// The work an eviction at `now` throws away: the time the pod ran since its start, or since its
+    /// last checkpoint when it says one. Zero for a pod not started.
+    pub fn work_since_saved(&self, now: Timestamp) -> jiff::SignedDuration {
+        let Some(started) = self.started_at() else {
+            return jiff::SignedDuration::ZERO;
+        };
+        let saved = match self.checkpointed_at() {
+            Setting::Valid(at) => started.max(at),
+            Setting::Unset | Setting::Invalid(_) => started,
+        };
+        now.duration_since(saved).max(jiff::SignedDuration::ZERO)
     }
 
     /// Kinds of every owner reference, controller or not (`excludeOwnerKinds` looks at all of them).

@@ -105,6 +105,12 @@ pub fn finishes_before(
         .is_some_and(|done| done <= close)
 }
 
+/// A pod still running once its end and its grace period have passed did not end as it said (a
+/// deadline the kubelet failed to enforce, a declaration that was wrong): it is evicted like any other.
+pub fn overstayed(end: Timestamp, grace: SignedDuration, now: Timestamp) -> bool {
+    end.checked_add(grace).is_ok_and(|until| now >= until)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -194,6 +200,9 @@ mod tests {
             close
         ));
         assert!(!finishes_before(Timestamp::MAX, grace, period, close));
+        let end = ts("2026-03-04T09:00:00Z");
+        assert!(!overstayed(end, grace, ts("2026-03-04T09:00:29Z")));
+        assert!(overstayed(end, grace, ts("2026-03-04T09:00:30Z")));
     }
 
     #[test]
