@@ -1,14 +1,14 @@
 //! Time-division multiplexing: when a revocable zone closes (or is about to), evict the preemptable pods
 //! from its nodes, job by job; and evict pods that should never have been placed there at all.
 
-use std::{cmp::Reverse, sync::Arc};
+use std::{cmp::Reverse, collections::HashMap, sync::Arc};
 
 use crate::api::args::TdmArgs;
 use crate::{
-    cluster::{PodInfo, PodPhase, Setting},
+    cluster::{JobKey, JobKind, PodInfo, PodPhase, Setting},
     framework::{
-        Candidate, Exemptions, Gatekeeper, PlanContext, Plugin, PodByPod, StrategyId, Violation,
-        ZonePlacement, ZoneView,
+        Candidate, Exemptions, Gang, Gatekeeper, PlanContext, Plugin, PodByPod, StrategyId,
+        Violation, ZonePlacement, ZoneView,
     },
 };
 
@@ -86,7 +86,15 @@ impl PodByPod for Tdm {
                         .exempt(exemptions(ctx, pod, zone, placement)),
                 );
             }
-            in_zone.sort_by(|a, b| victim_order(&a.pod).cmp(&victim_order(&b.pod)));
+            if evicting {
+                mark_gangs(ctx, &mut in_zone);
+            }
+            // Gangs first: one needs room for all its pods in a round, where other jobs' pods fill
+            // whatever room is left, and behind them it could wait for ever under a per-zone limit.
+            in_zone.sort_by(|a, b| {
+                (a.gang.is_none(), victim_order(&a.pod))
+                    .cmp(&(b.gang.is_none(), victim_order(&b.pod)))
+            });
             out.extend(in_zone);
         }
         out
@@ -111,6 +119,38 @@ impl PodByPod for Tdm {
                         .held("evictPlacementViolations is off")
                 });
             }
+        }
+    }
+}
+
+/// Marks the pods of gangs that the zone's drain takes below their `minMember`
+/// ([`PlanContext::gang_taken_below_minimum`]): those that must leave the zone (preemptable, allowed
+/// there) go together, and their reason says so.
+fn mark_gangs(ctx: &PlanContext<'_>, in_zone: &mut [Candidate]) {
+    let must_leave = |c: &Candidate| {
+        c.held.is_none()
+            && matches!(c.pod.job.kind, JobKind::PodGroup)
+            && ctx.zone_placement(&c.pod, c.zone.as_deref().unwrap_or_default())
+                == ZonePlacement::Allowed
+    };
+    let mut leaving: HashMap<&JobKey, u32> = HashMap::new();
+    for candidate in in_zone.iter().filter(|c| must_leave(c)) {
+        *leaving.entry(&candidate.pod.job).or_default() += 1;
+    }
+    if leaving.is_empty() {
+        return;
+    }
+    let gangs: HashMap<JobKey, Gang> = leaving
+        .into_iter()
+        .filter_map(|(job, n)| Some((job.clone(), ctx.gang_taken_below_minimum(job, n)?)))
+        .collect();
+    for candidate in in_zone.iter_mut() {
+        if !must_leave(candidate) {
+            continue;
+        }
+        if let Some(gang) = gangs.get(&candidate.pod.job) {
+            candidate.gang = Some(*gang);
+            candidate.reason = format!("{}; {gang}, taken whole", candidate.reason);
         }
     }
 }

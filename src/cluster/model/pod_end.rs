@@ -133,7 +133,10 @@ mod tests {
             .annotation("tidal.dev/expected-run-time", "soon")
             .build();
         assert_eq!(pod_end(&unreadable, None), None);
-        assert!(matches!(unreadable.expected_run_time(), Setting::Invalid(_)));
+        assert!(matches!(
+            unreadable.expected_run_time(),
+            Setting::Invalid(_)
+        ));
         let unstarted = pod("ns/p", "")
             .spec("activeDeadlineSeconds", json!(60))
             .build();
