@@ -304,6 +304,40 @@ fn real_dump_past_worker_3_s_cooldown_the_train_gang_goes_whole() {
             .is_some_and(|r| r.ends_with("; gang of 4 (minMember 2), taken whole")),
         "{report:#}"
     );
+    // `tidal explain` says so of each worker; before worker-3's cooldown is over, what holds them.
+    let explain = |now: &str| {
+        let real = real();
+        let zones = real_zones();
+        let output = run(&[
+            "explain",
+            "pod",
+            "ml/train-worker-0",
+            "--cluster",
+            real.to_str().expect("utf-8 path"),
+            "--cluster",
+            zones.to_str().expect("utf-8 path"),
+            "--now",
+            now,
+        ]);
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).expect("utf-8")
+    };
+    let words = |text: String| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let goes = words(explain(BOTH_CLOSED_AFTER_COOLDOWN));
+    assert!(
+        goes.contains(
+            "for tdm: zone rz2 closed; opens Sun 05:00; gang of 4 (minMember 2), taken whole."
+        ),
+        "{goes}"
+    );
+    let waits = words(explain(BOTH_CLOSED_IN_COOLDOWN));
+    assert!(
+        waits.contains(
+            "gate cooldown stops it: its gang of 4 (minMember 2) goes whole or not at all, and \
+             ml/train-worker-3 is held"
+        ),
+        "{waits}"
+    );
 }
 
 const TRAIN: [&str; 4] = [
