@@ -4,9 +4,10 @@
 //!
 //! The model follows the controller. A round starts every `evictPeriod` while pods remain; in it each
 //! job loses what its budget allows given the pods of the job still leaving (queued, sent and not yet
-//! terminated); a job without a budget loses one pod at a time. Evictions queue for the sender, which
-//! takes the earliest close first and sends at most `qps` a second (after a burst), `concurrency` at a
-//! time, each taking `request`. A sent pod is gone `terminates_in` later. What then takes its place
+//! terminated); a job without a budget loses one pod at a time, and a gang taken whole all its pods
+//! left, in a round whose budget allows one and whose room holds them. Evictions queue for the
+//! sender, which takes the earliest close first and sends at most `qps` a second (after a burst),
+//! `concurrency` at a time, each taking `request`. A sent pod is gone `terminates_in` later. What then takes its place
 //! decides its job's budget: a replacement running elsewhere gives the budget back, a pod nothing
 //! recreates leaves the job smaller, and a replacement with no node to run on (every ready node is in
 //! a closed or draining zone) stays Pending and holds the budget for the rest of the drain.
@@ -995,7 +996,6 @@ mod tests {
             gang: Some(Gang {
                 pods: n,
                 min_member: n,
-                on_zone: n,
             }),
             ..job(name, n, budget, 5)
         }

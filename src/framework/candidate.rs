@@ -32,8 +32,6 @@ pub struct Gang {
     /// The job's pods, wherever they run.
     pub pods: u32,
     pub min_member: u32,
-    /// Its pods that must leave the zone: those decided together.
-    pub on_zone: u32,
 }
 
 impl std::fmt::Display for Gang {

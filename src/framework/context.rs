@@ -287,7 +287,6 @@ impl<'a> PlanContext<'a> {
         Some(super::Gang {
             pods: stats.total,
             min_member,
-            on_zone: leaving,
         })
     }
 

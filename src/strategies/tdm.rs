@@ -62,6 +62,8 @@ impl PodByPod for Tdm {
         for zone in due_zones(ctx) {
             let evicting = zone.evicting_now();
             let mut in_zone: Vec<Candidate> = Vec::new();
+            // Which of `in_zone` must leave the zone for its drain: the pods a gang is counted by.
+            let mut draining: Vec<bool> = Vec::new();
             for pod in movable_pods(ctx, zone) {
                 let placement = ctx.zone_placement(pod, &zone.name);
                 let candidate = match placement {
@@ -80,6 +82,7 @@ impl PodByPod for Tdm {
                     // Held: see `hold`.
                     ZonePlacement::Violation(_) => continue,
                 };
+                draining.push(evicting && placement == ZonePlacement::Allowed);
                 in_zone.push(
                     candidate
                         .in_zone(&zone.name)
@@ -87,7 +90,7 @@ impl PodByPod for Tdm {
                 );
             }
             if evicting {
-                mark_gangs(ctx, &mut in_zone);
+                mark_gangs(ctx, &mut in_zone, &draining);
             }
             // Gangs first: one needs room for all its pods in a round, where other jobs' pods fill
             // whatever room is left, and behind them it could wait for ever under a per-zone limit.
@@ -124,18 +127,17 @@ impl PodByPod for Tdm {
 }
 
 /// Marks the pods of gangs that the zone's drain takes below their `minMember`
-/// ([`PlanContext::gang_taken_below_minimum`]): those that must leave the zone (preemptable, allowed
-/// there) go together, and their reason says so.
-fn mark_gangs(ctx: &PlanContext<'_>, in_zone: &mut [Candidate]) {
-    let must_leave = |c: &Candidate| {
-        c.held.is_none()
-            && matches!(c.pod.job.kind, JobKind::PodGroup)
-            && ctx.zone_placement(&c.pod, c.zone.as_deref().unwrap_or_default())
-                == ZonePlacement::Allowed
+/// ([`PlanContext::gang_taken_below_minimum`]): those that must leave the zone (`draining`:
+/// preemptable, allowed there) go together, and their reason says so.
+fn mark_gangs(ctx: &PlanContext<'_>, in_zone: &mut [Candidate], draining: &[bool]) {
+    let in_gang = |c: &Candidate, draining: bool| {
+        draining && c.held.is_none() && matches!(c.pod.job.kind, JobKind::PodGroup)
     };
     let mut leaving: HashMap<&JobKey, u32> = HashMap::new();
-    for candidate in in_zone.iter().filter(|c| must_leave(c)) {
-        *leaving.entry(&candidate.pod.job).or_default() += 1;
+    for (candidate, &draining) in in_zone.iter().zip(draining) {
+        if in_gang(candidate, draining) {
+            *leaving.entry(&candidate.pod.job).or_default() += 1;
+        }
     }
     if leaving.is_empty() {
         return;
@@ -144,8 +146,8 @@ fn mark_gangs(ctx: &PlanContext<'_>, in_zone: &mut [Candidate]) {
         .into_iter()
         .filter_map(|(job, n)| Some((job.clone(), ctx.gang_taken_below_minimum(job, n)?)))
         .collect();
-    for candidate in in_zone.iter_mut() {
-        if !must_leave(candidate) {
+    for (candidate, &draining) in in_zone.iter_mut().zip(draining) {
+        if !in_gang(candidate, draining) {
             continue;
         }
         if let Some(gang) = gangs.get(&candidate.pod.job) {
