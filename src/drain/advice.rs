@@ -129,6 +129,9 @@ pub fn summary(outlook: &ZoneOutlook, drain: &ZoneDrain, settings: &DrainSetting
             },
         ));
     }
+    if let Some(gangs) = gangs_text(drain) {
+        parts.push(gangs);
+    }
     let stays = estimate.stays_total();
     if stays > 0 {
         parts.push(format!("{stays} stay ({})", reasons(&estimate.stays)));
@@ -145,6 +148,33 @@ pub fn summary(outlook: &ZoneOutlook, drain: &ZoneDrain, settings: &DrainSetting
         ));
     }
     parts.join("; ")
+}
+
+/// `1 gang taken whole, each in one round: PodGroup ml/train (gang of 8 (minMember 6))`, when the
+/// drain takes any whole.
+fn gangs_text(drain: &ZoneDrain) -> Option<String> {
+    let gangs: Vec<String> = drain
+        .jobs
+        .iter()
+        .filter_map(|job| Some(format!("{} ({})", job.job, job.gang?)))
+        .collect();
+    if gangs.is_empty() {
+        return None;
+    }
+    // A few by name: the line is a zone's status, not a list of its jobs.
+    const NAMED: usize = 3;
+    let mut named = gangs[..gangs.len().min(NAMED)].join(", ");
+    if gangs.len() > NAMED {
+        named.push_str(&format!(" and {} more", gangs.len() - NAMED));
+    }
+    Some(format!(
+        "{} taken whole, each in one round: {named}",
+        count(
+            u32::try_from(gangs.len()).unwrap_or(u32::MAX),
+            "gang",
+            "gangs"
+        ),
+    ))
 }
 
 /// What would let the pods that stay go, one sentence per reason.

@@ -16,7 +16,7 @@ use super::{
 use crate::{
     api::policy::Strategies,
     cluster::{JobKey, JobState, ObjectKey, PodInfo, PodPhase, PolicyInfo, Setting, Snapshot},
-    framework::{Candidate, GateId, PlanContext, SkipReason, ZonePlacement, ZoneView},
+    framework::{Candidate, Gang, GateId, PlanContext, SkipReason, ZonePlacement, ZoneView},
     planner::{self, SkipRows},
     windows::ZoneState,
 };
@@ -90,6 +90,7 @@ pub fn zone_pods(
         fate.entry(&skip.candidate.pod.key)
             .or_insert(Some(skip.reason));
     }
+    let gangs = gangs(&plan);
 
     let ctx = PlanContext {
         snapshot,
@@ -183,9 +184,12 @@ pub fn zone_pods(
                         queued: in_queue,
                         pods: to_evict,
                         ends,
+                        gang: gangs.get(&(zone.as_str(), job)).copied(),
                     }
                 })
                 .collect();
+            // Gangs first, as the strategy offers them.
+            pods.jobs.sort_by_key(|job| job.gang.is_none());
             (zone.clone(), pods)
         })
         .collect()
@@ -198,6 +202,18 @@ struct JobPods {
     queued: Vec<QueuedPod>,
     /// Left to finish: when each ends by itself.
     ends: Vec<Timestamp>,
+}
+
+/// The gangs the plan takes whole, by zone and job.
+fn gangs(plan: &planner::Plan) -> HashMap<(&str, &JobKey), Gang> {
+    let candidates = plan
+        .evictions
+        .iter()
+        .map(|eviction| &eviction.candidate)
+        .chain(plan.skipped.iter().map(|skip| &skip.candidate));
+    candidates
+        .filter_map(|c| Some(((c.drained_zone()?, &c.pod.job), c.gang?)))
+        .collect()
 }
 
 /// The policy with its TDM strategy alone: what drains the zones.
@@ -282,10 +298,12 @@ pub fn round_urgencies(
     evictions: &[&Candidate],
     gone_after: &dyn Fn(&str, &PodInfo) -> SignedDuration,
 ) -> Vec<Urgency> {
-    let mut taken: HashMap<(&str, &JobKey), u32> = HashMap::new();
+    let mut taken: HashMap<(&str, &JobKey), (u32, bool)> = HashMap::new();
     for candidate in evictions {
         if let Some(zone) = candidate.drained_zone() {
-            *taken.entry((zone, &candidate.pod.job)).or_default() += 1;
+            let job = taken.entry((zone, &candidate.pod.job)).or_default();
+            job.0 += 1;
+            job.1 |= candidate.gang.is_some();
         }
     }
     let shut = Shut::now(ctx.snapshot, ctx.now);
@@ -309,7 +327,8 @@ pub fn round_urgencies(
                 let room = *room
                     .entry(zone)
                     .or_insert_with(|| shut.room_outside(ctx.snapshot, zone));
-                job_at_round(ctx, zone, job, taken[&(zone, job)], room)
+                let (taken, whole) = taken[&(zone, job)];
+                job_at_round(ctx, zone, job, taken, room).map(|at| JobAtRound { whole, ..at })
             });
             let Some(at_round) = at_round else {
                 return Urgency::NO_CLOSE;
@@ -356,6 +375,7 @@ fn job_at_round(
         replacement,
         stats,
         left: on_zone.saturating_sub(taken),
+        whole: false,
     })
 }
 

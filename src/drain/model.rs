@@ -4,9 +4,10 @@
 //!
 //! The model follows the controller. A round starts every `evictPeriod` while pods remain; in it each
 //! job loses what its budget allows given the pods of the job still leaving (queued, sent and not yet
-//! terminated); a job without a budget loses one pod at a time. Evictions queue for the sender, which
-//! takes the earliest close first and sends at most `qps` a second (after a burst), `concurrency` at a
-//! time, each taking `request`. A sent pod is gone `terminates_in` later. What then takes its place
+//! terminated); a job without a budget loses one pod at a time, and a gang taken whole all its pods
+//! left, in a round whose budget allows one and whose room holds them. Evictions queue for the
+//! sender, which takes the earliest close first and sends at most `qps` a second (after a burst),
+//! `concurrency` at a time, each taking `request`. A sent pod is gone `terminates_in` later. What then takes its place
 //! decides its job's budget: a replacement running elsewhere gives the budget back, a pod nothing
 //! recreates leaves the job smaller, and a replacement with no node to run on (every ready node is in
 //! a closed or draining zone) stays Pending and holds the budget for the rest of the drain.
@@ -19,7 +20,10 @@ use super::{
     pacing::{Pacing, Sender, TokenBucket},
     queue::{EvictionQueue, JobPace, Replacement, Urgency, once_gone, rounds_for},
 };
-use crate::cluster::{JobBudget, JobStats, model::job_budget::allowed_evictions};
+use crate::{
+    cluster::{JobBudget, JobStats, model::job_budget::allowed_evictions},
+    framework::Gang,
+};
 
 /// One zone's drain, as it stands.
 #[derive(Clone, Debug)]
@@ -58,6 +62,8 @@ pub struct JobDrain {
     /// The job's pods left to finish: each ends by itself at its instant, before the close, and no
     /// round takes it.
     pub ends: Vec<Timestamp>,
+    /// A gang the drain takes below its `minMember`: a round takes all its pods left, or none.
+    pub gang: Option<Gang>,
 }
 
 impl JobDrain {
@@ -73,6 +79,17 @@ impl JobDrain {
             left: u32::try_from(self.pods.len())
                 .unwrap_or(u32::MAX)
                 .saturating_sub(taken),
+            whole: self.gang.is_some(),
+        }
+    }
+
+    /// From when a round can take the job's pods from `next` on: a gang's round waits for the last
+    /// cooldown of its pods left, any other job's for its next pod's.
+    fn ready_from(&self, next: usize) -> Option<Timestamp> {
+        let left = self.pods.get(next..)?;
+        match self.gang {
+            Some(_) => left.iter().map(|pod| pod.from).max(),
+            None => left.first().map(|pod| pod.from),
         }
     }
 }
@@ -86,6 +103,8 @@ pub struct JobAtRound {
     pub stats: JobStats,
     /// Pods still to evict from the zone after this round.
     pub left: u32,
+    /// A gang taken whole: its next round takes all it has left.
+    pub whole: bool,
 }
 
 impl JobAtRound {
@@ -101,7 +120,8 @@ impl JobAtRound {
             return Urgency::OVERDUE;
         };
         let idle = once_gone(self.stats, self.replacement);
-        let rounds_after = rounds_for(self.left, self.budget, idle, self.replacement).unwrap_or(0);
+        let rounds_after =
+            rounds_for(self.left, self.budget, idle, self.replacement, self.whole).unwrap_or(0);
         Urgency::before_close(close, &JobPace::new(rounds_after, evict_period, gone_after))
     }
 }
@@ -501,6 +521,9 @@ fn plan_round(
         } else {
             u32::MAX
         };
+        if job.gang.is_some() {
+            allowed = gang_allows(job, sim.next, allowed, cap, input.round_cap, at);
+        }
         let first = sim.next;
         while allowed > 0 && cap > 0 && sim.next < job.pods.len() {
             if job.pods[sim.next].from > at {
@@ -524,6 +547,7 @@ fn plan_round(
             replacement: job.replacement,
             stats: sim.stats(),
             left: u32::try_from(job.pods.len() - sim.next).unwrap_or(u32::MAX),
+            whole: job.gang.is_some(),
         };
         for pod in &job.pods[first..sim.next] {
             let urgency = at_round.urgency(
@@ -556,7 +580,9 @@ fn plan_round(
             .iter()
             .zip(&input.jobs)
             .filter(|(sim, job)| sim.next < job.pods.len())
-            .all(|(sim, job)| sim.leaving.is_empty() && job.pods[sim.next].from <= at);
+            .all(|(sim, job)| {
+                sim.leaving.is_empty() && job.ready_from(sim.next).is_none_or(|from| from <= at)
+            });
     if round.pods > 0 {
         zone.rounds.push(round);
         zone.due_from = at
@@ -575,13 +601,13 @@ fn plan_round(
         .iter()
         .zip(&input.jobs)
         .filter(|(sim, job)| sim.next < job.pods.len())
-        .all(|(sim, job)| job.pods[sim.next].from > next);
+        .all(|(sim, job)| job.ready_from(sim.next).is_some_and(|from| from > next));
     if waiting_only_for_cooldowns
         && let Some(earliest) = zone
             .jobs
             .iter()
             .zip(&input.jobs)
-            .filter_map(|(sim, job)| job.pods.get(sim.next).map(|p| p.from))
+            .filter_map(|(sim, job)| job.ready_from(sim.next))
             .min()
     {
         // Rounds fall on the `evictPeriod` grid from the first one.
@@ -597,6 +623,28 @@ fn plan_round(
         zone.cut_short = true;
     }
     zone.next_round = next;
+}
+
+/// What a gang's round may take of its pods left from `next`: all of them once every one is out of
+/// its cooldown and its budget allows a first eviction (`allowed`), else none; and all of them only
+/// within the round's room left (`cap`), unless more than any round takes (`round_cap`), when they go
+/// as the room allows.
+fn gang_allows(
+    job: &JobDrain,
+    next: usize,
+    allowed: u32,
+    cap: u32,
+    round_cap: Option<u32>,
+    at: Timestamp,
+) -> u32 {
+    let left = u32::try_from(job.pods.len().saturating_sub(next)).unwrap_or(u32::MAX);
+    let ready = job.ready_from(next).is_some_and(|from| from <= at);
+    let fits = left <= cap || round_cap.is_some_and(|most| left > most);
+    if allowed == 0 || !ready || !fits {
+        0
+    } else {
+        left
+    }
 }
 
 fn finish(zone: ZoneSim<'_>, as_of: Timestamp) -> DrainEstimate {
@@ -713,8 +761,11 @@ fn bound_of(input: &ZoneDrain, zone: &ZoneSim<'_>) -> Bound {
         .iter()
         .filter(|j| !j.pods.is_empty())
         .max_by_key(|j| {
-            let per_round = allowed_evictions(j.budget, j.stats).max(1);
-            (j.pods.len() as u32).div_ceil(per_round)
+            let per_round = match j.gang {
+                Some(_) => j.pods.len() as u32,
+                None => allowed_evictions(j.budget, j.stats),
+            };
+            (j.pods.len() as u32).div_ceil(per_round.max(1))
         });
     match slowest {
         Some(job) if !cooled_late || job.budget.is_some() || job.pods.len() > 1 => Bound::Budget {
@@ -765,6 +816,7 @@ mod tests {
             leaving_until: Vec::new(),
             queued: Vec::new(),
             ends: Vec::new(),
+            gang: None,
             pods: (0..n)
                 .map(|_| PodDrain {
                     from: at(0),
@@ -958,6 +1010,76 @@ mod tests {
         assert_eq!(
             estimate.rounds.iter().map(|r| r.pods).collect::<Vec<_>>(),
             [10, 10, 5]
+        );
+    }
+
+    fn gang_of(name: &str, n: u32, budget: Option<JobBudget>) -> JobDrain {
+        JobDrain {
+            gang: Some(Gang {
+                pods: n,
+                min_member: n,
+            }),
+            ..job(name, n, budget, 5)
+        }
+    }
+
+    #[test]
+    fn a_gang_taken_whole_needs_one_round_where_its_budget_alone_would_take_one_pod_a_round() {
+        let one = Some(JobBudget::MaxUnavailable(IntOrPercent::Int(1)));
+        let paced = &run(
+            &[zone("rz1", 600, vec![job("train", 4, one, 5)])],
+            pacing(5.0, 10, 4),
+        )[0];
+        assert_eq!(paced.rounds.len(), 4);
+        let whole = &run(
+            &[zone("rz1", 600, vec![gang_of("train", 4, one)])],
+            pacing(5.0, 10, 4),
+        )[0];
+        assert_eq!(whole.rounds.iter().map(|r| r.pods).collect::<Vec<_>>(), [4]);
+        assert!(whole.empty_at().unwrap() < paced.empty_at().unwrap());
+        // A budget that lets no pod go holds the gang whole, for good.
+        let none = Some(JobBudget::MaxUnavailable(IntOrPercent::Int(0)));
+        let held = &run(
+            &[zone("rz1", 600, vec![gang_of("train", 4, none)])],
+            pacing(5.0, 10, 4),
+        )[0];
+        assert!(held.rounds.is_empty());
+        assert_eq!(held.stays.get(STAYS_BUDGET), Some(&4));
+    }
+
+    #[test]
+    fn a_gang_waits_for_its_last_cooldown_and_for_a_round_with_room_for_it() {
+        let one = Some(JobBudget::MaxUnavailable(IntOrPercent::Int(1)));
+        let mut cooling = gang_of("train", 4, one);
+        cooling.pods[3].from = at(150);
+        let estimate = &run(&[zone("rz1", 600, vec![cooling])], pacing(5.0, 10, 4))[0];
+        assert_eq!(
+            estimate
+                .rounds
+                .iter()
+                .map(|r| (r.at, r.pods))
+                .collect::<Vec<_>>(),
+            [(at(180), 4)]
+        );
+        // Three one-pod jobs take three of a round's five: the gang takes the next round whole.
+        let mut jobs: Vec<JobDrain> = (0..3)
+            .map(|i| job(&format!("one-{i}"), 1, None, 5))
+            .collect();
+        jobs.push(gang_of("train", 4, one));
+        let mut capped = zone("rz1", 600, jobs);
+        capped.round_cap = Some(5);
+        let estimate = &run(&[capped], pacing(5.0, 10, 4))[0];
+        assert_eq!(
+            estimate.rounds.iter().map(|r| r.pods).collect::<Vec<_>>(),
+            [3, 4]
+        );
+        // More than any round takes: it goes as the cap allows.
+        let mut over = zone("rz1", 600, vec![gang_of("train", 4, one)]);
+        over.round_cap = Some(3);
+        let estimate = &run(&[over], pacing(5.0, 10, 4))[0];
+        assert_eq!(
+            estimate.rounds.iter().map(|r| r.pods).collect::<Vec<_>>(),
+            [3, 1]
         );
     }
 

@@ -112,15 +112,19 @@ pub fn once_gone(stats: JobStats, replacement: Replacement) -> JobStats {
 const ROUNDS_FOLLOWED: u32 = 1_000;
 
 /// The rounds a job needs to evict `left` more pods, each round taking what its budget allows once
-/// the previous round's pods are gone (`stats` as they stand then). `None` when the budget never lets
-/// them all go.
+/// the previous round's pods are gone (`stats` as they stand then); a gang taken `whole` goes in one
+/// round, the first its budget lets one pod go in. `None` when the budget never lets them all go.
 pub fn rounds_for(
     left: u32,
     budget: Option<JobBudget>,
     mut stats: JobStats,
     replacement: Replacement,
+    whole: bool,
 ) -> Option<u32> {
     stats.leaving = 0;
+    if whole && left > 0 {
+        return (allowed_evictions(budget, stats) > 0).then_some(1);
+    }
     let mut left = left;
     let mut rounds = 0u32;
     while left > 0 {
@@ -279,7 +283,7 @@ mod tests {
         // 25 pods owned by their PodGroup alone, 20% a round rounded up as the job shrinks: 5, 4, 4,
         // 3, 2, 2, 1, 1, 1, 1, 1 (11 rounds in all).
         let twenty = Some(JobBudget::MaxUnavailable(IntOrPercent::Percent(20)));
-        let after_first = rounds_for(20, twenty, stats(20), Replacement::None).unwrap();
+        let after_first = rounds_for(20, twenty, stats(20), Replacement::None, false).unwrap();
         assert_eq!(after_first, 10);
         let gang = JobPace::new(after_first, secs(60), secs(20));
         assert_eq!(gang.round_every, secs(60));
@@ -329,17 +333,45 @@ mod tests {
         let one = Some(JobBudget::MaxUnavailable(IntOrPercent::Int(1)));
         // Replaced elsewhere: one a round.
         assert_eq!(
-            rounds_for(100, one, stats(100), Replacement::Runs),
+            rounds_for(100, one, stats(100), Replacement::Runs, false),
             Some(100)
         );
         // No budget: one at a time.
-        assert_eq!(rounds_for(7, None, stats(7), Replacement::Runs), Some(7));
+        assert_eq!(
+            rounds_for(7, None, stats(7), Replacement::Runs, false),
+            Some(7)
+        );
         // A replacement with nowhere to run holds the budget: one round, then never.
-        assert_eq!(rounds_for(3, one, stats(4), Replacement::Pending), None);
+        assert_eq!(
+            rounds_for(3, one, stats(4), Replacement::Pending, false),
+            None
+        );
         // minAvailable as large as the job: never.
         let all = Some(JobBudget::MinAvailable(IntOrPercent::Int(4)));
-        assert_eq!(rounds_for(4, all, stats(4), Replacement::Runs), None);
-        assert_eq!(rounds_for(0, all, stats(4), Replacement::Runs), Some(0));
+        assert_eq!(rounds_for(4, all, stats(4), Replacement::Runs, false), None);
+        assert_eq!(
+            rounds_for(0, all, stats(4), Replacement::Runs, false),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn a_gang_taken_whole_needs_one_round_once_its_budget_lets_one_pod_go() {
+        let one = Some(JobBudget::MaxUnavailable(IntOrPercent::Int(1)));
+        assert_eq!(
+            rounds_for(8, one, stats(8), Replacement::Runs, false),
+            Some(8)
+        );
+        assert_eq!(
+            rounds_for(8, one, stats(8), Replacement::Runs, true),
+            Some(1)
+        );
+        assert_eq!(
+            rounds_for(0, one, stats(8), Replacement::Runs, true),
+            Some(0)
+        );
+        let all = Some(JobBudget::MinAvailable(IntOrPercent::Int(8)));
+        assert_eq!(rounds_for(8, all, stats(8), Replacement::Runs, true), None);
     }
 
     #[test]

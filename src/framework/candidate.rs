@@ -19,6 +19,25 @@ pub struct Candidate {
     pub held: Option<String>,
     /// Gates the proposing strategy says do not apply to this pod.
     pub exempt: Exemptions,
+    /// Set when the pod belongs to a gang that the drain takes below its `minMember`: the gang's pods
+    /// on the zone are decided together ([`super::Gatekeeper::offer_gang`]).
+    pub gang: Option<Gang>,
+}
+
+/// A Volcano gang (a PodGroup with `minMember`) whose pods on a draining zone go together: the drain
+/// takes it below its minimum, and Volcano gives up its work at the first eviction below it, so
+/// holding the rest back for later rounds saves nothing and costs the rounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gang {
+    /// The job's pods, wherever they run.
+    pub pods: u32,
+    pub min_member: u32,
+}
+
+impl std::fmt::Display for Gang {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "gang of {} (minMember {})", self.pods, self.min_member)
+    }
 }
 
 /// Gates that do not apply to a candidate. The strategy decides, because only it knows why the pod must
@@ -47,6 +66,7 @@ impl Candidate {
             zone: None,
             held: None,
             exempt: Exemptions::default(),
+            gang: None,
         }
     }
 

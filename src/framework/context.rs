@@ -249,6 +249,43 @@ impl<'a> PlanContext<'a> {
         self.snapshot.podgroup(&job.namespace, &job.name)
     }
 
+    /// The gang `job` is, when a drain that takes `leaving` of its running pods off a zone takes it
+    /// below its PodGroup's `minMember` (more must leave than its running pods above the minimum):
+    /// Volcano gives up the gang's work at that eviction, so its pods go together. `None` for a job
+    /// that is no gang: no PodGroup, or a `minMember` of 1 (Volcano's default, also of the groups it
+    /// makes for plain pods: such a job keeps its work while any pod runs, and loses it only with its
+    /// last pod, when there is nothing left to hold back), or one above the job's pods (which the
+    /// pods there are cannot mean: read as no gang rather than let it widen a round). `None` too for
+    /// a gang the drain keeps at its minimum: pods replaced elsewhere round by round, within a budget
+    /// whose round leaves `minMember` running.
+    pub fn gang_taken_below_minimum(&self, job: &JobKey, leaving: u32) -> Option<super::Gang> {
+        let state = self.snapshot.job(job)?;
+        let group = self.job_podgroup(job, state)?;
+        let min_member = u32::try_from(group.min_member?).ok().filter(|m| *m > 1)?;
+        let stats = if self.planned_elsewhere.is_empty() {
+            state.stats_as_is()
+        } else {
+            state.stats(|pod| self.is_leaving(pod))
+        };
+        if min_member > stats.total || stats.running.saturating_sub(min_member) >= leaving {
+            return None;
+        }
+        if state.pods.values().any(|pod| pod.recreated_when_evicted()) {
+            let budget = match self.job_budget_in(job, Some(state)) {
+                Setting::Valid(budget) => Some(budget),
+                Setting::Unset | Setting::Invalid(_) => None,
+            };
+            let per_round = crate::cluster::model::job_budget::allowed_evictions(budget, stats);
+            if stats.running.saturating_sub(per_round) >= min_member {
+                return None;
+            }
+        }
+        Some(super::Gang {
+            pods: stats.total,
+            min_member,
+        })
+    }
+
     /// Counts as gone already: terminating, evicted earlier, or planned by another policy this cycle.
     pub fn is_leaving(&self, pod: &PodInfo) -> bool {
         // Strategies ask this of every pod they look at: skip hashing the key when nothing is planned.

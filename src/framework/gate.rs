@@ -22,4 +22,11 @@ pub trait Gate {
 
     /// Undoes `admit`: a group of evictions that only help together was refused further on.
     fn retract(&mut self, _candidate: &Candidate, _ctx: &PlanContext<'_>) {}
+
+    /// Whether a round in which nothing else was admitted could let all of `group` through at once.
+    /// `false` only when the group alone is more than the gate ever allows in a round (a limit
+    /// smaller than the group), so that waiting for a later round would wait for ever.
+    fn fits_together(&self, _group: &[Candidate], _ctx: &PlanContext<'_>) -> bool {
+        true
+    }
 }

@@ -16,6 +16,20 @@ pub trait Gatekeeper {
     /// reported as skipped, and the others stay undecided so that a later offer may use them.
     fn offer_all(&mut self, candidates: Vec<Candidate>) -> bool;
 
+    /// The pods of one gang on a draining zone ([`Candidate::gang`]), decided together: all of them
+    /// evicted this round, or none, each of them then reported with what holds the gang. Two
+    /// exceptions, where waiting would wait for ever: a pod refused for good (unreadable settings,
+    /// protections, a cooldown with no scheduling time to end from) is left out and the others still
+    /// go whole; and a gang larger than the policy's limits allow in any round goes as they allow.
+    /// Returns how many will be evicted.
+    fn offer_gang(&mut self, members: Vec<Candidate>) -> usize {
+        members
+            .into_iter()
+            .map(|member| self.offer(member))
+            .filter(|admitted| *admitted)
+            .count()
+    }
+
     /// A pod the strategy found but its own arguments keep (placement violations with
     /// `evictPlacementViolations: false`): reported as held, never put to the gates, and decided, so
     /// that no later strategy of the plan evicts it. `candidate` is built only if the report lists

@@ -15,7 +15,7 @@ mod verdict;
 mod warning;
 mod zones;
 
-pub use candidate::{Candidate, Exemptions, PlannedEviction, Skipped};
+pub use candidate::{Candidate, Exemptions, Gang, PlannedEviction, Skipped};
 pub(crate) use context::PlacementGroups;
 pub use context::{PlanContext, Violation, ZonePlacement};
 pub use gate::Gate;

@@ -32,6 +32,11 @@ pub trait Balancing: Plugin {
     fn balance(&self, ctx: &PlanContext<'_>, gatekeeper: &mut dyn Gatekeeper);
 }
 
+/// Pods of one job taken off one zone together.
+fn same_gang(first: &Candidate, next: &Candidate) -> bool {
+    first.pod.job == next.pod.job && first.zone == next.zone
+}
+
 /// A strategy as the planner holds it.
 pub enum Strategy {
     PodByPod(Box<dyn PodByPod>),
@@ -58,8 +63,20 @@ impl Strategy {
     pub fn offer_candidates(&self, ctx: &PlanContext<'_>, gatekeeper: &mut dyn Gatekeeper) {
         match self {
             Strategy::PodByPod(s) => {
-                for candidate in s.propose(ctx) {
-                    gatekeeper.offer(candidate);
+                let mut candidates = s.propose(ctx).into_iter().peekable();
+                while let Some(candidate) = candidates.next() {
+                    if candidate.gang.is_none() {
+                        gatekeeper.offer(candidate);
+                        continue;
+                    }
+                    // A gang's pods come in a row: they are decided together.
+                    let mut gang = vec![candidate];
+                    while let Some(member) =
+                        candidates.next_if(|next| next.gang.is_some() && same_gang(&gang[0], next))
+                    {
+                        gang.push(member);
+                    }
+                    gatekeeper.offer_gang(gang);
                 }
                 s.hold(ctx, gatekeeper);
             }

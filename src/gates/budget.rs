@@ -1,4 +1,7 @@
-//! Gate `budget`: a job loses at most as many pods per round as its disruption budget allows.
+//! Gate `budget`: a job loses at most as many pods per round as its disruption budget allows. A gang
+//! that a drain takes below its `minMember` is one disruption: Volcano gives up its work at the first
+//! eviction below the minimum, so its pods on the zone go in the round whose budget allows the first
+//! of them, the others with it.
 
 use std::fmt::Display;
 
@@ -32,7 +35,7 @@ impl Gate for Budget {
         let job = &candidate.pod.job;
         let mut jobs = self.jobs.borrow_mut();
         let entry = jobs.entry(job, ctx);
-        if entry.remaining > 0 {
+        if entry.remaining > 0 || (candidate.gang.is_some() && entry.gang_admitted > 0) {
             return Ok(());
         }
         let budget: &dyn Display = match &entry.budget {
@@ -55,7 +58,14 @@ impl Gate for Budget {
         }
         let mut jobs = self.jobs.borrow_mut();
         let entry = jobs.entry(&candidate.pod.job, ctx);
-        entry.remaining = entry.remaining.saturating_sub(1);
+        if candidate.gang.is_some() {
+            if entry.gang_admitted == 0 {
+                entry.remaining = entry.remaining.saturating_sub(1);
+            }
+            entry.gang_admitted += 1;
+        } else {
+            entry.remaining = entry.remaining.saturating_sub(1);
+        }
         entry.admitted += 1;
     }
 
@@ -65,7 +75,15 @@ impl Gate for Budget {
         }
         let mut jobs = self.jobs.borrow_mut();
         let entry = jobs.entry(&candidate.pod.job, ctx);
-        entry.remaining += 1;
+        if candidate.gang.is_some() {
+            // The gang's eviction of the budget comes back with the last of its pods.
+            if entry.gang_admitted == 1 {
+                entry.remaining += 1;
+            }
+            entry.gang_admitted = entry.gang_admitted.saturating_sub(1);
+        } else {
+            entry.remaining += 1;
+        }
         entry.admitted = entry.admitted.saturating_sub(1);
     }
 }

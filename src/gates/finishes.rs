@@ -59,7 +59,7 @@ impl Gate for Finishes {
             return Ok(());
         };
         let pod = &candidate.pod;
-        let grace = crate::drain::inputs::grace_of(pod);
+        let grace = SignedDuration::from_secs(i64::from(pod.termination_grace_seconds()));
         let Some(end) = left_to_finish(ctx.pod_end(pod), grace, evict_period, close, ctx.now)
         else {
             return Ok(());

@@ -227,6 +227,55 @@ impl Gate for Limit {
         self.tally(self.keys(candidate, ctx), false);
         self.tally_shared(candidate, false);
     }
+
+    fn fits_together(&self, group: &[Candidate], ctx: &PlanContext<'_>) -> bool {
+        let limits = &self.limits;
+        let size = u32::try_from(group.len()).unwrap_or(u32::MAX);
+        let within = |max: Option<u32>, keys: &mut dyn Iterator<Item = Option<String>>| {
+            let Some(max) = max else {
+                return true;
+            };
+            let mut counts: foldhash::HashMap<String, u32> = foldhash::HashMap::default();
+            keys.flatten().all(|key| {
+                let count = counts.entry(key).or_default();
+                *count += 1;
+                *count <= max
+            })
+        };
+        if limits.total.is_some_and(|max| size > max) {
+            return false;
+        }
+        if let Some(shared) = &limits.shared {
+            let pods = || group.iter().map(|c| &c.pod);
+            if shared.total.is_some_and(|max| size > max)
+                || !within(
+                    shared.per_node,
+                    &mut pods().map(|pod| pod.node_name.as_deref().map(String::from)),
+                )
+                || !within(
+                    shared.per_namespace,
+                    &mut pods().map(|pod| Some(pod.key.namespace.to_string())),
+                )
+            {
+                return false;
+            }
+        }
+        if !self.per_place() {
+            return true;
+        }
+        let keys: Vec<Keys> = group.iter().map(|c| keys(limits, c, ctx)).collect();
+        within(limits.per_node, &mut keys.iter().map(|k| k.node.clone()))
+            && within(
+                limits.per_namespace,
+                &mut keys.iter().map(|k| k.namespace.clone()),
+            )
+            && within(limits.per_job, &mut keys.iter().map(|k| k.job.clone()))
+            && within(limits.per_zone, &mut keys.iter().map(|k| k.zone.clone()))
+            && within(
+                limits.per_topology_zone,
+                &mut keys.iter().map(|k| k.topology_zone.clone()),
+            )
+    }
 }
 
 #[cfg(test)]

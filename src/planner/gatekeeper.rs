@@ -136,6 +136,13 @@ impl<'c, 'a> PlanGatekeeper<'c, 'a> {
         }
     }
 
+    /// Whether some round could take all of `group` at once, as far as every gate can tell.
+    fn fits_together(&self, group: &[Candidate]) -> bool {
+        self.gates
+            .iter()
+            .all(|gate| gate.fits_together(group, self.ctx))
+    }
+
     fn record(&mut self, candidate: Candidate) {
         self.tally(candidate.strategy).evicted += 1;
         self.decide(&candidate.pod, Outcome::Admitted);
@@ -271,6 +278,106 @@ impl Gatekeeper for PlanGatekeeper<'_, '_> {
         true
     }
 
+    fn offer_gang(&mut self, members: Vec<Candidate>) -> usize {
+        let mut going = Vec::with_capacity(members.len());
+        for member in members {
+            match self.precheck(&member) {
+                Precheck::Drop => self.tally(member.strategy).dropped += 1,
+                Precheck::Held(why) => {
+                    self.tally(member.strategy).offered += 1;
+                    self.skip(member, Refusal::new(SkipReason::HeldByPolicy, why));
+                }
+                Precheck::Go => going.push(member),
+            }
+        }
+        // Member by member, each admitted before the next is asked, so that budgets and limits
+        // count the ones before it.
+        let mut verdicts: Vec<Option<Refusal>> = Vec::with_capacity(going.len());
+        let mut held_by = None;
+        for (index, member) in going.iter().enumerate() {
+            match self.run_gates(member) {
+                Ok(()) => {
+                    self.admit(member);
+                    verdicts.push(None);
+                }
+                Err(refusal) => {
+                    let for_good = refused_for_good(&refusal, member);
+                    verdicts.push(Some(refusal));
+                    if !for_good {
+                        held_by = Some(index);
+                        break;
+                    }
+                }
+            }
+        }
+        let Some(held_by) = held_by else {
+            let mut evicted = 0;
+            for (member, verdict) in going.into_iter().zip(verdicts) {
+                self.tally(member.strategy).offered += 1;
+                match verdict {
+                    None => {
+                        self.record(member);
+                        evicted += 1;
+                    }
+                    Some(refusal) => self.skip(member, refusal),
+                }
+            }
+            return evicted;
+        };
+        for (member, verdict) in going.iter().zip(&verdicts).rev() {
+            if verdict.is_none() {
+                self.retract(member);
+            }
+        }
+        let limited = verdicts[held_by]
+            .as_ref()
+            .is_some_and(|r| r.reason == SkipReason::Gate(GateId::Limit));
+        if limited && !self.fits_together(&going) {
+            // No round can take the gang at once: it goes as the limits allow, pod by pod.
+            return going
+                .into_iter()
+                .map(|member| self.offer(member))
+                .filter(|admitted| *admitted)
+                .count();
+        }
+        let Some(hold) = verdicts[held_by].clone() else {
+            return 0;
+        };
+        let gang = going[held_by]
+            .gang
+            .map_or_else(|| "gang".to_owned(), |gang| gang.to_string());
+        let holder = going[held_by].pod.key.to_string();
+        let size = going.len();
+        for (index, member) in going.into_iter().enumerate() {
+            self.tally(member.strategy).offered += 1;
+            // The members never asked are asked now, so that each says what holds it for itself
+            // (its own cooldown, its own protection) where something does.
+            let own = match verdicts.get(index) {
+                Some(verdict) => verdict.clone(),
+                None => self.run_gates(&member).err(),
+            };
+            let refusal = match own {
+                Some(refusal) if index == held_by => Refusal::new(
+                    refusal.reason,
+                    format!(
+                        "{} (its {gang} goes whole or not at all: none of its {size} pods this round)",
+                        refusal.detail
+                    ),
+                ),
+                Some(refusal) => refusal,
+                None => Refusal::new(
+                    hold.reason,
+                    format!(
+                        "its {gang} goes whole or not at all, and {holder} is held: {}",
+                        hold.detail
+                    ),
+                ),
+            };
+            self.skip(member, refusal);
+        }
+        0
+    }
+
     fn would_admit(&mut self, candidate: &Candidate) -> bool {
         matches!(self.precheck(candidate), Precheck::Go) && self.run_gates(candidate).is_ok()
     }
@@ -302,6 +409,17 @@ impl Gatekeeper for PlanGatekeeper<'_, '_> {
         if let Some(strategy) = self.proposer {
             self.tally(strategy).saw.push(saw);
         }
+    }
+}
+
+/// A refusal that no later round lifts by itself: a gang waiting for it would wait for ever, so the
+/// pod is left out and the rest of its gang goes without it. Unreadable settings and protections stay
+/// until someone changes them; a cooldown ends, unless the pod has no scheduling time to count from.
+fn refused_for_good(refusal: &Refusal, member: &Candidate) -> bool {
+    match refusal.reason {
+        SkipReason::Gate(GateId::Invalid | GateId::Protected) => true,
+        SkipReason::Gate(GateId::Cooldown) => member.pod.scheduled_at.is_none(),
+        _ => false,
     }
 }
 

@@ -685,3 +685,190 @@ fn a_node_selector_keeps_the_policy_to_its_nodes() {
     ));
     assert!(out.error().is_some_and(|e| e.contains("nodeSelector")));
 }
+
+/// Zone `z` closed (node rev-1, with rev-2 beside it); PodGroup `ml/train` of `size` pods on rev-1
+/// (each passed through `extra` with its index), owned by their Volcano Job (which recreates them),
+/// `minMember` and a budget of one pod at a time; and ReplicaSet `batch/etl` of four pods on rev-2
+/// under the same budget.
+fn gang(size: usize, min_member: u32, extra: impl Fn(usize, PodBuilder) -> PodBuilder) -> Cluster {
+    let mut world = Cluster::revocable().node(node("rev-2").zone("z")).podgroup(
+        podgroup("ml/train")
+            .patch(json!({"spec": {"minMember": min_member}}))
+            .annotation("volcano.sh/jdb-max-unavailable", "1"),
+    );
+    world = world.pods((0..size).map(|i| {
+        extra(
+            i,
+            pod(&format!("ml/train-{i}"), "rev-1")
+                .owned_by("Job", "train")
+                .in_group("train")
+                .preemptable(),
+        )
+    }));
+    world.pods((0..4).map(|i| {
+        pod(&format!("batch/etl-{i}"), "rev-2")
+            .owned_by("ReplicaSet", "etl")
+            .preemptable()
+            .annotation("volcano.sh/jdb-max-unavailable", "1")
+    }))
+}
+
+fn gang_members(plan: &Plan) -> Vec<String> {
+    let mut members: Vec<String> = evicted(plan)
+        .into_iter()
+        .filter(|pod| pod.starts_with("ml/"))
+        .collect();
+    members.sort();
+    members
+}
+
+#[test]
+fn a_gang_the_drain_takes_below_min_member_goes_whole_while_other_jobs_keep_their_budget() {
+    let mut world = gang(4, 4, |_, pod| pod);
+    let plan = plan(&mut world, &policy(json!({"mode": "Evict"})));
+    assert_eq!(
+        gang_members(&plan),
+        ["ml/train-0", "ml/train-1", "ml/train-2", "ml/train-3"],
+        "{plan:#?}"
+    );
+    // The other job loses one, as its budget says; the gang's one eviction of the budget was its
+    // first pod's, the rest went with it.
+    assert_eq!(evicted(&plan).len(), 5);
+    assert_eq!(skipped(&plan).len(), 3);
+    assert!(skipped(&plan).values().all(|gate| *gate == "budget"));
+    for eviction in plan
+        .evictions
+        .iter()
+        .filter(|e| key_of(&e.candidate).starts_with("ml/"))
+    {
+        assert!(
+            eviction
+                .candidate
+                .reason
+                .ends_with("; gang of 4 (minMember 4), taken whole"),
+            "{}",
+            eviction.candidate.reason
+        );
+    }
+}
+
+#[test]
+fn a_gang_the_drain_keeps_at_min_member_goes_by_its_budget() {
+    // Eight pods, minMember 2, replaced elsewhere one at a time: never below its minimum.
+    let mut world = gang(8, 2, |_, pod| pod);
+    let plan = plan(&mut world, &policy(json!({"mode": "Evict"})));
+    assert_eq!(gang_members(&plan).len(), 1, "{plan:#?}");
+    assert!(plan.evictions.iter().all(|e| e.candidate.gang.is_none()));
+    // minMember 1 is no gang, whatever leaves: the job keeps its work while any pod runs.
+    let mut world = gang(4, 1, |_, pod| pod);
+    assert_eq!(gang_members(&plan_of(&mut world)).len(), 1);
+    // A minMember larger than the job means nothing the pods can meet: no gang, the budget holds.
+    let mut world = gang(4, 9, |_, pod| pod);
+    assert_eq!(gang_members(&plan_of(&mut world)).len(), 1);
+}
+
+fn plan_of(world: &mut Cluster) -> Plan {
+    plan(world, &policy(json!({"mode": "Evict"})))
+}
+
+#[test]
+fn a_gang_whose_budget_allows_none_waits_whole() {
+    // One pod of the gang is Pending elsewhere: maxUnavailable 1 is used up, no pod of it goes.
+    let mut world = gang(
+        4,
+        4,
+        |i, pod| if i == 3 { pod.phase("Pending") } else { pod },
+    );
+    let plan = plan_of(&mut world);
+    assert!(gang_members(&plan).is_empty(), "{plan:#?}");
+    for i in 0..3 {
+        assert_eq!(skipped(&plan)[&format!("ml/train-{i}")], "budget");
+    }
+    let held = plan
+        .skipped
+        .iter()
+        .filter(|s| key_of(&s.candidate).starts_with("ml/"))
+        .filter(|s| s.detail.contains("goes whole or not at all"))
+        .count();
+    assert_eq!(held, 1, "the first one says why the gang waits: {plan:#?}");
+}
+
+#[test]
+fn a_gang_in_its_cooldown_waits_whole_and_one_refused_for_good_is_left_out() {
+    // train-2 was scheduled five minutes ago with a ten-minute cooldown: the gang waits for it.
+    let mut world = gang(4, 4, |i, pod| {
+        if i == 2 {
+            pod.annotation("volcano.sh/cooldown-time", "10m")
+                .scheduled_at("2026-11-22T03:55:00Z")
+        } else {
+            pod
+        }
+    });
+    let plan = plan_of(&mut world);
+    assert!(gang_members(&plan).is_empty(), "{plan:#?}");
+    assert_eq!(skipped(&plan)["ml/train-2"], "cooldown");
+    for i in [0, 1, 3] {
+        let pod = format!("ml/train-{i}");
+        assert_eq!(skipped(&plan)[&pod], "cooldown", "{pod}");
+        let detail = skip_detail(&plan, &pod);
+        assert!(
+            detail.contains("gang of 4 (minMember 4) goes whole or not at all")
+                && detail.contains("ml/train-2 is held"),
+            "{detail}"
+        );
+    }
+    // An unreadable cooldown is refused until someone fixes it: waiting would wait for ever, so
+    // the other three still go, together.
+    let mut world = gang(4, 4, |i, pod| {
+        if i == 2 {
+            pod.annotation("volcano.sh/cooldown-time", "soon")
+        } else {
+            pod
+        }
+    });
+    let plan = plan_of(&mut world);
+    assert_eq!(
+        gang_members(&plan),
+        ["ml/train-0", "ml/train-1", "ml/train-3"],
+        "{plan:#?}"
+    );
+    assert_eq!(skipped(&plan)["ml/train-2"], "invalid");
+}
+
+#[test]
+fn a_gang_waits_for_a_round_with_room_for_all_of_it_unless_no_round_has_any() {
+    // Zone y (node rev-y) sorts before z: its three one-pod jobs take three of the five evictions
+    // the policy allows; the gang of four does not fit in the two left and waits, whole.
+    let mut world = gang(4, 4, |_, pod| pod).node(node("rev-y").zone("y"));
+    world.cache.apply_zone(closed_zone("y").build());
+    let mut world =
+        world.pods((0..3).map(|i| pod(&format!("a/one-{i}"), "rev-y").bare().preemptable()));
+    let shared = plan(
+        &mut world,
+        &policy(json!({"mode": "Evict", "limits": {"total": 5}})),
+    );
+    assert!(gang_members(&shared).is_empty(), "{shared:#?}");
+    for i in 0..4 {
+        assert_eq!(skipped(&shared)[&format!("ml/train-{i}")], "limit");
+    }
+    // The budget and the limit it did not use go to the next job.
+    assert_eq!(
+        evicted(&shared),
+        ["a/one-0", "a/one-1", "a/one-2", "batch/etl-0"]
+    );
+    // Alone in its zone the gang goes first, ahead of the other job: all of it fits.
+    let mut world = gang(4, 4, |_, pod| pod);
+    let alone = plan(
+        &mut world,
+        &policy(json!({"mode": "Evict", "limits": {"perZone": 4}})),
+    );
+    assert_eq!(gang_members(&alone).len(), 4, "{alone:#?}");
+    assert_eq!(skipped(&alone)["batch/etl-0"], "limit");
+    // No round takes more than three pods of a node: the gang goes as the limit allows.
+    let capped = plan(
+        &mut world,
+        &policy(json!({"mode": "Evict", "limits": {"perNode": 3}})),
+    );
+    assert_eq!(gang_members(&capped).len(), 3, "{capped:#?}");
+    assert_eq!(skipped(&capped)["ml/train-3"], "limit");
+}

@@ -1,14 +1,14 @@
 //! Time-division multiplexing: when a revocable zone closes (or is about to), evict the preemptable pods
 //! from its nodes, job by job; and evict pods that should never have been placed there at all.
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use crate::api::args::TdmArgs;
 use crate::{
-    cluster::{PodInfo, PodPhase, Setting},
+    cluster::{JobKey, JobKind, PodInfo, PodPhase, Setting},
     framework::{
-        Candidate, Exemptions, Gatekeeper, PlanContext, Plugin, PodByPod, StrategyId, Violation,
-        ZonePlacement, ZoneView,
+        Candidate, Exemptions, Gang, Gatekeeper, PlanContext, Plugin, PodByPod, StrategyId,
+        Violation, ZonePlacement, ZoneView,
     },
 };
 
@@ -62,6 +62,8 @@ impl PodByPod for Tdm {
         for zone in due_zones(ctx) {
             let evicting = zone.evicting_now();
             let mut in_zone: Vec<Candidate> = Vec::new();
+            // Which of `in_zone` must leave the zone for its drain: the pods a gang is counted by.
+            let mut draining: Vec<bool> = Vec::new();
             for pod in movable_pods(ctx, zone) {
                 let placement = ctx.zone_placement(pod, &zone.name);
                 let candidate = match placement {
@@ -80,13 +82,19 @@ impl PodByPod for Tdm {
                     // Held: see `hold`.
                     ZonePlacement::Violation(_) => continue,
                 };
+                draining.push(evicting && placement == ZonePlacement::Allowed);
                 in_zone.push(
                     candidate
                         .in_zone(&zone.name)
                         .exempt(exemptions(ctx, pod, zone, placement)),
                 );
             }
-            in_zone.sort_by_cached_key(|c| victim_order(&c.pod, ctx.now));
+            if evicting {
+                mark_gangs(ctx, &mut in_zone, &draining);
+            }
+            // Gangs first: one needs room for all its pods in a round, where other jobs' pods fill
+            // whatever room is left, and behind them it could wait for ever under a per-zone limit.
+            in_zone.sort_by_cached_key(|c| (c.gang.is_none(), victim_order(&c.pod, ctx.now)));
             out.extend(in_zone);
         }
         out
@@ -111,6 +119,37 @@ impl PodByPod for Tdm {
                         .held("evictPlacementViolations is off")
                 });
             }
+        }
+    }
+}
+
+/// Marks the pods of gangs that the zone's drain takes below their `minMember`
+/// ([`PlanContext::gang_taken_below_minimum`]): those that must leave the zone (`draining`:
+/// preemptable, allowed there) go together, and their reason says so.
+fn mark_gangs(ctx: &PlanContext<'_>, in_zone: &mut [Candidate], draining: &[bool]) {
+    let in_gang = |c: &Candidate, draining: bool| {
+        draining && c.held.is_none() && matches!(c.pod.job.kind, JobKind::PodGroup)
+    };
+    let mut leaving: HashMap<&JobKey, u32> = HashMap::new();
+    for (candidate, &draining) in in_zone.iter().zip(draining) {
+        if in_gang(candidate, draining) {
+            *leaving.entry(&candidate.pod.job).or_default() += 1;
+        }
+    }
+    if leaving.is_empty() {
+        return;
+    }
+    let gangs: HashMap<JobKey, Gang> = leaving
+        .into_iter()
+        .filter_map(|(job, n)| Some((job.clone(), ctx.gang_taken_below_minimum(job, n)?)))
+        .collect();
+    for (candidate, &draining) in in_zone.iter_mut().zip(draining) {
+        if !in_gang(candidate, draining) {
+            continue;
+        }
+        if let Some(gang) = gangs.get(&candidate.pod.job) {
+            candidate.gang = Some(*gang);
+            candidate.reason = format!("{}; {gang}, taken whole", candidate.reason);
         }
     }
 }

@@ -224,6 +224,9 @@ pub struct RoundPace {
     /// Evictions given up at the cycle timeout, not sent (other strategies than `tdm` only).
     #[serde(skip_serializing_if = "is_zero")]
     pub given_up: u32,
+    /// The gangs it takes whole: `PodGroup ml/train (gang of 8 (minMember 6))`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gangs: Vec<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -260,6 +263,9 @@ pub struct Move {
     pub policy: String,
     pub strategy: String,
     pub reason: String,
+    /// The gang its job is, taken whole with it (`gang of 8 (minMember 6)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gang: Option<String>,
     /// When its eviction was sent; `null` if it was given up.
     pub sent_at: Option<Timestamp>,
     /// When the pod was gone (the eviction sent, then its termination grace period).

@@ -338,6 +338,17 @@ fn pace_text(event: &Event) -> String {
         pace.namespaces,
         plural(pace.namespaces as usize)
     );
+    if !pace.gangs.is_empty() {
+        text.push_str(&format!(
+            ", {} taken whole: {}",
+            if pace.gangs.len() == 1 {
+                "a gang"
+            } else {
+                "gangs"
+            },
+            pace.gangs.join(", ")
+        ));
+    }
     let within =
         |at: Option<Timestamp>| at.map(|t| seconds(t.duration_since(event.at).as_secs_f64()));
     if let (Some(sent), Some(gone)) = (within(pace.sent_by), within(pace.gone_by)) {

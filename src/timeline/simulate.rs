@@ -851,6 +851,7 @@ impl Move {
             policy: policy.to_owned(),
             strategy: candidate.strategy.to_string(),
             reason: candidate.reason.clone(),
+            gang: candidate.gang.map(|gang| gang.to_string()),
             sent_at: None,
             gone_at: None,
         }
@@ -868,6 +869,12 @@ impl RoundPace {
             pods: u32::try_from(pods.len()).unwrap_or(u32::MAX),
             jobs: count(&|m| m.job.as_str()),
             namespaces: count(&|m| m.namespace.as_str()),
+            gangs: pods
+                .iter()
+                .filter_map(|m| Some(format!("{} ({})", m.job, m.gang.as_deref()?)))
+                .collect::<BTreeSet<String>>()
+                .into_iter()
+                .collect(),
             ..RoundPace::default()
         }
     }

@@ -402,3 +402,99 @@ mod agreement {
         }
     }
 }
+
+/// Zone `zg`, closing at 10:00 UTC with an `auto` drain and a round a minute, holding ten Volcano
+/// jobs of eight workers (each PodGroup's `minMember` given, one worker at a time under its budget,
+/// 30 s to terminate), and `with_others` ten ReplicaSets of eight under the same budget beside them;
+/// four ordinary nodes take the replacements.
+fn gangs(min_member: u32, with_others: bool) -> ClusterCache {
+    let mut world = Cluster::new().zone(
+        zone("zg")
+            .window("20:00-10:00")
+            .spec(json!({"evictPeriod": "1m"})),
+    );
+    for i in 0..4 {
+        world = world.node(node(&format!("plain-{i}")));
+    }
+    for j in 0..10 {
+        let group = format!("train-{j}");
+        world = world
+            .node(node(&format!("zg-{j}")).zone("zg"))
+            .podgroup(
+                podgroup(&format!("ml/{group}"))
+                    .patch(json!({"spec": {"minMember": min_member}}))
+                    .annotation("volcano.sh/jdb-max-unavailable", "1"),
+            )
+            .pods((0..8).map(|p| {
+                pod(&format!("ml/{group}-{p}"), &format!("zg-{j}"))
+                    .owned_by("Job", &group)
+                    .in_group(&group)
+                    .preemptable()
+            }));
+        if with_others {
+            world = world.pods((0..8).map(|p| {
+                pod(&format!("batch/etl-{j}-{p}"), &format!("zg-{j}"))
+                    .owned_by("ReplicaSet", &format!("etl-{j}"))
+                    .preemptable()
+                    .annotation("volcano.sh/jdb-max-unavailable", "1")
+            }));
+        }
+    }
+    world.cache
+}
+
+/// What taking gangs whole saves: the rounds the gangs go in, the drain's rounds and its length,
+/// with `minMember: 8` (gangs the drain takes below their minimum) and with `minMember: 1` (no
+/// gang: each paced by its budget as any job), alone and beside ReplicaSets paced by theirs. The
+/// plan and the timeline agree on each.
+#[test]
+fn gangs_taken_whole_take_one_round_where_their_budgets_took_eight() {
+    let now = ts("2026-11-23T09:00:00Z");
+    let mut lived = Vec::new();
+    for with_others in [false, true] {
+        for min_member in [8, 1] {
+            let planned = report(&mut gangs(min_member, with_others), now);
+            let timeline = timeline(&mut gangs(min_member, with_others), now);
+            let plan = &planned[0];
+            let drain = timeline.drains.iter().find(|d| d.zone == "zg").unwrap();
+            assert_eq!(
+                plan.expected_empty_at(),
+                drain.expected_empty_at,
+                "{min_member}"
+            );
+            let gang_rounds = timeline
+                .events
+                .iter()
+                .filter(|e| e.event == EventKind::Round)
+                .filter(|e| e.evictions.iter().any(|m| m.namespace == "ml"))
+                .count();
+            let start = drain.drain_start.unwrap();
+            let length = drain.expected_empty_at.unwrap().duration_since(start);
+            eprintln!(
+                "minMember {min_member}, {}: the gangs go in {gang_rounds} round(s), the drain in {} \
+                 ({} long, started {} before the close)",
+                if with_others {
+                    "with ReplicaSets"
+                } else {
+                    "alone"
+                },
+                plan.estimate.rounds.len(),
+                drain::advice::human(length),
+                drain::advice::human(drain.close.unwrap().duration_since(start)),
+            );
+            lived.push((gang_rounds, plan.estimate.rounds.len(), length));
+        }
+    }
+    let [alone_whole, alone_paced, beside_whole, beside_paced] = &lived[..] else {
+        panic!("{lived:?}");
+    };
+    for (whole, paced) in [(alone_whole, alone_paced), (beside_whole, beside_paced)] {
+        assert_eq!((whole.0, paced.0), (1, 8), "{lived:?}");
+    }
+    // Alone, the gangs were the drain: one round where it took eight.
+    assert_eq!((alone_whole.1, alone_paced.1), (1, 8), "{lived:?}");
+    assert!(alone_whole.2 < alone_paced.2 / 4, "{lived:?}");
+    // Beside them, the ReplicaSets still need their eight rounds: the drain is as long, and the
+    // gangs' work is given up once rather than worker by worker.
+    assert_eq!(beside_whole.1, beside_paced.1, "{lived:?}");
+}

@@ -447,3 +447,56 @@ async fn a_pod_that_ends_before_the_close_finishes_and_one_that_overstays_is_evi
     );
     controller.stop().await;
 }
+
+/// A gang of four (PodGroup minMember 4) under a budget of one pod at a time, on a closed zone beside
+/// a ReplicaSet under the same budget: one worker evicted and Volcano gives up the gang's work, so
+/// the first round takes all four, while the ReplicaSet loses one pod per round, each once the last
+/// one is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_goes_whole_in_one_round_while_another_job_loses_one_pod_a_round() {
+    let server = Scenario::start().await;
+    server.serve_podgroups(true);
+    server.set_eviction_effect(EvictionEffect::Terminate);
+    server.apply(node("rev-1").zone("z"));
+    server.apply(node("std-1"));
+    server.apply(zone("z").window(&closed_window()).evict_period("1s"));
+    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
+    server.apply(
+        podgroup(&format!("{NS}/train"))
+            .patch(json!({"spec": {"minMember": 4}}))
+            .annotation("volcano.sh/jdb-max-unavailable", "1"),
+    );
+    for i in 0..4 {
+        server.apply(
+            pod(&format!("{NS}/train-{i}"), "rev-1")
+                .preemptable()
+                .owned_by("Job", "train")
+                .in_group("train"),
+        );
+        server.apply(
+            pod(&format!("{NS}/etl-{i}"), "rev-1")
+                .preemptable()
+                .owned_by("ReplicaSet", "etl")
+                .annotation("volcano.sh/jdb-max-unavailable", "1"),
+        );
+    }
+    let controller = server.controller();
+    eventually("the gang evicted", || {
+        (accepted_with_prefix(&server, "train-") == 4).then_some(())
+    })
+    .await;
+    // Rounds come every second; the ReplicaSet's evicted pod still terminates and holds its budget.
+    controller.wait_cycles(3.0).await;
+    assert_eq!(accepted_with_prefix(&server, "etl-"), 1);
+    assert_eq!(accepted_with_prefix(&server, "train-"), 4);
+    let events = events_about(&server, "train-3", "Descheduled");
+    assert_eq!(events.len(), 1, "{events:#?}");
+
+    server.finish_terminations();
+    eventually("the next etl pod, a round later", || {
+        (accepted_with_prefix(&server, "etl-") == 2).then_some(())
+    })
+    .await;
+    assert_eq!(accepted_with_prefix(&server, "train-"), 4);
+    controller.stop().await;
+}

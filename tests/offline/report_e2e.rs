@@ -3,6 +3,8 @@
 //! The real dump (tests/fixtures/real-apiserver-small.yaml, see the README there) with the zones of
 //! tests/fixtures/real-zones.yaml: on 2026-11-22 rz1 is open 08:00-20:00 UTC and rz2 05:00-17:00 UTC; all
 //! pods were scheduled at 03:40:22 and train-worker-3 has a 1h cooldown (protected until 04:40:22).
+//! ml/train is a gang (PodGroup minMember 2) of four bare workers, all on rz2: its drain takes it
+//! below its minimum, so its workers go together, once worker-3's cooldown lets all four go.
 //! Cases the real dump cannot show use small clusters built here and written to temporary files.
 
 use std::{
@@ -227,11 +229,8 @@ fn real_dump_both_zones_closed_inside_cooldown() {
     let report = plan(&[&real(), &real_zones()], BOTH_CLOSED_IN_COOLDOWN);
     assert_eq!(report["now"], BOTH_CLOSED_IN_COOLDOWN);
     // 40% of 5 rounds up to 2; within the job equal priority and age fall back to name order.
-    // minAvailable 2 with 4 running allows 2; worker-3 is protected by its own cooldown.
-    assert_eq!(
-        evicted(&report),
-        set(&[ETL[0], ETL[1], "ml/train-worker-0", "ml/train-worker-1",])
-    );
+    // The train gang goes whole or not at all, and worker-3 is protected by its own cooldown.
+    assert_eq!(evicted(&report), set(&[ETL[0], ETL[1]]));
     assert_eq!(
         skipped(&report),
         gates(&[
@@ -239,7 +238,9 @@ fn real_dump_both_zones_closed_inside_cooldown() {
             (ETL[2], "budget"),
             (ETL[3], "budget"),
             (ETL[4], "budget"),
-            ("ml/train-worker-2", "budget"),
+            ("ml/train-worker-0", "cooldown"),
+            ("ml/train-worker-1", "cooldown"),
+            ("ml/train-worker-2", "cooldown"),
             ("ml/train-worker-3", "cooldown"),
         ])
     );
@@ -256,10 +257,14 @@ fn real_dump_both_zones_closed_inside_cooldown() {
         budget.contains("maxUnavailable 40%") && budget.contains("5 pods"),
         "{budget}"
     );
-    let budget = skip_entry(&report, "ml/train-worker-2")["detail"]
+    let waits = skip_entry(&report, "ml/train-worker-2")["detail"]
         .as_str()
         .expect("detail");
-    assert!(budget.contains("minAvailable 2"), "{budget}");
+    assert!(
+        waits.contains("gang of 4 (minMember 2) goes whole or not at all")
+            && waits.contains("ml/train-worker-3 is held"),
+        "{waits}"
+    );
 
     for z in ["rz1", "rz2"] {
         assert_eq!(zone_of(&report, z)["open"], false, "{z}");
@@ -284,19 +289,63 @@ fn real_dump_both_zones_closed_inside_cooldown() {
 }
 
 #[test]
-fn real_dump_cooldown_over_worker_3_is_only_budget_limited() {
+fn real_dump_past_worker_3_s_cooldown_the_train_gang_goes_whole() {
     let report = plan(&[&real(), &real_zones()], BOTH_CLOSED_AFTER_COOLDOWN);
-    assert_eq!(
-        skip_entry(&report, "ml/train-worker-3")["gate"],
-        "budget",
-        "past its cooldown, only the job budget holds train-worker-3 back"
-    );
+    // minAvailable 2 would let two go and hold the other two for good; the gang is lost at the
+    // third anyway, so all four go at once.
     let ml: BTreeSet<String> = evicted(&report)
         .into_iter()
         .filter(|p| p.starts_with("ml/"))
         .collect();
-    assert_eq!(ml, set(&["ml/train-worker-0", "ml/train-worker-1"]));
+    assert_eq!(ml, set(&TRAIN));
+    assert!(
+        eviction(&report, "ml/train-worker-3")["reason"]
+            .as_str()
+            .is_some_and(|r| r.ends_with("; gang of 4 (minMember 2), taken whole")),
+        "{report:#}"
+    );
+    // `tidal explain` says so of each worker; before worker-3's cooldown is over, what holds them.
+    let explain = |now: &str| {
+        let real = real();
+        let zones = real_zones();
+        let output = run(&[
+            "explain",
+            "pod",
+            "ml/train-worker-0",
+            "--cluster",
+            real.to_str().expect("utf-8 path"),
+            "--cluster",
+            zones.to_str().expect("utf-8 path"),
+            "--now",
+            now,
+        ]);
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).expect("utf-8")
+    };
+    let words = |text: String| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let goes = words(explain(BOTH_CLOSED_AFTER_COOLDOWN));
+    assert!(
+        goes.contains(
+            "for tdm: zone rz2 closed; opens Sun 05:00; gang of 4 (minMember 2), taken whole."
+        ),
+        "{goes}"
+    );
+    let waits = words(explain(BOTH_CLOSED_IN_COOLDOWN));
+    assert!(
+        waits.contains(
+            "gate cooldown stops it: its gang of 4 (minMember 2) goes whole or not at all, and \
+             ml/train-worker-3 is held"
+        ),
+        "{waits}"
+    );
 }
+
+const TRAIN: [&str; 4] = [
+    "ml/train-worker-0",
+    "ml/train-worker-1",
+    "ml/train-worker-2",
+    "ml/train-worker-3",
+];
 
 #[test]
 fn real_dump_daemonset_pods_are_never_proposed() {
@@ -453,10 +502,7 @@ fn zones_are_independent() {
     let report = plan(&[&real(), &real_zones()], ONLY_RZ2_CLOSED);
     assert_eq!(zone_of(&report, "rz1")["open"], true);
     assert_eq!(zone_of(&report, "rz2")["open"], false);
-    assert_eq!(
-        evicted(&report),
-        set(&["ml/train-worker-0", "ml/train-worker-1"])
-    );
+    assert_eq!(evicted(&report), set(&TRAIN));
     assert!(
         !mentioned(&report)
             .iter()
@@ -554,7 +600,7 @@ fn evict_period_is_per_zone() {
             .into_iter()
             .filter(|p| p.starts_with("ml/"))
             .collect::<BTreeSet<_>>(),
-        set(&["ml/train-worker-0", "ml/train-worker-1"])
+        set(&TRAIN)
     );
 
     let later = plan(&[&real(), zones.path()], "2026-11-22T04:50:30Z");
@@ -599,14 +645,10 @@ fn default_cooldown_applies_unless_the_pod_sets_its_own() {
     );
     let report = plan(&[&real(), zones.path()], BOTH_CLOSED_AFTER_COOLDOWN);
     // Everyone was scheduled 70 minutes ago: the 2h default protects all but train-worker-3, whose own 1h
-    // cooldown has passed.
-    assert_eq!(evicted(&report), set(&["ml/train-worker-3"]));
+    // cooldown has passed; it waits with its gang.
+    assert_eq!(evicted(&report), set(&[]));
     let skips = skipped(&report);
-    for pod in ETL
-        .iter()
-        .copied()
-        .chain(["ml/train-worker-0", "ml/train-worker-2"])
-    {
+    for pod in ETL.iter().copied().chain(TRAIN) {
         assert_eq!(
             skips.get(pod).map(String::as_str),
             Some("cooldown"),
@@ -735,10 +777,8 @@ fn namespaces_include_and_exclude() {
             .any(|p| p.starts_with("analytics/")),
         "{report1:#}"
     );
-    assert_eq!(
-        evicted(&report1),
-        set(&["ml/train-worker-0", "ml/train-worker-1"])
-    );
+    // The train gang waits whole for worker-3's cooldown.
+    assert_eq!(evicted(&report1), set(&[]));
 
     let include = real_with(
         utc("08:00-20:00"),
@@ -750,10 +790,8 @@ fn namespaces_include_and_exclude() {
         mentioned(&report2).iter().all(|p| p.starts_with("ml/")),
         "{report2:#}"
     );
-    assert_eq!(
-        evicted(&report2),
-        set(&["ml/train-worker-0", "ml/train-worker-1"])
-    );
+    assert_eq!(evicted(&report2), set(&[]));
+    assert_eq!(skipped(&report2).len(), 4, "{report2:#}");
 }
 
 #[test]
@@ -849,10 +887,7 @@ fn several_policies_never_evict_a_pod_twice_or_overrun_a_budget() {
     ]);
     let report = plan(&[&real(), zones.path()], BOTH_CLOSED_IN_COOLDOWN);
     // `evicted` also asserts that no pod appears twice.
-    assert_eq!(
-        evicted(&report),
-        set(&[ETL[0], ETL[1], "ml/train-worker-0", "ml/train-worker-1"])
-    );
+    assert_eq!(evicted(&report), set(&[ETL[0], ETL[1]]));
     for eviction in report["evictions"].as_array().expect("evictions") {
         assert_eq!(
             eviction["policy"], "a-first",
@@ -911,10 +946,8 @@ fn policy_flag_plans_only_the_named_policies() {
         .map(|p| &p["name"])
         .collect();
     assert_eq!(names, [&json!("b-second")]);
-    assert_eq!(
-        evicted(&report),
-        set(&["ml/train-worker-0", "ml/train-worker-1"])
-    );
+    assert_eq!(evicted(&report), set(&[]));
+    assert_eq!(skipped(&report).len(), 4, "{report:#}");
 
     let path = zones.path().to_str().expect("utf-8 path");
     assert_fails(
@@ -990,21 +1023,22 @@ fn binary_prints_json_table_and_markdown() {
     };
 
     let json: Value = serde_json::from_str(&run_with("json")).expect("json");
-    assert_eq!(json["evictions"].as_array().map(Vec::len), Some(4));
+    assert_eq!(json["evictions"].as_array().map(Vec::len), Some(2));
 
     let table = run_with("table");
     for expected in [
         "tidal report at 2026-11-22T04:00:00Z, times in UTC\n",
         "policy tdm (DryRun)",
         "ZONES",
-        "EVICTIONS (4)",
-        "WAITING FOR A LATER ROUND (4)",
-        "SKIPPED (2)",
+        "EVICTIONS (2)",
+        "WAITING FOR A LATER ROUND (3)",
+        "SKIPPED (5)",
         "analytics/etl-7dcf699648-ffdd4",
         "bare pod: no owner would recreate it",
         "protected for 40m 22s more (until Sun 04:40:22)",
-        "4 evictions planned, 4 waiting for a later round (the first ",
-        "), 2 skipped (cooldown 1, protected 1); 2 of 2 zones closed, 2 at risk",
+        "2 evictions planned, 3 waiting for a later round (the first ",
+        "), 5 skipped (cooldown 4, protected 1); 2 of 2 zones closed, 2 at risk",
+        "1 gang taken whole, each in one round: PodGroup ml/train (gang of 4 (minMember 2))",
     ] {
         assert!(
             table.contains(expected),
@@ -1034,14 +1068,14 @@ fn binary_prints_json_table_and_markdown() {
     for expected in [
         "# tidal report at 2026-11-22T04:00:00Z, times in UTC\n",
         "## Zones",
-        "## Evictions (4)",
-        "## Waiting for a later round (4)",
-        "## Skipped (2)",
+        "## Evictions (2)",
+        "## Waiting for a later round (3)",
+        "## Skipped (5)",
         "| `analytics/etl-7dcf699648-ffdd4` |",
         "| cooldown |",
         "| protected |",
-        "**4 evictions planned, 4 waiting for a later round (the first ",
-        "), 2 skipped (cooldown 1, protected 1); 2 of 2 zones closed, 2 at risk**",
+        "**2 evictions planned, 3 waiting for a later round (the first ",
+        "), 5 skipped (cooldown 4, protected 1); 2 of 2 zones closed, 2 at risk**",
     ] {
         assert!(
             markdown.contains(expected),
@@ -1509,17 +1543,18 @@ fn demo_cluster_shows_evictions_budget_and_cooldown() {
             "analytics/etl-nightly-5d9c7b8f4-mx8rb",
             "analytics/etl-nightly-5d9c7b8f4-s4hvk",
             "shop/invoice-export-6b8d4f7c9-wp7fm",
-            "ml/resnet-train-worker-2",
             "ml/hpo-sweep-trial-1",
         ])
     );
+    // The resnet-train gang goes whole once its restarted worker's cooldown is over.
     assert_eq!(
         skipped(&report),
         gates(&[
             ("analytics/etl-nightly-5d9c7b8f4-7ctzq", "budget"),
             ("analytics/etl-nightly-5d9c7b8f4-dn5wl", "budget"),
-            ("ml/resnet-train-worker-0", "budget"),
-            ("ml/resnet-train-worker-1", "budget"),
+            ("ml/resnet-train-worker-0", "cooldown"),
+            ("ml/resnet-train-worker-1", "cooldown"),
+            ("ml/resnet-train-worker-2", "cooldown"),
             ("ml/resnet-train-worker-3", "cooldown"),
             ("ml/hpo-sweep-trial-0", "budget"),
         ])
@@ -1537,18 +1572,18 @@ fn demo_cluster_shows_evictions_budget_and_cooldown() {
     let output = run(&["report", "--cluster", demo, "--now", DEMO_NOW]);
     assert!(output.status.success(), "{output:?}");
     let table = String::from_utf8(output.stdout).expect("utf-8");
-    // The five pods their jobs' budgets hold this round only are counted as waiting for the round
-    // that takes them, not as skipped; only the one in cooldown is skipped.
+    // The three pods their jobs' budgets hold this round only are counted as waiting for the round
+    // that takes them, not as skipped; the gang held by its worker's cooldown is skipped.
     assert!(
-        table.contains("5 evictions planned, 5 waiting for a later round (the first "),
+        table.contains("4 evictions planned, 3 waiting for a later round (the first "),
         "{table}"
     );
     assert!(
-        table.contains(", 1 skipped (cooldown 1); 2 of 2 zones closed"),
+        table.contains(", 4 skipped (cooldown 4); 2 of 2 zones closed"),
         "{table}"
     );
-    assert!(table.contains("WAITING FOR A LATER ROUND (5)\n"), "{table}");
-    assert!(table.contains("SKIPPED (1)\n"), "{table}");
+    assert!(table.contains("WAITING FOR A LATER ROUND (3)\n"), "{table}");
+    assert!(table.contains("SKIPPED (4)\n"), "{table}");
     // JSON says the same: the budget's rows wait, with the round; the policy counts them.
     let waiting: Vec<(String, bool, bool)> = report["skipped"]
         .as_array()
@@ -1564,10 +1599,10 @@ fn demo_cluster_shows_evictions_budget_and_cooldown() {
         })
         .collect();
     for (pod, waits, round) in &waiting {
-        let budget = !pod.ends_with("worker-3");
+        let budget = !pod.starts_with("ml/resnet-train");
         assert_eq!((*waits, *round), (budget, budget), "{pod}: {report:#}");
     }
-    assert_eq!(report["policies"][0]["waiting"], 5, "{report:#}");
+    assert_eq!(report["policies"][0]["waiting"], 3, "{report:#}");
 }
 
 /// A job whose budget lets none of its pods go, even with all of them running, waits for no round:

@@ -1,5 +1,5 @@
 //! `tidal report` with several policies: rows say which policy decided them, and the summary counts
-//! pods, not rows (with two policies the demo's five pods are `EVICTIONS (5)`, not `(10)`).
+//! pods, not rows (with two policies the demo's four pods are `EVICTIONS (4)`, not `(8)`).
 
 use std::{io::Write, path::Path, process::Command};
 
@@ -35,18 +35,18 @@ spec:
         .expect("run tidal");
     assert!(output.status.success(), "{output:?}");
     let table = String::from_utf8(output.stdout).expect("utf-8");
-    // Both dry-run policies plan the same five pods (a DryRun plan holds nothing back).
-    assert!(table.contains("EVICTIONS (5 pods, 10 rows)"), "{table}");
+    // Both dry-run policies plan the same four pods (a DryRun plan holds nothing back).
+    assert!(table.contains("EVICTIONS (4 pods, 8 rows)"), "{table}");
     assert!(
-        table.contains("5 evictions planned, 5 waiting for a later round (the first "),
+        table.contains("4 evictions planned, 3 waiting for a later round (the first "),
         "{table}"
     );
     assert!(
-        table.contains(", 1 skipped (cooldown 1) by 2 policies; 2 of 2 zones closed"),
+        table.contains(", 4 skipped (cooldown 4) by 2 policies; 2 of 2 zones closed"),
         "{table}"
     );
     assert!(
-        table.contains("WAITING FOR A LATER ROUND (5 pods, 10 rows)"),
+        table.contains("WAITING FOR A LATER ROUND (3 pods, 6 rows)"),
         "{table}"
     );
     let header = table

@@ -105,33 +105,29 @@ fn demo_timeline_paces_rounds_by_evict_period_within_each_job_s_budget() {
             ),
         ]
     );
-    // yarn-b: evictPeriod 5m; hpo-sweep (maxUnavailable 1) loses one trial per round; resnet-train
-    // keeps its minAvailable 3, so it loses one worker per round, each once the last one's
-    // replacement runs, and worker-3 only once its cooldown has ended (09:42:40).
+    // yarn-b: evictPeriod 5m; hpo-sweep (maxUnavailable 1) loses one trial per round. resnet-train
+    // is a gang of 4 with minMember 4: its first worker evicted and Volcano gives up its work, so
+    // it goes whole, in the first round after worker-3's cooldown has ended (09:42:40), where its
+    // minAvailable 3 would have taken it one worker per round until 09:45.
     assert_eq!(
         rounds(&timeline, "yarn-b"),
         [
             (
                 "2026-11-23T09:30:00Z".to_owned(),
-                vec![
-                    "ml/hpo-sweep-trial-1".to_owned(),
-                    "ml/resnet-train-worker-2".to_owned(),
-                ]
+                vec!["ml/hpo-sweep-trial-1".to_owned()]
             ),
             (
                 "2026-11-23T09:35:00Z".to_owned(),
+                vec!["ml/hpo-sweep-trial-0".to_owned()]
+            ),
+            (
+                "2026-11-23T09:44:00Z".to_owned(),
                 vec![
-                    "ml/hpo-sweep-trial-0".to_owned(),
+                    "ml/resnet-train-worker-3".to_owned(),
+                    "ml/resnet-train-worker-2".to_owned(),
                     "ml/resnet-train-worker-0".to_owned(),
+                    "ml/resnet-train-worker-1".to_owned(),
                 ]
-            ),
-            (
-                "2026-11-23T09:40:00Z".to_owned(),
-                vec!["ml/resnet-train-worker-1".to_owned()]
-            ),
-            (
-                "2026-11-23T09:45:00Z".to_owned(),
-                vec!["ml/resnet-train-worker-3".to_owned()]
             ),
         ]
     );
@@ -187,9 +183,11 @@ fn demo_timeline_paces_rounds_by_evict_period_within_each_job_s_budget() {
     let table = stdout(&["timeline", "--cluster", path(&demo), "--now", DEMO_NOW]);
     for expected in [
         "yarn-b  Europe/Berlin  closed",
-        "round 1 evicts 2 pods",
-        "2 jobs in 1 namespace; sent within 0s, gone within 30s",
-        "4 wait for Mon 09:35 (budget 3, cooldown 1)",
+        "round 1 evicts 1 pod ",
+        "1 job in 1 namespace; sent within 0s, gone within 30s",
+        "5 wait for Mon 09:35 (budget 1, cooldown 4)",
+        "round 3 evicts 4 pods  1 job in 1 namespace, a gang taken whole: PodGroup ml/resnet-train \
+         (gang of 4 (minMember 4)); sent within 0s",
         "Tue 05:40",
         "starts draining",
         "Tue 06:00",
@@ -252,7 +250,8 @@ fn at_five_thirty_the_report_and_the_timeline_say_when_draining_starts() {
         "{table}"
     );
 
-    // The first yarn-b round is at the drain start, and takes one pod of each job.
+    // The first yarn-b round is at the drain start, and takes one trial of hpo-sweep; the
+    // resnet-train gang waits whole for its worker's cooldown.
     let timeline = json(&[
         "timeline",
         "--cluster",
@@ -265,7 +264,7 @@ fn at_five_thirty_the_report_and_the_timeline_say_when_draining_starts() {
     assert_eq!(timeline["until"], "2026-11-23T06:30:00Z");
     let first = &rounds(&timeline, "yarn-b")[0];
     assert_eq!(first.0, "2026-11-23T05:40:01Z");
-    assert_eq!(first.1.len(), 2, "{first:?}");
+    assert_eq!(first.1, ["ml/hpo-sweep-trial-1"], "{first:?}");
     // The timeline starts yarn-a's `auto` drain where the report says.
     assert_eq!(
         change(&timeline, "yarn-a", "drainStarts")["at"],
@@ -305,22 +304,16 @@ fn pods_held_back_by_evict_period_wait_for_the_next_round() {
         .collect();
     assert_eq!(
         waiting,
-        [
-            (
-                "hpo-sweep-trial-1".to_owned(),
-                "2026-11-23T09:33:00Z".to_owned()
-            ),
-            (
-                "resnet-train-worker-2".to_owned(),
-                "2026-11-23T09:33:00Z".to_owned()
-            ),
-        ]
+        [(
+            "hpo-sweep-trial-1".to_owned(),
+            "2026-11-23T09:33:00Z".to_owned()
+        ),]
     );
     let table = stdout(&["report", "--cluster", path(file.path()), "--now", DEMO_NOW]);
     // With the two etl-nightly pods their job's budget holds until yarn-a's next round.
-    assert!(table.contains("WAITING FOR A LATER ROUND (4)"), "{table}");
+    assert!(table.contains("WAITING FOR A LATER ROUND (3)"), "{table}");
     assert!(table.contains("Mon 09:33 (in 3m)"), "{table}");
-    assert!(table.contains("4 waiting for a later round"), "{table}");
+    assert!(table.contains("3 waiting for a later round"), "{table}");
 
     // The timeline's first yarn-b round is that one, and the next is evictPeriod later.
     let timeline = json(&[
@@ -339,8 +332,7 @@ fn pods_held_back_by_evict_period_wait_for_the_next_round() {
         [
             "2026-11-23T09:33:00Z",
             "2026-11-23T09:38:00Z",
-            "2026-11-23T09:43:00Z",
-            "2026-11-23T09:48:00Z"
+            "2026-11-23T09:43:00Z"
         ]
     );
 }

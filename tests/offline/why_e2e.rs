@@ -179,10 +179,10 @@ fn the_report_says_what_each_strategy_saw_and_why_nothing_more_moved() {
     let tdm = line("revocable-zones");
     assert_eq!(tdm["strategy"], "tdm");
     assert_eq!(tdm["offered"], 11, "{tdm}");
-    assert_eq!(tdm["evicted"], 5, "{tdm}");
+    assert_eq!(tdm["evicted"], 4, "{tdm}");
     assert_eq!(
         tdm["skipped"],
-        serde_json::json!({"budget": 5, "cooldown": 1})
+        serde_json::json!({"budget": 3, "cooldown": 4})
     );
     let lnu = line("low-node-utilization");
     assert_eq!(
@@ -211,7 +211,7 @@ fn the_report_says_what_each_strategy_saw_and_why_nothing_more_moved() {
     };
     let expected = format!(
         "WHAT EACH STRATEGY SAW low-node-utilization lowNodeUtilization: 1 offered, 1 planned. It \
-         saw {saw} revocable-zones tdm: 11 offered, 5 planned (held: budget 5, cooldown 1)"
+         saw {saw} revocable-zones tdm: 11 offered, 4 planned (held: budget 3, cooldown 4)"
     );
     assert_eq!(words(section), words(&expected), "{section}");
     assert!(

@@ -24,6 +24,9 @@ pub(crate) struct JobEntry {
     /// Gate `budget`'s tally: evictions the budget still allows this round, and those admitted.
     pub(crate) remaining: u32,
     pub(crate) admitted: u32,
+    /// Of `admitted`, the pods of the job's gang ([`crate::framework::Gang`]): the first one took
+    /// one eviction of the budget for them all.
+    pub(crate) gang_admitted: u32,
 }
 
 impl JobEntry {
@@ -43,6 +46,7 @@ impl JobEntry {
             stats,
             remaining: allowed_evictions(valid, stats),
             admitted: 0,
+            gang_admitted: 0,
         }
     }
 }
