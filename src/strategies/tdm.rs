@@ -208,7 +208,7 @@ fn victim_order(pod: &Arc<PodInfo>, now: jiff::Timestamp) -> impl Ord + use<> {
     (
         pod.job.clone(),
         pod.priority.unwrap_or(0),
-        pod.work_since_saved(now),
+        pod.run_since_saved(now),
         pod.key.clone(),
     )
 }

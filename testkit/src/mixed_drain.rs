@@ -1,4 +1,5 @@
-//! A revocable zone of mixed work about to close, for measuring what a drain throws away: batch Jobs
+//! A revocable zone of mixed work about to close, drained from 45 minutes before its close, for
+//! measuring what a drain throws away: batch Jobs
 //! whose `activeDeadlineSeconds` end them anywhere from now to an hour past the close, long-running
 //! services (Deployments with a budget of one), and training jobs that declare their run time
 //! (`tidal.dev/expected-run-time`), some of which saved their work lately (`tidal.dev/checkpointed-at`).
@@ -41,7 +42,7 @@ pub fn mixed_zone(jobs: usize, seed: u64, let_pods_finish: bool) -> MixedZone {
     let mut cache = ClusterCache::new();
     let window = zone("mixed")
         .window("20:00-10:00")
-        .spec(json!({"evictPeriod": "1m"}));
+        .spec(json!({"evictPeriod": "1m", "drainBefore": "45m"}));
     cache.apply_zone(ZoneInfo::from_zone(&from(window.into_value())).expect("named"));
     for n in 0..10 {
         let plain = node(&format!("plain-{n}")).allocatable("64", "256Gi", 500);

@@ -445,6 +445,12 @@ async fn a_pod_that_ends_before_the_close_finishes_and_one_that_overstays_is_evi
         0,
         "a pod that ended by itself is never evicted"
     );
+    // Both evicted pods are Jobs' and had run over a minute: their work is counted as thrown away.
+    let lost = metric_sum(
+        &controller.metrics().await,
+        "tidal_drain_work_lost_seconds_total",
+    );
+    assert!(lost >= 130.0, "{lost} pod-seconds");
     controller.stop().await;
 }
 

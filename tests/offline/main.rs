@@ -8,6 +8,7 @@ mod chart_rbac;
 mod cli;
 mod crds;
 mod descheduler_parity;
+mod drain_work;
 mod layers;
 mod pods_that_end_e2e;
 mod policies;

@@ -503,9 +503,37 @@ impl PodInfo {
             .map_or(Setting::Unset, |r| r.checkpointed_at.clone())
     }
 
-    /// The work an eviction at `now` throws away: the time the pod ran since its start, or since its
-    /// last checkpoint when it says one. Zero for a pod not started.
+    /// Whether the pod does work that ends, which an eviction throws away: a Job's, a gang's (a
+    /// Volcano job in its PodGroup), a bare pod's, or any pod that says when it ends or when it saved its
+    /// work. A replica of a Deployment or StatefulSet serves rather than computes: its replacement
+    /// takes over, and its time run is not lost.
+    pub fn runs_to_completion(&self) -> bool {
+        let serves = self.owner.as_ref().is_some_and(|owner| {
+            matches!(
+                owner.kind.as_str(),
+                "ReplicaSet" | "StatefulSet" | "ReplicationController" | "DaemonSet" | "Node"
+            )
+        });
+        !serves
+            || self.group_name.is_some()
+            || self.active_deadline_seconds().is_some()
+            || self.expected_run_time().is_set()
+            || self.checkpointed_at().is_set()
+    }
+
+    /// The work an eviction at `now` throws away: [`Self::run_since_saved`] of a pod that runs to
+    /// completion ([`Self::runs_to_completion`]), nothing of one that serves.
     pub fn work_since_saved(&self, now: Timestamp) -> jiff::SignedDuration {
+        if self.runs_to_completion() {
+            self.run_since_saved(now)
+        } else {
+            jiff::SignedDuration::ZERO
+        }
+    }
+
+    /// How long the pod has run at `now` since its start, or since its last checkpoint when it says
+    /// one. Zero for a pod not started.
+    pub fn run_since_saved(&self, now: Timestamp) -> jiff::SignedDuration {
         let Some(started) = self.started_at() else {
             return jiff::SignedDuration::ZERO;
         };

@@ -206,6 +206,32 @@ mod tests {
     }
 
     #[test]
+    fn the_work_an_eviction_throws_away_is_a_batch_pod_s_run_since_its_last_checkpoint() {
+        let now = ts("2026-03-04T10:00:00Z");
+        let batch = started().owned_by("Job", "report");
+        assert_eq!(
+            batch.clone().build().work_since_saved(now),
+            SignedDuration::from_hours(2)
+        );
+        let saved = batch
+            .annotation("tidal.dev/checkpointed-at", "2026-03-04T09:45:00Z")
+            .build();
+        assert_eq!(saved.work_since_saved(now), SignedDuration::from_mins(15));
+        // A service replica's run is not lost: its replacement takes over. It still orders victims.
+        let replica = started().owned_by("ReplicaSet", "web").build();
+        assert_eq!(replica.work_since_saved(now), SignedDuration::ZERO);
+        assert_eq!(replica.run_since_saved(now), SignedDuration::from_hours(2));
+        let gang_member = started()
+            .owned_by("ReplicaSet", "web")
+            .in_group("train")
+            .build();
+        assert_eq!(
+            gang_member.work_since_saved(now),
+            SignedDuration::from_hours(2)
+        );
+    }
+
+    #[test]
     fn no_end_without_a_start_a_readable_declaration_or_a_deadline() {
         assert_eq!(pod_end(&started().build(), None), None);
         let unreadable = started()
