@@ -285,27 +285,15 @@ mod agreement {
             prop_oneof![Just(0i64), Just(20), Just(30), Just(90)],
             prop::collection::vec(4_800i64..8_400, 0..6),
         )
-            .prop_map(
-                |(
-                    close_minutes,
-                    lead_minutes,
-                    evict_period_secs,
-                    one_pod_jobs,
-                    jobs,
-                    grace,
-                    deadlines,
-                )| {
-                    ZoneShape {
-                        close_minutes,
-                        lead_minutes,
-                        evict_period_secs,
-                        one_pod_jobs,
-                        jobs,
-                        grace,
-                        deadlines,
-                    }
-                },
-            )
+            .prop_map(|shape| ZoneShape {
+                close_minutes: shape.0,
+                lead_minutes: shape.1,
+                evict_period_secs: shape.2,
+                one_pod_jobs: shape.3,
+                jobs: shape.4,
+                grace: shape.5,
+                deadlines: shape.6,
+            })
     }
 
     fn cluster(zones: &[ZoneShape]) -> ClusterCache {
