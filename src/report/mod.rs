@@ -166,6 +166,10 @@ pub struct EvictionLine {
     /// With `--verify`: whether a server-side dry run accepted it (`false`: not checked in time).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified: Option<bool>,
+    /// A drain's eviction: the pod-seconds of work it throws away (the pod's run since its start or
+    /// last checkpoint, for a pod that runs to completion).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_lost_seconds: Option<i64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -269,6 +273,10 @@ impl Report {
                     job: c.pod.job.to_string(),
                     zone: c.zone.clone(),
                     verified: None,
+                    work_lost_seconds: c
+                        .drained_zone()
+                        .map(|_| c.pod.work_since_saved(cycle.now).as_secs())
+                        .filter(|seconds| *seconds > 0),
                 });
             }
             for (strategy, tally) in cycle.summaries.get(&plan.policy).into_iter().flatten() {
@@ -862,6 +870,7 @@ mod tests {
             job: format!("Pod ns/{pod}"),
             zone: Some("z".into()),
             verified: None,
+            work_lost_seconds: None,
         }
     }
 

@@ -252,6 +252,20 @@ fn drain_notes(report: &Report, layout: Layout) -> String {
             zone.name,
             clock.text(&drain.summary)
         )));
+        let lost: i64 = report
+            .evictions
+            .iter()
+            .filter(|e| e.zone.as_deref() == Some(zone.name.as_str()))
+            .filter_map(|e| e.work_lost_seconds)
+            .sum();
+        if lost > 0 {
+            out.push_str(&layout.line(&format!(
+                "{} work thrown away by this round: {:.1} pod-hours (each evicted pod's run since its \
+                 start or last checkpoint)",
+                zone.name,
+                lost as f64 / 3600.0
+            )));
+        }
         out.push_str(&layout.line(&format!(
             "{} at the close: {}",
             zone.name, drain.after_close

@@ -44,6 +44,10 @@ fn the_report_leaves_a_pod_whose_deadline_ends_it_before_the_close_to_finish() {
         "{report}"
     );
     assert_eq!(names(&report["skipped"]), ["report-build"], "{report}");
+    // Each eviction throws away the work since its pod's start at 08:00: 1h 45m.
+    for eviction in report["evictions"].as_array().unwrap() {
+        assert_eq!(eviction["workLostSeconds"], 6_300, "{eviction}");
+    }
     let skipped = &report["skipped"][0];
     assert_eq!(skipped["gate"], "finishes", "{skipped}");
     assert!(
