@@ -813,10 +813,11 @@ fn pod_ends(snapshot: &Snapshot, now: Timestamp) -> BTreeMap<Timestamp, Vec<Obje
 }
 
 /// Gates whose hold ends with time: a round they block is tried again one `evictPeriod` later.
-const RETRIED: [&str; 3] = [
+const RETRIED: [&str; 4] = [
     GateId::Budget.name(),
     GateId::Limit.name(),
     GateId::Cooldown.name(),
+    GateId::Notice.name(),
 ];
 
 /// Per zone, the pods the cycle's plans held back (each once, and none evicted).

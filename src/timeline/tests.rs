@@ -269,6 +269,8 @@ mod agreement {
         /// Pods started at 08:00 whose `activeDeadlineSeconds` ends them between 09:20 and 10:20:
         /// some are left to finish, some evicted.
         deadlines: Vec<i64>,
+        /// `evictionNotice`, in minutes: pods told before the drain, or late when it starts soon.
+        notice_minutes: Option<i64>,
     }
 
     fn zone_shape() -> impl Strategy<Value = ZoneShape> {
@@ -284,6 +286,7 @@ mod agreement {
             prop::collection::vec((3usize..30, budget, any::<bool>()), 0..4),
             prop_oneof![Just(0i64), Just(20), Just(30), Just(90)],
             prop::collection::vec(4_800i64..8_400, 0..6),
+            prop_oneof![2 => Just(None), 1 => (1i64..20).prop_map(Some)],
         )
             .prop_map(|shape| ZoneShape {
                 close_minutes: shape.0,
@@ -293,6 +296,7 @@ mod agreement {
                 jobs: shape.4,
                 grace: shape.5,
                 deadlines: shape.6,
+                notice_minutes: shape.7,
             })
     }
 
@@ -306,6 +310,9 @@ mod agreement {
             let mut spec = json!({"evictPeriod": format!("{}s", shape.evict_period_secs)});
             if let Some(lead) = shape.lead_minutes {
                 spec["drainBefore"] = json!(format!("{lead}m"));
+            }
+            if let Some(notice) = shape.notice_minutes {
+                spec["evictionNotice"] = json!(format!("{notice}m"));
             }
             let close = format!("10:{:02}", shape.close_minutes);
             world = world
