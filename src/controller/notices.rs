@@ -64,24 +64,18 @@ impl Notifier {
         if notices.is_empty() {
             return;
         }
-        let writes: Vec<BoxFuture<'_, (Notice, Result<(), kube::Error>)>> = notices
-            .into_iter()
-            .map(|notice| -> BoxFuture<'_, _> {
-                Box::pin(async move {
-                    let written = tell(client, &notice).await;
-                    if written.is_ok() {
-                        status
-                            .pod_noticed(&notice.pod, notice.uid.as_deref(), notice.message())
-                            .await;
-                    }
-                    (notice, written)
-                })
+        let results = write_each(notices, |notice| {
+            Box::pin(async move {
+                let written = tell(client, &notice).await;
+                if written.is_ok() {
+                    status
+                        .pod_noticed(&notice.pod, notice.uid.as_deref(), notice.message())
+                        .await;
+                }
+                (notice, written)
             })
-            .collect();
-        let results: Vec<_> = futures::stream::iter(writes)
-            .buffer_unordered(CONCURRENCY)
-            .collect()
-            .await;
+        })
+        .await;
         let mut given: HashMap<&str, usize> = HashMap::new();
         for (notice, result) in &results {
             match result {
@@ -117,19 +111,13 @@ impl Notifier {
         mut withdrawals: Vec<Withdrawal>,
     ) {
         withdrawals.truncate(PER_REFRESH);
-        let writes: Vec<BoxFuture<'_, (Withdrawal, Result<(), kube::Error>)>> = withdrawals
-            .into_iter()
-            .map(|withdrawal| -> BoxFuture<'_, _> {
-                Box::pin(async move {
-                    let written = take_back(client, &withdrawal).await;
-                    (withdrawal, written)
-                })
+        let results = write_each(withdrawals, |withdrawal| {
+            Box::pin(async move {
+                let written = take_back(client, &withdrawal).await;
+                (withdrawal, written)
             })
-            .collect();
-        let results: Vec<_> = futures::stream::iter(writes)
-            .buffer_unordered(CONCURRENCY)
-            .collect()
-            .await;
+        })
+        .await;
         for (withdrawal, result) in results {
             match result {
                 Ok(()) => {
@@ -143,6 +131,17 @@ impl Notifier {
             }
         }
     }
+}
+
+/// Each of `items` written by `write`, [`CONCURRENCY`] at a time, with how it went.
+async fn write_each<'a, T>(
+    items: Vec<T>,
+    write: impl Fn(T) -> BoxFuture<'a, (T, Result<(), kube::Error>)>,
+) -> Vec<(T, Result<(), kube::Error>)> {
+    futures::stream::iter(items.into_iter().map(write))
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await
 }
 
 fn is_forbidden(result: &Result<(), kube::Error>) -> bool {

@@ -515,6 +515,19 @@ async fn a_gang_goes_whole_in_one_round_while_another_job_loses_one_pod_a_round(
     controller.stop().await;
 }
 
+/// Nodes `rev-1` (in zone `z`) and `std-1`; zone `z` closing in half an hour and draining now, a round
+/// a second, giving `notice` of notice; a TDM policy that evicts.
+fn draining_zone_with_notice(server: &FakeApiServer, notice: &str) {
+    server.apply(node("rev-1").zone("z"));
+    server.apply(node("std-1"));
+    server.apply(zone("z").window(&window_closing_in(30)).spec(json!({
+        "drainBefore": "23h",
+        "evictPeriod": "1s",
+        "evictionNotice": notice,
+    })));
+    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
+}
+
 /// A zone that asks for 8 s of notice, draining now: its pods are told first (the condition, the
 /// annotations, an Event) and none is evicted sooner than 8 s after its notice. `stale` carries a
 /// notice from before the window opened (an earlier close's): it is told again and waits as well.
@@ -522,14 +535,7 @@ async fn a_gang_goes_whole_in_one_round_while_another_job_loses_one_pod_a_round(
 async fn pods_are_told_before_their_eviction_and_none_goes_before_its_notice_has_run() {
     const NOTICE: i64 = 8;
     let server = Scenario::start().await;
-    server.apply(node("rev-1").zone("z"));
-    server.apply(node("std-1"));
-    server.apply(zone("z").window(&window_closing_in(30)).spec(json!({
-        "drainBefore": "23h",
-        "evictPeriod": "1s",
-        "evictionNotice": format!("{NOTICE}s"),
-    })));
-    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
+    draining_zone_with_notice(&server, &format!("{NOTICE}s"));
     let two_hours_ago = (jiff::Timestamp::now() - jiff::SignedDuration::from_hours(2))
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string();
@@ -632,14 +638,7 @@ async fn pods_are_told_before_their_eviction_and_none_goes_before_its_notice_has
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_that_cannot_be_told_stays_and_the_zone_says_what_to_grant() {
     let server = Scenario::start().await;
-    server.apply(node("rev-1").zone("z"));
-    server.apply(node("std-1"));
-    server.apply(zone("z").window(&window_closing_in(30)).spec(json!({
-        "drainBefore": "23h",
-        "evictPeriod": "1s",
-        "evictionNotice": "2s",
-    })));
-    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
+    draining_zone_with_notice(&server, "2s");
     for name in ["first", "second"] {
         server.apply(
             pod(&format!("{NS}/{name}"), "rev-1")
