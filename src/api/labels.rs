@@ -14,6 +14,14 @@ pub const EXPECTED_RUN_TIME: &str = "tidal.dev/expected-run-time";
 /// Pod annotation (tidal's own): when the pod last saved its work (RFC 3339), written by the workload.
 /// A drain's eviction throws away only the work since then, and rounds take such pods first.
 pub const CHECKPOINTED_AT: &str = "tidal.dev/checkpointed-at";
+/// Pod condition (tidal's own) a drain sets on a preemptable pod of a zone that asks for
+/// `evictionNotice`: the pod is evicted no sooner than `evictionNotice` after the condition's
+/// `lastTransitionTime`. Status, not an annotation, so that a pod's own template cannot claim notice.
+pub const EVICTION_NOTICE: &str = "tidal.dev/EvictionNotice";
+/// Pod annotations (tidal's own) written with [`EVICTION_NOTICE`], for the workload to read through the
+/// downward API: the instant before which the pod is not evicted, and the close before which it is.
+pub const EVICT_AFTER: &str = "tidal.dev/evict-after";
+pub const EVICT_BY: &str = "tidal.dev/evict-by";
 /// Pod annotation naming its Volcano PodGroup.
 pub const GROUP_NAME: &str = "scheduling.k8s.io/group-name";
 

@@ -45,6 +45,7 @@ use crate::windows::Weekday;
 #[x_kube(validation = Rule::new("!has(self.drainBefore) || self.drainBefore == 'auto' || duration(self.drainBefore) < duration('24h')").message("drainBefore must be auto or shorter than 24h"))]
 #[x_kube(validation = Rule::new("!has(self.maxDrainBefore) || duration(self.maxDrainBefore) < duration('24h')").message("maxDrainBefore must be shorter than 24h"))]
 #[x_kube(validation = Rule::new("!has(self.evictPeriod) || duration(self.evictPeriod) >= duration('1s')").message("evictPeriod must be at least 1s"))]
+#[x_kube(validation = Rule::new("!has(self.evictionNotice) || duration(self.evictionNotice) < duration('24h')").message("evictionNotice must be shorter than 24h"))]
 pub struct RevocableZoneSpec {
     /// Daily windows during which the zone is open to Kubernetes. The zone is open when any window is.
     #[schemars(length(min = 1, max = 32))]
@@ -79,6 +80,13 @@ pub struct RevocableZoneSpec {
     /// so that no scheduler even tries to place pods there; removed when the zone opens.
     #[serde(default = "default_taint_when_closed")]
     pub taint_when_closed: bool,
+    /// How long before its eviction each preemptable pod is told that it goes, so that it can save
+    /// its work: a `tidal.dev/EvictionNotice` pod condition and the `tidal.dev/evict-after` and
+    /// `tidal.dev/evict-by` annotations (readable in the pod through the downward API). A drain
+    /// notices the zone's pods this long before it starts and evicts none sooner than this after its
+    /// notice. Unset: no notice, pods learn of the eviction from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction_notice: Option<GoDuration>,
 }
 
 /// When a zone starts draining before a close: `auto` or a fixed lead.

@@ -15,6 +15,7 @@ pub use model::Unnamed;
 pub use model::claim::ClaimInfo;
 pub use model::config::{AtRiskCall, DRAIN_ON_TRACK, DrainStart, PolicyInfo, ZoneInfo};
 pub use model::constraints::Constraints;
+pub use model::eviction_notice::{evictable_from, noticed_at};
 pub use model::job_budget::{IntOrPercent, JobBudget, JobStats};
 pub use model::keys::{JobKey, JobKind, ObjectKey, ObjectKind};
 pub use model::namespace::NamespaceInfo;

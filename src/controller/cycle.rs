@@ -126,6 +126,8 @@ pub struct CycleRunner {
     pub(crate) warned: WarningLog,
     pub last_verified: Arc<Mutex<LastVerified>>,
     pub drains: Drains,
+    /// The eviction notices written that the cache may not show yet.
+    pub(crate) notifier: super::notices::Notifier,
     /// Cycles whose evictions are still going out, each finishing with its write-back.
     pub finishing: JoinSet<()>,
     /// Evictions that got no answer, waiting for the watch to show whether they went.

@@ -286,6 +286,7 @@ mod tests {
                 max_drain_before: crate::api::GoDuration::from_secs(7_200),
                 budgets_after_close: Default::default(),
                 taint_when_closed: true,
+                eviction_notice: None,
             },
         );
         ZoneInfo::from_zone(&zone).unwrap()

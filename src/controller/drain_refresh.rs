@@ -69,6 +69,7 @@ impl CycleRunner {
             self.shared.notify_config_change();
             drop(self.refresh_snapshot(now));
         }
+        let (notices, withdrawals) = self.notices_due(&plan, now);
         let (views, _) = zone_views(&self.snapshot, now);
         let preemptable: BTreeMap<String, u32> = views
             .keys()
@@ -87,6 +88,50 @@ impl CycleRunner {
         if !force {
             self.write_zones(&views, &preemptable, now).await;
         }
+        let (client, status, metrics) = (
+            self.client.clone(),
+            self.status.clone(),
+            self.metrics.clone(),
+        );
+        self.notifier
+            .give(&client, &status, &metrics, notices)
+            .await;
+        self.notifier.withdraw(&client, &metrics, withdrawals).await;
+    }
+
+    /// The eviction notices due at `now` by `plan`, and those to take back: none unless the
+    /// draining policy evicts (a DryRun policy tells no pod) and this replica may act.
+    fn notices_due(
+        &mut self,
+        plan: &[drain::ZoneOutlook],
+        now: Timestamp,
+    ) -> (Vec<drain::notice::Notice>, Vec<drain::notice::Withdrawal>) {
+        use crate::controller::evictor::Guard;
+        let policies: Vec<&PolicyInfo> =
+            self.snapshot.policies.values().map(AsRef::as_ref).collect();
+        let Some(policy) = drain::draining_policy(&policies)
+            .filter(|policy| policy.spec.mode == crate::api::PolicyMode::Evict)
+        else {
+            return Default::default();
+        };
+        if self.guard.may_act(false).is_err() {
+            return Default::default();
+        }
+        let noticing: Vec<drain::notice::Noticing> = plan
+            .iter()
+            .filter_map(|outlook| {
+                Some(drain::notice::Noticing {
+                    zone: outlook.zone.clone(),
+                    from: outlook.notices_from?,
+                    close: outlook.close,
+                })
+            })
+            .collect();
+        let told = self.notifier.recently_told(now);
+        (
+            drain::notice::due(&self.snapshot, policy, &noticing, now, &told),
+            drain::notice::withdrawals(&self.snapshot, &noticing, now, &told),
+        )
     }
 
     /// What the plan assumes of the evictor: its settings, and how long its requests took so far.

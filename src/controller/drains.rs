@@ -100,9 +100,10 @@ impl Drains {
 
     fn active(&self, now: Timestamp) -> bool {
         self.outlook.values().any(|o| {
+            let soon = |at: Timestamp| at.duration_since(now) < IDLE_REFRESH.saturating_mul(2);
             (o.evicting && o.remaining > 0)
-                || o.drain_start
-                    .is_some_and(|start| start.duration_since(now) < IDLE_REFRESH.saturating_mul(2))
+                || o.drain_start.is_some_and(soon)
+                || (o.remaining > 0 && o.notices_from.is_some_and(soon))
         })
     }
 

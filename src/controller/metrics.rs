@@ -130,6 +130,12 @@ pub struct SkipLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ZoneResult {
+    pub(crate) zone: String,
+    pub(crate) result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
     pub kind: String,
 }
@@ -178,6 +184,7 @@ pub struct Metrics {
     drain_start: Family<ZoneLabel, Gauge<f64, AtomicU64>>,
     /// Work the drains' evictions threw away, in pod-seconds, by zone.
     drain_work_lost: Family<ZoneLabel, Counter<f64, AtomicU64>>,
+    notices: Family<ZoneResult, Counter>,
     /// The per-policy series created so far, so that a deleted policy's can be dropped.
     policy_series: Mutex<BTreeMap<String, BTreeSet<PolicySeries>>>,
 }
@@ -344,6 +351,13 @@ impl Metrics {
              (tidal.dev/checkpointed-at)",
             drain_work_lost.clone(),
         );
+        let notices = Family::<ZoneResult, Counter>::default();
+        registry.register(
+            "eviction_notices",
+            "Eviction notices given to the preemptable pods of zones with evictionNotice, by result \
+             (given, failed)",
+            notices.clone(),
+        );
         let drain_remaining = Family::<ZoneLabel, Gauge>::default();
         registry.register(
             "zone_drain_remaining_pods",
@@ -412,6 +426,7 @@ impl Metrics {
             zone_preemptable,
             drain_remaining,
             drain_work_lost,
+            notices,
             drain_expected_empty,
             drain_margin,
             drain_at_risk,
@@ -474,6 +489,16 @@ impl Metrics {
                 zone: zone.to_owned(),
             })
             .inc_by(candidate.pod.work_since_saved(at).as_secs_f64());
+    }
+
+    /// An eviction notice was written to a pod of `zone` (`given`), or could not be (`failed`).
+    pub fn add_notice(&self, zone: &str, result: &str) {
+        self.notices
+            .get_or_create(&ZoneResult {
+                zone: zone.to_owned(),
+                result: result.to_owned(),
+            })
+            .inc();
     }
 
     pub fn add_skips(&self, labels: SkipLabels, n: u64) {

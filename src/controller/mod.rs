@@ -16,6 +16,7 @@ pub(crate) mod drains;
 pub mod evictor;
 pub(crate) mod finish;
 pub(crate) mod metrics;
+pub(crate) mod notices;
 pub(crate) mod oneshot;
 pub(crate) mod status;
 pub mod taints;
@@ -230,6 +231,7 @@ pub async fn run_with_clients(
         warned: Default::default(),
         last_verified: Default::default(),
         drains: Drains::new(config.drain_margin),
+        notifier: notices::Notifier::default(),
         finishing: JoinSet::new(),
         unanswered: Arc::default(),
     };
@@ -271,6 +273,7 @@ async fn control_loop(
         let following = || {
             timer.reset();
             rt.drains.reset();
+            rt.notifier.reset();
             rt.status.forget();
         };
         if !until_leading_and_synced("cycles", &leader, &shared, shutdown, following).await {

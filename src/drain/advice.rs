@@ -224,6 +224,7 @@ fn bound_text(bound: &Bound) -> String {
         Bound::Rate => "bounded by the eviction rate".to_owned(),
         Bound::Budget { job, .. } => format!("bounded by the budget of job {job}"),
         Bound::Cooldown => "bounded by cooldowns".to_owned(),
+        Bound::Notice { notice } => format!("bounded by the {} of notice pods get", human(*notice)),
         Bound::PodEnds { last } => {
             format!("bounded by pods left to finish, ending by {last}")
         }
@@ -316,6 +317,11 @@ pub fn fix(
              the cooldown or start earlier"
                 .to_owned(),
         ),
+        Bound::Notice { notice } => fixes.push(format!(
+            "pods not yet told are evicted {} after they are (evictionNotice): shorten \
+             spec.evictionNotice or start the drain earlier, so that they are told in time",
+            human(*notice)
+        )),
         // They end before the close by the rule that left them: never what a miss is made of.
         Bound::Nothing | Bound::PodEnds { .. } => {}
     }

@@ -133,6 +133,12 @@ pub fn zone_pods(
                         None | Some(None) => Some(now),
                         Some(Some(SkipReason::Gate(GateId::Budget | GateId::Limit))) => Some(now),
                         Some(Some(SkipReason::Gate(GateId::Cooldown))) => cooldown_end(&ctx, pod),
+                        // Told now at the latest, the pod goes its notice later.
+                        Some(Some(SkipReason::Gate(GateId::Notice))) => snapshot
+                            .zones
+                            .get(zone)
+                            .and_then(|info| crate::cluster::evictable_from(pod, info, now))
+                            .or(Some(now)),
                         Some(Some(SkipReason::Gate(GateId::Finishes))) => {
                             if let Some(end) = ctx.pod_end(pod) {
                                 entry.ends.push(end.at);

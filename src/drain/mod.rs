@@ -9,6 +9,7 @@
 pub mod advice;
 pub mod inputs;
 pub mod model;
+pub mod notice;
 pub mod outlook;
 pub mod pacing;
 pub mod plan;

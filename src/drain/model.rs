@@ -38,6 +38,8 @@ pub struct ZoneDrain {
     pub ignore_budgets_after_close: bool,
     /// The most a round evicts in this zone (the policy's limits), if capped.
     pub round_cap: Option<u32>,
+    /// The zone's `evictionNotice`: what holds pods whose `from` is late, when it asks for one.
+    pub notice: Option<SignedDuration>,
     pub jobs: Vec<JobDrain>,
     /// Preemptable pods no round will take (protected, unreadable settings, ...), by why.
     pub stays: BTreeMap<String, u32>,
@@ -165,6 +167,8 @@ pub enum Bound {
     Budget { job: String, pods: u32, rounds: u32 },
     /// Cooldowns that end late.
     Cooldown,
+    /// The zone's `evictionNotice`: pods told late go late.
+    Notice { notice: SignedDuration },
     /// Pods left to finish, the last of which ends at this instant (before the close).
     PodEnds { last: Timestamp },
 }
@@ -727,7 +731,8 @@ fn finish(zone: ZoneSim<'_>, as_of: Timestamp) -> DrainEstimate {
 
 /// What made the drain as long as it is: pods left to finish, when the last of them ends after the
 /// last evicted pod is gone; the queue, when sending took most of it; otherwise the job whose pods
-/// went last, when its budget made it wait for rounds; otherwise cooldowns.
+/// went last, when its budget made it wait for rounds; otherwise cooldowns, or notices where the zone
+/// gives them.
 fn bound_of(input: &ZoneDrain, zone: &ZoneSim<'_>) -> Bound {
     let last_end = input.jobs.iter().flat_map(|j| &j.ends).max().copied();
     if let Some(last) = last_end
@@ -747,6 +752,20 @@ fn bound_of(input: &ZoneDrain, zone: &ZoneSim<'_>) -> Bound {
         .map_or(input.first_round, |r| r.at)
         .duration_since(input.first_round)
         .as_secs_f64();
+    // A drain whose first round waited for the notices of pods told late is bounded by them.
+    if let Some(notice) = input.notice
+        && zone
+            .rounds
+            .first()
+            .is_some_and(|r| r.at > input.first_round)
+        && input
+            .jobs
+            .iter()
+            .flat_map(|j| &j.pods)
+            .any(|p| p.from > input.first_round)
+    {
+        return Bound::Notice { notice };
+    }
     // The queue bounds the drain when the last round went out early and sending went on long after.
     if rounds <= 1 || sending - last_round_start > 0.5 * total {
         return Bound::Rate;
@@ -773,7 +792,10 @@ fn bound_of(input: &ZoneDrain, zone: &ZoneSim<'_>) -> Bound {
             pods: u32::try_from(job.pods.len()).unwrap_or(u32::MAX),
             rounds: u32::try_from(rounds).unwrap_or(u32::MAX),
         },
-        _ => Bound::Cooldown,
+        _ => match input.notice {
+            Some(notice) => Bound::Notice { notice },
+            None => Bound::Cooldown,
+        },
     }
 }
 
@@ -834,6 +856,7 @@ mod tests {
             close: Some(at(close)),
             ignore_budgets_after_close: false,
             round_cap: None,
+            notice: None,
             jobs,
             stays: BTreeMap::new(),
         }

@@ -20,6 +20,9 @@ pub struct ZoneOutlook {
     pub evicting: bool,
     /// When the drain for `close` starts (or started, or would start for an `auto` zone).
     pub drain_start: Option<Timestamp>,
+    /// From when the zone's pods are told of their eviction (`evictionNotice`): its notice before
+    /// the drain starts, the distant past while it evicts; `None` when it asks no notice.
+    pub notices_from: Option<Timestamp>,
     /// An `auto` drain is due to start now: the caller records it.
     pub start_now: bool,
     /// The lead an `auto` drain needs, when `maxDrainBefore` is shorter.

@@ -128,6 +128,7 @@ pub fn plan(
             close: *close,
             ignore_budgets_after_close: zone.spec.budgets_after_close == BudgetsAfterClose::Ignore,
             round_cap: zone_pods.round_cap,
+            notice: zone.eviction_notice(),
             jobs: zone_pods.jobs,
             stays: zone_pods.stays,
         };
@@ -196,6 +197,8 @@ pub fn plan(
                     closed_at,
                     evicting: matches!(start, Start::Evicting { .. }),
                     drain_start: drain.close.and(drain_start),
+                    notices_from: super::notice::noticing(zone, now, drain.close.and(drain_start))
+                        .map(|noticing| noticing.from),
                     start_now,
                     capped_lead,
                     lead,
@@ -252,10 +255,18 @@ fn first_start(
 }
 
 /// How long a drain takes started now, on its own: cooldowns that end later make it longer, so
-/// the lead errs early.
+/// the lead errs early. A zone that gives notice tells its pods that long before its start: its
+/// length is counted from when they could first go, not with the notice itself in it.
 fn alone(drain: &ZoneDrain, now: Timestamp, settings: &DrainSettings) -> SignedDuration {
+    let told_in_time = drain.notice.map(|notice| ZoneDrain {
+        first_round: drain
+            .first_round
+            .checked_add(notice)
+            .unwrap_or(drain.first_round),
+        ..drain.clone()
+    });
     model::estimate(
-        std::slice::from_ref(drain),
+        std::slice::from_ref(told_in_time.as_ref().unwrap_or(drain)),
         &Sending::fresh(settings.pacing, now),
     )
     .first()
@@ -451,6 +462,32 @@ mod tests {
         assert!(due.start_now, "{due:?}");
         assert!(!due.at_risk);
         assert!(due.margin().unwrap().is_positive());
+    }
+
+    #[test]
+    fn a_notice_that_cannot_be_given_before_the_close_is_a_risk_with_its_fix() {
+        let spec = json!({"evictionNotice": "10m", "drainBefore": "10m"});
+        // Draining since 04:50:01; at 04:55 no pod is told yet: none can go before 05:05.
+        let mut late = cluster(spec.clone(), 5);
+        let outlook = outlook_at(&mut late, "2026-11-22T04:55:00Z", 10.0);
+        assert!(outlook.at_risk, "{outlook:?}");
+        assert!(
+            outlook.estimate.empty_at().unwrap() > ts("2026-11-22T05:05:00Z"),
+            "{outlook:?}"
+        );
+        assert_eq!(
+            outlook.estimate.bound,
+            crate::drain::Bound::Notice {
+                notice: SignedDuration::from_mins(10)
+            }
+        );
+        let fix = outlook.fix.unwrap();
+        assert!(fix.contains("spec.evictionNotice"), "{fix}");
+        // At 04:00 the pods are told at 04:39:51 and go from 04:50:01, when the drain starts.
+        let mut early = cluster(spec, 5);
+        let outlook = outlook_at(&mut early, "2026-11-22T04:00:00Z", 10.0);
+        assert!(!outlook.at_risk, "{outlook:?}");
+        assert_eq!(outlook.notices_from, Some(ts("2026-11-22T04:39:51Z")));
     }
 
     #[test]

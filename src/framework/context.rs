@@ -109,11 +109,31 @@ impl<'a> PlanContext<'a> {
             Err(_) => false,
             Ok(None) => true,
             // A zone without a RevocableZone is not tidal's to manage (the webhook lets pods in).
-            Ok(Some(zone)) => self
-                .zones
-                .get(zone)
-                .is_none_or(|view| view.state.as_ref().is_ok_and(|state| !state.evicting())),
+            Ok(Some(zone)) => {
+                self.zones
+                    .get(zone)
+                    .is_none_or(|view| view.state.as_ref().is_ok_and(|state| !state.evicting()))
+                    && self.finishes_on(pod, zone)
+            }
         }
+    }
+
+    /// Whether a preemptable pod started now on `zone` would finish before the zone closes, when it
+    /// says how long it runs: the webhook keeps it off a zone that closes first
+    /// ([`placement::closes_first`]), so no plan may count on it going there.
+    fn finishes_on(&self, pod: &PodInfo, zone: &str) -> bool {
+        let Some(info) = self.snapshot.zones.get(zone) else {
+            return true;
+        };
+        let group = pod
+            .group_name
+            .as_ref()
+            .and_then(|_| self.snapshot.podgroup_of(pod));
+        let Some(run_time) = crate::cluster::run_time(pod, group) else {
+            return true;
+        };
+        let grace = jiff::SignedDuration::from_secs(i64::from(pod.termination_grace_seconds()));
+        placement::closes_first(info, run_time, grace, self.now).is_none()
     }
 
     /// Whether the policy's `nodeSelector` lets it act on `node`: evict its pods, count it as a
@@ -144,16 +164,19 @@ impl<'a> PlanContext<'a> {
     /// Pods with the same constraint signature and placement key may run on the same nodes
     /// ([`Self::may_run_on`] reads nothing else of the pod), so searches can share results by both.
     pub fn placement_key(&self, pod: &PodInfo) -> u64 {
-        let preemptable = placement::preemptable(pod, self.placement_group(pod));
-        placement::placement_key(pod, &preemptable)
+        let group = pod
+            .group_name
+            .as_ref()
+            .and_then(|_| self.snapshot.podgroup_of(pod));
+        key_with_group(pod, group)
     }
 
     /// [`Self::placement_key`], with the PodGroups it reads remembered in `groups`: a search of the
     /// snapshot's PodGroups compares names as strings, and balancing strategies ask for every pod they
     /// weigh, most of them in a few groups.
     pub(crate) fn placement_key_in(&self, pod: &PodInfo, groups: &mut PlacementGroups<'a>) -> u64 {
-        let group = match (&pod.preemptable, pod.group_name.as_deref()) {
-            (Setting::Unset, Some(name)) => {
+        let group = match pod.group_name.as_deref() {
+            Some(name) => {
                 let namespace = pod.key.namespace.as_str();
                 // The strings themselves, by address and length: the snapshot holds them for the whole
                 // plan, so equal pairs are the same names (and different copies of one name only
@@ -171,7 +194,7 @@ impl<'a> PlanContext<'a> {
             }
             _ => None,
         };
-        placement::placement_key(pod, &placement::preemptable(pod, group))
+        key_with_group(pod, group)
     }
 
     /// The PodGroup [`placement::preemptable`] would read: none when the pod says for itself, since the
@@ -353,6 +376,68 @@ fn walk_pod_budgets<'p>(
         }
     }
     agreed.map_or(Setting::Unset, Setting::Valid)
+}
+
+/// [`placement::placement_key`] of `pod` in `group`, its PodGroup (if any).
+fn key_with_group(pod: &PodInfo, group: Option<&PodGroupInfo>) -> u64 {
+    // The group says whether the pod is preemptable only when the pod does not.
+    let says_for_itself = !matches!(pod.preemptable, Setting::Unset);
+    let preemptable = placement::preemptable(pod, group.filter(|_| !says_for_itself));
+    placement::placement_key(pod, &preemptable, group)
+}
+
+#[cfg(test)]
+mod destination_tests {
+    use serde_json::json;
+
+    use crate::testkit::{Cluster, node, pod, podgroup, policy, with_context, zone};
+
+    /// A preemptable pod that says it runs three hours may not go to a zone that closes in one: the
+    /// webhook would keep it off, so no plan may count on it there; one that runs 30 minutes may. A
+    /// run time declared by the PodGroup counts as the pod's own, and the placement keys that
+    /// searches share tell them apart.
+    #[test]
+    fn a_long_pod_may_not_go_to_a_zone_that_closes_before_it_could_finish() {
+        let mut world = Cluster::new()
+            .node(node("rev-1").zone("z"))
+            .node(node("plain-1"))
+            .zone(zone("z").window("20:00-05:00"))
+            .podgroup(podgroup("batch/train").annotation("tidal.dev/expected-run-time", "3h"))
+            .pods([
+                pod("batch/long", "plain-1")
+                    .preemptable()
+                    .annotation("tidal.dev/expected-run-time", "3h"),
+                pod("batch/short", "plain-1")
+                    .preemptable()
+                    .annotation("tidal.dev/expected-run-time", "30m"),
+                pod("batch/worker", "plain-1")
+                    .preemptable()
+                    .in_group("train"),
+                pod("batch/silent", "plain-1").preemptable(),
+            ]);
+        let snapshot = world.snapshot();
+        let evict = policy(json!({"mode": "Evict"}));
+        let nothing = std::collections::HashSet::new();
+        // 04:00: the zone closes at 05:00.
+        with_context(&snapshot, &evict, "2026-11-22T04:00:00Z", &nothing, |ctx| {
+            let rev = snapshot.node("rev-1").unwrap().node.as_deref().unwrap();
+            let pod = |name: &str| {
+                snapshot
+                    .pods()
+                    .find(|p| p.key.name.as_str() == name)
+                    .unwrap_or_else(|| panic!("no pod {name}"))
+            };
+            let goes = |name: &str| ctx.may_run_on(pod(name), rev);
+            assert!(!goes("long"));
+            assert!(!goes("worker"), "its PodGroup says it runs 3h");
+            assert!(goes("short"));
+            assert!(goes("silent"));
+            assert_ne!(
+                ctx.placement_key(pod("long")),
+                ctx.placement_key(pod("short"))
+            );
+        });
+    }
 }
 
 #[cfg(test)]

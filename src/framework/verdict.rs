@@ -15,6 +15,8 @@ pub enum GateId {
     Cooldown,
     /// A drain leaves a pod that ends by itself before the close to finish.
     Finishes,
+    /// A drain gives the pod its zone's `evictionNotice` first.
+    Notice,
     /// The job's disruption budget.
     Budget,
     /// The policy's eviction limits.
@@ -30,6 +32,7 @@ impl GateId {
             GateId::Protected => "protected",
             GateId::Cooldown => "cooldown",
             GateId::Finishes => "finishes",
+            GateId::Notice => "notice",
             GateId::Budget => "budget",
             GateId::Limit => "limit",
             GateId::NodeFit => "nodefit",
@@ -119,6 +122,7 @@ mod tests {
             GateId::Protected,
             GateId::Cooldown,
             GateId::Finishes,
+            GateId::Notice,
             GateId::Budget,
             GateId::Limit,
             GateId::NodeFit,
@@ -131,6 +135,7 @@ mod tests {
                 "protected",
                 "cooldown",
                 "finishes",
+                "notice",
                 "budget",
                 "limit",
                 "nodefit"

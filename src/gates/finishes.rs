@@ -14,7 +14,7 @@ use crate::{
 pub(crate) struct Finishes;
 
 /// When a drained candidate ends by itself in time for `close`: its end, if it is left to finish.
-pub(crate) fn left_to_finish(
+fn left_to_finish(
     end: Option<PodEnd>,
     grace: SignedDuration,
     evict_period: SignedDuration,
@@ -28,7 +28,7 @@ pub(crate) fn left_to_finish(
 
 /// The close the candidate's zone drains for, and its `evictPeriod`: `None` unless the candidate is a
 /// drain's and its zone is open with a close ahead.
-pub(crate) fn drain_close(
+fn drain_close(
     candidate: &Candidate,
     ctx: &PlanContext<'_>,
 ) -> Option<(Timestamp, SignedDuration)> {

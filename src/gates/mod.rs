@@ -8,6 +8,7 @@ pub(crate) mod finishes;
 pub(crate) mod invalid;
 pub(crate) mod limit;
 pub(crate) mod nodefit;
+pub(crate) mod notice;
 pub(crate) mod protected;
 mod shared;
 

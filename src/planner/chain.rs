@@ -4,13 +4,14 @@ use crate::{
     cluster::PolicyInfo,
     framework::Gate,
     gates::{
-        SharedCounts, SharedLedger, budget, cooldown, finishes, invalid, limit, nodefit, protected,
+        SharedCounts, SharedLedger, budget, cooldown, finishes, invalid, limit, nodefit, notice,
+        protected,
     },
 };
 
 /// The gates of one policy's planning, fresh for each plan. Gate `invalid` comes first, so that a malformed
 /// setting is reported as such rather than as whatever a later gate makes of it; then the protections,
-/// which no amount of waiting changes; then what waiting does change (a cooldown, a pod's own end); node fit comes last, as the most expensive check. `shared`
+/// which no amount of waiting changes; then what waiting does change (a cooldown, a pod's own end, its notice); node fit comes last, as the most expensive check. `shared`
 /// holds what the cycle's other policies counted against `limits.shared`.
 pub(super) fn chain(policy: &PolicyInfo, shared: &SharedCounts) -> Vec<Box<dyn Gate>> {
     // Gates `invalid` and `budget` read each job once between them.
@@ -20,6 +21,7 @@ pub(super) fn chain(policy: &PolicyInfo, shared: &SharedCounts) -> Vec<Box<dyn G
         Box::new(protected::Protected::new(&policy.spec.protections)),
         Box::new(cooldown::Cooldown),
         Box::new(finishes::Finishes),
+        Box::new(notice::Notice),
         Box::new(budget::Budget::sharing(jobs)),
         Box::new(limit::Limit::new(&policy.spec.limits, shared.clone())),
     ];

@@ -118,11 +118,29 @@ pub struct ZoneLine {
     /// estimate sees it now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drain: Option<DrainLine>,
+    /// The notice the zone's pods get before their eviction (`evictionNotice`), when it asks for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<NoticeLine>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// For people: the next change and round in the zone's time zone, relative to now.
     #[serde(skip)]
     pub shown: Option<ZoneShown>,
+}
+
+/// What a zone that gives notice has told its pods, at the report's instant.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NoticeLine {
+    /// `evictionNotice`, as the zone writes it.
+    pub notice: String,
+    /// Preemptable pods its drain evicts that have been told for this close.
+    pub told: u32,
+    /// Those not told yet.
+    pub untold: u32,
+    /// When they are told: now, or the notice before the drain starts; `null` while no drain is
+    /// planned.
+    pub tells_from: Option<Timestamp>,
 }
 
 /// A zone's times as the table shows them: `closes Mon 07:00 CET (in 30m)`.
@@ -240,6 +258,7 @@ impl Report {
                 next_round: zone.next_round.map(|t| t.to_string()),
                 drain_start: None,
                 drain: None,
+                notice: None,
                 error,
                 shown: None,
             });
@@ -359,6 +378,7 @@ impl Report {
             let shown = |at: Timestamp| shown_at.when(at);
             let outlook = outlooks.iter().find(|o| o.zone == line.name);
             line.drain = outlook.map(|o| DrainLine::from_outlook(o, tz.clone()));
+            line.notice = notice_line(snapshot, policies, zone, outlook, now);
             let drain = zone
                 .spec
                 .drain_before
@@ -855,6 +875,42 @@ fn zone_state(zone: &ZoneLine) -> &'static str {
     }
 }
 
+/// What `zone` has told its pods at `now`, when it gives notice: the pods a drain evicts, told for
+/// this close or not, and when the untold ones are told.
+fn notice_line(
+    snapshot: &Snapshot,
+    policies: &[&PolicyInfo],
+    zone: &crate::cluster::ZoneInfo,
+    outlook: Option<&ZoneOutlook>,
+    now: Timestamp,
+) -> Option<NoticeLine> {
+    let notice = zone
+        .spec
+        .eviction_notice
+        .filter(|_| zone.eviction_notice().is_some())?;
+    let policy = crate::drain::draining_policy(policies)?;
+    let tells_from = outlook.and_then(|o| o.notices_from);
+    // Every pod the drain would evict, told or not: as if its pods were told now.
+    let all = [crate::drain::notice::Noticing {
+        zone: zone.name.clone(),
+        from: Timestamp::MIN,
+        close: outlook.and_then(|o| o.close),
+    }];
+    let nobody = std::collections::HashSet::new();
+    let untold = crate::drain::notice::due(snapshot, policy, &all, now, &nobody).len();
+    let told = snapshot
+        .zone_nodes(&zone.name)
+        .flat_map(|node| node.pods.values())
+        .filter(|pod| crate::cluster::noticed_at(pod, zone, now).is_some() && !pod.is_leaving())
+        .count();
+    Some(NoticeLine {
+        notice: humantime::format_duration(notice.as_std()).to_string(),
+        told: u32::try_from(told).unwrap_or(u32::MAX),
+        untold: u32::try_from(untold).unwrap_or(u32::MAX),
+        tells_from: tells_from.map(|from| from.max(now)),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1043,6 +1099,7 @@ mod tests {
             next_round: None,
             drain_start: None,
             drain: None,
+            notice: None,
             error: None,
             shown: Some(ZoneShown {
                 next_change: Some("opens Mon 18:00 (in 8h30m)".into()),

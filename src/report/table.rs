@@ -266,10 +266,38 @@ fn drain_notes(report: &Report, layout: Layout) -> String {
                 lost as f64 / 3600.0
             )));
         }
+        if let Some(notice) = &zone.notice {
+            out.push_str(&layout.line(&format!(
+                "{} notice: {}",
+                zone.name,
+                notice_text(notice, clock)
+            )));
+        }
         out.push_str(&layout.line(&format!(
             "{} at the close: {}",
             zone.name, drain.after_close
         )));
     }
     out
+}
+
+/// `10m before each eviction (evictionNotice): 2 pods told, 1 told now`.
+fn notice_text(notice: &super::NoticeLine, clock: &super::clock::Clock) -> String {
+    let pods = |n: u32| format!("{n} pod{}", if n == 1 { "" } else { "s" });
+    let mut text = format!(
+        "{} before each eviction (evictionNotice): {} told",
+        notice.notice,
+        pods(notice.told)
+    );
+    if notice.untold > 0 {
+        let when = match notice.tells_from {
+            Some(from) if from > clock.now() => {
+                format!("told at {}, before the drain", clock.at_precisely(from))
+            }
+            Some(_) => "told now".to_owned(),
+            None => "told once a drain is planned".to_owned(),
+        };
+        text.push_str(&format!(", {} {when}", pods(notice.untold)));
+    }
+    text
 }

@@ -164,6 +164,8 @@ pub struct ZoneTrack {
 #[serde(rename_all = "camelCase")]
 pub enum EventKind {
     Opens,
+    /// A zone's pods are told of their eviction (`evictionNotice`).
+    Notified,
     DrainStarts,
     Closes,
     /// An eviction round: the pods a cycle evicts (in a zone, or elsewhere for other strategies).

@@ -267,6 +267,7 @@ fn event_rows(
         EventKind::Opens => rows.push(["opens".into(), String::new(), detail]),
         EventKind::Closes => rows.push(["closes".into(), String::new(), detail]),
         EventKind::DrainStarts => rows.push(["starts draining".into(), String::new(), detail]),
+        EventKind::Notified => rows.push(["gives notice".into(), String::new(), detail]),
         EventKind::Round => {
             let pods = event.evictions.len();
             let what = match event.round {

@@ -177,6 +177,7 @@ impl<'c> Simulation<'c> {
             self.advance_queue(at);
             self.end_pods(at);
             self.start_drains(at);
+            self.give_notices(at);
             let (cycle, urgencies) = self.plan(at);
             if cycle_number == 0 {
                 self.warn_once(&cycle);
@@ -363,6 +364,61 @@ impl<'c> Simulation<'c> {
                 };
             waits_for_auto || new_drain
         })
+    }
+
+    /// When each zone asking for `evictionNotice` tells its pods, as of `at`: from its `auto` start as
+    /// planned, or its fixed lead.
+    fn noticing(&self, at: Timestamp) -> Vec<drain::notice::Noticing> {
+        self.snapshot
+            .zones
+            .values()
+            .filter_map(|zone| {
+                drain::notice::noticing(zone, at, self.auto_starts.get(&zone.name).copied())
+            })
+            .collect()
+    }
+
+    /// What the controller does once a zone's pods are to be told: the notices written to the pods
+    /// (as their watch would show them), an event per zone.
+    fn give_notices(&mut self, at: Timestamp) {
+        let noticing = self.noticing(at);
+        if noticing.is_empty() {
+            return;
+        }
+        let refs: Vec<&PolicyInfo> = self.policies.iter().collect();
+        let Some(policy) = drain::draining_policy(&refs) else {
+            return;
+        };
+        let notices = drain::notice::due(&self.snapshot, policy, &noticing, at, &HashSet::new());
+        if notices.is_empty() {
+            return;
+        }
+        let mut told: BTreeMap<&str, (usize, Timestamp)> = BTreeMap::new();
+        for notice in &notices {
+            let Some(pod) = self.cache.pod(&notice.pod) else {
+                continue;
+            };
+            let mut noticed = PodInfo::clone(pod);
+            noticed
+                .status
+                .set_condition(crate::api::labels::EVICTION_NOTICE, "True", notice.at);
+            self.cache.apply_pod(noticed, at);
+            let zone = told
+                .entry(notice.zone.as_str())
+                .or_insert((0, notice.evict_after));
+            zone.0 += 1;
+        }
+        for (zone, (pods, from)) in told {
+            let mut event = Event::new(at, at, Some(zone.to_owned()), EventKind::Notified);
+            event.detail = Some(format!(
+                "{pods} pod{} told that a drain evicts {} from {} on",
+                if pods == 1 { "" } else { "s" },
+                if pods == 1 { "it" } else { "them" },
+                from
+            ));
+            self.events.push(event);
+        }
+        self.cache.update_snapshot(&mut self.snapshot);
     }
 
     /// An `auto` drain starts at `at`: an event, and the zone's phase.
@@ -592,12 +648,15 @@ impl<'c> Simulation<'c> {
                 next = next.min(change);
             }
         }
+        let notices = self.noticing(at).into_iter().map(|noticing| noticing.from);
         self.retries
             .values()
-            .chain(self.auto_starts.values())
-            .chain(self.ends.keys().find(|end| **end > at))
-            .filter(|t| **t > at)
-            .fold(next, |next, t| next.min(*t))
+            .copied()
+            .chain(self.auto_starts.values().copied())
+            .chain(notices)
+            .chain(self.ends.keys().find(|end| **end > at).copied())
+            .filter(|t| *t > at)
+            .fold(next, Timestamp::min)
     }
 
     fn finish(self) -> Timeline {
@@ -754,10 +813,11 @@ fn pod_ends(snapshot: &Snapshot, now: Timestamp) -> BTreeMap<Timestamp, Vec<Obje
 }
 
 /// Gates whose hold ends with time: a round they block is tried again one `evictPeriod` later.
-const RETRIED: [&str; 3] = [
+const RETRIED: [&str; 4] = [
     GateId::Budget.name(),
     GateId::Limit.name(),
     GateId::Cooldown.name(),
+    GateId::Notice.name(),
 ];
 
 /// Per zone, the pods the cycle's plans held back (each once, and none evicted).

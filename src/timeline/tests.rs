@@ -269,6 +269,8 @@ mod agreement {
         /// Pods started at 08:00 whose `activeDeadlineSeconds` ends them between 09:20 and 10:20:
         /// some are left to finish, some evicted.
         deadlines: Vec<i64>,
+        /// `evictionNotice`, in minutes: pods told before the drain, or late when it starts soon.
+        notice_minutes: Option<i64>,
     }
 
     fn zone_shape() -> impl Strategy<Value = ZoneShape> {
@@ -284,6 +286,7 @@ mod agreement {
             prop::collection::vec((3usize..30, budget, any::<bool>()), 0..4),
             prop_oneof![Just(0i64), Just(20), Just(30), Just(90)],
             prop::collection::vec(4_800i64..8_400, 0..6),
+            prop_oneof![2 => Just(None), 1 => (1i64..20).prop_map(Some)],
         )
             .prop_map(|shape| ZoneShape {
                 close_minutes: shape.0,
@@ -293,6 +296,7 @@ mod agreement {
                 jobs: shape.4,
                 grace: shape.5,
                 deadlines: shape.6,
+                notice_minutes: shape.7,
             })
     }
 
@@ -306,6 +310,9 @@ mod agreement {
             let mut spec = json!({"evictPeriod": format!("{}s", shape.evict_period_secs)});
             if let Some(lead) = shape.lead_minutes {
                 spec["drainBefore"] = json!(format!("{lead}m"));
+            }
+            if let Some(notice) = shape.notice_minutes {
+                spec["evictionNotice"] = json!(format!("{notice}m"));
             }
             let close = format!("10:{:02}", shape.close_minutes);
             world = world
@@ -485,4 +492,63 @@ fn gangs_taken_whole_take_one_round_where_their_budgets_took_eight() {
     // Beside them, the ReplicaSets still need their eight rounds: the drain is as long, and the
     // gangs' work is given up once rather than worker by worker.
     assert_eq!(beside_whole.1, beside_paced.1, "{lived:?}");
+}
+
+/// Zone `rz` closing at 10:00 with five minutes of notice, three one-pod jobs on it.
+fn noticed_zone(drain_before: &str) -> ClusterCache {
+    Cluster::new()
+        .node(node("plain-0"))
+        .zone(zone("rz").window("20:00-10:00").spec(json!({
+            "evictPeriod": "1m",
+            "drainBefore": drain_before,
+            "evictionNotice": "5m",
+        })))
+        .node(node("rz-0").zone("rz"))
+        .pods((0..3).map(|i| {
+            pod(&format!("batch/p-{i}"), "rz-0")
+                .owned_by("ReplicaSet", &format!("p-{i}"))
+                .preemptable()
+        }))
+        .cache
+}
+
+#[test]
+fn pods_are_told_their_notice_before_the_drain_and_go_no_sooner() {
+    let now = ts("2026-11-23T09:20:00Z");
+    for drain_before in ["30m", "auto"] {
+        let lived = timeline(&mut noticed_zone(drain_before), now);
+        let first = |kind: EventKind| {
+            lived
+                .events
+                .iter()
+                .find(|e| e.event == kind && e.zone.as_deref() == Some("rz"))
+                .unwrap_or_else(|| panic!("{drain_before}: no {kind:?} in {:#?}", lived.events))
+        };
+        let told = first(EventKind::Notified);
+        let started = first(EventKind::DrainStarts);
+        let round = first(EventKind::Round);
+        assert!(
+            told.at <= started.at - SignedDuration::from_mins(5),
+            "{drain_before}: told {} for a drain from {}",
+            told.at,
+            started.at
+        );
+        assert!(
+            round.at >= told.at + SignedDuration::from_mins(5),
+            "{drain_before}"
+        );
+        assert_eq!(round.evictions.len(), 3, "{drain_before}");
+        let detail = told.detail.as_deref().unwrap_or_default();
+        assert!(detail.starts_with("3 pods told"), "{detail}");
+        let drain = lived.drains.iter().find(|d| d.zone == "rz").unwrap();
+        assert_eq!(drain.at_close, Some(0), "{drain_before}: {drain:?}");
+    }
+    // The fixed lead: told at 09:24:51, five minutes and ten seconds before the drain at 09:30:01.
+    let lived = timeline(&mut noticed_zone("30m"), now);
+    let told = lived
+        .events
+        .iter()
+        .find(|e| e.event == EventKind::Notified)
+        .unwrap();
+    assert_eq!(told.at, ts("2026-11-23T09:24:51Z"));
 }

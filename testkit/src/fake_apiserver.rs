@@ -1240,9 +1240,11 @@ fn patch(
         if let Err(error) = json_patch::patch(&mut patched, &patch) {
             return status_response(422, "Invalid", &error.to_string());
         }
-    } else if content_type.starts_with("application/merge-patch+json")
-        || content_type.starts_with("application/strategic-merge-patch+json")
-    {
+    } else if content_type.starts_with("application/merge-patch+json") {
+        json_patch::merge(&mut patched, &body);
+    } else if content_type.starts_with("application/strategic-merge-patch+json") {
+        let mut body = body;
+        merge_conditions_by_type(&current, &mut body);
         json_patch::merge(&mut patched, &body);
     } else {
         return status_response(
@@ -1251,9 +1253,38 @@ fn patch(
             "patch type not supported by the fake",
         );
     }
+    // As the API server's metadata validation: a uid is never changed, so a patch naming another
+    // uid (a namesake's) fails.
+    if patched["metadata"]["uid"] != current["metadata"]["uid"] {
+        return status_response(
+            422,
+            "Invalid",
+            "metadata.uid: Invalid value: field is immutable",
+        );
+    }
     let updated = merge_scoped(target.kind, &current, patched, status);
     let written = store.write_object(inner, target.kind, key, updated, !status);
     json_response(200, &written)
+}
+
+/// What a strategic merge patch does with `status.conditions` (a list merged by `type`): the patch's
+/// conditions replace those of their type and the others stay. A JSON merge patch would replace the
+/// whole list.
+fn merge_conditions_by_type(current: &Value, body: &mut Value) {
+    let (Some(known), Some(patched)) = (
+        current["status"]["conditions"].as_array(),
+        body["status"]["conditions"].as_array(),
+    ) else {
+        return;
+    };
+    let mut merged = known.clone();
+    for condition in patched {
+        match merged.iter_mut().find(|c| c["type"] == condition["type"]) {
+            Some(same_type) => json_patch::merge(same_type, condition),
+            None => merged.push(condition.clone()),
+        }
+    }
+    body["status"]["conditions"] = Value::Array(merged);
 }
 
 fn labels_match(selector: &Value, labels: &Value) -> bool {

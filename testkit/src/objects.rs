@@ -253,6 +253,21 @@ impl PodBuilder {
         self
     }
 
+    /// Told at `at` (RFC 3339) that a drain evicts it: tidal's `tidal.dev/EvictionNotice` condition.
+    pub fn noticed_at(mut self, at: &str) -> Self {
+        let notice =
+            json!({"type": "tidal.dev/EvictionNotice", "status": "True", "lastTransitionTime": at});
+        let status = &mut self.0["status"];
+        if !status.get("conditions").is_some_and(Value::is_array) {
+            status["conditions"] = json!([]);
+        }
+        if let Some(conditions) = status["conditions"].as_array_mut() {
+            conditions.retain(|c| c["type"] != "tidal.dev/EvictionNotice");
+            conditions.push(notice);
+        }
+        self
+    }
+
     /// Scheduled at the kit's clock: inside any cooldown.
     pub fn just_scheduled(self) -> Self {
         self.scheduled_at(&rfc3339(super::now()))

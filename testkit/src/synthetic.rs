@@ -826,6 +826,7 @@ fn zones(spec: &SyntheticSpec) -> Vec<RevocableZone> {
                     max_drain_before: GoDuration::from_secs(7_200),
                     budgets_after_close: BudgetsAfterClose::Respect,
                     taint_when_closed: true,
+                    eviction_notice: None,
                 },
             );
             zone.status = (i % 2 == 0).then(|| RevocableZoneStatus {

@@ -504,7 +504,10 @@ def test_controller_rbac_is_what_the_contract_lists(chart):
     # Closed-zone taints are on by default: nodes may be patched, nothing else about them.
     assert grants(rules, "", "nodes", "patch")
     assert not grants(rules, "", "nodes", "update")
-    assert not grants(rules, "", "pods", "patch")
+    # Eviction notices are on by default: pods and their status may be patched (narrowed by the pod
+    # policy), never updated.
+    assert grants(rules, "", "pods", "patch") and grants(rules, "", "pods/status", "patch")
+    assert not grants(rules, "", "pods", "update") and not grants(rules, "", "pods/status", "update")
     # Leases only in the release namespace.
     assert not grants(rules, "coordination.k8s.io", "leases", "get")
     lease_role = one(docs, "Role", "tidal-controller-leader-election")
@@ -1461,7 +1464,8 @@ def admit(policy: dict, operation: str, old: dict | None, new: dict | None, user
     messages of the failed validations (an expression error fails too: failurePolicy is Fail)."""
     spec = policy["spec"]
     rules = spec["matchConstraints"]["resourceRules"]
-    if not any(operation in r["operations"] and "nodes" in r["resources"] for r in rules):
+    kind = {"Node": "nodes", "Pod": "pods"}[(new or old)["kind"]]
+    if not any(operation in r["operations"] and kind in r["resources"] for r in rules):
         return None
     activation = {
         "request": celpy.json_to_cel({"operation": operation, "userInfo": {"username": user}}),
@@ -1496,20 +1500,29 @@ def admit(policy: dict, operation: str, old: dict | None, new: dict | None, user
     return failed
 
 
-@pytest.fixture(scope="module")
-def node_policy(chart):
+NODE_POLICY = "tidal-controller-node-taints-only"
+POD_POLICY = "tidal-controller-pod-notices-only"
+
+
+def _admission_policy(chart, name: str) -> dict:
     docs, _ = render(chart, {})
-    policy = one(docs, "ValidatingAdmissionPolicy")
-    binding = one(docs, "ValidatingAdmissionPolicyBinding")
-    assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
+    policy = one(docs, "ValidatingAdmissionPolicy", name)
+    binding = one(docs, "ValidatingAdmissionPolicyBinding", name)
+    assert binding["spec"] == {"policyName": name, "validationActions": ["Deny"]}
     return policy
 
 
+@pytest.fixture(scope="module")
+def node_policy(chart):
+    return _admission_policy(chart, NODE_POLICY)
+
+
 def test_node_policy_is_rendered_with_the_taints_only(chart):
-    assert find(render(chart, {})[0], "ValidatingAdmissionPolicy")
+    assert find(render(chart, {})[0], "ValidatingAdmissionPolicy", NODE_POLICY)
     for values in [{"zoneTaints": {"enabled": False}}, {"zoneTaints": {"nodePolicy": {"enabled": False}}}]:
         docs, _ = render(chart, values)
-        assert not find(docs, "ValidatingAdmissionPolicy") and not find(docs, "ValidatingAdmissionPolicyBinding")
+        assert not find(docs, "ValidatingAdmissionPolicy", NODE_POLICY)
+        assert not find(docs, "ValidatingAdmissionPolicyBinding", NODE_POLICY)
 
 
 def test_node_policy_names_the_controllers_service_account_and_its_taint(node_policy):
@@ -1563,6 +1576,92 @@ def test_node_policy_leaves_other_users_alone(node_policy):
     old, new = _node(), _node(labels={"volcano.sh/revocable-zone": "z2"})
     assert admit(node_policy, "UPDATE", old, new, user="system:serviceaccount:kube-system:node-controller") is None
     assert admit(node_policy, "UPDATE", old, new, user="admin") is None
+
+
+NOTICE_CONDITION = {
+    "type": "tidal.dev/EvictionNotice",
+    "status": "True",
+    "reason": "ZoneClosing",
+    "lastTransitionTime": "2026-11-29T04:20:00Z",
+}
+SCHEDULED = {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-29T01:00:00Z"}
+
+
+def _pod(annotations=None, conditions=None, image="app:1", labels=None, phase="Running") -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p-1",
+            "namespace": "batch",
+            "labels": labels or {"app": "p"},
+            "annotations": annotations or {"volcano.sh/preemptable": "true"},
+        },
+        "spec": {"nodeName": "rev-1", "containers": [{"name": "main", "image": image}]},
+        "status": {"phase": phase, "conditions": conditions or [SCHEDULED]},
+    }
+
+
+@pytest.fixture(scope="module")
+def pod_policy(chart):
+    return _admission_policy(chart, POD_POLICY)
+
+
+def test_pod_policy_and_its_rbac_come_with_eviction_notices(chart):
+    docs, _ = render(chart, {})
+    assert find(docs, "ValidatingAdmissionPolicy", POD_POLICY)
+    rules = one(docs, "ClusterRole", "tidal-controller")["rules"]
+    assert {"apiGroups": [""], "resources": ["pods", "pods/status"], "verbs": ["patch"]} in rules
+    # No delete on pods, whatever the values: evictions go through the Eviction API.
+    assert not [r for r in rules if "pods" in r["resources"] and "delete" in r["verbs"]]
+    docs, _ = render(chart, {"evictionNotice": {"enabled": False}})
+    assert not find(docs, "ValidatingAdmissionPolicy", POD_POLICY)
+    rules = one(docs, "ClusterRole", "tidal-controller")["rules"]
+    assert not [r for r in rules if "pods" in r["resources"] and "patch" in r["verbs"]]
+    docs, _ = render(chart, {"evictionNotice": {"podPolicy": {"enabled": False}}})
+    assert not find(docs, "ValidatingAdmissionPolicyBinding", POD_POLICY)
+
+
+def test_pod_policy_lets_the_controller_give_a_notice(pod_policy):
+    told = {"volcano.sh/preemptable": "true", "tidal.dev/evict-after": "2026-11-29T04:30:00Z", "tidal.dev/evict-by": "2026-11-29T05:00:00Z"}
+    # The condition through pods/status, then the annotations; and a notice given again.
+    assert admit(pod_policy, "UPDATE", _pod(), _pod(conditions=[SCHEDULED, NOTICE_CONDITION])) == []
+    assert admit(pod_policy, "UPDATE", _pod(), _pod(annotations=told)) == []
+    again = {**NOTICE_CONDITION, "lastTransitionTime": "2026-11-30T04:20:00Z"}
+    assert admit(pod_policy, "UPDATE", _pod(conditions=[SCHEDULED, NOTICE_CONDITION]), _pod(conditions=[SCHEDULED, again])) == []
+
+
+@pytest.mark.parametrize(
+    "operation, old, new, says",
+    [
+        ("UPDATE", _pod(), _pod(image="evil:1"), "spec, labels"),
+        ("UPDATE", _pod(), _pod(labels={"app": "other"}), "spec, labels"),
+        ("UPDATE", _pod(), _pod(annotations={"volcano.sh/preemptable": "false"}), "only the tidal.dev/evict-after"),
+        ("UPDATE", _pod(), _pod(annotations={"volcano.sh/preemptable": "true", "x": "y"}), "only the tidal.dev/evict-after"),
+        ("UPDATE", _pod(), _pod(conditions=[{**SCHEDULED, "status": "False"}]), "only the tidal.dev/EvictionNotice"),
+        ("UPDATE", _pod(), _pod(phase="Failed"), "status beyond"),
+        ("DELETE", _pod(), None, "create or delete"),
+        ("CREATE", None, _pod(), "create or delete"),
+    ],
+)
+def test_pod_policy_refuses_everything_else(pod_policy, operation, old, new, says):
+    failed = admit(pod_policy, operation, old, new)
+    assert failed, "allowed"
+    assert any(says in message for message in failed), failed
+    assert not [m for m in failed if m.startswith(("error in", "not a bool"))], failed
+
+
+def test_pod_policy_names_what_the_controller_writes(pod_policy):
+    assert pod_policy["spec"]["failurePolicy"] == "Fail", "only tidal's own requests match"
+    assert CONTROLLER_USER in pod_policy["spec"]["matchConditions"][0]["expression"]
+    labels = (ROOT / "src" / "api" / "labels.rs").read_text()
+    for constant, value in [
+        ("EVICTION_NOTICE", "tidal.dev/EvictionNotice"),
+        ("EVICT_AFTER", "tidal.dev/evict-after"),
+        ("EVICT_BY", "tidal.dev/evict-by"),
+    ]:
+        assert f'pub const {constant}: &str = "{value}";' in labels
+    assert admit(pod_policy, "UPDATE", _pod(), _pod(image="evil:1"), user="admin") is None
 
 
 # ----------------------------------------------------------------------------------------- network policies

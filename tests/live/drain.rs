@@ -514,3 +514,236 @@ async fn a_gang_goes_whole_in_one_round_while_another_job_loses_one_pod_a_round(
     assert_eq!(accepted_with_prefix(&server, "train-"), 4);
     controller.stop().await;
 }
+
+/// Nodes `rev-1` (in zone `z`) and `std-1`; zone `z` closing in half an hour and draining now, a round
+/// a second, giving `notice` of notice; a TDM policy that evicts.
+fn draining_zone_with_notice(server: &FakeApiServer, notice: &str) {
+    server.apply(node("rev-1").zone("z"));
+    server.apply(node("std-1"));
+    server.apply(zone("z").window(&window_closing_in(30)).spec(json!({
+        "drainBefore": "23h",
+        "evictPeriod": "1s",
+        "evictionNotice": notice,
+    })));
+    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
+}
+
+/// A zone that asks for 8 s of notice, draining now: its pods are told first (the condition, the
+/// annotations, an Event) and none is evicted sooner than 8 s after its notice. `stale` carries a
+/// notice from before the window opened (an earlier close's): it is told again and waits as well.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_are_told_before_their_eviction_and_none_goes_before_its_notice_has_run() {
+    const NOTICE: i64 = 8;
+    let server = Scenario::start().await;
+    draining_zone_with_notice(&server, &format!("{NOTICE}s"));
+    let two_hours_ago = (jiff::Timestamp::now() - jiff::SignedDuration::from_hours(2))
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    for name in ["first", "second", "stale"] {
+        let mut pod = pod(&format!("{NS}/{name}"), "rev-1")
+            .preemptable()
+            .owned_by("Job", name);
+        if name == "stale" {
+            pod = pod.patch(json!({"status": {"conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": two_hours_ago},
+                {"type": "tidal.dev/EvictionNotice", "status": "True", "lastTransitionTime": two_hours_ago},
+            ]}}));
+        }
+        server.apply(pod);
+    }
+    let controller = server.controller();
+
+    let told_at = |name: &str| -> Option<jiff::Timestamp> {
+        let pod = server.get("pods", NS, name)?;
+        let notice = pod["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "tidal.dev/EvictionNotice" && c["status"] == "True")?
+            .clone();
+        let at: jiff::Timestamp = notice["lastTransitionTime"].as_str()?.parse().ok()?;
+        (at > jiff::Timestamp::now() - jiff::SignedDuration::from_mins(5)).then_some(at)
+    };
+    let told: Vec<jiff::Timestamp> = eventually("every pod told", || {
+        ["first", "second", "stale"]
+            .iter()
+            .map(|name| told_at(name))
+            .collect()
+    })
+    .await;
+    let last_told = *told.iter().max().unwrap();
+    // Until the notices have run, nothing goes, round after round.
+    while jiff::Timestamp::now() < last_told + jiff::SignedDuration::from_secs(NOTICE - 1) {
+        let evictions = server.evictions();
+        for (name, at) in ["first", "second", "stale"].iter().zip(&told) {
+            if jiff::Timestamp::now() < *at + jiff::SignedDuration::from_secs(NOTICE) {
+                assert_eq!(
+                    real_attempts(&evictions, name),
+                    0,
+                    "{name} evicted before its notice ran"
+                );
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for (name, at) in ["first", "second", "stale"].iter().zip(&told) {
+        let pod = server.get("pods", NS, name).unwrap();
+        // The strategic merge keeps the pod's other conditions.
+        let types: Vec<&str> = pod["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["type"].as_str())
+            .collect();
+        assert!(types.contains(&"PodScheduled"), "{name}: {types:?}");
+        let annotations = &pod["metadata"]["annotations"];
+        let after: jiff::Timestamp = annotations["tidal.dev/evict-after"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name}: {annotations}"))
+            .parse()
+            .unwrap();
+        assert_eq!(
+            after,
+            *at + jiff::SignedDuration::from_secs(NOTICE),
+            "{name}"
+        );
+        assert!(
+            annotations["tidal.dev/evict-by"].is_string(),
+            "{name}: {annotations}"
+        );
+        let events = events_about(&server, name, "EvictionNotice");
+        assert_eq!(events.len(), 1, "{name}: {events:#?}");
+    }
+    eventually("all three evicted once told long enough", || {
+        ["first", "second", "stale"]
+            .iter()
+            .all(|name| !accepted(&server.evictions(), name).is_empty())
+            .then_some(())
+    })
+    .await;
+    let metrics = controller.metrics().await;
+    assert_eq!(
+        metric_sum(
+            &metrics,
+            "tidal_eviction_notices_total{zone=\"z\",result=\"given\"}"
+        ),
+        3.0,
+        "{metrics}"
+    );
+    controller.stop().await;
+}
+
+/// The notice of `first` cannot be written (403, as without the chart's `evictionNotice.enabled`):
+/// it is not evicted, the zone gets one Warning that says what to grant, and once the writes go
+/// through it is told and then evicted like `second`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_that_cannot_be_told_stays_and_the_zone_says_what_to_grant() {
+    let server = Scenario::start().await;
+    draining_zone_with_notice(&server, "2s");
+    for name in ["first", "second"] {
+        server.apply(
+            pod(&format!("{NS}/{name}"), "rev-1")
+                .preemptable()
+                .owned_by("Job", name),
+        );
+    }
+    // Refused for a while: the refresh tries it again every few seconds.
+    server.fail_requests("PATCH", "/pods/first/status", &[403, 403]);
+    let controller = server.controller();
+    eventually("second evicted after its notice", || {
+        (!accepted(&server.evictions(), "second").is_empty()).then_some(())
+    })
+    .await;
+    assert_eq!(
+        real_attempts(&server.evictions(), "first"),
+        0,
+        "evicted untold"
+    );
+    let warnings = server
+        .list("apis/events.k8s.io/v1", "events")
+        .into_iter()
+        .filter(|e| e["reason"] == "EvictionNoticeForbidden")
+        .collect::<Vec<_>>();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert_eq!(warnings[0]["regarding"]["name"], "z");
+    assert!(
+        warnings[0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("evictionNotice.enabled=true"),
+        "{}",
+        warnings[0]["note"]
+    );
+    eventually("first told and evicted once the writes go through", || {
+        (!accepted(&server.evictions(), "first").is_empty()).then_some(())
+    })
+    .await;
+    let metrics = controller.metrics().await;
+    assert_eq!(
+        metric_sum(
+            &metrics,
+            "tidal_eviction_notices_total{zone=\"z\",result=\"failed\"}"
+        ),
+        2.0,
+        "{metrics}"
+    );
+    controller.stop().await;
+}
+
+/// An open zone far from its close, and a pod still carrying a notice from before the window opened
+/// (its eviction then did not happen): the notice is taken back, condition `False` and annotations
+/// gone, so the workload reading it knows it stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_for_an_earlier_close_is_taken_back_once_the_zone_is_open() {
+    let server = Scenario::start().await;
+    server.apply(node("rev-1").zone("z"));
+    server.apply(node("std-1"));
+    server.apply(
+        zone("z")
+            .window(&open_window())
+            .spec(json!({"evictionNotice": "10m", "drainBefore": "10m"})),
+    );
+    server.apply(policy(json!({"mode": "Evict", "interval": "1h"})).named("tdm"));
+    let yesterday = (jiff::Timestamp::now() - jiff::SignedDuration::from_hours(20))
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    server.apply(
+        pod(&format!("{NS}/kept"), "rev-1")
+            .preemptable()
+            .owned_by("Job", "kept")
+            .annotation("tidal.dev/evict-after", &yesterday)
+            .annotation("tidal.dev/evict-by", &yesterday)
+            .patch(json!({"status": {"conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": yesterday},
+                {"type": "tidal.dev/EvictionNotice", "status": "True", "lastTransitionTime": yesterday},
+            ]}})),
+    );
+    let controller = server.controller();
+    let pod = eventually("the notice taken back", || {
+        let pod = server.get("pods", NS, "kept")?;
+        let notice = pod["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "tidal.dev/EvictionNotice")?
+            .clone();
+        (notice["status"] == "False").then_some(pod)
+    })
+    .await;
+    let annotations = &pod["metadata"]["annotations"];
+    assert!(
+        annotations.get("tidal.dev/evict-after").is_none(),
+        "{annotations}"
+    );
+    assert!(
+        annotations.get("tidal.dev/evict-by").is_none(),
+        "{annotations}"
+    );
+    assert_eq!(
+        annotations["volcano.sh/preemptable"], "true",
+        "{annotations}"
+    );
+    assert!(
+        server.evictions().iter().all(|e| e.dry_run),
+        "nothing evicted"
+    );
+    controller.stop().await;
+}

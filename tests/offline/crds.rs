@@ -300,6 +300,7 @@ fn schemas_carry_the_cel_rules() {
             (".spec", "drainBefore must be auto or shorter than 24h"),
             (".spec", "maxDrainBefore must be shorter than 24h"),
             (".spec", "evictPeriod must be at least 1s"),
+            (".spec", "evictionNotice must be shorter than 24h"),
         ])
     );
     let policy = rules_of("DeschedulingPolicy");

@@ -9,6 +9,7 @@ mod cli;
 mod crds;
 mod descheduler_parity;
 mod drain_work;
+mod eviction_notice_e2e;
 mod layers;
 mod pods_that_end_e2e;
 mod policies;

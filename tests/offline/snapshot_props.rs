@@ -348,6 +348,7 @@ fn zone(slot: u8, window: u8, last_round: Option<u16>) -> ZoneInfo {
             max_drain_before: GoDuration::from_secs(7_200),
             budgets_after_close: Default::default(),
             taint_when_closed: true,
+            eviction_notice: None,
         },
     );
     zone.status = last_round.map(|round| RevocableZoneStatus {

@@ -130,6 +130,31 @@ impl ZoneInfo {
         close.checked_sub(lead.to_signed()).ok()
     }
 
+    /// `evictionNotice`, when the zone asks for one (a zero notice asks none).
+    pub fn eviction_notice(&self) -> Option<jiff::SignedDuration> {
+        self.spec
+            .eviction_notice
+            .filter(|notice| !notice.as_std().is_zero())
+            .map(|notice| notice.to_signed())
+    }
+
+    /// From when a notice counts for the drain the zone is in or nears at `now`: the opening of the
+    /// window being closed. A notice given before it was for an earlier close, whose pods the zone
+    /// has let back in since. `None` when the windows cannot be read.
+    pub fn notice_era(&self, now: Timestamp) -> Option<Timestamp> {
+        let schedule = self.schedule.as_ref().ok()?;
+        let last_change = if schedule.is_open(now) {
+            schedule.previous_change(now)
+        } else {
+            schedule
+                .previous_change(now)
+                .and_then(|close| close.checked_sub(jiff::SignedDuration::from_secs(1)).ok())
+                .and_then(|open| schedule.previous_change(open))
+        };
+        // Open or closed for as far back as the windows are searched: any notice counts.
+        Some(last_change.unwrap_or(Timestamp::MIN))
+    }
+
     /// Whether the zone's `drainBefore` is `auto`.
     pub fn drains_automatically(&self) -> bool {
         self.spec.drain_before.fixed().is_none()

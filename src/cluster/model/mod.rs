@@ -4,6 +4,7 @@
 pub(crate) mod claim;
 pub(crate) mod config;
 pub(crate) mod constraints;
+pub(crate) mod eviction_notice;
 pub(crate) mod job_budget;
 pub(crate) mod keys;
 pub(crate) mod namespace;

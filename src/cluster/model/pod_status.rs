@@ -167,6 +167,25 @@ impl PodStatusSummary {
         self.conditions.iter().find(|c| c.type_ == type_)
     }
 
+    /// Sets the condition of `type_` as a status write would: replaced where the pod reports it,
+    /// added otherwise. What a simulation does with the conditions tidal writes.
+    pub fn set_condition(&mut self, type_: &str, status: &str, at: Timestamp) {
+        let condition = ConditionInfo {
+            state: Arc::new(ConditionState {
+                type_: Name::from(type_),
+                status: Name::from(status),
+                reason: None,
+            }),
+            last_transition: Some(at),
+        };
+        let mut conditions = std::mem::take(&mut self.conditions).into_vec();
+        match conditions.iter_mut().find(|c| c.type_ == type_) {
+            Some(known) => *known = condition,
+            None => conditions.push(condition),
+        }
+        self.conditions = conditions.into_boxed_slice();
+    }
+
     /// Since when the scheduler has reported the pod unschedulable (`PodScheduled=False`, reason
     /// `Unschedulable`), if it currently does.
     pub fn unschedulable_since(&self) -> Option<Timestamp> {

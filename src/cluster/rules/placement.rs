@@ -96,11 +96,23 @@ pub(crate) fn revocable_rule<'n>(
 /// Hashed with foldhash's fixed seed, not SipHash: keys are only compared with each other within one
 /// process (as map keys and parts of other keys), never stored or sent, and the planner computes one
 /// for every pod it weighs.
-pub(crate) fn placement_key(pod: &PodInfo, preemptable: &Preemptable) -> u64 {
+/// With `group`, the pod's PodGroup: a preemptable pod's run time (its own or its group's) decides
+/// which zones close before it could finish there ([`closes_first`]).
+pub(crate) fn placement_key(
+    pod: &PodInfo,
+    preemptable: &Preemptable,
+    group: Option<&PodGroupInfo>,
+) -> u64 {
+    let preemptable = matches!(preemptable, Preemptable::Yes);
+    let run = preemptable
+        .then(|| crate::cluster::run_time(pod, group))
+        .flatten()
+        .map(|cause| (cause.run_time().as_secs(), pod.termination_grace_seconds()));
     foldhash::quality::FixedState::default().hash_one((
         is_exempt(pod),
-        matches!(preemptable, Preemptable::Yes),
+        preemptable,
         &pod.zone_opt_in,
+        run,
     ))
 }
 

@@ -50,6 +50,9 @@ const MAX_POD_WARNINGS_PER_CYCLE: usize = 50;
 /// The reason of the Event on a pod tidal evicted.
 pub(crate) const POD_EVENT_REASON: &str = "Descheduled";
 
+/// The reason of the Event on a pod told that a drain evicts it.
+pub(crate) const NOTICE_EVENT_REASON: &str = "EvictionNotice";
+
 /// Writes status and events; remembers what it wrote so that unchanged status is not re-sent. Every
 /// write first checks that this replica still leads: the lease can be lost between two writes.
 pub struct StatusWriter {
@@ -305,6 +308,50 @@ impl StatusWriter {
             secondary: None,
         };
         self.publish(event, pod_reference(pod), "Pod").await;
+    }
+
+    /// A Normal event on a pod told that a drain evicts it (`evictionNotice`).
+    pub async fn pod_noticed(&self, pod: &ObjectKey, uid: Option<&str>, note: String) {
+        let event = Event {
+            type_: EventType::Normal,
+            reason: NOTICE_EVENT_REASON.to_owned(),
+            note: Some(truncate(note)),
+            action: "Notify".to_owned(),
+            secondary: None,
+        };
+        let reference = ObjectReference {
+            api_version: Some("v1".to_owned()),
+            kind: Some("Pod".to_owned()),
+            name: Some(pod.name.to_string()),
+            namespace: Some(pod.namespace.to_string()),
+            uid: uid.map(str::to_owned),
+            ..ObjectReference::default()
+        };
+        self.publish(event, reference, "Pod").await;
+    }
+
+    /// A Warning on a zone whose pods tidal may not tell of their eviction (403 on the pod writes):
+    /// without notice they are never evicted, so the operator must grant it. Once per leadership term.
+    pub async fn warn_notice_forbidden(&self, zone: &str) {
+        let key = ("RevocableZoneNotice", zone.to_owned());
+        if self.memory().warned.contains_key(&key) || !self.may_write("RevocableZone", zone) {
+            return;
+        }
+        let message = format!(
+            "zone {zone} asks for evictionNotice, but tidal may not patch pods or pods/status (403): \
+             its pods cannot be told, so they are not evicted. Install the chart with \
+             evictionNotice.enabled=true, or remove spec.evictionNotice"
+        );
+        self.memory().warned.insert(key, message.clone());
+        let event = Event {
+            type_: EventType::Warning,
+            reason: "EvictionNoticeForbidden".to_owned(),
+            note: Some(truncate(message)),
+            action: "Notify".to_owned(),
+            secondary: None,
+        };
+        self.publish(event, zone_reference(zone, None), "RevocableZone")
+            .await;
     }
 
     /// A Normal event on a policy summing up a cycle that planned or skipped something.
