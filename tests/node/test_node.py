@@ -627,6 +627,106 @@ def test_the_zone_opens_again_untainted_and_takes_its_pods_back(kube, state):
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Notice before eviction
+
+
+NOTICE = 45
+NOTICE_DRAIN_BEFORE = 30
+NOTICED = ("told-0", "told-1", "reader")
+
+
+def noticed_pod(name: str) -> dict:
+    """A preemptable pod; `reader` prints, every second, the eviction instant its notice gives it, read
+    through a downward API volume as a workload about to save its work would."""
+    template = pod_template({"volcano.sh/preemptable": "true", "app": "told"}, {})
+    spec = template["spec"]
+    if name == "reader":
+        spec["volumes"] = [{"name": "notice", "downwardAPI": {"items": [
+            {"path": "evict-after", "fieldRef": {"fieldPath": "metadata.annotations['tidal.dev/evict-after']"}}]}}]
+        spec["containers"][0]["command"] = [
+            "sh", "-c", "while true; do echo \"evict-after=$(cat /notice/evict-after)\"; sleep 1; done"]
+        spec["containers"][0]["volumeMounts"] = [{"name": "notice", "mountPath": "/notice"}]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {**template["metadata"], "name": name, "namespace": TDM_NS}, "spec": spec}
+
+
+def notice_of(pod: dict) -> dict | None:
+    return next((c for c in pod["status"].get("conditions", [])
+                 if c["type"] == "tidal.dev/EvictionNotice" and c["status"] == "True"), None)
+
+
+def instant(text: str) -> float:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def test_pods_are_told_before_a_drain_evicts_them(kube, state):
+    # The zone, open again, now closes at the end of a minute 120-180 s away, drains 30 s before, and
+    # gives 45 s of notice: its pods are told 85 s (and 10 s) before the close, evicted from the drain's
+    # start, through the chart's RBAC and the policy that lets it write only the notice.
+    now = dt.datetime.now(dt.timezone.utc)
+    close_minute = (now + dt.timedelta(seconds=180)).replace(second=0, microsecond=0)
+    closes_at = close_minute + dt.timedelta(seconds=1)
+    drain_at = closes_at - dt.timedelta(seconds=NOTICE_DRAIN_BEFORE)
+    kube.merge_patch(f"/apis/tidal.dev/v1alpha1/revocablezones/{ZONE}", {"spec": {
+        "windows": [{"time": f"{hhmm(state['opens_at'])}-{hhmm(close_minute)}"}],
+        "drainBefore": f"{NOTICE_DRAIN_BEFORE}s", "evictionNotice": f"{NOTICE}s"}})
+    kube.apply([noticed_pod(name) for name in NOTICED])
+
+    def running():
+        pods = [kube.get(f"/api/v1/namespaces/{TDM_NS}/pods/{name}") for name in NOTICED]
+        return all(p and p["status"].get("phase") == "Running" for p in pods)
+    kube.wait_for("the pods to be told Running", running, 60)
+    timeline = json.loads(tidal("timeline", "-o", "json", "--span", "10m"))
+    assert dt.datetime.now(dt.timezone.utc) < drain_at - dt.timedelta(seconds=NOTICE + 10), "too slow to set up"
+    watch = PodWatch(kube, TDM_NS)
+    watch.start()
+
+    def told():
+        pods = [kube.get(f"/api/v1/namespaces/{TDM_NS}/pods/{name}") for name in NOTICED]
+        return all(notice_of(p) for p in pods) and pods
+    pods = kube.wait_for("every pod told", told, (drain_at - dt.datetime.now(dt.timezone.utc)).total_seconds())
+    told_at = {p["metadata"]["name"]: instant(notice_of(p)["lastTransitionTime"]) for p in pods}
+    evict_after = {p["metadata"]["name"]: p["metadata"]["annotations"]["tidal.dev/evict-after"] for p in pods}
+    for pod in pods:
+        name, annotations = pod["metadata"]["name"], pod["metadata"].get("annotations", {})
+        assert instant(annotations["tidal.dev/evict-after"]) == told_at[name] + NOTICE, annotations
+        assert instant(annotations["tidal.dev/evict-by"]) == close_minute.timestamp(), annotations
+        # Told before the drain, its notice's length ahead of it (and the few seconds the controller
+        # allows itself).
+        assert drain_at.timestamp() - 20 - NOTICE <= told_at[name] <= drain_at.timestamp() - NOTICE + 1, (
+            name, told_at[name], drain_at)
+    events = kube.get(f"/apis/events.k8s.io/v1/namespaces/{TDM_NS}/events")["items"]
+    noticed = sorted(e["regarding"]["name"] for e in events if e.get("reason") == "EvictionNotice")
+    assert set(NOTICED) <= set(noticed), noticed
+    # The workload reads its notice: the kubelet refreshes the downward API file while it runs.
+
+    def read():
+        log = kube.kubectl("-n", TDM_NS, "logs", "reader", check=False)
+        return f"evict-after={evict_after['reader']}" in log
+    kube.wait_for("the reader to see its notice", read, NOTICE - 5, 1)
+    read_after = time.time() - told_at["reader"]
+
+    kube.wait_for("the told pods evicted", lambda: set(NOTICED) <= {e["name"] for e in watch.evictions()},
+                  (closes_at - dt.datetime.now(dt.timezone.utc)).total_seconds() + 30)
+    watch.stop.set()
+    ahead = {}
+    for name in NOTICED:
+        pod = kube.get(f"/api/v1/namespaces/{TDM_NS}/pods/{name}")
+        # The eviction's instant as the API server wrote it: the deletion it made, less the grace period.
+        evicted = instant(pod["metadata"]["deletionTimestamp"]) - pod["metadata"]["deletionGracePeriodSeconds"]
+        ahead[name] = evicted - told_at[name]
+        assert ahead[name] >= NOTICE - 1, (name, ahead[name])
+    # What `tidal timeline` said before: the notices, then the round that evicts the told pods.
+    notified = [e for e in timeline["events"] if e.get("zone") == ZONE and e.get("event") == "notified"]
+    assert notified, timeline["events"]
+    predicted = instant(notified[0]["at"])
+    assert abs(predicted - min(told_at.values())) < 8, (notified[0], told_at)
+    print(f"\nnotice: told {', '.join(f'{n} {drain_at.timestamp() - t:.0f}s' for n, t in told_at.items())} before "
+          f"the drain; evicted {', '.join(f'{n} {a:.0f}s' for n, a in ahead.items())} after its notice; the "
+          f"reader saw it {read_after:.0f}s after; the timeline said {predicted - min(told_at.values()):+.0f}s")
+
+
+# ---------------------------------------------------------------------------------------------------------
 # 3. Upgrade and rolling restart
 
 
