@@ -15,10 +15,9 @@ use std::collections::HashSet;
 use jiff::{SignedDuration, Timestamp};
 
 use super::inputs::must_leave;
-use crate::cluster::noticed_at;
 use crate::{
     api::labels,
-    cluster::{ObjectKey, PolicyInfo, Snapshot, ZoneInfo},
+    cluster::{ObjectKey, PolicyInfo, Snapshot, ZoneInfo, noticed_at},
     framework::PlanContext,
 };
 
@@ -42,8 +41,8 @@ impl Notice {
     pub fn message(&self) -> String {
         match self.evict_by {
             Some(close) => format!(
-                "zone {} closes at {close}: this pod may be evicted from {} on, and is before the close \
-                 if still running",
+                "zone {} closes at {close}: this pod may be evicted from {} on, and is before the \
+                 close if it still runs then",
                 self.zone, self.evict_after
             ),
             None => format!(
