@@ -43,7 +43,7 @@ def crds():
         deadline = time.monotonic() + 30
         while True:
             _, current = call("GET", f"{CRDS}/{name}")
-            conditions = {c["type"]: c["status"] for c in current.get("status", {}).get("conditions", [])}
+            conditions = {c["type"]: c["status"] for c in (current.get("status") or {}).get("conditions") or []}
             if conditions.get("Established") == "True" or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
@@ -102,7 +102,9 @@ def changed(base: dict, **spec) -> dict:
         (changed(ZONE, windows=[{"time": "22:00-06:00"}, {"time": "22:00-06:00"}]), "windows must not repeat"),
         (changed(ZONE, evictPeriod="5 minutes"), "spec.evictPeriod"),
         (changed(ZONE, evictPeriod="500ms"), "evictPeriod must be at least 1s"),
-        (changed(ZONE, drainBefore="24h"), "drainBefore must be shorter than 24h"),
+        (changed(ZONE, drainBefore="24h"), "drainBefore must be auto or shorter than 24h"),
+        (changed(ZONE, evictionNotice="24h"), "evictionNotice must be shorter than 24h"),
+        (changed(ZONE, evictionNotice="ten minutes"), "spec.evictionNotice"),
         (changed(ZONE, drainbefore="5m"), "drainbefore"),
         (changed(POLICY, defaults={"jobBudget": {"maxUnavailable": 1, "minAvailable": 2}}), "set exactly one"),
         (changed(POLICY, defaults={"jobBudget": {"maxUnavailable": -1}}), "spec.defaults.jobBudget.maxUnavailable"),
@@ -116,6 +118,8 @@ def changed(base: dict, **spec) -> dict:
         "period in words",
         "period below 1s",
         "drain of a day",
+        "notice of a day",
+        "notice in words",
         "misspelt field",
         "two budgets",
         "negative budget",

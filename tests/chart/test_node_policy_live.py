@@ -21,7 +21,7 @@ import pytest
 
 import live
 from live import call
-from test_chart import CONTROLLER_USER, GPU_TAINT, ZONE_TAINT, chart, one, render  # noqa: F401
+from test_chart import CONTROLLER_USER, GPU_TAINT, NODE_POLICY, ZONE_TAINT, chart, one, render  # noqa: F401
 
 pytestmark = live.needed
 
@@ -33,8 +33,8 @@ JSON_PATCH = "application/json-patch+json"
 @pytest.fixture(scope="module")
 def live_policy(chart):
     docs, _ = render(chart, {})
-    policy = one(docs, "ValidatingAdmissionPolicy")
-    binding = one(docs, "ValidatingAdmissionPolicyBinding")
+    policy = one(docs, "ValidatingAdmissionPolicy", NODE_POLICY)
+    binding = one(docs, "ValidatingAdmissionPolicyBinding", NODE_POLICY)
     name = policy["metadata"]["name"]
     for path, doc in [(POLICIES, policy), (BINDINGS, binding)]:
         call("DELETE", f"{path}/{name}")
@@ -47,6 +47,11 @@ def live_policy(chart):
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}, "spec": {"taints": [GPU_TAINT]}},
     )
     assert code == 201, answer
+    # The API server taints a new node not-ready (TaintNodesByCondition) until a node controller sees it
+    # Ready; this one never runs a kubelet: only the taint the test starts from stays.
+    code, answer = call("PATCH", f"/api/v1/nodes/{node}", [{"op": "replace", "path": "/spec/taints",
+                                                             "value": [GPU_TAINT]}], content_type=JSON_PATCH)
+    assert code == 200, answer
     yield name, node
     call("DELETE", f"/api/v1/nodes/{node}")
     call("DELETE", f"{BINDINGS}/{name}")
