@@ -730,6 +730,10 @@ fn drain_plan_three_zones(c: &mut Criterion) {
             "drain_plan_three_zones/draining",
             serde_json::json!({"drainBefore": "1h"}),
         ),
+        (
+            "drain_plan_three_zones/draining_with_notice",
+            serde_json::json!({"drainBefore": "1h", "evictionNotice": "10m"}),
+        ),
     ] {
         let mut cache = three_draining_zones(&spec);
         if name.ends_with("waiting") {
@@ -740,9 +744,29 @@ fn drain_plan_three_zones(c: &mut Criterion) {
             );
         }
         let mut live = cache.snapshot();
+        // With notices, what the controller's refresh adds: the notices due (every pod not told yet)
+        // and those to take back.
+        let notices = name.ends_with("with_notice");
+        let nobody = std::collections::HashSet::new();
         let refresh = |cache: &mut ClusterCache, live: &mut Snapshot| {
             drop(cache.update_snapshot(live));
-            drain::plan(live, &[&policy], now, &settings, &drain::Live::none())
+            let plan = drain::plan(live, &[&policy], now, &settings, &drain::Live::none());
+            if notices {
+                let noticing: Vec<drain::notice::Noticing> = plan
+                    .iter()
+                    .filter_map(|o| {
+                        Some(drain::notice::Noticing {
+                            zone: o.zone.clone(),
+                            from: o.notices_from?,
+                            close: o.close,
+                        })
+                    })
+                    .collect();
+                let due = drain::notice::due(live, &policy, &noticing, now, &nobody);
+                let back = drain::notice::withdrawals(live, &noticing, now, &nobody);
+                black_box((due.len(), back.len()));
+            }
+            plan
         };
         for zone in refresh(&mut cache, &mut live) {
             eprintln!(
