@@ -754,13 +754,7 @@ fn drain_plan_three_zones(c: &mut Criterion) {
             if notices {
                 let noticing: Vec<drain::notice::Noticing> = plan
                     .iter()
-                    .filter_map(|o| {
-                        Some(drain::notice::Noticing {
-                            zone: o.zone.clone(),
-                            from: o.notices_from?,
-                            close: o.close,
-                        })
-                    })
+                    .filter_map(drain::notice::Noticing::of)
                     .collect();
                 let due = drain::notice::due(live, &policy, &noticing, now, &nobody);
                 let back = drain::notice::withdrawals(live, &noticing, now, &nobody);

@@ -119,13 +119,7 @@ impl CycleRunner {
         }
         let noticing: Vec<drain::notice::Noticing> = plan
             .iter()
-            .filter_map(|outlook| {
-                Some(drain::notice::Noticing {
-                    zone: outlook.zone.clone(),
-                    from: outlook.notices_from?,
-                    close: outlook.close,
-                })
-            })
+            .filter_map(drain::notice::Noticing::of)
             .collect();
         let told = self.notifier.recently_told(now);
         (

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::inputs::must_leave;
+use super::{ZoneOutlook, inputs::must_leave};
 use crate::{
     api::labels,
     cluster::{ObjectKey, PolicyInfo, Snapshot, ZoneInfo, noticed_at},
@@ -66,6 +66,18 @@ pub struct Noticing {
     pub from: Timestamp,
     /// The close its drain is for; `None` when the zone is closed.
     pub close: Option<Timestamp>,
+}
+
+impl Noticing {
+    /// Who the drain plan says is told, from its outlook of a zone: `None` when the zone asks no
+    /// notice or no drain is ahead.
+    pub fn of(outlook: &ZoneOutlook) -> Option<Noticing> {
+        Some(Noticing {
+            zone: outlook.zone.clone(),
+            from: outlook.notices_from?,
+            close: outlook.close,
+        })
+    }
 }
 
 /// When `zone`'s pods are told for its next drain, as of `now`: at once while it evicts, else its
