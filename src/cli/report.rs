@@ -82,8 +82,8 @@ pub struct ReportArgs {
 pub struct TimelineArgs {
     #[command(flatten)]
     pub input: ReportArgs,
-    /// How far ahead to simulate (e.g. 24h, 90m, 168h); at most 7 days.
-    #[arg(long, value_name = "DURATION", default_value = "24h")]
+    /// How far ahead to simulate (e.g. 24h, 90m, 2d, 7d); at most 7 days.
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_span)]
     pub span: GoDuration,
     /// As `tidal run`'s: evictions of strategies other than tdm not sent within this of their cycle's
     /// start are given up until the next cycle (tdm's stay queued until sent).
@@ -377,6 +377,15 @@ pub(super) fn select_policies(
 
 /// An RFC 3339 instant; one without an offset is refused with the two ways to write it, rather than
 /// read in some time zone the reader did not choose.
+/// A Go duration, or one in days as people write a span (`7d`, `2d12h`: humantime's units).
+fn parse_span(text: &str) -> Result<GoDuration, String> {
+    text.parse::<GoDuration>().or_else(|go| {
+        humantime::parse_duration(text)
+            .map(GoDuration)
+            .map_err(|_| format!("{go}; or days, such as 2d or 7d"))
+    })
+}
+
 fn parse_instant(text: &str) -> Result<Timestamp, String> {
     if let Ok(at) = text.parse::<Timestamp>() {
         return Ok(at);

@@ -312,3 +312,35 @@ fn refused_objects_are_named_with_the_field_and_what_it_may_hold() {
     }
     assert!(!stderr.contains("^("), "no regular expression: {stderr}");
 }
+
+/// A span is written the way people say it: days are accepted, and the 7-day bound holds in days too.
+#[test]
+fn a_timeline_span_may_be_given_in_days() {
+    let args = |span: &str| {
+        [
+            "timeline",
+            "-f",
+            "examples/demo-cluster.yaml",
+            "--now",
+            "2026-11-23T09:30:00Z",
+            "--span",
+            span,
+        ]
+        .map(str::to_owned)
+    };
+    let week = tidal(&args("7d").each_ref().map(String::as_str));
+    assert!(week.status.success(), "{week:?}");
+    let stdout = String::from_utf8(week.stdout).unwrap();
+    assert!(
+        stdout
+            .starts_with("tidal timeline from 2026-11-23T09:30:00Z to 2026-11-30T09:30:00Z (168h)"),
+        "{stdout}"
+    );
+    let too_long = tidal(&args("8d").each_ref().map(String::as_str));
+    assert!(!too_long.status.success());
+    let said = String::from_utf8(too_long.stderr).unwrap();
+    assert!(said.contains("at most 7 days"), "{said}");
+    let nonsense = tidal(&args("soon").each_ref().map(String::as_str));
+    let said = String::from_utf8(nonsense.stderr).unwrap();
+    assert!(said.contains("or days, such as 2d or 7d"), "{said}");
+}
