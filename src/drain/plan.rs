@@ -121,14 +121,18 @@ pub fn plan(
         let (Some(zone), Some(zone_pods)) = (snapshot.zones.get(name), pods.remove(name)) else {
             continue;
         };
+        let notice = zone.eviction_notice();
         let drain = ZoneDrain {
             zone: name.clone(),
-            first_round: now,
+            // The earliest its pods, told from now, can go: what an `auto` drain's length is counted
+            // from, so that its notice is given before it rather than added to it. The starts weighed
+            // together set each drain's own first round.
+            first_round: notice.map_or(now, |notice| now.checked_add(notice).unwrap_or(now)),
             evict_period: zone.spec.evict_period.to_signed(),
             close: *close,
             ignore_budgets_after_close: zone.spec.budgets_after_close == BudgetsAfterClose::Ignore,
             round_cap: zone_pods.round_cap,
-            notice: zone.eviction_notice(),
+            notice,
             jobs: zone_pods.jobs,
             stays: zone_pods.stays,
         };
@@ -254,19 +258,11 @@ fn first_start(
     Start::Auto { at, capped }
 }
 
-/// How long a drain takes started now, on its own: cooldowns that end later make it longer, so
-/// the lead errs early. A zone that gives notice tells its pods that long before its start: its
-/// length is counted from when they could first go, not with the notice itself in it.
+/// How long a drain takes from its first round, on its own: cooldowns that end later make it longer,
+/// so the lead errs early.
 fn alone(drain: &ZoneDrain, now: Timestamp, settings: &DrainSettings) -> SignedDuration {
-    let told_in_time = drain.notice.map(|notice| ZoneDrain {
-        first_round: drain
-            .first_round
-            .checked_add(notice)
-            .unwrap_or(drain.first_round),
-        ..drain.clone()
-    });
     model::estimate(
-        std::slice::from_ref(told_in_time.as_ref().unwrap_or(drain)),
+        std::slice::from_ref(drain),
         &Sending::fresh(settings.pacing, now),
     )
     .first()
