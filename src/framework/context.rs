@@ -122,6 +122,14 @@ impl<'a> PlanContext<'a> {
     /// says how long it runs: the webhook keeps it off a zone that closes first
     /// ([`placement::closes_first`]), so no plan may count on it going there.
     fn finishes_on(&self, pod: &PodInfo, zone: &str) -> bool {
+        // Searches ask this for every pod and destination: most pods say nothing of their run time,
+        // and answer without a lookup.
+        let may_declare = pod.active_deadline_seconds().is_some()
+            || pod.expected_run_time().is_set()
+            || pod.group_name.is_some();
+        if !may_declare {
+            return true;
+        }
         let Some(info) = self.snapshot.zones.get(zone) else {
             return true;
         };

@@ -104,7 +104,10 @@ pub(crate) fn placement_key(
     group: Option<&PodGroupInfo>,
 ) -> u64 {
     let preemptable = matches!(preemptable, Preemptable::Yes);
-    let run = preemptable
+    let may_declare = pod.active_deadline_seconds().is_some()
+        || pod.expected_run_time().is_set()
+        || group.is_some();
+    let run = (preemptable && may_declare)
         .then(|| crate::cluster::run_time(pod, group))
         .flatten()
         .map(|cause| (cause.run_time().as_secs(), pod.termination_grace_seconds()));
