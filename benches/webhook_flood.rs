@@ -6,9 +6,14 @@
 //!   trickled bodies; meanwhile one review a second, each on a fresh connection from a ninth address.
 //! - The plain-HTTP probe port: 8 addresses × 30 reconnecting workers that never finish their
 //!   headers; meanwhile one `GET /readyz` a second from a ninth address.
+//! - The admission port again: 8 addresses × 16 reconnecting workers that each announce a 6 MB body
+//!   and send one byte of it a second; then as many that send its first mebibyte before trickling.
+//!   Meanwhile a review of 300 KB and one of 5 MB a second, in turn, from a ninth address, and the
+//!   webhook's peak memory over each flood.
 //!
 //! Prints, for each, how many were sent, the p50, p99 and max latency, how many took over 1s and 5s,
-//! and how many got no answer within 20s. `FLOOD_SECS` (default 40) sets the length of each flood;
+//! and how many got no answer within 20s. `FLOOD_SECS` (default 40) sets the length of each flood,
+//! `FLOODS=large` runs only the last two;
 //! `TIDAL_BIN` runs another build of the binary. Figures are in docs/admission.md.
 
 use std::{
@@ -48,6 +53,15 @@ async fn main() {
     .await;
     println!("{} against {}", binary.display(), hook.https);
 
+    let which = std::env::var("FLOODS").unwrap_or_default();
+    if which != "large" {
+        slot_floods(&hook, seconds).await;
+    }
+    large_body_floods(&hook, seconds).await;
+}
+
+/// The floods that compete for connection slots: the admission port, then the probe port.
+async fn slot_floods(hook: &WebhookProcess, seconds: u64) {
     let review = flood::post(
         "/mutate-pods",
         &admission::pod_review(admission::pod("web-1", json!({}), None)),
@@ -64,7 +78,7 @@ async fn main() {
         )
     });
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let answered = once_a_second(hook.https, Some(&hook.tls), &review, seconds).await;
+    let answered = once_a_second(hook.https, Some(&hook.tls), &[review], seconds).await;
     report(
         "reviews, admission port flooded by 8 x 150",
         &answered,
@@ -85,12 +99,53 @@ async fn main() {
         )
     });
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let answered = once_a_second(hook.plain, None, &flood::get("/readyz"), seconds).await;
+    let answered = once_a_second(hook.plain, None, &[flood::get("/readyz")], seconds).await;
     report(
         "/readyz, probe port flooded by 8 x 30",
         &answered,
         attackers.stop(),
     );
+    // Whatever the flood left open has closed by its deadlines before the next one starts.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+}
+
+/// The floods that compete for the memory of large bodies.
+async fn large_body_floods(hook: &WebhookProcess, seconds: u64) {
+    let large = [300_000, 5_000_000].map(|bytes| {
+        let pod = admission::pod("large", json!({"notes": "x".repeat(bytes)}), None);
+        flood::post("/mutate-pods", &admission::pod_review(pod))
+    });
+    for (kind, what) in [
+        (
+            Attack::TrickledLargeBody,
+            "announcing 6 MB bodies, a byte a second",
+        ),
+        (
+            Attack::StalledLargeBody,
+            "sending 1 MiB of 6 MB, then a byte a second",
+        ),
+    ] {
+        let (https, tls) = (hook.https, hook.tls.clone());
+        let attackers = attack(move || {
+            Flood::start(https, &flood::loopback(2, 9), 16, &[kind], Some(tls), true)
+        });
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        hook.reset_peak();
+        let answered = once_a_second(hook.https, Some(&hook.tls), &large, seconds).await;
+        let peak_mib = hook.status_kib("VmHWM") / 1024;
+        let opened = attackers.stop();
+        for (size, first) in [("300 KB", 0), ("5 MB", 1)] {
+            let these: Vec<_> = answered.iter().skip(first).step_by(2).copied().collect();
+            report(
+                &format!("{size} reviews, admission port flooded by 8 x 16 {what}"),
+                &these,
+                opened,
+            );
+        }
+        println!("peak RSS over that flood: {peak_mib} MiB");
+        // Whatever the flood left open has closed by its deadlines before the next one starts.
+        tokio::time::sleep(Duration::from_secs(12)).await;
+    }
 }
 
 /// A flood on a runtime of its own, in a thread of its own (two workers, as many as the machine
@@ -126,18 +181,19 @@ impl Attackers {
     }
 }
 
-/// Sends `request` once a second for `seconds`, each on a fresh connection from [`LEGIT`] and
-/// waited for in a task of its own (a slow one does not delay the next); the latency of each answer
-/// with status 200, `None` for the others.
+/// Sends one of `requests` (in turn) once a second for `seconds`, each on a fresh connection from
+/// [`LEGIT`] and waited for in a task of its own (a slow one does not delay the next); the latency of
+/// each answer with status 200, `None` for the others.
 async fn once_a_second(
     target: SocketAddr,
     tls: Option<&TlsConnector>,
-    request: &[u8],
+    requests: &[Vec<u8>],
     seconds: u64,
 ) -> Vec<Option<Duration>> {
     let mut calls = Vec::new();
-    for _ in 0..seconds {
-        let (tls, request) = (tls.cloned(), request.to_vec());
+    for second in 0..seconds {
+        let request = requests[second as usize % requests.len()].clone();
+        let tls = tls.cloned();
         calls.push(tokio::spawn(async move {
             let started = Instant::now();
             let answer = tokio::time::timeout(

@@ -58,6 +58,8 @@ pub struct Metrics {
     /// Requests that waited for an object to reach the cache, and those that gave up waiting.
     waits: Family<EndpointLabels, Counter>,
     cert_reloads: Counter,
+    /// Large bodies cut off for arriving too slowly while another body needed their memory.
+    bodies_cut_off: Counter,
     cache_synced: Gauge,
     watch_errors: Family<KindLabels, Counter>,
     unreadable_objects: Family<KindLabels, Counter>,
@@ -101,6 +103,12 @@ impl Metrics {
             "Times the serving certificate was reloaded from its files",
             cert_reloads.clone(),
         );
+        let bodies_cut_off = Counter::default();
+        registry.register(
+            "bodies_cut_off",
+            "Large request bodies answered 408 because they arrived too slowly while another body needed their memory",
+            bodies_cut_off.clone(),
+        );
         let cache_synced = Gauge::default();
         registry.register(
             "cache_synced",
@@ -125,6 +133,7 @@ impl Metrics {
             duration,
             waits,
             cert_reloads,
+            bodies_cut_off,
             cache_synced,
             watch_errors,
             unreadable_objects,
@@ -154,6 +163,10 @@ impl Metrics {
 
     pub fn cert_reloaded(&self) {
         self.cert_reloads.inc();
+    }
+
+    pub fn body_cut_off(&self) {
+        self.bodies_cut_off.inc();
     }
 
     pub fn set_synced(&self, synced: bool) {
@@ -208,6 +221,7 @@ mod tests {
         metrics.observe(Endpoint::MutatePods, Outcome::NotReady, 0.0001);
         metrics.watch_error(ObjectKind::Pod);
         metrics.unreadable(ObjectKind::RevocableZone);
+        metrics.body_cut_off();
         assert_eq!(
             metrics.count(Endpoint::ValidateBindings, Outcome::Denied),
             1
@@ -219,6 +233,7 @@ mod tests {
             r#"tidal_webhook_request_duration_seconds_count{endpoint="validate-bindings"} 1"#,
             r#"tidal_webhook_watch_errors_total{kind="Pod"} 1"#,
             r#"tidal_webhook_watch_unreadable_objects_total{kind="RevocableZone"} 1"#,
+            "tidal_webhook_bodies_cut_off_total 1",
         ] {
             assert!(text.contains(line), "{line} missing from\n{text}");
         }

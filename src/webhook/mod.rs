@@ -5,12 +5,14 @@
 //! - `placement`: the rules as pure functions of plain data (may this pod be bound to this node now?);
 //! - `mutate`: the node-affinity patch a pod gets at CREATE;
 //! - `review`: AdmissionReview parsing and the per-endpoint decision, answered from the cache;
-//! - `server`, `tls`, `metrics`, `command`: the `tidal webhook` process (HTTPS with certificate reload).
+//! - `server`, `tls`, `metrics`, `command`: the `tidal webhook` process (HTTPS with certificate reload),
+//!   and `intake`, the memory large bodies get while they arrive.
 //!
 //! What slips through (webhook down, pods older than tidal) is swept by the TDM strategy's placement
 //! violations, under the usual gates; closed zones are also tainted (see `crate::controller::taints`).
 
 pub mod command;
+pub(crate) mod intake;
 pub(crate) mod metrics;
 pub(crate) mod mutate;
 pub(crate) mod placement;

@@ -5,6 +5,7 @@
 use std::{
     convert::Infallible,
     future::Future,
+    net::IpAddr,
     pin::Pin,
     sync::{
         Arc,
@@ -23,6 +24,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
+use http_body_util::BodyExt;
 use hyper::body::{Frame, SizeHint};
 use jiff::Timestamp;
 use tokio::{
@@ -35,12 +37,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use super::{
+    intake::{self, Arrival, Intake},
     metrics::{Metrics, Outcome},
     review::{self, Attempt, Endpoint},
 };
 use crate::{
     cluster::SharedCache,
-    runtime::connections::{self, ConnectionLimits},
+    runtime::connections::{self, ConnectionLimits, RequestOrigin},
 };
 
 /// Largest AdmissionReview accepted. Objects are at most ~1.5 MiB in etcd; a review carries one.
@@ -54,8 +57,11 @@ const SMALL_ANSWER: usize = 16 * 1024;
 /// Pieces in which a large answer is handed to hyper. Copied out, so that what hyper buffers while
 /// a slow client reads does not keep the whole answer alive after its share has been given back.
 const ANSWER_PIECE: usize = 16 * 1024;
-/// KiB of memory lent at once to large bodies (from before they are read until they are decided)
-/// and large answers (until they are written or their connection is dropped). tokio runs as many
+/// Bytes lent at once to large bodies while they arrive (and until they are decided): four of the
+/// largest. See [`intake`] for who gets them.
+const INTAKE_BYTES: usize = 4 * BODY_LIMIT;
+/// KiB of memory lent at once to parsing large bodies (from when they have arrived until they are
+/// decided) and to large answers (until they are written or their connection is dropped). tokio runs as many
 /// decisions at once as the node has cores, whatever the pod's CPU limit, and huge requests would
 /// each take many times their size: twelve 1.86 MiB pods at once peaked at 920 MiB with no budget.
 /// A request that waits past the request deadline gets a 408.
@@ -78,8 +84,10 @@ pub struct WebhookState {
     pub lookup_wait: Duration,
     /// Cancelled when shutdown begins: `/readyz` fails from then on, requests are still answered.
     draining: CancellationToken,
-    /// Memory for large bodies and answers (see [`MEMORY_BUDGET_KIB`]).
+    /// Memory for parsing large bodies, and for large answers (see [`MEMORY_BUDGET_KIB`]).
     budget: Arc<Budget>,
+    /// Memory for large bodies while they arrive (see [`INTAKE_BYTES`]).
+    intake: Arc<Intake>,
 }
 
 impl WebhookState {
@@ -90,6 +98,7 @@ impl WebhookState {
             lookup_wait,
             draining: CancellationToken::new(),
             budget: Budget::new(MEMORY_BUDGET_KIB),
+            intake: Intake::new(INTAKE_BYTES),
         }
     }
 
@@ -98,6 +107,17 @@ impl WebhookState {
     pub fn with_memory_budget(mut self, kib: u32) -> WebhookState {
         self.budget = Budget::new(kib);
         self
+    }
+
+    /// The same with `bytes` for large bodies while they arrive instead of [`INTAKE_BYTES`].
+    pub fn with_intake(mut self, bytes: usize) -> WebhookState {
+        self.intake = Intake::new(bytes);
+        self
+    }
+
+    /// Bytes lent out now to large bodies while they arrive.
+    pub fn intake_held(&self) -> usize {
+        self.intake.held()
     }
 
     /// KiB of the memory budget not lent out now.
@@ -233,30 +253,34 @@ async fn admission_response(
     endpoint: Endpoint,
     request: Request,
 ) -> Response {
-    // A large body waits for its share of the budget before it is read, so that bodies waiting for
-    // the budget do not pile up in memory. The API server always sends Content-Length; a body
-    // without one counts as the largest accepted.
+    // The API server always sends Content-Length; a body without one is read as a large one.
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
-        .unwrap_or(BODY_LIMIT);
-    let parse_share = if declared > SMALL_BODY {
-        Some(
-            state
-                .budget
-                .share(declared.min(BODY_LIMIT) * READ_COST, true)
-                .await,
-        )
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|length| length > BODY_LIMIT) {
+        return too_large();
+    }
+    let (body, arrival) = match declared {
+        Some(length) if length <= SMALL_BODY => match Bytes::from_request(request, state).await {
+            Ok(body) => (body, None),
+            Err(rejection) => return rejection.into_response(),
+        },
+        _ => match read_large(state, request, declared.unwrap_or(BODY_LIMIT)).await {
+            Ok((body, arrival)) => (body, Some(arrival)),
+            Err(refusal) => return refusal,
+        },
+    };
+    // Parsing a large body takes many times its size: it waits for its share of the budget once
+    // the body is in, so that it waits only for other parses, never for a client.
+    let parse_share = if body.len() > SMALL_BODY {
+        Some(state.budget.share(body.len() * READ_COST, true).await)
     } else {
         None
     };
-    let body = match Bytes::from_request(request, state).await {
-        Ok(body) => body,
-        Err(rejection) => return rejection.into_response(),
-    };
     let (status, answer) = admit(state, endpoint, &body).await;
     drop(body);
+    drop(arrival);
     let content_type = if status == StatusCode::OK {
         "application/json"
     } else {
@@ -264,6 +288,76 @@ async fn admission_response(
     };
     let body = held_answer(state, answer, parse_share).await;
     (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// Reads a body that may be large (`length` bytes at most) while holding its share of the intake
+/// (see [`intake`]): answered 408 when another body takes the share, 413 past `length`.
+async fn read_large(
+    state: &WebhookState,
+    request: Request,
+    length: usize,
+) -> Result<(Bytes, Arrival), Response> {
+    let (address, deadline) = match request.extensions().get::<RequestOrigin>() {
+        Some(origin) => (origin.peer.ip(), origin.deadline),
+        // Served without the listener (the router driven directly): one client, the usual deadline.
+        None => (
+            IpAddr::from([0, 0, 0, 0]),
+            Instant::now() + WEBHOOK_LIMITS.request_timeout,
+        ),
+    };
+    let mut arrival = state.intake.arrival(address, deadline, length);
+    let mut body = request.into_body();
+    let mut received = Vec::with_capacity(length.min(intake::STEP));
+    loop {
+        let frame = tokio::select! {
+            frame = body.frame() => frame,
+            () = arrival.cut_off().cancelled() => return Err(cut_off(state)),
+        };
+        let Some(frame) = frame else { break };
+        let Ok(frame) = frame else {
+            return Err(
+                (StatusCode::BAD_REQUEST, "request body could not be read\n").into_response(),
+            );
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if received.len() + data.len() > length {
+            return Err(too_large());
+        }
+        received.extend_from_slice(&data);
+        if arrival.arrived(received.len()).await.is_err() {
+            return Err(cut_off(state));
+        }
+        if arrival.holding() && received.capacity() < length {
+            // Its share is the whole length: one allocation, not a series of doublings.
+            received.reserve_exact(length - received.len());
+        }
+    }
+    Ok((Bytes::from(received), arrival))
+}
+
+/// 413: the body is over [`BODY_LIMIT`].
+fn too_large() -> Response {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        [(header::CONNECTION, "close")],
+        "request body larger than 6 MiB\n",
+    )
+        .into_response()
+}
+
+/// 408, and the connection closes (its body will not be read to its end): a body arriving too
+/// slowly lost its share of the intake to one that arrives.
+fn cut_off(state: &WebhookState) -> Response {
+    state.metrics.body_cut_off();
+    debug!("large body arriving too slowly: cut off for another body");
+    (
+        StatusCode::REQUEST_TIMEOUT,
+        [(header::CONNECTION, "close")],
+        "request body arriving too slowly: its memory was given to another request\n",
+    )
+        .into_response()
 }
 
 /// The answer's body. A large answer holds a share of the budget until it has been handed over in
@@ -581,6 +675,68 @@ mod tests {
             .unwrap();
         assert_eq!(budget.permits.available_permits(), 0);
         drop(all);
+    }
+
+    /// A body announced over the limit is refused before it is read; a large review is read,
+    /// answered, and gives its memory back; a body without a length past the limit is refused.
+    #[tokio::test]
+    async fn large_bodies_are_read_within_the_limit_and_give_their_memory_back() {
+        use tower::ServiceExt;
+        let state = WebhookState::new(
+            SharedCache::from_cache(crate::cluster::ClusterCache::default()),
+            Duration::ZERO,
+        );
+        let app = router(state.clone());
+        let post = |length: Option<usize>, body: Body| {
+            let mut request = Request::post(Endpoint::MutatePods.path());
+            if let Some(length) = length {
+                request = request.header(header::CONTENT_LENGTH, length);
+            }
+            request.body(body).unwrap()
+        };
+        let over = app
+            .clone()
+            .oneshot(post(Some(BODY_LIMIT + 1), Body::empty()))
+            .await
+            .unwrap();
+        assert_eq!(over.status(), StatusCode::PAYLOAD_TOO_LARGE);
+
+        let pod = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "large", "namespace": "team-a",
+                         "annotations": {"notes": "x".repeat(300_000)}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}
+        });
+        let review = serde_json::to_vec(&serde_json::json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u-1", "operation": "CREATE", "namespace": "team-a",
+                        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                        "resource": {"group": "", "version": "v1", "resource": "pods"},
+                        "userInfo": {"username": "u"}, "object": pod}
+        }))
+        .unwrap();
+        // Sent in pieces, as over a connection.
+        let pieces: Vec<Result<Bytes, Infallible>> = review
+            .chunks(16 * 1024)
+            .map(|piece| Ok(Bytes::copy_from_slice(piece)))
+            .collect();
+        let body = Body::from_stream(futures::stream::iter(pieces));
+        let answer = app
+            .clone()
+            .oneshot(post(Some(review.len()), body))
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::OK);
+        assert_eq!(state.intake_held(), 0);
+
+        let endless =
+            futures::stream::repeat_with(|| Ok::<_, Infallible>(Bytes::from(vec![b' '; 1 << 20])));
+        let refused = app
+            .oneshot(post(None, Body::from_stream(endless)))
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(state.intake_held(), 0);
     }
 
     /// Polls `check` until it holds; fails after a generous bound (a guard against hanging, not a

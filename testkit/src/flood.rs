@@ -1,7 +1,7 @@
 //! Hostile and ordinary clients for the webhook's listeners, from any loopback address (all of
 //! 127.0.0.0/8 is loopback on Linux, so each address is a distinct client to the server): connections
-//! that stall in the TLS handshake, idle after it, trickle their headers or their body, and the one
-//! request of an ordinary client, timed.
+//! that stall in the TLS handshake, idle after it, trickle their headers or their body (announcing a
+//! small or the largest body), and the one request of an ordinary client, timed.
 
 use std::{
     io,
@@ -32,6 +32,12 @@ pub enum Attack {
     SlowHeaders,
     /// Complete headers announcing a body, one byte of it, then nothing.
     SlowBody,
+    /// Complete headers announcing a body of 6,000,000 bytes (the largest a review may be), then one
+    /// byte of it a second: a client that asks the most memory of the server for the least sending.
+    TrickledLargeBody,
+    /// The same announcement, its first mebibyte at once, then one byte a second: a client that
+    /// gets the memory for its body and then stops sending.
+    StalledLargeBody,
 }
 
 impl Attack {
@@ -67,6 +73,36 @@ async fn until_closed(mut stream: impl AsyncRead + Unpin) {
 
 const SLOW_HEADERS: &[u8] = b"POST /mutate-pods HTTP/1.1\r\nhost: localhost\r\n";
 const SLOW_BODY: &[u8] = b"POST /mutate-pods HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n{";
+const LARGE_BODY_HEAD: &[u8] = b"POST /mutate-pods HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 6000000\r\n\r\n";
+
+/// [`Attack::StalledLargeBody`]'s first bytes: the headers and a mebibyte of the body.
+fn stalled_large_body_head() -> Vec<u8> {
+    let mut head = LARGE_BODY_HEAD.to_vec();
+    head.resize(head.len() + (1 << 20), b' ');
+    head
+}
+
+/// Sends a byte a second after `head` until the server closes the connection (or breaks it).
+async fn trickle(stream: impl AsyncRead + AsyncWrite + Unpin, head: &[u8]) -> io::Result<()> {
+    let (mut reader, mut writer) = tokio::io::split(stream);
+    writer.write_all(head).await?;
+    writer.flush().await?;
+    let mut sink = [0u8; 4096];
+    loop {
+        tokio::select! {
+            read = reader.read(&mut sink) => {
+                if matches!(read, Ok(0) | Err(_)) {
+                    return Ok(());
+                }
+            }
+            () = tokio::time::sleep(Duration::from_secs(1)) => {
+                if writer.write_all(b" ").await.is_err() || writer.flush().await.is_err() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
 
 /// Opens one hostile connection and holds it as `attack` leaves it until the server closes it.
 /// `tls`: the listener speaks TLS (with a certificate for `localhost` this connector trusts).
@@ -82,6 +118,8 @@ pub async fn attack_once(
             Attack::StalledHandshake | Attack::Idle => b"",
             Attack::SlowHeaders => SLOW_HEADERS,
             Attack::SlowBody => SLOW_BODY,
+            Attack::TrickledLargeBody => return trickle(tcp, LARGE_BODY_HEAD).await,
+            Attack::StalledLargeBody => return trickle(tcp, &stalled_large_body_head()).await,
         };
         tcp.write_all(sent).await?;
         until_closed(tcp).await;
@@ -96,6 +134,8 @@ pub async fn attack_once(
     let sent: &[u8] = match attack {
         Attack::SlowHeaders => SLOW_HEADERS,
         Attack::SlowBody => SLOW_BODY,
+        Attack::TrickledLargeBody => return trickle(stream, LARGE_BODY_HEAD).await,
+        Attack::StalledLargeBody => return trickle(stream, &stalled_large_body_head()).await,
         Attack::StalledHandshake | Attack::Idle => b"",
     };
     stream.write_all(sent).await?;

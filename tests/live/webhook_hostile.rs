@@ -123,6 +123,64 @@ async fn clients_that_never_read_their_answers_hold_little_memory() {
     drop(held);
 }
 
+/// A review of about `bytes` bytes: an ordinary pod with a long annotation (large
+/// `last-applied-configuration` annotations make such pods common).
+fn review_of_size(name: &str, bytes: usize) -> Vec<u8> {
+    let pod = admission::pod(name, json!({"notes": "x".repeat(bytes)}), None);
+    flood::post("/mutate-pods", &admission::pod_review(pod))
+}
+
+/// 8 addresses × 16 connections announce 6 MB bodies and send a byte a second, reconnecting when
+/// closed; then as many send the first mebibyte of theirs before trickling. Reviews of 300 KB and
+/// 5 MB from another address are answered meanwhile (they used to wait behind the announcements
+/// for the memory of large bodies until their deadline, 408), and the process stays within 160 MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_reviews_get_through_clients_that_announce_large_bodies_and_trickle() {
+    let scenario = Scenario::start().await;
+    let hook = webhook_process(&scenario).await;
+    for attack in [Attack::TrickledLargeBody, Attack::StalledLargeBody] {
+        let flood = Flood::start(
+            hook.https,
+            &flood::loopback(2, 9),
+            16,
+            &[attack],
+            Some(hook.tls.clone()),
+            true,
+        );
+        eventually_async("the flood to open its connections", || async {
+            (flood.opened() >= 128).then_some(())
+        })
+        .await;
+        // Their headers and first bytes are in.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        for (n, size) in [300_000, 5_000_000, 300_000, 5_000_000]
+            .into_iter()
+            .enumerate()
+        {
+            let body = review_of_size(&format!("large-{n}"), size);
+            let (status, answer) = tokio::time::timeout(
+                Duration::from_secs(30),
+                flood::request(hook.https, from(10), Some(&hook.tls), &body),
+            )
+            .await
+            .expect("answered")
+            .unwrap();
+            assert_eq!(
+                status,
+                200,
+                "{attack:?}, a review of {size} bytes: {}",
+                String::from_utf8_lossy(&answer)
+            );
+            let response: Value = serde_json::from_slice(&answer).unwrap();
+            assert_eq!(response["response"]["allowed"], true, "{response}");
+        }
+        drop(flood);
+    }
+    let peak = hook.status_kib("VmHWM");
+    eprintln!("peak RSS {} MiB", peak / MIB);
+    assert!(peak < 160 * MIB, "peak RSS {} MiB", peak / MIB);
+}
+
 /// Every deadline far beyond the tests' bounds.
 const NEVER: Duration = Duration::from_secs(600);
 

@@ -88,6 +88,15 @@ impl ConnectionLimits {
 /// that does not read holds at most this much outside the memory budget of the webhook.
 const MAX_BUF: usize = 64 * 1024;
 
+/// Where a request came from and when it runs out of time: in every request's extensions, for
+/// handlers that share something between clients (the webhook's memory for large bodies).
+#[derive(Clone, Copy, Debug)]
+pub struct RequestOrigin {
+    pub peer: SocketAddr,
+    /// When the request is answered 408 if it has not been answered yet.
+    pub deadline: tokio::time::Instant,
+}
+
 /// 408, and the connection closes: its unread body cannot be trusted to end.
 fn request_timed_out() -> Response {
     (
@@ -354,8 +363,12 @@ where
                         Phase::Body
                     });
                     let body_of = Arc::clone(&connection);
-                    let request =
+                    let mut request =
                         request.map(|body| axum::body::Body::new(RequestBody::new(body, body_of)));
+                    request.extensions_mut().insert(RequestOrigin {
+                        peer,
+                        deadline: tokio::time::Instant::now() + limits.request_timeout,
+                    });
                     let response =
                         match tokio::time::timeout(limits.request_timeout, app.oneshot(request))
                             .await
