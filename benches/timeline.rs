@@ -2,7 +2,8 @@
 //! its four revocable zones) simulated over the default 24 hours with `tidal timeline`'s default
 //! flags (eviction rate, burst, concurrency, drain margin, cycle timeout), one real plan per simulated
 //! cycle, every eviction paced through the simulated queue; then the size of what it prints, one line
-//! per round (`-o table`) and every pod on a line of its own (`-o wide`, `-o json`).
+//! per round (`-o table`), every pod on a line of its own (`-o wide`, `-o json`), and the page
+//! (`-o html`, written to target/browser/timeline-150k.html for the browser test).
 //! Not a criterion bench: one simulation is the measurement (it takes seconds), run twice.
 //! Run with `cargo bench --bench timeline`.
 
@@ -62,6 +63,24 @@ fn main() {
             for line in table.lines().filter(|l| l.contains("round 1 ")).take(4) {
                 println!("  {line}");
             }
+            // The page, for the browser test: TIDAL_TIMELINE_PAGE=target/browser/timeline-150k.html
+            // scripts/test-browser.
+            let started = Instant::now();
+            let html = simulated.to_html();
+            let took = started.elapsed();
+            let page = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target/browser/timeline-150k.html");
+            if let Some(dir) = page.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let _ = std::fs::write(&page, &html);
+            println!(
+                "html: {} ({} round marks) in {:.2} s, written to {}",
+                size(&html),
+                html.matches("class=\"round\"").count(),
+                took.as_secs_f64(),
+                page.display()
+            );
         }
     }
 }

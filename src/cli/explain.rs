@@ -81,6 +81,7 @@ fn pod_key(target: &str) -> anyhow::Result<ObjectKey> {
 pub(crate) fn explain(args: &ExplainArgs) -> anyhow::Result<String> {
     let key = pod_key(&args.target)?;
     let input = &args.input;
+    input.refuse_html("explain")?;
     let mut dump = Dump::load_capped(&input.clusters, input.max_input_size, planner::check_policy)?;
     // Drains due by now are started, as the report does, so that both tell the same story.
     let (snapshot, outlooks) = start_due_drains(&mut dump.cache, input)?;
@@ -93,6 +94,7 @@ pub(crate) fn explain(args: &ExplainArgs) -> anyhow::Result<String> {
 pub(crate) async fn explain_live(args: &ExplainArgs) -> anyhow::Result<String> {
     let key = pod_key(&args.target)?;
     let input = &args.input;
+    input.refuse_html("explain")?;
     let config = input.client.config().await?;
     let insecure = config.accept_invalid_certs;
     let url = config.cluster_url.to_string();
@@ -140,7 +142,7 @@ fn render(
     Ok(match args.output {
         Format::Json => serde_json::to_string_pretty(&explanation)? + "\n",
         Format::Yaml => serde_saphyr::to_string(&explanation)?,
-        Format::Table | Format::Wide | Format::Markdown => {
+        Format::Table | Format::Wide | Format::Markdown | Format::Html => {
             sentences(&explanation, &report.clock, cycle.now)
         }
     })

@@ -112,7 +112,21 @@ impl TimelineArgs {
     }
 }
 
+impl ReportArgs {
+    /// `-o html` is the timeline's picture; a report or an explanation is read in its table.
+    pub(super) fn refuse_html(&self, command: &str) -> anyhow::Result<()> {
+        if self.output == Format::Html {
+            anyhow::bail!(
+                "-o html draws the timeline: run `tidal timeline -o html` (for `tidal {command}`, use \
+                 -o table, wide, markdown, json or yaml)"
+            );
+        }
+        Ok(())
+    }
+}
+
 pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
+    args.refuse_html("report")?;
     args.pacing.check()?;
     let mut dump = Dump::load_capped(&args.clusters, args.max_input_size, planner::check_policy)?;
     let (snapshot, outlooks) = start_due_drains(&mut dump.cache, args)?;
@@ -212,6 +226,7 @@ pub(super) const READ_A_DUMP: &str = ", or --cluster FILE to read a saved dump";
 /// `tidal report` against the live cluster: one list of everything, one plan, no eviction; with
 /// `--verify`, a server-side dry-run eviction per planned eviction.
 pub async fn report_live(args: &ReportArgs) -> anyhow::Result<String> {
+    args.refuse_html("report")?;
     args.pacing.check()?;
     let config = args.client.config().await?;
     let insecure = config.accept_invalid_certs;
@@ -307,6 +322,7 @@ fn render_timeline(
         Format::Table => timeline.to_table_for(crate::report::columns::Layout::for_stdout()),
         // The table as it is, in a code block: a timeline's columns read as they align.
         Format::Markdown => format!("```\n{}```\n", timeline.to_table()),
+        Format::Html => timeline.to_html(),
     }
 }
 

@@ -40,6 +40,8 @@ pub enum Format {
     /// The JSON document as YAML.
     Yaml,
     Markdown,
+    /// `tidal timeline` only: one self-contained page, the span drawn as a picture above the tables.
+    Html,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -530,6 +532,8 @@ impl Report {
             Format::Table => table::render(self, columns::Layout::for_stdout()),
             Format::Wide => table::render(self, columns::Layout::Wide),
             Format::Markdown => markdown::render(self),
+            // Refused before planning (`tidal timeline -o html` draws the picture); the text if asked.
+            Format::Html => table::render(self, columns::Layout::Wide),
         }
     }
 

@@ -21,10 +21,12 @@
 //! estimate, assumptions and fix from the moment the drain starts.
 //!
 //! Layout: the model here, the simulation in named steps (`simulate`, with the eviction queue in
-//! `queue` and each drain's record in `drains`), the zones' phases in `zones`, the output in `render`.
+//! `queue` and each drain's record in `drains`), the zones' phases in `zones`, the output in `render` (text, JSON, YAML) and `html` (a page with
+//! a picture).
 //! Pure: the cache is passed in and advanced; no clock, no I/O.
 
 mod drains;
+mod html;
 mod queue;
 mod render;
 mod simulate;

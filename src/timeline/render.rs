@@ -187,7 +187,7 @@ fn render(timeline: &Timeline, wide: bool, layout: Layout) -> String {
 }
 
 /// What the simulation assumed, in two lines.
-fn assumptions(timeline: &Timeline) -> String {
+pub(super) fn assumptions(timeline: &Timeline) -> String {
     let a = &timeline.assumptions;
     format!(
         "assumes evictions sent at {} a second after a burst of {}, {} at a time, {} each; {}\n\
@@ -241,7 +241,7 @@ fn plural(n: usize) -> &'static str {
 /// `[event, pod, detail]` rows for one event: the event's own line, then with `wide` its pods. A pod
 /// that stays (no later round in the span takes it) gets its line once, the first time: later events
 /// count it in their own line. `staying` holds the pods said to stay so far.
-fn event_rows(
+pub(super) fn event_rows(
     event: &Event,
     wide: bool,
     staying: &mut BTreeSet<(String, String)>,
