@@ -20,19 +20,14 @@ use crate::{
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// What to explain: `pod`.
-    #[arg(value_enum)]
-    pub kind: ExplainKind,
-    /// The pod, as `NAMESPACE/NAME`.
+    /// What to explain: `pod NAMESPACE/NAME`, `pod NAME -n NAMESPACE`, or kubectl's `pod/NAME`.
+    #[arg(value_name = "pod")]
+    pub kind: String,
+    /// The pod: `NAMESPACE/NAME`, or `NAME` with `-n NAMESPACE` (`default` without it, as kubectl).
     #[arg(value_name = "NAMESPACE/NAME")]
-    pub target: String,
+    pub target: Option<String>,
     #[command(flatten)]
     pub input: ReportArgs,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum ExplainKind {
-    Pod,
 }
 
 /// The explanation, for machines (`-o json`): one verdict per policy.
@@ -68,18 +63,47 @@ pub struct Verdict {
     pub sentence: String,
 }
 
-fn pod_key(target: &str) -> anyhow::Result<ObjectKey> {
-    match target.split_once('/') {
-        Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() => {
-            Ok(ObjectKey::new(namespace, name))
-        }
-        _ => anyhow::bail!("{target:?}: name the pod as NAMESPACE/NAME, e.g. batch/etl-0"),
+/// The pod `explain` names, as kubectl takes it: `pod NAMESPACE/NAME`, `pod NAME -n NAMESPACE`,
+/// `pod/NAME -n NAMESPACE`, `pod/NAMESPACE/NAME`; `pods` and `po` as kubectl's short names.
+fn pod_key(args: &ExplainArgs) -> anyhow::Result<ObjectKey> {
+    let (kind, inline) = match args.kind.split_once('/') {
+        Some((kind, name)) => (kind, Some(name)),
+        None => (args.kind.as_str(), None),
+    };
+    if !matches!(kind, "pod" | "pods" | "po") {
+        anyhow::bail!("tidal explains pods: `tidal explain pod NAMESPACE/NAME` (not {kind:?})");
     }
+    let target = match (inline, args.target.as_deref()) {
+        (Some(_), Some(extra)) => {
+            anyhow::bail!(
+                "{}: one pod at a time ({extra:?} is one too many)",
+                args.kind
+            )
+        }
+        (Some(name), None) | (None, Some(name)) => name,
+        (None, None) => anyhow::bail!(
+            "which pod? `tidal explain pod NAMESPACE/NAME` or `tidal explain pod NAME -n NAMESPACE`"
+        ),
+    };
+    let (namespace, name) = match (target.split_once('/'), &args.input.namespace) {
+        (Some((namespace, _)), Some(flag)) if namespace != flag => anyhow::bail!(
+            "{target:?} names namespace {namespace:?}, -n says {flag:?}: give one of them"
+        ),
+        (Some((namespace, name)), _) => (namespace, name),
+        (None, Some(namespace)) => (namespace.as_str(), target),
+        (None, None) => ("default", target),
+    };
+    if namespace.is_empty() || name.is_empty() || name.contains('/') {
+        anyhow::bail!(
+            "{target:?}: name the pod as NAMESPACE/NAME, e.g. batch/etl-0, or NAME -n NAMESPACE"
+        );
+    }
+    Ok(ObjectKey::new(namespace, name))
 }
 
 /// `tidal explain` on saved clusters.
 pub(crate) fn explain(args: &ExplainArgs) -> anyhow::Result<String> {
-    let key = pod_key(&args.target)?;
+    let key = pod_key(args)?;
     let input = &args.input;
     input.refuse_html("explain")?;
     let mut dump = Dump::load_capped(&input.clusters, input.max_input_size, planner::check_policy)?;
@@ -92,7 +116,7 @@ pub(crate) fn explain(args: &ExplainArgs) -> anyhow::Result<String> {
 
 /// `tidal explain` against the live cluster.
 pub(crate) async fn explain_live(args: &ExplainArgs) -> anyhow::Result<String> {
-    let key = pod_key(&args.target)?;
+    let key = pod_key(args)?;
     let input = &args.input;
     input.refuse_html("explain")?;
     let config = input.client.config().await?;
@@ -121,10 +145,20 @@ fn render(
             .pods()
             .filter(|p| p.key.namespace == key.namespace)
             .map(|p| p.key.name.as_str());
-        let hint = crate::api::validation::did_you_mean(&key.name, names)
-            .map_or(String::new(), |n| {
+        // The name in other namespaces first (a forgotten `-n`), then a near name in this one.
+        let elsewhere: Vec<String> = snapshot
+            .pods()
+            .filter(|p| p.key.name == key.name)
+            .map(|p| p.key.to_string())
+            .take(3)
+            .collect();
+        let hint = if !elsewhere.is_empty() {
+            format!("; it is in {} (-n NAMESPACE)", elsewhere.join(", "))
+        } else {
+            crate::api::validation::did_you_mean(&key.name, names).map_or(String::new(), |n| {
                 format!("; did you mean {}/{n}?", key.namespace)
-            });
+            })
+        };
         anyhow::bail!("no pod {key} in the input{hint}");
     };
     let (policies, _) = select_policies(snapshot, args)?;

@@ -10,7 +10,7 @@ mod report;
 mod run;
 
 pub use convert::{ConvertArgs, ConvertMode};
-pub use explain::{ExplainArgs, ExplainKind, Explanation, Verdict};
+pub use explain::{ExplainArgs, Explanation, Verdict};
 pub use pacing::PacingArgs;
 pub use register::RegisterArgs;
 pub use report::{
@@ -99,13 +99,10 @@ impl Command {
     pub fn default_log_level(&self) -> &'static str {
         match self {
             Command::Run(_) | Command::Webhook(_) | Command::RegisterWebhooks(_) => "info",
-            Command::Report(args) if args.verbose => "info",
-            Command::Timeline(args) if args.input.verbose => "info",
-            Command::Explain(args) if args.input.verbose => "info",
-            // kube's client logs every failed connection as an error; the report says it once, with
-            // the address and what to do.
-            // kube's TLS layer warns on every connection of a kubeconfig that skips verification.
-            _ => "warn,kube_client::client::builder=off,kube_client::client::tls=error",
+            Command::Report(args) => verbosity(args.verbose),
+            Command::Timeline(args) => verbosity(args.input.verbose),
+            Command::Explain(args) => verbosity(args.input.verbose),
+            _ => QUIET,
         }
     }
 
@@ -115,6 +112,21 @@ impl Command {
             Command::Webhook(args) => args.log_format,
             _ => LogFormat::Text,
         }
+    }
+}
+
+/// What the one-shot commands log without `-v`. kube's client logs every failed connection as an
+/// error; the report says it once, with the address and what to do. kube's TLS layer warns on every
+/// connection of a kubeconfig that skips verification.
+const QUIET: &str = "warn,kube_client::client::builder=off,kube_client::client::tls=error";
+
+/// The log level of `-v=LEVEL`, kubectl's scale: 1 to 3 progress, 4 and 5 debug, 6 and more trace.
+fn verbosity(level: Option<u8>) -> &'static str {
+    match level {
+        None | Some(0) => QUIET,
+        Some(1..=3) => "info",
+        Some(4 | 5) => "debug",
+        Some(_) => "trace",
     }
 }
 

@@ -68,10 +68,24 @@ pub struct ReportArgs {
     /// Only plan these policies (by name). Default: every DeschedulingPolicy in the input.
     #[arg(long = "policy", value_name = "NAME")]
     pub policies: Vec<String>,
+    /// `report`: list only the pods of this namespace (the plan is still the whole cluster's, as the
+    /// controller's is: budgets, zones and limits span namespaces). `explain`: the pod's namespace,
+    /// for `explain pod NAME -n NAMESPACE`. As kubectl's `-n`.
+    #[arg(short = 'n', long = "namespace", value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
     /// Log progress (listing, watches) on stderr; by default only warnings and errors, so that the
-    /// report is all a reader sees.
-    #[arg(short, long)]
-    pub verbose: bool,
+    /// report is all a reader sees. kubectl's levels are taken too: `-v`/`-v=1` to `-v=3` progress,
+    /// `-v=4` and `-v=5` debug, `-v=6` and more every request's trace.
+    #[arg(
+        short = 'v',
+        long = "verbose",
+        alias = "v",
+        value_name = "LEVEL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "1"
+    )]
+    pub verbose: Option<u8>,
     /// The controller's eviction rate and drain margin, which the drain estimates assume: pass what
     /// `tidal run` is given.
     #[command(flatten)]
@@ -131,6 +145,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<String> {
     let mut dump = Dump::load_capped(&args.clusters, args.max_input_size, planner::check_policy)?;
     let (snapshot, outlooks) = start_due_drains(&mut dump.cache, args)?;
     let (cycle, mut notes) = plan_report(&snapshot, args)?;
+    notes.extend(nothing_to_plan(&snapshot));
     notes.extend(dump.ignored_note());
     notes.append(&mut dump.warnings);
     render_report(
@@ -218,6 +233,17 @@ pub(super) fn warn_insecure(insecure: bool) {
              (insecure-skip-tls-verify)",
         );
     }
+}
+
+/// A saved input with no node and no pod (a folder of policies, say): the plan is empty because
+/// there is nothing to plan over, which "0 evictions" alone does not say.
+fn nothing_to_plan(snapshot: &Snapshot) -> Option<String> {
+    (snapshot.nodes.is_empty() && snapshot.pod_count() == 0).then(|| {
+        "the input holds no nodes and no pods: nothing was planned over (a saved cluster is what \
+         `kubectl get nodes,pods,poddisruptionbudgets,podgroups,revocablezones,deschedulingpolicies \
+         -A -o yaml` prints)"
+            .to_owned()
+    })
 }
 
 /// What `report`, `timeline` and `explain` do without a cluster, for the error that finds none.
@@ -339,6 +365,9 @@ fn render_report(
     let refs: Vec<&PolicyInfo> = policies.iter().map(AsRef::as_ref).collect();
     report.add_schedule(snapshot, &refs, cycle, outlooks, args.time_zone.as_ref());
     report.warnings.extend(notes);
+    if let Some(namespace) = &args.namespace {
+        report.keep_namespace(namespace);
+    }
     Ok(report.render(args.output))
 }
 

@@ -537,6 +537,13 @@ impl Report {
         }
     }
 
+    /// Lists only the pods of `namespace` (`-n`): the plan itself stays the whole cluster's.
+    pub fn keep_namespace(&mut self, namespace: &str) {
+        self.evictions.retain(|e| e.namespace == namespace);
+        self.skipped.retain(|s| s.namespace == namespace);
+        self.waiting.retain(|w| w.namespace == namespace);
+    }
+
     /// More than one policy was planned: a pod may be decided once by each.
     pub fn several_policies(&self) -> bool {
         self.policies.len() > 1

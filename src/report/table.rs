@@ -5,6 +5,7 @@ use super::{
     columns::{Columns, Layout, section},
     distinct, pod_ref, zone_state,
 };
+use crate::framework::SkipReason;
 
 pub(super) fn render(report: &Report, layout: Layout) -> String {
     let wide = layout == Layout::Wide;
@@ -70,6 +71,19 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
             zones.add_row(row);
         }
         section(&mut out, "ZONES", &zones, layout);
+        // Windows read in their zone's own time zone, every other time in the report's one.
+        let shown_in = report.clock.time_zone().iana_name();
+        if report
+            .zones
+            .iter()
+            .any(|z| Some(z.time_zone.as_str()) != shown_in)
+        {
+            out.push_str(&layout.line(&format!(
+                "WINDOWS are in each zone's TIME ZONE; every other time in {}",
+                report.clock.stated().trim_start_matches("times in ")
+            )));
+            out.push('\n');
+        }
         let notes = drain_notes(report, layout);
         if !notes.is_empty() {
             out.push_str(&notes);
@@ -165,7 +179,19 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
         );
     }
 
-    let skipped: Vec<&super::SkippedLine> = report.skipped_for_good().collect();
+    let mut skipped: Vec<&super::SkippedLine> = report.skipped_for_good().collect();
+    // Pods a policy's own settings leave alone (gate `policy`) are a count unless `-o wide`: a large
+    // cluster has tens of thousands, and they are what the operator chose, not what to look into.
+    let mut by_setting: std::collections::BTreeMap<&str, usize> = Default::default();
+    if !wide {
+        skipped.retain(|s| {
+            let setting = s.gate == SkipReason::HeldByPolicy.name();
+            if setting {
+                *by_setting.entry(s.detail.as_str()).or_default() += 1;
+            }
+            !setting
+        });
+    }
     if !skipped.is_empty() {
         let mut table = labelled(
             &["POD", "NODE", "STRATEGY", "GATE", "DETAIL"],
@@ -202,6 +228,19 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
             &table,
             layout,
         );
+    }
+    if !by_setting.is_empty() {
+        let total: usize = by_setting.values().sum();
+        let settings: Vec<String> = by_setting
+            .iter()
+            .map(|(setting, n)| format!("{setting}: {n}"))
+            .collect();
+        out.push_str(&layout.line(&format!(
+            "LEFT ALONE BY SETTINGS: {total} pod{} ({}); -o wide lists them",
+            if total == 1 { "" } else { "s" },
+            settings.join(", ")
+        )));
+        out.push('\n');
     }
 
     if !report.strategies.is_empty() {

@@ -43,6 +43,10 @@ async fn config(kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow::Res
     };
     let config = match kubeconfig {
         Some(path) => {
+            // kube's error for a missing file repeats the system's message after its own; ours says
+            // it once.
+            std::fs::metadata(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
             let file = Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
             if let Some(wanted) = context {

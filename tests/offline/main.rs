@@ -10,6 +10,7 @@ mod crds;
 mod descheduler_parity;
 mod drain_work;
 mod eviction_notice_e2e;
+mod kubectl_habits;
 mod layers;
 mod pods_that_end_e2e;
 mod policies;

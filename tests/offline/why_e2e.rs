@@ -143,13 +143,60 @@ fn names_that_are_not_pods_are_refused_with_a_hint() {
         ),
         "{stderr}"
     );
+    // A name alone is in `default`, as kubectl's; the pod is found where it is.
     let output = explain("web-7c9f8d6b54-4xj9p", &[]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("name the pod as NAMESPACE/NAME"),
+        stderr.contains(
+            "no pod default/web-7c9f8d6b54-4xj9p in the input; it is in shop/web-7c9f8d6b54-4xj9p \
+             (-n NAMESPACE)"
+        ),
         "{stderr}"
     );
+}
+
+/// kubectl's ways of naming a pod all name the same one: `pod NAME -n NS`, `pod/NAME -n NS`,
+/// `po/NS/NAME`; a namespace given twice, differently, is refused.
+#[test]
+fn explain_takes_a_pod_as_kubectl_does() {
+    let demo = demo();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_tidal"))
+            .arg("explain")
+            .args(args)
+            .arg("-f")
+            .arg(&demo)
+            .args(["--now", DEMO_NOW, "-o", "json"])
+            .output()
+            .expect("run tidal")
+    };
+    let pod = "etl-nightly-5d9c7b8f4-s4hvk";
+    let expected = verdict(&format!("analytics/{pod}"));
+    for args in [
+        vec!["pod", pod, "-n", "analytics"],
+        vec!["pod", pod, "--namespace=analytics"],
+        vec!["pod/etl-nightly-5d9c7b8f4-s4hvk", "-n", "analytics"],
+        vec!["po/analytics/etl-nightly-5d9c7b8f4-s4hvk"],
+        vec!["pods", "analytics/etl-nightly-5d9c7b8f4-s4hvk", "-v"],
+    ] {
+        let output = run(&args);
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        let json: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        assert_eq!(json["pod"], format!("analytics/{pod}"), "{args:?}");
+        assert_eq!(json["policies"][0], expected, "{args:?}");
+    }
+    let output = run(&["pod", "analytics/x", "-n", "shop"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("-n says \"shop\": give one of them"),
+        "{stderr}"
+    );
+    let output = run(&["node", "yarn-a-1"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("tidal explains pods"), "{stderr}");
 }
 
 #[test]
