@@ -15,7 +15,7 @@ pub(crate) mod drain_refresh;
 pub(crate) mod drains;
 pub mod evictor;
 pub(crate) mod finish;
-pub(crate) mod metrics;
+pub mod metrics;
 pub(crate) mod notices;
 pub(crate) mod oneshot;
 pub(crate) mod status;

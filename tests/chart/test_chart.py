@@ -109,7 +109,17 @@ VARIANTS: dict[str, dict] = {
             },
             {"name": "weekend", "spec": {"windows": [{"time": "00:00-00:00", "days": ["Sat", "Sun"]}]}},
         ],
-        "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}},
+        "metrics": {
+            "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+            "prometheusRule": {
+                "enabled": True,
+                "labels": {"release": "prometheus"},
+                "additionalRuleLabels": {"team": "platform"},
+                "severities": {"TidalCloseAtRisk": "critical"},
+                "disabled": ["TidalWebhookFailingOpen"],
+            },
+            "grafanaDashboard": {"enabled": True, "folder": "Platform", "labels": {"team": "platform"}},
+        },
         "networkPolicy": {
             "enabled": True,
             "webhookFrom": [{"ipBlock": {"cidr": "10.0.0.0/24"}}],
@@ -225,6 +235,7 @@ FOREIGN_SCHEMAS = {
             "required": ["selector", "endpoints"],
             "properties": {
                 "selector": {"type": "object", "required": ["matchLabels"]},
+                "jobLabel": {"type": "string", "minLength": 1},
                 "namespaceSelector": {
                     "type": "object",
                     "properties": {"matchNames": {"type": "array", "items": _NAME}},
@@ -245,6 +256,45 @@ FOREIGN_SCHEMAS = {
                         "additionalProperties": False,
                     },
                 },
+            },
+            "additionalProperties": False,
+        },
+    ),
+    ("monitoring.coreos.com/v1", "PrometheusRule"): _foreign(
+        "monitoring.coreos.com/v1",
+        "PrometheusRule",
+        {
+            "type": "object",
+            "required": ["groups"],
+            "properties": {
+                "groups": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "rules"],
+                        "properties": {
+                            "name": {"type": "string", "minLength": 1},
+                            "rules": {
+                                "type": "array",
+                                "minItems": 1,
+                                "items": {
+                                    "type": "object",
+                                    "required": ["alert", "expr"],
+                                    "properties": {
+                                        "alert": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+                                        "expr": {"type": "string", "minLength": 1},
+                                        "for": _GO_DURATION,
+                                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                                        "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+                                    },
+                                    "additionalProperties": False,
+                                },
+                            },
+                        },
+                        "additionalProperties": False,
+                    },
+                }
             },
             "additionalProperties": False,
         },
@@ -340,6 +390,16 @@ def test_lint_is_clean(variant):
             "caBundle",
         ),
         ({"controller": {"measuredUsage": {"enabled": "yes"}}}, "enabled"),
+        ({"metrics": {"prometheusRule": {"enabled": "yes"}}}, "enabled"),
+        ({"metrics": {"prometheusRule": {"disabled": "TidalNoLeader"}}}, "disabled"),
+        ({"metrics": {"prometheusRule": {"severities": {"TidalNoLeader": 3}}}}, "TidalNoLeader"),
+        ({"metrics": {"prometheusRule": {"additionalRuleLabels": {"team": 1}}}}, "team"),
+        ({"metrics": {"prometheusRule": {"additionalRuleLabels": {"on-call": "x"}}}}, "on-call"),
+        ({"metrics": {"prometheusRule": {"rules": []}}}, "rules"),
+        ({"metrics": {"grafanaDashboard": {"enabled": 1}}}, "enabled"),
+        ({"metrics": {"grafanaDashboard": {"labelValue": 1}}}, "labelValue"),
+        ({"metrics": {"grafanaDashboard": {"folder": ["Platform"]}}}, "folder"),
+        ({"metrics": {"grafanaDashboard": {"label": ""}}}, "label"),
     ],
 )
 def test_values_schema_rejects_bad_values(chart, bad, mentions):

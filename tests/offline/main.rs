@@ -1,9 +1,11 @@
 //! Tests that need no process and no network: the CLI (`tidal report` end to end, the strategy
 //! catalogue), the generated CRDs and the shipped examples against them, the chart's RBAC against what
-//! each process watches, the snapshot's property tests, the layering and the architecture page. One
-//! binary, so the library is linked once.
+//! each process watches, the chart's alerts and dashboard against the metrics tidal serves, the
+//! snapshot's property tests, the layering and the architecture page. One binary, so the library is
+//! linked once.
 
 mod architecture_doc;
+mod chart_metrics;
 mod chart_rbac;
 mod cli;
 mod crds;
