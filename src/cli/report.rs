@@ -346,8 +346,7 @@ fn render_timeline(
         Format::Yaml => timeline.to_yaml(),
         Format::Wide => timeline.to_wide_table(),
         Format::Table => timeline.to_table_for(crate::report::columns::Layout::for_stdout()),
-        // The table as it is, in a code block: a timeline's columns read as they align.
-        Format::Markdown => format!("```\n{}```\n", timeline.to_table()),
+        Format::Markdown => timeline.to_markdown(),
         Format::Html => timeline.to_html(),
     }
 }

@@ -6,7 +6,8 @@ fn escape(cell: &str) -> String {
     cell.replace('|', "\\|").replace('\n', " ")
 }
 
-fn table(out: &mut String, header: &[&str], rows: impl Iterator<Item = Vec<String>>) {
+/// A Markdown table: `header`, then one line per row, each cell escaped.
+pub(crate) fn table(out: &mut String, header: &[&str], rows: impl Iterator<Item = Vec<String>>) {
     out.push_str(&format!("| {} |\n", header.join(" | ")));
     out.push_str(&format!("|{}\n", "---|".repeat(header.len())));
     for row in rows {

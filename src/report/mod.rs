@@ -5,7 +5,7 @@
 pub mod clock;
 pub mod columns;
 pub mod drain;
-mod markdown;
+pub(crate) mod markdown;
 pub(crate) mod table;
 mod wrap;
 

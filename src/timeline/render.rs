@@ -13,6 +13,7 @@ use crate::{
         clock::{self, Clock},
         columns::{Columns, Layout, section},
         drain::DrainLine,
+        markdown::table,
         pod_ref,
     },
 };
@@ -37,6 +38,11 @@ impl Timeline {
     /// [`Timeline::to_table`] fitted to `layout` (a terminal's width).
     pub fn to_table_for(&self, layout: Layout) -> String {
         render(self, false, layout)
+    }
+
+    /// The timeline as Markdown, for a ticket or a pull request: its tables as Markdown tables.
+    pub fn to_markdown(&self) -> String {
+        markdown(self)
     }
 
     /// The timeline for a terminal with every evicted and waiting pod on a line of its own.
@@ -182,6 +188,107 @@ fn render(timeline: &Timeline, wide: bool, layout: Layout) -> String {
     }
     for line in summary(timeline).lines() {
         out.push_str(&layout.line(line));
+    }
+    out
+}
+
+fn markdown(timeline: &Timeline) -> String {
+    let clock = &timeline.clock;
+    let span = timeline.until.duration_since(timeline.now);
+    let mut out = format!(
+        "# tidal timeline from {} to {} ({}), {}\n\n",
+        clock.instant(timeline.now),
+        clock.instant(timeline.until),
+        clock::duration(span.unsigned_abs().as_secs()),
+        clock.stated()
+    );
+    for policy in &timeline.policies {
+        let simulated = if policy.mode == "DryRun" {
+            ", simulated as if it evicted"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "- policy `{}` ({}{simulated})\n",
+            policy.name, policy.mode
+        ));
+    }
+    out.push('\n');
+    if !timeline.zones.is_empty() {
+        out.push_str("## Zones\n\n");
+        table(
+            &mut out,
+            &["Zone", "Time zone", "Windows", "drainBefore", "Now"],
+            timeline.zones.iter().map(|zone| {
+                vec![
+                    zone.name.clone(),
+                    zone.time_zone.clone(),
+                    zone.windows.clone(),
+                    zone.drain_before.clone(),
+                    zone.phases
+                        .first()
+                        .map_or("invalid", |p| phase_name(p.phase))
+                        .to_owned(),
+                ]
+            }),
+        );
+    }
+    out.push_str("## Timeline\n\n");
+    if timeline.events.is_empty() {
+        out.push_str("Nothing happens in this span.\n\n");
+    } else {
+        let mut staying = BTreeSet::new();
+        let mut rows = Vec::new();
+        for event in &timeline.events {
+            for [what, _, detail] in event_rows(event, false, &mut staying, clock) {
+                rows.push(vec![
+                    clock.at(event.shown),
+                    event.relative.clone(),
+                    event.zone.clone().unwrap_or_else(|| "-".into()),
+                    what,
+                    detail,
+                ]);
+            }
+        }
+        table(
+            &mut out,
+            &["When", "In", "Zone", "Event", "Detail"],
+            rows.into_iter(),
+        );
+    }
+    if !timeline.drains.is_empty() {
+        out.push_str("## Drains\n\n");
+        table(
+            &mut out,
+            &["Zone", "Closes", "Drain start", "Pods", "Verdict", "Fix"],
+            timeline.drains.iter().map(|drain| {
+                vec![
+                    drain.zone.clone(),
+                    drain
+                        .close
+                        .map(|close| clock.at(clock::close_boundary(&drain.tz, close)))
+                        .unwrap_or_else(|| "before now".to_owned()),
+                    drain.start_text(clock),
+                    drain.remaining_pods.to_string(),
+                    drain.verdict(clock),
+                    drain
+                        .fix
+                        .as_deref()
+                        .map(|f| clock.text(f))
+                        .unwrap_or_default(),
+                ]
+            }),
+        );
+    }
+    for warning in &timeline.warnings {
+        out.push_str(&format!("- warning: {}\n", clock.text(warning)));
+    }
+    if !timeline.warnings.is_empty() {
+        out.push('\n');
+    }
+    out.push_str("## Assumptions\n\n");
+    for line in assumptions(timeline).lines() {
+        out.push_str(&format!("- {line}\n"));
     }
     out
 }

@@ -159,3 +159,29 @@ fn a_missing_kubeconfig_is_said_once() {
         "{stderr}"
     );
 }
+
+/// The timeline in Markdown is Markdown tables, not the terminal table in a code block.
+#[test]
+fn the_timeline_in_markdown_is_tables() {
+    let markdown = stdout(&tidal(&[
+        "timeline",
+        "-f",
+        "examples/demo-cluster.yaml",
+        "--now",
+        DEMO_NOW,
+        "-o",
+        "markdown",
+    ]));
+    assert!(!markdown.contains("```"), "{markdown}");
+    for header in [
+        "| Zone | Time zone | Windows | drainBefore | Now |",
+        "| When | In | Zone | Event | Detail |",
+        "| Zone | Closes | Drain start | Pods | Verdict | Fix |",
+    ] {
+        assert!(markdown.contains(header), "{header} missing:\n{markdown}");
+    }
+    assert!(
+        markdown.contains("| Mon 09:44 | in 14m | yarn-b | round 3 evicts 4 pods |"),
+        "{markdown}"
+    );
+}

@@ -348,19 +348,6 @@ fn timeline_flags_it_cannot_honour_are_refused() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains("error"), "{stderr}");
     }
-    // `--help` offers markdown for the report and the timeline alike: the timeline's is its table in
-    // a code block.
-    let markdown = stdout(&[
-        "timeline",
-        "--cluster",
-        path(&demo),
-        "--now",
-        DEMO_NOW,
-        "-o",
-        "markdown",
-    ]);
-    let table = stdout(&["timeline", "--cluster", path(&demo), "--now", DEMO_NOW]);
-    assert_eq!(markdown, format!("```\n{table}```\n"));
 }
 
 /// Every command shown with its output in README.md and docs/ (a code block starting `$ tidal ...`,
