@@ -321,6 +321,12 @@ fn timeline_span(args: &TimelineArgs) -> anyhow::Result<SignedDuration> {
             "--verify checks one plan against the API server; the timeline has no use for it"
         );
     }
+    if args.input.namespace.is_some() {
+        anyhow::bail!(
+            "-n lists one namespace's pods in `tidal report` and names the pod's in `tidal explain`; \
+             the timeline's rounds drain zones across namespaces (`-o wide` lists every pod)"
+        );
+    }
     let span = SignedDuration::try_from(args.span.as_std()).unwrap_or(SignedDuration::MAX);
     if span.is_zero() || span > timeline::MAX_SPAN {
         anyhow::bail!("--span must be more than zero and at most 7 days (168h)");

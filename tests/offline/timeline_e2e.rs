@@ -340,7 +340,7 @@ fn pods_held_back_by_evict_period_wait_for_the_next_round() {
 #[test]
 fn timeline_flags_it_cannot_honour_are_refused() {
     let demo = demo();
-    for extra in [&["--span", "169h"][..], &["--span", "0s"]] {
+    for extra in [&["--span", "169h"][..], &["--span", "0s"], &["-n", "ml"]] {
         let mut args = vec!["timeline", "--cluster", path(&demo), "--now", DEMO_NOW];
         args.extend(extra);
         let output = run(&args);
