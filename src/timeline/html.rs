@@ -312,7 +312,6 @@ impl Timeline {
 
 fn page(timeline: &Timeline) -> Markup {
     let clock = &timeline.clock;
-    let span = timeline.until.duration_since(timeline.now);
     let missed: Vec<&DrainLine> = timeline.drains.iter().filter(|d| d.at_risk).collect();
     html! {
         (DOCTYPE)
@@ -327,16 +326,9 @@ fn page(timeline: &Timeline) -> Markup {
             }
             body {
                 h1 { "tidal timeline" }
-                p.meta {
-                    "From " (clock.instant(timeline.now)) " to " (clock.instant(timeline.until))
-                    " (" (clock::duration(span.unsigned_abs().as_secs())) "), " (clock.stated()) "."
-                }
+                p.meta { (render::heading(timeline)) }
                 @for policy in &timeline.policies {
-                    p.meta {
-                        "Policy " strong { (policy.name) } " (" (policy.mode)
-                        @if policy.mode == "DryRun" { ", simulated as if it evicted" }
-                        ")"
-                    }
+                    p.meta { "policy " (render::policy_text(policy)) }
                 }
                 (verdicts(timeline, &missed))
                 (picture(timeline))

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::{Event, EventKind, Phase, Timeline, Waiting};
+use super::{Event, EventKind, Phase, PolicyRun, Timeline, Waiting};
 use crate::{
     drain::advice::human,
     report::{
@@ -92,24 +92,10 @@ pub(super) fn draw_bars(timeline: &mut Timeline) {
 }
 fn render(timeline: &Timeline, wide: bool, layout: Layout) -> String {
     let span = timeline.until.duration_since(timeline.now);
-    let span_text = clock::duration(span.unsigned_abs().as_secs());
     let clock = &timeline.clock;
-    let mut out = layout.line(&format!(
-        "tidal timeline from {} to {} ({span_text}), {}",
-        clock.instant(timeline.now),
-        clock.instant(timeline.until),
-        clock.stated()
-    ));
+    let mut out = layout.line(&heading(timeline));
     for policy in &timeline.policies {
-        let simulated = if policy.mode == "DryRun" {
-            ", simulated as if it evicted"
-        } else {
-            ""
-        };
-        out.push_str(&format!(
-            "policy {} ({}{simulated})\n",
-            policy.name, policy.mode
-        ));
+        out.push_str(&format!("policy {}\n", policy_text(policy)));
     }
     for line in assumptions(timeline).lines() {
         out.push_str(&layout.line(line));
@@ -194,24 +180,9 @@ fn render(timeline: &Timeline, wide: bool, layout: Layout) -> String {
 
 fn markdown(timeline: &Timeline) -> String {
     let clock = &timeline.clock;
-    let span = timeline.until.duration_since(timeline.now);
-    let mut out = format!(
-        "# tidal timeline from {} to {} ({}), {}\n\n",
-        clock.instant(timeline.now),
-        clock.instant(timeline.until),
-        clock::duration(span.unsigned_abs().as_secs()),
-        clock.stated()
-    );
+    let mut out = format!("# {}\n\n", heading(timeline));
     for policy in &timeline.policies {
-        let simulated = if policy.mode == "DryRun" {
-            ", simulated as if it evicted"
-        } else {
-            ""
-        };
-        out.push_str(&format!(
-            "- policy `{}` ({}{simulated})\n",
-            policy.name, policy.mode
-        ));
+        out.push_str(&format!("- policy {}\n", policy_text(policy)));
     }
     out.push('\n');
     if !timeline.zones.is_empty() {
@@ -291,6 +262,29 @@ fn markdown(timeline: &Timeline) -> String {
         out.push_str(&format!("- {line}\n"));
     }
     out
+}
+
+/// `tidal timeline from 2026-11-23T09:30:00Z to 2026-11-24T09:30:00Z (24h), times in UTC`.
+pub(super) fn heading(timeline: &Timeline) -> String {
+    let clock = &timeline.clock;
+    let span = timeline.until.duration_since(timeline.now);
+    format!(
+        "tidal timeline from {} to {} ({}), {}",
+        clock.instant(timeline.now),
+        clock.instant(timeline.until),
+        clock::duration(span.unsigned_abs().as_secs()),
+        clock.stated()
+    )
+}
+
+/// `revocable-zones (DryRun, simulated as if it evicted)`.
+pub(super) fn policy_text(policy: &PolicyRun) -> String {
+    let simulated = if policy.mode == "DryRun" {
+        ", simulated as if it evicted"
+    } else {
+        ""
+    };
+    format!("{} ({}{simulated})", policy.name, policy.mode)
 }
 
 /// What the simulation assumed, in two lines.

@@ -413,13 +413,19 @@ mod tests {
         assert_eq!(next_waiter(&waiting, &HashMap::new()), Some(1));
     }
 
+    /// An intake of 8 MiB, and a deadline 10 s away.
+    fn eight_mib() -> (Arc<Intake>, Instant) {
+        (
+            Intake::new(8 * MIB),
+            Instant::now() + Duration::from_secs(10),
+        )
+    }
+
     /// A body that declares much and sends little holds nothing; one that sent its first step and
     /// then stopped loses its share to a body that needs it, and learns it.
     #[tokio::test(start_paused = true)]
     async fn shares_go_to_bodies_that_arrive() {
-        let intake = Intake::new(8 * MIB);
-        let now = Instant::now();
-        let deadline = now + Duration::from_secs(10);
+        let (intake, deadline) = eight_mib();
         let mut trickling = intake.arrival(ip(1), deadline, 6 * MIB);
         trickling.arrived(1).await.unwrap();
         assert_eq!(intake.held(), 0);
@@ -447,9 +453,7 @@ mod tests {
     /// Bodies that keep pace are never cut: a second one waits until the first is done.
     #[tokio::test(start_paused = true)]
     async fn a_body_keeping_pace_keeps_its_share() {
-        let intake = Intake::new(8 * MIB);
-        let now = Instant::now();
-        let deadline = now + Duration::from_secs(10);
+        let (intake, deadline) = eight_mib();
         let mut first = intake.arrival(ip(1), deadline, 6 * MIB);
         first.arrived(STEP).await.unwrap();
         let mut second = intake.arrival(ip(2), deadline, 6 * MIB);
