@@ -13,6 +13,9 @@ use jiff::SignedDuration;
 use tidal::{cluster::PolicyInfo, timeline};
 use tidal_testkit::synthetic::{SyntheticSpec, generate};
 
+/// One of the timeline's outputs.
+type Render = fn(&timeline::Timeline) -> String;
+
 fn size(text: &str) -> String {
     format!("{} bytes, {} lines", text.len(), text.lines().count())
 }
@@ -49,21 +52,7 @@ fn main() {
             simulated.warnings.len()
         );
         if run == 1 {
-            let started = Instant::now();
-            let table = simulated.to_table();
-            let wide = simulated.to_wide_table();
-            let json = simulated.to_json();
-            println!(
-                "output: table {}; wide {}; json {} (all three rendered in {:.2} s)",
-                size(&table),
-                size(&wide),
-                size(&json),
-                started.elapsed().as_secs_f64()
-            );
-            for line in table.lines().filter(|l| l.contains("round 1 ")).take(4) {
-                println!("  {line}");
-            }
-            // The page, for the browser test: TIDAL_TIMELINE_PAGE=target/browser/timeline-150k.html
+            // The page first, for the browser test: TIDAL_TIMELINE_PAGE=target/browser/timeline-150k.html
             // scripts/test-browser.
             let started = Instant::now();
             let html = simulated.to_html();
@@ -81,6 +70,27 @@ fn main() {
                 took.as_secs_f64(),
                 page.display()
             );
+            // Each output alone, dropped before the next: what each costs by itself.
+            let outputs: [(&str, Render); 4] = [
+                ("table", timeline::Timeline::to_table),
+                ("markdown", timeline::Timeline::to_markdown),
+                ("wide", timeline::Timeline::to_wide_table),
+                ("json", timeline::Timeline::to_json),
+            ];
+            for (name, render) in outputs {
+                let started = Instant::now();
+                let text = render(&simulated);
+                println!(
+                    "{name}: {} in {:.2} s",
+                    size(&text),
+                    started.elapsed().as_secs_f64()
+                );
+                if name == "table" {
+                    for line in text.lines().filter(|l| l.contains("round 1 ")).take(4) {
+                        println!("  {line}");
+                    }
+                }
+            }
         }
     }
 }
