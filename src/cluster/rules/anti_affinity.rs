@@ -89,6 +89,12 @@ impl Hash for Shared {
     }
 }
 
+/// A workload's required term: the constraints its pods share, the term's index, their namespace.
+type Term = (Shared, usize, String);
+
+/// Values by topology value, per topology key.
+type ByDomain<T> = HashMap<String, HashMap<String, T>>;
+
 /// One required term of pods already placed, for one topology domain: which pods declare it there.
 struct Repeller {
     constraints: Arc<Constraints>,
@@ -104,11 +110,11 @@ struct Repeller {
 #[derive(Default)]
 pub(crate) struct AntiAffinityFit {
     /// Nodes by topology value, per topology key.
-    domains: HashMap<String, HashMap<String, Vec<Arc<NodeState>>>>,
+    domains: ByDomain<Vec<Arc<NodeState>>>,
     /// The terms of the pods already placed, by topology key and value of their node.
-    repellers: Option<HashMap<String, HashMap<String, Vec<Repeller>>>>,
+    repellers: Option<ByDomain<Vec<Repeller>>>,
     /// How many pods (0, 1, or 2 for more) a term of a namespace selects in a domain.
-    selected: HashMap<(Shared, usize, String, String), u8>,
+    selected: HashMap<(Term, String), u8>,
 }
 
 impl AntiAffinityFit {
@@ -174,9 +180,11 @@ impl AntiAffinityFit {
                 continue;
             };
             let memo = (
-                Shared(Arc::clone(&pod.constraints)),
-                index,
-                pod.key.namespace.to_string(),
+                (
+                    Shared(Arc::clone(&pod.constraints)),
+                    index,
+                    pod.key.namespace.to_string(),
+                ),
                 value.clone(),
             );
             let selected = match self.selected.get(&memo) {
@@ -251,14 +259,11 @@ impl AntiAffinityFit {
 
     /// Every required term of the unfinished pods placed on known nodes, once per workload (the
     /// pods that share constraints and namespace) and domain.
-    fn repellers(
-        &mut self,
-        snapshot: &Snapshot,
-    ) -> &HashMap<String, HashMap<String, Vec<Repeller>>> {
+    fn repellers(&mut self, snapshot: &Snapshot) -> &ByDomain<Vec<Repeller>> {
         self.repellers.get_or_insert_with(|| {
-            let mut index: HashMap<String, HashMap<String, Vec<Repeller>>> = HashMap::new();
-            let mut seen: HashMap<(Shared, usize, String, String, String), (String, usize)> =
-                HashMap::new();
+            let mut index: ByDomain<Vec<Repeller>> = HashMap::new();
+            // Where each term of a workload sits in its domain's list.
+            let mut seen: HashMap<(Term, String, String), usize> = HashMap::new();
             for state in snapshot.nodes.values() {
                 let Some(node) = state.node.as_deref() else {
                     continue;
@@ -275,16 +280,18 @@ impl AntiAffinityFit {
                         let by_value = index.entry(key.clone()).or_default();
                         let list = by_value.entry(value.clone()).or_default();
                         let group = (
-                            Shared(Arc::clone(&pod.constraints)),
-                            term_index,
-                            pod.key.namespace.to_string(),
+                            (
+                                Shared(Arc::clone(&pod.constraints)),
+                                term_index,
+                                pod.key.namespace.to_string(),
+                            ),
                             key,
                             value.clone(),
                         );
                         match seen.get(&group) {
-                            Some((_, at)) => list[*at].owners += 1,
+                            Some(at) => list[*at].owners += 1,
                             None => {
-                                seen.insert(group, (value.clone(), list.len()));
+                                seen.insert(group, list.len());
                                 list.push(Repeller {
                                     constraints: Arc::clone(&pod.constraints),
                                     term: term_index,
