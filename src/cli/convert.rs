@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::api::{
     self, GoDuration, PolicyMode,
-    descheduler::{ConvertOptions, Converted, Effect, Note},
+    descheduler::{ConvertOptions, Converted, Effect, Note, Source},
 };
 
 #[derive(Debug, Args)]
@@ -54,6 +54,24 @@ fn parse_priority_class(text: &str) -> Result<(String, i32), String> {
 }
 
 impl ConvertArgs {
+    /// What became of how often the source ran: its own note, or, given `--interval`, whether that
+    /// runs more often than the source did.
+    fn interval_notes(&self, source: &Source) -> Vec<Note> {
+        let Some(given) = self.interval else {
+            return source.interval_note.clone().into_iter().collect();
+        };
+        match source.min_interval {
+            Some(min) if given.as_std() < min.as_std() => vec![Note {
+                effect: Effect::Looser,
+                text: format!(
+                    "--interval {given} is shorter than {min}, how often the descheduler ran: \
+                     tidal would run, and evict, more often"
+                ),
+            }],
+            _ => Vec::new(),
+        }
+    }
+
     /// The YAML to print (the notes as comments, then one document per policy), and the notes.
     pub(crate) fn convert(&self) -> anyhow::Result<(String, Vec<Note>)> {
         let file = self.filename.display().to_string();
@@ -86,6 +104,30 @@ impl ConvertArgs {
             notes: Vec::new(),
         };
         for (index, source) in sources.iter().enumerate() {
+            let label = if several {
+                format!("{file}, {}", source.label)
+            } else {
+                file.clone()
+            };
+            let mut source_notes = self.interval_notes(source);
+            source_notes.extend(source.notes.iter().map(|text| Note {
+                effect: Effect::Same,
+                text: text.clone(),
+            }));
+            let looser: Vec<&str> = source_notes
+                .iter()
+                .filter(|n| n.effect == Effect::Looser)
+                .map(|n| n.text.as_str())
+                .collect();
+            if !looser.is_empty() && !self.allow_looser {
+                anyhow::bail!(
+                    "{label}: {} setting(s) cannot be carried over, and without them tidal could \
+                     evict pods the descheduler protects:\n  - {}\nFix them, or pass \
+                     --allow-looser to convert anyway",
+                    looser.len(),
+                    looser.join("\n  - ")
+                );
+            }
             let options = ConvertOptions {
                 mode: match self.mode {
                     ConvertMode::DryRun => PolicyMode::DryRun,
@@ -108,17 +150,9 @@ impl ConvertArgs {
                     format!("descheduler-{}", index + 1)
                 },
             };
-            let label = if several {
-                format!("{file}, {}", source.label)
-            } else {
-                file.clone()
-            };
             let one = api::descheduler::convert(&source.policy, &options)
                 .map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
-            converted.notes.extend(source.notes.iter().map(|text| Note {
-                effect: Effect::Same,
-                text: text.clone(),
-            }));
+            converted.notes.extend(source_notes);
             for policy in one.policies {
                 let name = policy.metadata.name.clone().unwrap_or_default();
                 if converted

@@ -1,6 +1,8 @@
 //! Gate `nodefit` (`protections.nodeFit`): only evict a pod that some other ready, schedulable node could
 //! take — its node selector and required affinity allow the node, it tolerates the node's NoSchedule and
-//! NoExecute taints, and its requests fit what the node has left.
+//! NoExecute taints, no required inter-pod anti-affinity forbids it there (its own terms or those of
+//! the pods in the node's topology domains: see `cluster::rules::anti_affinity`), and its requests fit
+//! what the node has left. These are the descheduler's NodeFit checks (pkg/descheduler/node/node.go).
 //!
 //! What a node has left comes from the snapshot's per-node aggregate (`NodeState::requested`), never from
 //! re-adding the node's pods, and each admitted eviction reserves its requests on the node it was found
@@ -8,12 +10,16 @@
 //!
 //! Free room only shrinks within a plan, so a node that could not take a shape of pod (placement
 //! signature and requests) never can later in the plan: each shape's search resumes where the previous
-//! one stopped, and a plan costs about one pass over the nodes per shape, not one per candidate.
+//! one stopped, and a plan costs about one pass over the nodes per shape, not one per candidate. Pods
+//! already placed are never added within a plan, so anti-affinity refusals hold for the whole plan too.
 
-use std::{collections::HashMap, hash::BuildHasher, ops::Bound};
+use std::{collections::HashMap, hash::BuildHasher, ops::Bound, sync::Arc};
 
 use crate::{
-    cluster::{NodeState, ObjectKey, PodInfo, Resources, model::keys::Name, model::resources},
+    cluster::{
+        NodeState, ObjectKey, PodInfo, Resources, model::keys::Name, model::resources,
+        rules::anti_affinity::AntiAffinityFit,
+    },
     framework::{Candidate, Gate, GateId, PlanContext},
 };
 
@@ -25,6 +31,7 @@ pub(crate) struct NodeFit {
     chosen: HashMap<ObjectKey, Name>,
     /// How far each shape's search got.
     progress: HashMap<u64, Progress>,
+    anti_affinity: AntiAffinityFit,
 }
 
 /// Nodes (by name) before `from` are known not to take the shape — except `hole`, which was the
@@ -35,21 +42,40 @@ struct Progress {
     exhausted: bool,
     hole: Option<Name>,
     /// Rejections of the nodes known not to take the shape, by reason.
-    rejected: [usize; 6],
+    rejected: [usize; 7],
 }
 
 impl NodeFit {
-    fn shape(pod: &PodInfo, ctx: &PlanContext<'_>) -> u64 {
+    fn shape(&mut self, pod: &PodInfo, ctx: &PlanContext<'_>) -> u64 {
         // A fixed-seed fast hash: shapes are only compared within this plan.
-        foldhash::quality::FixedState::default().hash_one((
+        let hasher = foldhash::quality::FixedState::default();
+        let shape = hasher.hash_one((
             pod.constraints.signature,
             ctx.placement_key(pod),
             &pod.requests,
+        ));
+        if !self.anti_affinity.applies(pod, ctx.snapshot) {
+            return shape;
+        }
+        // Anti-affinity reads the pod's terms, namespace and labels: pods differing in them are
+        // different shapes. (The replicas of a workload still share one: the cache interns their
+        // constraints and labels.)
+        hasher.hash_one((
+            shape,
+            Arc::as_ptr(&pod.constraints),
+            &pod.key.namespace,
+            &pod.labels,
         ))
     }
 
     /// Whether `state` could take `pod`, given what this plan reserved there.
-    fn takes(&self, pod: &PodInfo, state: &NodeState, ctx: &PlanContext<'_>) -> Result<(), Reject> {
+    fn takes(
+        reserved: &HashMap<Name, Resources>,
+        anti_affinity: &mut AntiAffinityFit,
+        pod: &PodInfo,
+        state: &NodeState,
+        ctx: &PlanContext<'_>,
+    ) -> Result<(), Reject> {
         let Some(node) = state.node.as_deref() else {
             return Err(Reject::Unusable);
         };
@@ -73,10 +99,13 @@ impl NodeFit {
         if !ctx.may_run_on(pod, node) {
             return Err(Reject::Placement);
         }
+        if anti_affinity.refuses(pod, node, ctx.snapshot).is_some() {
+            return Err(Reject::AntiAffinity);
+        }
         if !state.load_known() {
             return Err(Reject::UnknownLoad);
         }
-        let fits = match self.reserved.get(node.name.as_str()) {
+        let fits = match reserved.get(node.name.as_str()) {
             Some(reserved) => {
                 let mut requested = state.requested.clone();
                 requested.add(reserved);
@@ -94,11 +123,19 @@ impl NodeFit {
         pod: &PodInfo,
         ctx: &PlanContext<'_>,
     ) -> Result<Name, String> {
-        let shape = Self::shape(pod, ctx);
+        let shape = self.shape(pod, ctx);
         let mut progress = self.progress.remove(&shape).unwrap_or_default();
         let found = self.search(pod, ctx, &mut progress);
         let result = found.ok_or_else(|| {
-            let [unusable, affinity, taints, placement, unknown, resources] = progress.rejected;
+            let [
+                unusable,
+                affinity,
+                taints,
+                placement,
+                unknown,
+                resources,
+                repelled,
+            ] = progress.rejected;
             let unknown = if unknown > 0 {
                 format!(", {unknown} running pods whose requests tidal cannot read")
             } else {
@@ -107,8 +144,9 @@ impl NodeFit {
             format!(
                 "fits no other node: {unusable} not ready or unschedulable, {affinity} excluded by \
                  node selector/affinity (or protections.nodeFitNodeSelector), {taints} with \
-                 untolerated taints, {placement} outside the policy's nodeSelector or in revocable \
-                 zones closed to it{unknown}, {resources} without room for {}",
+                 untolerated taints, {repelled} where required pod anti-affinity (its own or of \
+                 pods there) forbids it, {placement} outside the policy's nodeSelector or in \
+                 revocable zones closed to it{unknown}, {resources} without room for {}",
                 resources::describe(&pod.requests)
             )
         });
@@ -117,7 +155,7 @@ impl NodeFit {
     }
 
     fn search(
-        &self,
+        &mut self,
         pod: &PodInfo,
         ctx: &PlanContext<'_>,
         progress: &mut Progress,
@@ -129,7 +167,7 @@ impl NodeFit {
             // The hole lies before `from`: once forgotten it is never tried again, so it is forgotten
             // only when it refuses the shape, not when it takes one pod and may take more.
             if let Some(state) = ctx.snapshot.node(&hole) {
-                match self.takes(pod, state, ctx) {
+                match Self::takes(&self.reserved, &mut self.anti_affinity, pod, state, ctx) {
                     Ok(()) => return Some(hole),
                     Err(reject) => progress.rejected[reject as usize] += 1,
                 }
@@ -158,7 +196,7 @@ impl NodeFit {
                 }
                 continue;
             }
-            match self.takes(pod, state, ctx) {
+            match Self::takes(&self.reserved, &mut self.anti_affinity, pod, state, ctx) {
                 Ok(()) => {
                     if advancing {
                         progress.from = Some(name.clone());
@@ -184,6 +222,7 @@ enum Reject {
     Placement = 3,
     UnknownLoad = 4,
     Resources = 5,
+    AntiAffinity = 6,
 }
 
 impl Gate for NodeFit {
@@ -298,6 +337,61 @@ mod tests {
             )
             .pod(pod("x/other", "n2").requests("100m", "1Gi"));
         assert_eq!(cluster.plan(PLAN).evicted(), ["x/old"]);
+    }
+
+    #[test]
+    fn a_node_where_required_anti_affinity_forbids_the_pod_takes_nothing() {
+        // x-1 repels app=y by hostname; the only other node runs y-1: the descheduler's NodeFit
+        // (podMatchesInterPodAntiAffinity) keeps x-1.
+        let repels = |app: &str| {
+            serde_json::json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {"app": app}},
+                "topologyKey": "kubernetes.io/hostname"
+            }]}})
+        };
+        let host = |name: &str| {
+            node(name)
+                .allocatable("4", "8Gi", 110)
+                .label("kubernetes.io/hostname", name)
+        };
+        let old = |name: &str, node: &str| {
+            pod(name, node)
+                .requests("1", "1Gi")
+                .created("2026-09-22T16:00:00Z")
+        };
+        let mut cluster = Cluster::new()
+            .node(host("n1"))
+            .node(host("n2"))
+            .pod(
+                old("x/x-1", "n1")
+                    .label("app", "x")
+                    .spec("affinity", repels("y")),
+            )
+            .pod(pod("x/y-1", "n2").requests("1", "1Gi").label("app", "y"));
+        let out = cluster.plan(PLAN);
+        assert_eq!(out.skipped(), ["x/x-1 nodefit"], "{:?}", out.evicted());
+        assert!(
+            out.detail("x/x-1").contains(
+                "1 where required pod anti-affinity (its own or of pods there) forbids it"
+            ),
+            "{}",
+            out.detail("x/x-1")
+        );
+        // The other direction: y-1's anti-affinity repels app=x, x-1 has none.
+        let mut cluster = Cluster::new()
+            .node(host("n1"))
+            .node(host("n2"))
+            .pod(old("x/x-1", "n1").label("app", "x"))
+            .pod(
+                pod("x/y-1", "n2")
+                    .requests("1", "1Gi")
+                    .label("app", "y")
+                    .spec("affinity", repels("x")),
+            );
+        assert_eq!(cluster.plan(PLAN).skipped(), ["x/x-1 nodefit"]);
+        // A third node free of app=y takes it.
+        let mut cluster = cluster.node(host("n3"));
+        assert_eq!(cluster.plan(PLAN).evicted(), ["x/x-1"]);
     }
 
     #[test]

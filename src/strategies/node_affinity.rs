@@ -8,6 +8,7 @@
 
 use super::shared::{Selection, fits_elsewhere, fits_on, movable};
 use crate::api::args::{AffinityType, NodeAffinityArgs};
+use crate::cluster::rules::anti_affinity::AntiAffinityFit;
 use crate::framework::{Candidate, PlanContext, Plugin, PodByPod, StrategyId};
 
 const ID: StrategyId = StrategyId::NodeAffinity;
@@ -54,6 +55,8 @@ impl PodByPod for NodeAffinity {
             .contains(&AffinityType::Preferred);
         let selection = self.selection();
         let mut out = Vec::new();
+        // The descheduler's plugin asks its NodeFit (PodFitsAnyNode), anti-affinity included.
+        let mut anti_affinity = AntiAffinityFit::default();
         for state in ctx.snapshot.nodes.values() {
             let Some(node) = state.node.as_deref() else {
                 continue;
@@ -64,7 +67,7 @@ impl PodByPod for NodeAffinity {
                 }
                 let placement = &pod.constraints;
                 if required && !placement.matches_node(node) {
-                    if let Some(other) = fits_elsewhere(pod, ctx) {
+                    if let Some(other) = fits_elsewhere(pod, ctx, &mut anti_affinity) {
                         out.push(Candidate::new(
                             pod,
                             ID,
@@ -87,8 +90,10 @@ impl PodByPod for NodeAffinity {
                             .node
                             .as_deref()
                             .map(|n| placement.preferred_score(n))?;
-                        (name != &node.name && score > current && fits_on(pod, other, ctx))
-                            .then_some((name, score))
+                        (name != &node.name
+                            && score > current
+                            && fits_on(pod, other, ctx, &mut anti_affinity))
+                        .then_some((name, score))
                     });
                     if let Some((name, score)) = better {
                         out.push(Candidate::new(
@@ -155,6 +160,30 @@ mod tests {
         let out = cluster.plan("mode: Evict\nstrategies:\n  removePodsViolatingNodeAffinity: {}\n");
         assert_eq!(out.evicted(), ["a/selector-b", "a/wants-b"]);
         assert!(out.reason("a/wants-b").contains("node n2 would"));
+    }
+
+    #[test]
+    fn a_node_where_required_anti_affinity_forbids_the_pod_is_no_destination() {
+        // wants-b's only node in zone b runs db-1, which wants-b repels: it stays, as the
+        // descheduler's plugin keeps it (its NodeFit checks anti-affinity).
+        let mut affinity = required_zone("b");
+        affinity["podAntiAffinity"] = json!({"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"
+        }]});
+        let cluster = || {
+            Cluster::new()
+                .node(node("n1").allocatable("4", "8Gi", 110).label("zone", "a"))
+                .node(node("n2").allocatable("4", "8Gi", 110).label("zone", "b"))
+                .pod(
+                    pod("a/wants-b", "n1")
+                        .requests("1", "1Gi")
+                        .spec("affinity", affinity.clone()),
+                )
+        };
+        let spec = "mode: Evict\nstrategies:\n  removePodsViolatingNodeAffinity: {}\n";
+        assert_eq!(cluster().plan(spec).evicted(), ["a/wants-b"]);
+        let mut with_db = cluster().pod(pod("a/db-1", "n2").label("app", "db"));
+        assert!(with_db.plan(spec).evicted().is_empty());
     }
 
     #[test]

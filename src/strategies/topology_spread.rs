@@ -22,7 +22,10 @@ use k8s_openapi::{
 use super::shared::{Selection, fits_on_after, victim_order};
 use crate::api::args::{TopologySpreadArgs, Unsatisfiable};
 use crate::{
-    cluster::{NodeInfo, NodeState, PodInfo, Resources, rules::matching},
+    cluster::{
+        NodeInfo, NodeState, PodInfo, Resources,
+        rules::{anti_affinity::AntiAffinityFit, matching},
+    },
     framework::{Balancing, Candidate, Gatekeeper, PlanContext, Plugin, StrategyId},
 };
 
@@ -201,7 +204,7 @@ impl TopologySpread {
         domains: &DomainMap<'s>,
         pods: &NamespacePods<'s>,
         gatekeeper: &mut dyn Gatekeeper,
-        reserved: &mut HashMap<&'s str, Resources>,
+        taken: &mut Taken<'s>,
     ) {
         let constraint = &group.constraint;
         let names = &domains.names;
@@ -233,6 +236,14 @@ impl TopologySpread {
         for pods in &mut movable {
             pods.sort_by(|a, b| victim_order(a).cmp(&victim_order(b)));
         }
+        // The descheduler's balance fit (`filterNodesBelowIdealAvg`) only looks at the nodes of
+        // domains below the average as it was before any move: a domain at or above it is no
+        // destination even once moves have made it one of the smaller ones.
+        let total: i64 = counts.iter().sum();
+        let below_average: Vec<bool> = counts
+            .iter()
+            .map(|&count| count * (names.len() as i64) < total)
+            .collect();
         let max_skew = i64::from(constraint.max_skew);
         let mut order: BTreeSet<(i64, usize)> = counts.iter().copied().zip(0..).collect();
         let mut stuck: HashSet<usize> = HashSet::new();
@@ -250,17 +261,25 @@ impl TopologySpread {
                 if gatekeeper.protected(pod) || gatekeeper.decided(pod) {
                     continue;
                 }
-                // With node fit, the move needs a node with room in a smaller domain (the smallest
-                // first), net of the moves planned before it, and is charged to that node.
+                // With node fit, the move needs a node with room in a smaller domain that was below
+                // the average (the smallest first), net of the moves planned before it, where no
+                // required anti-affinity forbids the pod, and is charged to that node.
                 let destination = if self.args.topology_balance_node_fit {
                     let found = order
                         .iter()
                         .take_while(|(count, _)| count + 1 < max)
+                        .filter(|(_, d)| below_average[*d])
                         .find_map(|(_, d)| {
                             domains.nodes[*d].iter().find_map(|state| {
                                 let node = state.node.as_deref()?;
-                                let taken = reserved.get(node.name.as_str());
-                                fits_on_after(pod, state, ctx, taken).then_some(node.name.as_str())
+                                let reserved = taken.reserved.get(node.name.as_str());
+                                (Some(node.name.as_str()) != pod.node_name.as_deref()
+                                    && fits_on_after(pod, state, ctx, reserved)
+                                    && taken
+                                        .anti_affinity
+                                        .refuses(pod, node, ctx.snapshot)
+                                        .is_none())
+                                .then_some(node.name.as_str())
                             })
                         });
                     match found {
@@ -277,7 +296,7 @@ impl TopologySpread {
                 );
                 if gatekeeper.offer(Candidate::new(pod, ID, reason)) {
                     if let Some(node) = destination {
-                        reserved.entry(node).or_default().add(&pod.requests);
+                        taken.reserved.entry(node).or_default().add(&pod.requests);
                     }
                     moved = true;
                     break;
@@ -295,6 +314,14 @@ impl TopologySpread {
             counts[smallest] += 1;
         }
     }
+}
+
+/// What the moves planned so far (all groups) take of their destinations.
+#[derive(Default)]
+struct Taken<'s> {
+    /// Requests, by the node each move was found to fit.
+    reserved: HashMap<&'s str, Resources>,
+    anti_affinity: AntiAffinityFit,
 }
 
 /// Topology domains of eligible nodes: names, nodes per domain, domain per node.
@@ -373,12 +400,12 @@ impl Balancing for TopologySpread {
         }
         let mut domain_cache = HashMap::new();
         // Requests of the moves planned so far, by the node each was found to fit (all groups).
-        let mut reserved = HashMap::new();
+        let mut taken = Taken::default();
         for (namespace, groups) in &groups {
             let pods = NamespacePods::new(by_namespace.remove(namespace).unwrap_or_default());
             for group in groups {
                 let domains = self.domains(ctx, group, &mut domain_cache);
-                self.balance(ctx, group, &domains, &pods, gatekeeper, &mut reserved);
+                self.balance(ctx, group, &domains, &pods, gatekeeper, &mut taken);
             }
         }
     }
@@ -483,6 +510,74 @@ mod tests {
         let out = cluster.plan(&format!("{spec}{BUDGET}limits: {{total: 1}}\n"));
         assert_eq!(out.evicted(), ["a/w1"]);
         assert_eq!(out.skipped(), ["a/w2 limit", "a/w3 limit"]);
+    }
+
+    #[test]
+    fn balance_fit_keeps_a_pod_that_required_anti_affinity_keeps_out_of_the_smaller_domain() {
+        // Three web pods in zone a, none in b; b's only node runs db-1, which the web pods repel by
+        // hostname. The descheduler's balance fit (NodeFit, topologyBalanceNodeFit defaulting to
+        // true) finds no node for them: nothing is evicted.
+        let repels_db = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"
+        }]}});
+        let cluster = |db: bool| {
+            let mut cluster = Cluster::new()
+                .node(
+                    node("a1")
+                        .allocatable("4", "8Gi", 110)
+                        .label("zone", "a")
+                        .label("kubernetes.io/hostname", "a1"),
+                )
+                .node(
+                    node("b1")
+                        .allocatable("4", "8Gi", 110)
+                        .label("zone", "b")
+                        .label("kubernetes.io/hostname", "b1"),
+                );
+            for name in ["a/w1", "a/w2", "a/w3"] {
+                cluster = cluster
+                    .pod(web(name, "a1", "DoNotSchedule").spec("affinity", repels_db.clone()));
+            }
+            if db {
+                cluster = cluster.pod(pod("a/db-1", "b1").label("app", "db"));
+            }
+            cluster
+        };
+        let spec = format!(
+            "mode: Evict\nstrategies:\n  removePodsViolatingTopologySpreadConstraint: {{}}\n{BUDGET}"
+        );
+        assert!(cluster(true).plan(&spec).evicted().is_empty());
+        assert_eq!(cluster(false).plan(&spec).evicted(), ["a/w1"]);
+    }
+
+    #[test]
+    fn balance_fit_only_looks_at_domains_below_the_average() {
+        // a=5, b=3, c=1 (average 3); c's node is full. The descheduler's balance fit looks only at
+        // nodes of domains below the average (c): b, at the average, is no destination.
+        let mut cluster = Cluster::new()
+            .node(node("a1").allocatable("4", "8Gi", 110).label("zone", "a"))
+            .node(node("b1").allocatable("4", "8Gi", 110).label("zone", "b"))
+            .node(
+                node("c1")
+                    .allocatable("150m", "8Gi", 110)
+                    .label("zone", "c"),
+            );
+        for i in 1..=5 {
+            cluster = cluster.pod(web(&format!("a/a{i}"), "a1", "DoNotSchedule"));
+        }
+        for i in 1..=3 {
+            cluster = cluster.pod(web(&format!("a/b{i}"), "b1", "DoNotSchedule"));
+        }
+        cluster = cluster.pod(web("a/c1", "c1", "DoNotSchedule"));
+        let spec = format!(
+            "mode: Evict\nstrategies:\n  removePodsViolatingTopologySpreadConstraint: {{}}\n{BUDGET}"
+        );
+        let out = cluster.plan(&spec);
+        assert!(out.evicted().is_empty(), "{:?}", out.evicted());
+        let lax = format!(
+            "mode: Evict\nstrategies:\n  removePodsViolatingTopologySpreadConstraint: {{topologyBalanceNodeFit: false}}\n{BUDGET}"
+        );
+        assert!(!cluster.plan(&lax).evicted().is_empty());
     }
 
     /// A web pod declaring one zone constraint with `extra` merged into it.

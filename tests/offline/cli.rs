@@ -18,8 +18,9 @@ fn the_example_descheduler_policy_converts_into_a_policy_the_report_plans_with()
     let output = tidal(&["convert", "-f", "examples/descheduler-policy.yaml"]);
     assert!(output.status.success(), "{output:?}");
     let yaml = String::from_utf8(output.stdout).unwrap();
+    // Its nodeFit is the one difference, and tidal's is the stricter.
     assert!(
-        yaml.contains("# Every setting was carried over as it is."),
+        yaml.contains("# Stricter in tidal (evicts less than the descheduler would):\n#   - profile balance: DefaultEvictor.nodeFit"),
         "the notes travel with the file: {yaml}"
     );
     // The descheduler's `nodeSelector: "node-pool=general"` as the policy's label selector.

@@ -8,6 +8,7 @@ mod architecture_doc;
 mod chart_metrics;
 mod chart_rbac;
 mod cli;
+mod convert_never_looser;
 mod crds;
 mod descheduler_parity;
 mod drain_work;

@@ -109,7 +109,17 @@ pub(super) fn convert(
         match key.as_str() {
             "podProtections" => {}
             "nodeFit" => {
-                out.insert("nodeFit".into(), json!(value.as_bool().unwrap_or(false)));
+                let on = value.as_bool().unwrap_or(false);
+                out.insert("nodeFit".into(), json!(on));
+                if on {
+                    notes.push(
+                        Effect::Stricter,
+                        "DefaultEvictor.nodeFit: tidal's node fit also checks required pod \
+                         anti-affinity over the whole topology domain and that of the pods already \
+                         there, and counts the room its planned moves take: it may keep a pod the \
+                         descheduler would move",
+                    );
+                }
             }
             "nodeSelector" => node_selector(args, value, &mut out, notes),
             "noEvictionPolicy" => match value.as_str() {

@@ -7,6 +7,7 @@
 //! key), or in a descheduler Helm values file (`deschedulerPolicy`). Pure: `tidal convert` reads and
 //! prints around it.
 
+mod cron;
 mod evictor;
 pub(crate) mod selector;
 mod sources;
@@ -16,7 +17,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-pub(crate) use sources::policies_in;
+pub(crate) use sources::{Source, policies_in};
 
 use super::{
     DeschedulingPolicy, PolicyMode,
@@ -1067,7 +1068,7 @@ mod tests {
         let cron = json!({"schedule": "*/2 * * * *", "deschedulerPolicy": {"profiles": []}});
         assert_eq!(
             policies_in(&cron).unwrap()[0].interval.as_deref(),
-            Some("2m")
+            Some("2m0s")
         );
         assert!(policies_in(&json!({"apiVersion": "v1", "kind": "Pod"})).is_err());
     }

@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::{API_VERSION, KIND, is_descheduler_policy};
+use super::{API_VERSION, Effect, KIND, Note, cron, is_descheduler_policy};
+use crate::api::GoDuration;
 
 /// A descheduler policy found in a document, with what the document says about how it ran.
 #[derive(Clone, Debug, PartialEq)]
@@ -12,9 +13,15 @@ pub(crate) struct Source {
     /// Where it was found, for messages: `ConfigMap kube-system/descheduler-policy-configmap key policy.yaml`.
     pub label: String,
     pub policy: Value,
-    /// How often the descheduler ran it (a Helm values file's `deschedulingInterval` or `*/N` schedule).
+    /// How often the descheduler ran it (a Helm values file's `deschedulingInterval`, or the interval
+    /// its CronJob `schedule` amounts to).
     pub interval: Option<String>,
-    /// Notes about the document itself (a schedule tidal cannot follow, ...).
+    /// The shortest interval at which tidal runs no more often than the descheduler did, when the
+    /// document says how it ran: a shorter `--interval` is looser.
+    pub min_interval: Option<GoDuration>,
+    /// What became of the schedule; left out when `--interval` says how often to run instead.
+    pub interval_note: Option<Note>,
+    /// Notes about the document itself (flags of the descheduler's process, ...).
     pub notes: Vec<String>,
 }
 
@@ -25,6 +32,8 @@ pub(crate) fn policies_in(document: &Value) -> Result<Vec<Source>, String> {
             label: "the policy".to_owned(),
             policy: document.clone(),
             interval: None,
+            min_interval: None,
+            interval_note: None,
             notes: Vec::new(),
         }]);
     }
@@ -61,6 +70,8 @@ fn config_map(document: &Value) -> Result<Vec<Source>, String> {
                 label: format!("ConfigMap {name} key {key}"),
                 policy,
                 interval: None,
+                min_interval: None,
+                interval_note: None,
                 notes: Vec::new(),
             }),
             Ok(_) => {}
@@ -92,23 +103,13 @@ fn helm_values(document: &Value, policy: &Value) -> Result<Vec<Source>, String> 
         full[key] = value.clone();
     }
     let mut notes = Vec::new();
-    let interval = match document["kind"].as_str() {
-        Some("Deployment") => document["deschedulingInterval"]
-            .as_str()
-            .map(str::to_owned)
-            .or_else(|| Some("5m".to_owned())),
-        // The chart's default kind is a CronJob.
-        _ => {
-            let schedule = document["schedule"].as_str().unwrap_or("*/2 * * * *");
-            let every = cron_minutes(schedule);
-            if every.is_none() {
-                notes.push(format!(
-                    "schedule {schedule:?}: tidal runs a policy every `interval`, not on a cron \
-                     schedule; set --interval to what the schedule amounts to"
-                ));
-            }
-            every.map(|m| format!("{m}m"))
+    let (interval, min_interval, interval_note) = match document["kind"].as_str() {
+        Some("Deployment") => {
+            let interval = document["deschedulingInterval"].as_str().unwrap_or("5m");
+            (Some(interval.to_owned()), interval.parse().ok(), None)
         }
+        // The chart's default kind is a CronJob.
+        _ => schedule_interval(document["schedule"].as_str().unwrap_or("*/2 * * * *")),
     };
     for key in ["cmdOptions", "leaderElection"] {
         if let Some(value) = document.get(key).filter(|v| v.is_object()) {
@@ -122,19 +123,58 @@ fn helm_values(document: &Value, policy: &Value) -> Result<Vec<Source>, String> 
         label: "Helm values deschedulerPolicy".to_owned(),
         policy: full,
         interval,
+        min_interval,
+        interval_note,
         notes,
     }])
 }
 
-/// `*/N * * * *` (every N minutes) and `* * * * *` (every minute): the schedules an interval can say.
-fn cron_minutes(schedule: &str) -> Option<u32> {
-    let fields: Vec<&str> = schedule.split_whitespace().collect();
-    let [minute, "*", "*", "*", "*"] = fields.as_slice() else {
-        return None;
-    };
-    match *minute {
-        "*" => Some(1),
-        every => every.strip_prefix("*/")?.parse().ok().filter(|m| *m > 0),
+/// The interval a CronJob schedule amounts to (see [`cron`]: its longest gap), the shortest safe
+/// one, and what became of the schedule.
+fn schedule_interval(schedule: &str) -> (Option<String>, Option<GoDuration>, Option<Note>) {
+    match cron::cadence(schedule) {
+        Ok(Some(cadence)) => {
+            let every = GoDuration::from_secs(cadence.longest);
+            let note = if cadence.uniform {
+                Note {
+                    effect: Effect::Same,
+                    text: format!("schedule {schedule:?} runs every {every}: interval {every}"),
+                }
+            } else {
+                Note {
+                    effect: Effect::Stricter,
+                    text: format!(
+                        "schedule {schedule:?} runs at uneven gaps, the longest {every}: interval \
+                         {every}, so that tidal never runs (and evicts) more often than the \
+                         descheduler did, and less often where its gaps were shorter"
+                    ),
+                }
+            };
+            (Some(every.to_string()), Some(every), Some(note))
+        }
+        Ok(None) => (
+            None,
+            None,
+            Some(Note {
+                effect: Effect::Looser,
+                text: format!(
+                    "schedule {schedule:?} never runs, so the descheduler evicted nothing: a \
+                     policy that runs at any interval evicts more"
+                ),
+            }),
+        ),
+        Err(why) => (
+            None,
+            None,
+            Some(Note {
+                effect: Effect::Looser,
+                text: format!(
+                    "schedule {schedule:?} is not a cron schedule tidal can read ({why}): it cannot \
+                     tell how often the descheduler ran, and its default interval could run \
+                     more often; give --interval"
+                ),
+            }),
+        ),
     }
 }
 
@@ -142,11 +182,36 @@ fn cron_minutes(schedule: &str) -> Option<u32> {
 mod tests {
     use super::*;
 
+    fn chart(schedule: &str) -> Source {
+        let values = json!({"kind": "CronJob", "schedule": schedule,
+            "deschedulerPolicy": {"profiles": []}});
+        policies_in(&values).unwrap().remove(0)
+    }
+
     #[test]
-    fn cron_schedules_that_are_intervals() {
-        assert_eq!(cron_minutes("*/2 * * * *"), Some(2));
-        assert_eq!(cron_minutes("* * * * *"), Some(1));
-        assert_eq!(cron_minutes("0 3 * * *"), None);
-        assert_eq!(cron_minutes("*/0 * * * *"), None);
+    fn a_cron_schedule_becomes_the_interval_it_amounts_to() {
+        let hourly = chart("0 * * * *");
+        assert_eq!(hourly.interval.as_deref(), Some("1h0m0s"));
+        assert_eq!(hourly.interval_note.unwrap().effect, Effect::Same);
+        let uneven = chart("0 9,10 * * *");
+        assert_eq!(uneven.interval.as_deref(), Some("23h0m0s"));
+        assert_eq!(uneven.interval_note.unwrap().effect, Effect::Stricter);
+        // The chart's default schedule.
+        let values = json!({"deschedulerPolicy": {"profiles": []}});
+        let default = policies_in(&values).unwrap().remove(0);
+        assert_eq!(default.interval.as_deref(), Some("2m0s"));
+    }
+
+    #[test]
+    fn a_schedule_tidal_cannot_read_or_that_never_runs_is_looser() {
+        for schedule in ["0 0 30 2 *", "every hour", "0 25 * * *"] {
+            let source = chart(schedule);
+            assert_eq!(source.interval, None, "{schedule}");
+            assert_eq!(
+                source.interval_note.unwrap().effect,
+                Effect::Looser,
+                "{schedule}"
+            );
+        }
     }
 }

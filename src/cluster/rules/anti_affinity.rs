@@ -1,0 +1,467 @@
+//! Required inter-pod anti-affinity as a destination check: could a pod move to a node without
+//! breaking an anti-affinity rule, its own or a pod's already there.
+//!
+//! The descheduler's NodeFit (`podMatchesInterPodAntiAffinity`, pkg/descheduler/node/node.go, v0.36)
+//! checks only the moving pod's terms, against the pods on the target node, with the term's
+//! `namespaces` (else the pod's own namespace) and its plain label selector. The scheduler checks the
+//! whole topology domain, both directions, `namespaceSelector` and `matchLabelKeys`. A destination is
+//! refused when either would refuse it, so that a plan never moves a pod the descheduler would keep,
+//! nor one the scheduler could not place:
+//!
+//! - the moving pod's terms hold against every pod in the target node's domain (the node's own pods
+//!   among them), the existing pods' terms against the moving pod;
+//! - a term's namespaces are the union of both readings, and `matchLabelKeys`/`mismatchLabelKeys`,
+//!   which only narrow a selector, are left out;
+//! - pods this plan evicts still count: the descheduler's NodeFit sees them until they are gone;
+//! - a malformed selector repels every pod in scope, a namespace tidal has not seen is in every
+//!   `namespaceSelector`'s scope: bad data never opens a destination.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    hash::{Hash, Hasher},
+    sync::Arc,
+};
+
+use k8s_openapi::api::core::v1::PodAffinityTerm;
+
+use crate::cluster::{
+    NamespaceInfo, NodeInfo, NodeState, ObjectKey, PodInfo, Snapshot,
+    model::{constraints::Constraints, pod_labels::PodLabels},
+    rules::matching,
+};
+
+/// Whether `namespace` is in the scope of `term`, declared by a pod of `owner_namespace`.
+fn in_scope(
+    term: &PodAffinityTerm,
+    owner_namespace: &str,
+    namespace: &str,
+    namespaces: &BTreeMap<String, Arc<NamespaceInfo>>,
+) -> bool {
+    let listed = term.namespaces.as_deref().unwrap_or_default();
+    if listed.iter().any(|n| n == namespace) {
+        return true;
+    }
+    // An empty list is the owner's namespace to the descheduler whatever the namespaceSelector says,
+    // and to the scheduler when there is no namespaceSelector: honour both.
+    if listed.is_empty() && namespace == owner_namespace {
+        return true;
+    }
+    term.namespace_selector.as_ref().is_some_and(|selector| {
+        namespaces
+            .get(namespace)
+            .is_none_or(|ns| matching::selector_matches(selector, &ns.labels))
+    })
+}
+
+/// Whether `term`, declared by a pod of `owner_namespace`, selects a pod of `namespace` with `labels`.
+/// A term without a label selector selects nothing (as in the scheduler and the descheduler); one
+/// whose selector is malformed selects every pod in scope.
+pub(crate) fn term_selects(
+    term: &PodAffinityTerm,
+    owner_namespace: &str,
+    namespace: &str,
+    labels: &PodLabels,
+    namespaces: &BTreeMap<String, Arc<NamespaceInfo>>,
+) -> bool {
+    let Some(selector) = &term.label_selector else {
+        return false;
+    };
+    in_scope(term, owner_namespace, namespace, namespaces)
+        && (matching::selector_is_valid(selector).is_err()
+            || matching::selector_matches(selector, labels))
+}
+
+/// Constraints compared by identity: the cache interns them, so the replicas of a workload share one.
+#[derive(Clone)]
+struct Shared(Arc<Constraints>);
+
+impl PartialEq for Shared {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Shared {}
+
+impl Hash for Shared {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        std::ptr::hash(Arc::as_ptr(&self.0), state);
+    }
+}
+
+/// A workload's required term: the constraints its pods share, the term's index, their namespace.
+type Term = (Shared, usize, String);
+
+/// Values by topology value, per topology key.
+type ByDomain<T> = HashMap<String, HashMap<String, T>>;
+
+/// One required term of pods already placed, for one topology domain: which pods declare it there.
+struct Repeller {
+    constraints: Arc<Constraints>,
+    term: usize,
+    namespace: String,
+    /// How many pods of the domain declare it, and one of them: a pod is not repelled by itself.
+    owners: u32,
+    first: ObjectKey,
+}
+
+/// A per-plan view of the snapshot's anti-affinity, built as checks need it, with the answers that
+/// do not change within a plan remembered. The snapshot must be the same for every call.
+#[derive(Default)]
+pub(crate) struct AntiAffinityFit {
+    /// Nodes by topology value, per topology key.
+    domains: ByDomain<Vec<Arc<NodeState>>>,
+    /// The terms of the pods already placed, by topology key and value of their node.
+    repellers: Option<ByDomain<Vec<Repeller>>>,
+    /// How many pods (0, 1, or 2 for more) a term of a namespace selects in a domain.
+    selected: HashMap<(Term, String), u8>,
+}
+
+impl AntiAffinityFit {
+    /// Whether some anti-affinity rule could refuse `pod` a node: it has terms of its own, or pods
+    /// already placed have some. Callers that remember answers per shape of pod must then tell
+    /// apart pods whose labels, namespace or terms differ.
+    pub(crate) fn applies(&mut self, pod: &PodInfo, snapshot: &Snapshot) -> bool {
+        !pod.constraints.anti_affinity.is_empty() || !self.repellers(snapshot).is_empty()
+    }
+
+    /// Why `node` is refused to `pod` by required anti-affinity, if it is: the first rule broken.
+    pub(crate) fn refuses(
+        &mut self,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        snapshot: &Snapshot,
+    ) -> Option<String> {
+        if let Some(why) = self.own_terms_refuse(pod, node, snapshot) {
+            return Some(why);
+        }
+        let repellers = self.repellers(snapshot);
+        for (key, by_value) in repellers {
+            let Some(value) = node.labels.get(key) else {
+                continue;
+            };
+            for repeller in by_value.get(value).into_iter().flatten() {
+                let term = &repeller.constraints.anti_affinity[repeller.term];
+                let itself = repeller.owners == 1 && repeller.first == pod.key;
+                if !itself
+                    && term_selects(
+                        term,
+                        &repeller.namespace,
+                        &pod.key.namespace,
+                        &pod.labels,
+                        &snapshot.namespaces,
+                    )
+                {
+                    return Some(format!(
+                        "the required anti-affinity of {} repels it ({key}={value})",
+                        repeller.first
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    /// The pod's own terms: does another pod in the node's domain match one.
+    fn own_terms_refuse(
+        &mut self,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        snapshot: &Snapshot,
+    ) -> Option<String> {
+        let own_node = pod
+            .node_name
+            .as_deref()
+            .and_then(|n| snapshot.node(n))
+            .and_then(|s| s.node.as_deref());
+        for (index, term) in pod.constraints.anti_affinity.iter().enumerate() {
+            let key = &term.topology_key;
+            let Some(value) = node.labels.get(key) else {
+                continue;
+            };
+            let memo = (
+                (
+                    Shared(Arc::clone(&pod.constraints)),
+                    index,
+                    pod.key.namespace.to_string(),
+                ),
+                value.clone(),
+            );
+            let selected = match self.selected.get(&memo) {
+                Some(count) => *count,
+                None => {
+                    let count = self.count_selected(term, &pod.key.namespace, key, value, snapshot);
+                    self.selected.insert(memo, count);
+                    count
+                }
+            };
+            // The pod itself leaves the domain it is counted in.
+            let itself = own_node.is_some_and(|n| n.labels.get(key) == Some(value))
+                && term_selects(
+                    term,
+                    &pod.key.namespace,
+                    &pod.key.namespace,
+                    &pod.labels,
+                    &snapshot.namespaces,
+                );
+            if selected > u8::from(itself) {
+                return Some(format!(
+                    "its required anti-affinity selects a pod in {key}={value}"
+                ));
+            }
+        }
+        None
+    }
+
+    /// Pods (unfinished) of the domain `key=value` that `term` selects: 0, 1, or 2 for two or more.
+    fn count_selected(
+        &mut self,
+        term: &PodAffinityTerm,
+        owner_namespace: &str,
+        key: &str,
+        value: &str,
+        snapshot: &Snapshot,
+    ) -> u8 {
+        let mut count = 0u8;
+        for state in self.domain(key, value, snapshot) {
+            for other in state.pods.values() {
+                if !other.phase.is_finished()
+                    && term_selects(
+                        term,
+                        owner_namespace,
+                        &other.key.namespace,
+                        &other.labels,
+                        &snapshot.namespaces,
+                    )
+                {
+                    count += 1;
+                    if count == 2 {
+                        return count;
+                    }
+                }
+            }
+        }
+        count
+    }
+
+    fn domain(&mut self, key: &str, value: &str, snapshot: &Snapshot) -> &[Arc<NodeState>] {
+        let index = self.domains.entry(key.to_owned()).or_insert_with(|| {
+            let mut index: HashMap<String, Vec<Arc<NodeState>>> = HashMap::new();
+            for state in snapshot.nodes.values() {
+                if let Some(v) = state.node.as_deref().and_then(|n| n.labels.get(key)) {
+                    index.entry(v.clone()).or_default().push(Arc::clone(state));
+                }
+            }
+            index
+        });
+        index.get(value).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every required term of the unfinished pods placed on known nodes, once per workload (the
+    /// pods that share constraints and namespace) and domain.
+    fn repellers(&mut self, snapshot: &Snapshot) -> &ByDomain<Vec<Repeller>> {
+        self.repellers.get_or_insert_with(|| {
+            let mut index: ByDomain<Vec<Repeller>> = HashMap::new();
+            // Where each term of a workload sits in its domain's list.
+            let mut seen: HashMap<(Term, String, String), usize> = HashMap::new();
+            for state in snapshot.nodes.values() {
+                let Some(node) = state.node.as_deref() else {
+                    continue;
+                };
+                for pod in state.pods.values() {
+                    if pod.constraints.anti_affinity.is_empty() || pod.phase.is_finished() {
+                        continue;
+                    }
+                    for (term_index, term) in pod.constraints.anti_affinity.iter().enumerate() {
+                        let Some(value) = node.labels.get(&term.topology_key) else {
+                            continue;
+                        };
+                        let key = term.topology_key.clone();
+                        let by_value = index.entry(key.clone()).or_default();
+                        let list = by_value.entry(value.clone()).or_default();
+                        let group = (
+                            (
+                                Shared(Arc::clone(&pod.constraints)),
+                                term_index,
+                                pod.key.namespace.to_string(),
+                            ),
+                            key,
+                            value.clone(),
+                        );
+                        match seen.get(&group) {
+                            Some(at) => list[*at].owners += 1,
+                            None => {
+                                seen.insert(group, list.len());
+                                list.push(Repeller {
+                                    constraints: Arc::clone(&pod.constraints),
+                                    term: term_index,
+                                    namespace: pod.key.namespace.to_string(),
+                                    owners: 1,
+                                    first: pod.key.clone(),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            index
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::*;
+    use serde_json::json;
+
+    fn repels(app: &str, key: &str) -> serde_json::Value {
+        json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key
+        }]}})
+    }
+
+    const HOST: &str = "kubernetes.io/hostname";
+
+    fn host(name: &str) -> NodeBuilder {
+        node(name).label(HOST, name).label("zone", "z1")
+    }
+
+    /// Whether `pod` may move to `target` as far as anti-affinity goes.
+    fn refused(cluster: &mut Cluster, pod: &str, target: &str) -> Option<String> {
+        let snapshot = cluster.snapshot();
+        let (namespace, name) = pod.split_once('/').unwrap();
+        let key = ObjectKey::new(namespace, name);
+        let pod = snapshot
+            .nodes
+            .values()
+            .find_map(|s| s.pods.get(&key))
+            .cloned()
+            .unwrap();
+        let node = snapshot.node(target).unwrap().node.clone().unwrap();
+        AntiAffinityFit::default().refuses(&pod, &node, &snapshot)
+    }
+
+    #[test]
+    fn the_moving_pods_terms_repel_pods_on_the_target_node() {
+        // The descheduler's case: x-1 repels app=y by hostname; n2 runs y-1.
+        let mut cluster = Cluster::new()
+            .node(host("n1"))
+            .node(host("n2"))
+            .node(host("n3"))
+            .pod(
+                pod("a/x-1", "n1")
+                    .label("app", "x")
+                    .spec("affinity", repels("y", HOST)),
+            )
+            .pod(pod("a/y-1", "n2").label("app", "y"));
+        assert!(refused(&mut cluster, "a/x-1", "n2").is_some());
+        assert_eq!(refused(&mut cluster, "a/x-1", "n3"), None);
+        // Another namespace is out of the term's scope unless the term lists it.
+        let mut cluster = Cluster::new()
+            .node(host("n1"))
+            .node(host("n2"))
+            .pod(pod("a/x-1", "n1").spec("affinity", repels("y", HOST)))
+            .pod(pod("b/y-1", "n2").label("app", "y"));
+        assert_eq!(refused(&mut cluster, "a/x-1", "n2"), None);
+        let mut terms = repels("y", HOST);
+        terms["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["namespaces"] =
+            json!(["b"]);
+        let mut cluster = Cluster::new()
+            .node(host("n1"))
+            .node(host("n2"))
+            .pod(pod("a/x-1", "n1").spec("affinity", terms))
+            .pod(pod("b/y-1", "n2").label("app", "y"));
+        assert!(refused(&mut cluster, "a/x-1", "n2").is_some());
+    }
+
+    #[test]
+    fn pods_already_there_repel_the_moving_pod() {
+        let mut cluster = Cluster::new()
+            .node(host("n1"))
+            .node(host("n2"))
+            .pod(pod("a/x-1", "n1").label("app", "x"))
+            .pod(
+                pod("a/y-1", "n2")
+                    .label("app", "y")
+                    .spec("affinity", repels("x", HOST)),
+            );
+        let why = refused(&mut cluster, "a/x-1", "n2").unwrap();
+        assert!(why.contains("a/y-1"), "{why}");
+    }
+
+    #[test]
+    fn the_whole_topology_domain_counts_but_not_the_pod_itself() {
+        // Zone anti-affinity against its own app: w-1 may move within its zone (it leaves it), not
+        // to a zone where w-2 runs.
+        let mut cluster = Cluster::new()
+            .node(node("a1").label("zone", "a"))
+            .node(node("a2").label("zone", "a"))
+            .node(node("b1").label("zone", "b"))
+            .node(node("b2").label("zone", "b"))
+            .node(node("none"))
+            .pod(
+                pod("x/w-1", "a1")
+                    .label("app", "w")
+                    .spec("affinity", repels("w", "zone")),
+            )
+            .pod(
+                pod("x/w-2", "b1")
+                    .label("app", "w")
+                    .spec("affinity", repels("w", "zone")),
+            );
+        assert_eq!(refused(&mut cluster, "x/w-1", "a2"), None);
+        assert!(refused(&mut cluster, "x/w-1", "b2").is_some());
+        // A node without the topology key is in no domain: no rule applies there.
+        assert_eq!(refused(&mut cluster, "x/w-1", "none"), None);
+        // A third replica in zone a: w-1 leaving still leaves w-3 there.
+        let mut cluster = cluster.pod(
+            pod("x/w-3", "a2")
+                .label("app", "w")
+                .spec("affinity", repels("w", "zone")),
+        );
+        assert!(refused(&mut cluster, "x/w-1", "a2").is_some());
+    }
+
+    #[test]
+    fn finished_pods_repel_nothing() {
+        let mut cluster = Cluster::new()
+            .node(host("n1"))
+            .node(host("n2"))
+            .pod(pod("a/x-1", "n1").spec("affinity", repels("y", HOST)))
+            .pod(pod("a/y-1", "n2").label("app", "y").phase("Succeeded"));
+        assert_eq!(refused(&mut cluster, "a/x-1", "n2"), None);
+    }
+
+    #[test]
+    fn malformed_selectors_and_unknown_namespaces_refuse() {
+        let bad = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Near", "values": ["y"]}]},
+            "topologyKey": HOST
+        }]}});
+        let mut cluster = Cluster::new()
+            .node(host("n1"))
+            .node(host("n2"))
+            .pod(pod("a/x-1", "n1").spec("affinity", bad))
+            .pod(pod("a/other", "n2").label("app", "z"));
+        assert!(refused(&mut cluster, "a/x-1", "n2").is_some());
+        // A namespaceSelector over a namespace tidal has not seen: in scope.
+        let by_namespace = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"app": "y"}},
+            "namespaceSelector": {"matchLabels": {"team": "blue"}},
+            "topologyKey": HOST
+        }]}});
+        let cluster = || {
+            Cluster::new()
+                .node(host("n1"))
+                .node(host("n2"))
+                .pod(pod("a/x-1", "n1").spec("affinity", by_namespace.clone()))
+                .pod(pod("b/y-1", "n2").label("app", "y"))
+        };
+        assert!(refused(&mut cluster(), "a/x-1", "n2").is_some());
+        let mut red = cluster().namespace("b", &[("team", "red")]);
+        assert_eq!(refused(&mut red, "a/x-1", "n2"), None);
+        let mut blue = cluster().namespace("b", &[("team", "blue")]);
+        assert!(refused(&mut blue, "a/x-1", "n2").is_some());
+    }
+}
