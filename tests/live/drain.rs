@@ -718,6 +718,7 @@ async fn a_notice_for_an_earlier_close_is_taken_back_once_the_zone_is_open() {
             ]}})),
     );
     let controller = server.controller();
+    // The condition is written first, the annotations right after: wait for both.
     let pod = eventually("the notice taken back", || {
         let pod = server.get("pods", NS, "kept")?;
         let notice = pod["status"]["conditions"]
@@ -725,18 +726,13 @@ async fn a_notice_for_an_earlier_close_is_taken_back_once_the_zone_is_open() {
             .iter()
             .find(|c| c["type"] == "tidal.dev/EvictionNotice")?
             .clone();
-        (notice["status"] == "False").then_some(pod)
+        let annotations = &pod["metadata"]["annotations"];
+        let gone = annotations.get("tidal.dev/evict-after").is_none()
+            && annotations.get("tidal.dev/evict-by").is_none();
+        (notice["status"] == "False" && gone).then_some(pod)
     })
     .await;
     let annotations = &pod["metadata"]["annotations"];
-    assert!(
-        annotations.get("tidal.dev/evict-after").is_none(),
-        "{annotations}"
-    );
-    assert!(
-        annotations.get("tidal.dev/evict-by").is_none(),
-        "{annotations}"
-    );
     assert_eq!(
         annotations["volcano.sh/preemptable"], "true",
         "{annotations}"
