@@ -14,9 +14,18 @@ use crate::api::{
 pub struct ConvertArgs {
     /// The descheduler policy (YAML or JSON; `-` reads stdin): the file given to the descheduler's
     /// `--policy-config-file` (descheduler/v1alpha2 or v1alpha1), a ConfigMap holding one under any
-    /// key, or the descheduler Helm chart's values file (`deschedulerPolicy`).
+    /// key, or the descheduler Helm chart's values file (`deschedulerPolicy`). A folder converts
+    /// each of its .yaml, .yml and .json files, each policy named after its file.
     #[arg(short = 'f', long = "filename", value_name = "FILE")]
-    pub filename: PathBuf,
+    pub filename: Option<PathBuf>,
+    /// The same as `-f FILE`, for those who leave out the `-f`.
+    #[arg(value_name = "FILE", conflicts_with = "filename", hide = true)]
+    pub file: Option<PathBuf>,
+    /// The converted policy's name (with several profiles, each policy is NAME-PROFILE). Default:
+    /// each profile's name (the descheduler's examples all call theirs `profilename`, so two
+    /// converted files would collide).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
     /// Mode of the converted policies. DryRun by default: read `tidal report` before evicting.
     #[arg(long, value_enum, default_value_t = ConvertMode::DryRun)]
     pub mode: ConvertMode,
@@ -53,6 +62,44 @@ fn parse_priority_class(text: &str) -> Result<(String, i32), String> {
     Ok((name.trim().to_owned(), value))
 }
 
+/// The texts to convert, each with its name for messages: the file, stdin (`-`), or each .yaml,
+/// .yml and .json file of a folder, in name order.
+fn read_inputs(path: &std::path::Path) -> anyhow::Result<Vec<(String, String)>> {
+    if path.as_os_str() == "-" {
+        let text = std::io::read_to_string(std::io::stdin()).context("reading stdin")?;
+        return Ok(vec![("stdin".to_owned(), text)]);
+    }
+    if !path.is_dir() {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        return Ok(vec![(path.display().to_string(), text)]);
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .with_context(|| format!("reading folder {}", path.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.extension()
+                    .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        anyhow::bail!(
+            "{}: no .yaml, .yml or .json file in the folder",
+            path.display()
+        );
+    }
+    files
+        .into_iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            Ok((file.display().to_string(), text))
+        })
+        .collect()
+}
+
 impl ConvertArgs {
     /// What became of how often the source ran: its own note, or, given `--interval`, whether that
     /// runs more often than the source did.
@@ -74,37 +121,59 @@ impl ConvertArgs {
 
     /// The YAML to print (the notes as comments, then one document per policy), and the notes.
     pub(crate) fn convert(&self) -> anyhow::Result<(String, Vec<Note>)> {
-        let file = self.filename.display().to_string();
-        let text = if self.filename.as_os_str() == "-" {
-            std::io::read_to_string(std::io::stdin()).context("reading stdin")?
-        } else {
-            std::fs::read_to_string(&self.filename).with_context(|| format!("reading {file}"))?
-        };
-        let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)
-            .with_context(|| format!("{file} is not YAML or JSON"))?;
-        let mut sources = Vec::new();
-        let mut refused = Vec::new();
-        for document in documents.iter().filter(|d| !d.is_null()) {
-            match api::descheduler::policies_in(document) {
-                Ok(found) => sources.extend(found),
-                Err(why) => refused.push(why),
-            }
-        }
-        if sources.is_empty() {
+        let Some(path) = self.filename.as_ref().or(self.file.as_ref()) else {
             anyhow::bail!(
-                "{file}: {}",
-                refused
-                    .first()
-                    .map_or("empty: no descheduler policy", String::as_str)
+                "which policy? `tidal convert -f FILE` (a file, a folder, or - for stdin)"
             );
+        };
+        let file = path.display().to_string();
+        let folder = path.is_dir();
+        let mut sources = Vec::new();
+        for (one, text) in read_inputs(path)? {
+            let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)
+                .with_context(|| format!("{one} is not YAML or JSON"))?;
+            let mut found = Vec::new();
+            let mut refused = Vec::new();
+            for document in documents.iter().filter(|d| !d.is_null()) {
+                match api::descheduler::policies_in(document) {
+                    Ok(policies) => found.extend(policies),
+                    Err(why) => refused.push(why),
+                }
+            }
+            if found.is_empty() {
+                anyhow::bail!(
+                    "{one}: {}",
+                    refused
+                        .first()
+                        .map_or("empty: no descheduler policy", String::as_str)
+                );
+            }
+            // A folder's policies are named after their files: the descheduler's examples all name
+            // their profile alike.
+            let stem = folder.then(|| {
+                std::path::Path::new(&one)
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            });
+            for source in &mut found {
+                source.label = if folder {
+                    format!("{one}, {}", source.label)
+                } else {
+                    source.label.clone()
+                };
+            }
+            sources.extend(found.into_iter().map(|source| (stem.clone(), source)));
         }
-        let several = sources.len() > 1;
+        let several = sources.len() > 1 || folder;
         let mut converted = Converted {
             policies: Vec::new(),
             notes: Vec::new(),
         };
-        for (index, source) in sources.iter().enumerate() {
-            let label = if several {
+        for (index, (stem, source)) in sources.iter().enumerate() {
+            let label = if folder {
+                source.label.clone()
+            } else if several {
                 format!("{file}, {}", source.label)
             } else {
                 file.clone()
@@ -153,16 +222,26 @@ impl ConvertArgs {
             let one = api::descheduler::convert(&source.policy, &options)
                 .map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
             converted.notes.extend(source_notes);
-            for policy in one.policies {
-                let name = policy.metadata.name.clone().unwrap_or_default();
+            let profiles = one.policies.len();
+            for mut policy in one.policies {
+                let profile = policy.metadata.name.clone().unwrap_or_default();
+                let prefix = self.name.as_deref().or(stem.as_deref());
+                let name = match prefix {
+                    Some(prefix) if profiles == 1 && self.name.is_some() && !folder => {
+                        api::descheduler::dns_name(prefix)
+                    }
+                    Some(prefix) => api::descheduler::dns_name(&format!("{prefix}-{profile}")),
+                    None => profile,
+                };
+                policy.metadata.name = Some(name.clone());
                 if converted
                     .policies
                     .iter()
                     .any(|p| p.metadata.name.as_deref() == Some(name.as_str()))
                 {
                     anyhow::bail!(
-                        "{label}: two policies would both be named {name:?}; convert the \
-                         sources one by one"
+                        "{label}: two policies would both be named {name:?}; name them with \
+                         --name, or convert the sources one by one"
                     );
                 }
                 converted.policies.push(policy);

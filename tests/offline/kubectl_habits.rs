@@ -185,3 +185,49 @@ fn the_timeline_in_markdown_is_tables() {
         "{markdown}"
     );
 }
+
+/// `convert -f FOLDER` converts each file, naming each policy after its file so that the examples'
+/// common profile name does not collide; a file given without `-f` is taken; `--name` names one.
+#[test]
+fn convert_reads_folders_and_names_what_it_converts() {
+    let examples = "tests/fixtures/descheduler/v0.36.0/examples";
+    let all = stdout(&tidal(&["convert", "-f", examples]));
+    let names: Vec<&str> = all
+        .lines()
+        .filter_map(|l| l.strip_prefix("  name: "))
+        .collect();
+    let files = std::fs::read_dir(root().join(examples)).unwrap().count();
+    assert_eq!(names.len(), files, "{all}");
+    assert!(names.contains(&"pod-life-time-profilename"), "{names:?}");
+    let unique: std::collections::BTreeSet<&&str> = names.iter().collect();
+    assert_eq!(unique.len(), names.len(), "{names:?}");
+
+    let file = format!("{examples}/pod-life-time.yml");
+    assert_eq!(
+        stdout(&tidal(&["convert", &file])),
+        stdout(&tidal(&["convert", "-f", &file]))
+    );
+    let named = stdout(&tidal(&["convert", "-f", &file, "--name", "Old Pods"]));
+    assert!(named.contains("  name: old-pods\n"), "{named}");
+}
+
+/// Helm values of the descheduler's charts up to v0.26 hold a v1alpha1 policy (`strategies:`)
+/// without saying so: read as such. The same under an explicit v1alpha2 is refused, naming v1alpha1.
+#[test]
+fn old_chart_values_are_read_as_v1alpha1() {
+    let dir = tempfile::tempdir().unwrap();
+    let values = "kind: Deployment\ndeschedulingInterval: 10m\ndeschedulerPolicy:\n  strategies:\n    RemoveDuplicates:\n      enabled: true\n";
+    let file = dir.path().join("values.yaml");
+    std::fs::write(&file, values).unwrap();
+    let converted = stdout(&tidal(&["convert", "-f", file.to_str().unwrap()]));
+    assert!(converted.contains("removeDuplicates"), "{converted}");
+    let explicit = format!("deschedulerPolicyAPIVersion: descheduler/v1alpha2\n{values}");
+    std::fs::write(&file, explicit).unwrap();
+    let output = tidal(&["convert", "-f", file.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("`strategies:`, which is descheduler/v1alpha1"),
+        "{stderr}"
+    );
+}

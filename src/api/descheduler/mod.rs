@@ -272,6 +272,14 @@ pub(crate) fn convert(policy: &Value, options: &ConvertOptions) -> Result<Conver
     };
     let profiles = policy["profiles"].as_array().cloned().unwrap_or_default();
     if profiles.is_empty() {
+        if policy.get("strategies").is_some() {
+            return Err(format!(
+                "the policy has `strategies:`, which is {API_VERSION_V1ALPHA1} (the descheduler's \
+                 charts up to v0.26 wrote it), under apiVersion {API_VERSION}, which has profiles \
+                 instead: set apiVersion {API_VERSION_V1ALPHA1} (in Helm values, \
+                 deschedulerPolicyAPIVersion: {API_VERSION_V1ALPHA1})"
+            ));
+        }
         return Err("the policy has no profiles: nothing to convert".to_owned());
     }
     let top = top_level(policy, profiles.len(), options, &mut notes)?;
@@ -669,7 +677,7 @@ fn metrics_usage(value: &Value) -> Result<Value, String> {
 }
 
 /// A profile name as an object name (lower case, `-` for anything else, at most 63 characters).
-fn dns_name(name: &str) -> String {
+pub(crate) fn dns_name(name: &str) -> String {
     let mut out: String = name
         .chars()
         .map(|c| {

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{API_VERSION, Effect, KIND, Note, cron, is_descheduler_policy};
+use super::{API_VERSION, API_VERSION_V1ALPHA1, Effect, KIND, Note, cron, is_descheduler_policy};
 use crate::api::GoDuration;
 
 /// A descheduler policy found in a document, with what the document says about how it ran.
@@ -95,9 +95,18 @@ fn helm_values(document: &Value, policy: &Value) -> Result<Vec<Source>, String> 
     if !policy.is_object() {
         return Err("deschedulerPolicy is not a mapping: nothing to convert".to_owned());
     }
-    let api_version = document["deschedulerPolicyAPIVersion"]
-        .as_str()
-        .unwrap_or(API_VERSION);
+    // Charts up to v0.26 wrote v1alpha1 policies (`strategies:`) and had no
+    // deschedulerPolicyAPIVersion: such values are read as what they were written for.
+    let written_for_v1alpha1 =
+        policy.get("strategies").is_some() && policy.get("profiles").is_none();
+    let api_version =
+        document["deschedulerPolicyAPIVersion"]
+            .as_str()
+            .unwrap_or(if written_for_v1alpha1 {
+                API_VERSION_V1ALPHA1
+            } else {
+                API_VERSION
+            });
     let mut full = json!({"apiVersion": api_version, "kind": KIND});
     for (key, value) in policy.as_object().into_iter().flatten() {
         full[key] = value.clone();
