@@ -231,3 +231,39 @@ fn old_chart_values_are_read_as_v1alpha1() {
         "{stderr}"
     );
 }
+
+/// Misspelt fields of a descheduler policy are named with what they were likely meant to be.
+#[test]
+fn convert_says_what_a_misspelt_field_was_meant_to_be() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "profile:\n  - name: x\n    pluginConfig: []\n",
+            "it has `profile:` (did you mean profiles?)",
+        ),
+        (
+            "profiles:\n  - name: x\n    pluginConfigs:\n      - name: PodLifeTime\n        args: {maxPodLifeTimeSeconds: 3600}\n    plugins:\n      deschedule: {enabled: [PodLifeTime]}\n",
+            "pluginConfigs is not a field of a profile (did you mean pluginConfig?)",
+        ),
+        (
+            "profiles:\n  - name: x\n    pluginConfig:\n      - name: PodLifeTime\n        args: {maxPodLifeTimeSecond: 3600}\n    plugins:\n      deschedule: {enabled: [PodLifeTime]}\n",
+            "PodLifeTime.maxPodLifeTimeSecond not carried over (did you mean maxPodLifeTimeSeconds?)",
+        ),
+        (
+            "profiles:\n  - name: x\n    pluginConfig:\n      - name: DefaultEvictor\n        args: {evictLocalStoragePod: true}\n      - name: PodLifeTime\n        args: {maxPodLifeTimeSeconds: 3600}\n    plugins:\n      deschedule: {enabled: [PodLifeTime]}\n",
+            "DefaultEvictor.evictLocalStoragePod not carried over (did you mean evictLocalStoragePods?)",
+        ),
+    ];
+    for (index, (body, expected)) in cases.iter().enumerate() {
+        let file = dir.path().join(format!("policy-{index}.yaml"));
+        std::fs::write(
+            &file,
+            format!("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n{body}"),
+        )
+        .unwrap();
+        let output = tidal(&["convert", "-f", file.to_str().unwrap()]);
+        assert!(!output.status.success(), "{body}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{expected}:\n{stderr}");
+    }
+}

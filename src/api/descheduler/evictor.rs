@@ -143,13 +143,27 @@ pub(super) fn convert(
             copied if COPIED.contains(&copied) => {
                 out.insert(key.clone(), value.clone());
             }
-            _ => notes.push(
-                Effect::Looser,
-                format!(
-                    "DefaultEvictor.{key} not carried over: tidal's protections have no such \
-                     setting, and an evictor setting only ever protects more"
-                ),
-            ),
+            _ => {
+                let known = [
+                    "podProtections",
+                    "nodeFit",
+                    "nodeSelector",
+                    "noEvictionPolicy",
+                ]
+                .into_iter()
+                .chain(["priorityThreshold"])
+                .chain(COPIED)
+                .chain(LEGACY.iter().map(|(name, ..)| *name));
+                let hint = crate::api::validation::did_you_mean(key, known)
+                    .map_or(String::new(), |k| format!(" (did you mean {k}?)"));
+                notes.push(
+                    Effect::Looser,
+                    format!(
+                        "DefaultEvictor.{key} not carried over{hint}: tidal's protections have no \
+                         such setting, and an evictor setting only ever protects more"
+                    ),
+                )
+            }
         }
     }
     let evict_failed_bare_pods = !has(Guard::FailedBare);

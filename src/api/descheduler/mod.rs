@@ -271,6 +271,21 @@ pub(crate) fn convert(policy: &Value, options: &ConvertOptions) -> Result<Conver
         }
     };
     let profiles = policy["profiles"].as_array().cloned().unwrap_or_default();
+    if profiles.is_empty() && policy.get("profiles").is_none() {
+        let keys = policy
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k.as_str());
+        if let Some(key) = keys
+            .clone()
+            .find(|k| did_you_mean(k, ["profiles"].into_iter()).is_some())
+        {
+            return Err(format!(
+                "the policy has no profiles: it has `{key}:` (did you mean profiles?)"
+            ));
+        }
+    }
     if profiles.is_empty() {
         if policy.get("strategies").is_some() {
             return Err(format!(
@@ -295,6 +310,16 @@ pub(crate) fn convert(policy: &Value, options: &ConvertOptions) -> Result<Conver
         }
         names.push(name.clone());
         let mut profile_notes = notes.scoped(&format!("profile {name}"));
+        for key in profile.as_object().into_iter().flatten().map(|(k, _)| k) {
+            if !PROFILE_FIELDS.contains(&key.as_str()) {
+                let hint = did_you_mean(key, PROFILE_FIELDS.into_iter())
+                    .map_or(String::new(), |k| format!(" (did you mean {k}?)"));
+                profile_notes.push(
+                    Effect::Looser,
+                    format!("{key} is not a field of a profile{hint}: not read"),
+                );
+            }
+        }
         let Some(object) = convert_profile(profile, &name, &top, options, &mut profile_notes)?
         else {
             notes.absorb(profile_notes);
@@ -302,7 +327,19 @@ pub(crate) fn convert(policy: &Value, options: &ConvertOptions) -> Result<Conver
         };
         notes.absorb(profile_notes);
         validator.validate(&object).map_err(|violations| {
-            format!("profile {name}: the result is not valid: {violations}")
+            // A setting not carried over is the likelier cause (a misspelt argument): say it too.
+            let looser: Vec<&str> = notes
+                .notes
+                .iter()
+                .filter(|n| n.effect == Effect::Looser)
+                .map(|n| n.text.as_str())
+                .collect();
+            let because = if looser.is_empty() {
+                String::new()
+            } else {
+                format!("\n  - {}", looser.join("\n  - "))
+            };
+            format!("profile {name}: the result is not valid: {violations}{because}")
         })?;
         let converted: DeschedulingPolicy = serde_json::from_value(object)
             .map_err(|e| format!("profile {name}: the result does not read back: {e}"))?;
@@ -338,6 +375,9 @@ pub(crate) fn convert(policy: &Value, options: &ConvertOptions) -> Result<Conver
         notes: notes.notes,
     })
 }
+
+/// The fields of a profile, as the descheduler reads them.
+const PROFILE_FIELDS: [&str; 3] = ["name", "pluginConfig", "plugins"];
 
 /// What the top level of a policy gives every profile.
 struct TopLevel {
@@ -624,11 +664,13 @@ fn strategy_args(
             continue;
         }
         let Some((_, ours)) = mapping.args.iter().find(|(theirs, _)| theirs == key) else {
+            let hint = did_you_mean(key, mapping.args.iter().map(|(theirs, _)| *theirs))
+                .map_or(String::new(), |k| format!(" (did you mean {k}?)"));
             notes.push(
                 Effect::Looser,
                 format!(
-                    "{}.{key} not carried over: tidal's {} has no such argument, and a plugin's \
-                     argument usually narrows what it evicts",
+                    "{}.{key} not carried over{hint}: tidal's {} has no such argument, and a \
+                     plugin's argument usually narrows what it evicts",
                     mapping.plugin, mapping.strategy
                 ),
             );
