@@ -12,7 +12,7 @@
 //! recreates leaves the job smaller, and a replacement with no node to run on (every ready node is in
 //! a closed or draining zone) stays Pending and holds the budget for the rest of the drain.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::{SignedDuration, Timestamp};
 
@@ -293,11 +293,64 @@ struct ZoneSim<'a> {
     stuck: bool,
     /// Pods no round has taken yet: asked at every step of the estimate, so kept, not counted.
     to_take: usize,
+    /// Its evictions waiting in the queue, not sent yet.
+    in_queue: usize,
 }
 
 impl ZoneSim<'_> {
     fn remaining(&self) -> bool {
         self.to_take > 0
+    }
+
+    /// Whether a round may still take pods of the zone.
+    fn rounds_ahead(&self) -> bool {
+        !self.cut_short && !self.stuck && self.remaining()
+    }
+
+    /// Whether a later round can change the zone's estimate: once none can and none of its
+    /// evictions waits in the queue, the zone's figures are final.
+    fn settled(&self) -> bool {
+        !self.rounds_ahead() && self.in_queue == 0
+    }
+}
+
+/// Where the zones' next rounds stand: kept up to date round by round, so that a step of the
+/// estimate (one send, of tens of thousands) finds the next round without visiting every zone.
+#[derive(Default)]
+struct RoundIndex {
+    /// The zones that have rounds ahead, by their next round, then in their order.
+    next: BTreeSet<(Timestamp, usize)>,
+    /// Those whose last round is followed by a wait (`due_from` before `next_round`): the only
+    /// ones another zone's cycle may find due and waiting.
+    waiting: BTreeSet<usize>,
+}
+
+impl RoundIndex {
+    fn new(sims: &[ZoneSim<'_>]) -> Self {
+        let mut index = RoundIndex::default();
+        for (zone, sim) in sims.iter().enumerate() {
+            index.add(zone, sim);
+        }
+        index
+    }
+
+    fn add(&mut self, zone: usize, sim: &ZoneSim<'_>) {
+        if sim.rounds_ahead() {
+            self.next.insert((sim.next_round, zone));
+            if sim.due_from < sim.next_round {
+                self.waiting.insert(zone);
+            }
+        }
+    }
+
+    fn remove(&mut self, zone: usize, sim: &ZoneSim<'_>) {
+        self.next.remove(&(sim.next_round, zone));
+        self.waiting.remove(&zone);
+    }
+
+    /// The earliest next round, the first zone's among equals.
+    fn first(&self) -> Option<(Timestamp, usize)> {
+        self.next.first().copied()
     }
 }
 
@@ -323,6 +376,29 @@ impl Sending {
 
 /// Estimates the drains of `zones` together: they share the sender and its queue, least slack first.
 pub fn estimate(zones: &[ZoneDrain], sending: &Sending) -> Vec<DrainEstimate> {
+    simulate(zones, sending, None)
+        .into_iter()
+        .map(|sim| finish(sim, sending.now))
+        .collect()
+}
+
+/// The estimate of `zones[zone]` among them, as [`estimate`] makes it: the drains are followed
+/// only until that zone's figures are final, since what comes after cannot change them.
+pub fn estimate_one(zones: &[ZoneDrain], sending: &Sending, zone: usize) -> Option<DrainEstimate> {
+    if zone >= zones.len() {
+        return None;
+    }
+    let sim = simulate(zones, sending, Some(zone)).into_iter().nth(zone)?;
+    Some(finish(sim, sending.now))
+}
+
+/// Follows the drains of `zones` together, to the end or, with `until_settled`, until that zone's
+/// figures are final.
+fn simulate<'a>(
+    zones: &'a [ZoneDrain],
+    sending: &Sending,
+    until_settled: Option<usize>,
+) -> Vec<ZoneSim<'a>> {
     if zones.is_empty() {
         return Vec::new();
     }
@@ -366,6 +442,7 @@ pub fn estimate(zones: &[ZoneDrain], sending: &Sending) -> Vec<DrainEstimate> {
             cut_short: false,
             stuck: false,
             to_take: input.jobs.iter().map(|job| job.pods.len()).sum(),
+            in_queue: input.jobs.iter().map(|job| job.queued.len()).sum(),
         })
         .collect();
     let mut sender = match &sending.bucket {
@@ -408,13 +485,12 @@ pub fn estimate(zones: &[ZoneDrain], sending: &Sending) -> Vec<DrainEstimate> {
     closes.sort_unstable();
     closes.dedup();
     let mut closes = closes.into_iter().peekable();
+    let mut rounds = RoundIndex::new(&sims);
     loop {
-        let round = sims
-            .iter()
-            .enumerate()
-            .filter(|(_, z)| !z.cut_short && !z.stuck && z.remaining())
-            .min_by_key(|(_, z)| z.next_round)
-            .map(|(at, z)| (z.next_round, Some(at)));
+        if until_settled.is_some_and(|zone| sims[zone].settled()) {
+            break;
+        }
+        let round = rounds.first().map(|(at, zone)| (at, Some(zone)));
         // A close before the next round is a cycle, while any zone has pods left to take.
         let cycle = match (round, closes.peek().copied()) {
             (Some((at, _)), Some(close)) if close < at => Some((close, None)),
@@ -436,28 +512,32 @@ pub fn estimate(zones: &[ZoneDrain], sending: &Sending) -> Vec<DrainEstimate> {
                 if zone.is_none() {
                     closes.next();
                 }
-                if let Some(zone) = zone {
+                // A round changes its own zone alone: which others wait is known before it.
+                let waiting: Vec<usize> = rounds.waiting.iter().copied().collect();
+                let mut round_of = |zone: usize, sims: &mut [ZoneSim<'_>]| {
+                    rounds.remove(zone, &sims[zone]);
                     plan_round(&mut sims[zone], zone, round_at, &mut queue, gone_after);
+                    rounds.add(zone, &sims[zone]);
+                };
+                if let Some(zone) = zone {
+                    round_of(zone, &mut sims);
                 }
                 // The same cycle tries every other zone whose round is due but found nothing last.
-                for (other, sim) in sims.iter_mut().enumerate() {
-                    let waiting = Some(other) != zone
+                for other in waiting {
+                    let sim = &sims[other];
+                    let due = Some(other) != zone
                         && sim.due_from <= round_at
                         && sim.next_round > round_at
-                        && !sim.cut_short
-                        && !sim.stuck
-                        && sim.remaining();
-                    if waiting {
-                        plan_round(sim, other, round_at, &mut queue, gone_after);
+                        && sim.rounds_ahead();
+                    if due {
+                        round_of(other, &mut sims);
                     }
                 }
             }
             (None, None) => break,
         }
     }
-    sims.into_iter()
-        .map(|sim| finish(sim, sending.now))
-        .collect()
+    sims
 }
 
 fn send_one(
@@ -474,6 +554,7 @@ fn send_one(
         .checked_add(request.terminates_in)
         .unwrap_or(Timestamp::MAX);
     let zone = &mut sims[request.zone];
+    zone.in_queue = zone.in_queue.saturating_sub(1);
     if let Some(slot) = zone.jobs[request.job]
         .leaving
         .iter_mut()
@@ -569,6 +650,7 @@ fn plan_round(
                 },
             );
         }
+        zone.in_queue += took;
         round.pods += taken;
         round.jobs += 1;
     }
@@ -1104,6 +1186,88 @@ mod tests {
             estimate.rounds.iter().map(|r| r.pods).collect::<Vec<_>>(),
             [3, 1]
         );
+    }
+
+    #[test]
+    fn a_zone_whose_round_found_nothing_is_tried_again_at_another_zone_s_round() {
+        // Zone a's first round, at 0 s, finds its pod in its cooldown until 30 s; its next is due
+        // at 60 s, but zone b's first round at 40 s is a cycle that tries a again, and takes it.
+        let mut cooling = job("cooling", 1, None, 0);
+        cooling.pods[0].from = at(30);
+        let mut b = zone("b", 600, vec![job("other", 1, None, 0)]);
+        b.first_round = at(40);
+        let estimates = run(&[zone("a", 600, vec![cooling]), b], pacing(5.0, 10, 4));
+        assert_eq!(estimates[0].rounds.len(), 1);
+        assert_eq!(estimates[0].rounds[0].at, at(40));
+        assert_eq!(estimates[1].rounds[0].at, at(40));
+    }
+
+    #[test]
+    fn one_zone_s_estimate_is_its_share_of_the_estimate_of_all() {
+        // Zones that share the rate, with budgets, cooldowns that make rounds wait, a round cap,
+        // queued evictions, an empty zone and first rounds apart: each zone's own estimate, followed
+        // until its figures are final, is what the estimate of all says of it.
+        let mut held = job(
+            "held",
+            6,
+            Some(JobBudget::MaxUnavailable(IntOrPercent::Int(1))),
+            45,
+        );
+        for (i, pod) in held.pods.iter_mut().enumerate() {
+            pod.from = at(100 * i as i64);
+        }
+        let mut queued = job("queued", 3, None, 30);
+        queued.queued = (0..2)
+            .map(|position| QueuedPod {
+                urgency: Urgency::at(at(300)),
+                position,
+                terminates_in: secs(30),
+            })
+            .collect();
+        let mut capped = zone(
+            "capped",
+            1_800,
+            (0..40)
+                .map(|i| job(&format!("c{i}"), 1, None, 20))
+                .collect(),
+        );
+        capped.round_cap = Some(7);
+        capped.first_round = at(90);
+        let mut late = zone(
+            "late",
+            2_400,
+            vec![job(
+                "big",
+                30,
+                Some(JobBudget::MaxUnavailable(IntOrPercent::Percent(20))),
+                60,
+            )],
+        );
+        late.first_round = at(400);
+        let zones = [
+            zone(
+                "a",
+                900,
+                (0..200)
+                    .map(|i| job(&format!("a{i}"), 1, None, 30))
+                    .collect(),
+            ),
+            zone("held", 1_200, vec![held, queued]),
+            capped,
+            zone("empty", 600, Vec::new()),
+            late,
+        ];
+        let sending = Sending::fresh(pacing(5.0, 10, 4), at(0));
+        let all = estimate(&zones, &sending);
+        for (index, expected) in all.iter().enumerate() {
+            assert_eq!(
+                estimate_one(&zones, &sending, index).as_ref(),
+                Some(expected),
+                "{}",
+                expected.zone
+            );
+        }
+        assert!(estimate_one(&zones, &sending, zones.len()).is_none());
     }
 
     #[test]

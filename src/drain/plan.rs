@@ -305,7 +305,7 @@ fn plan_starts(
                 Start::Fixed(at) | Start::Auto { at, .. } => at.max(now),
             };
         }
-        let drains: Vec<ZoneDrain> = zones.iter().map(|(_, drain, ..)| drain.clone()).collect();
+        let mut drains: Vec<ZoneDrain> = zones.iter().map(|(_, drain, ..)| drain.clone()).collect();
         let estimates = model::estimate(&drains, sending);
         if revision == START_REVISIONS {
             return (estimates, set_by);
@@ -338,13 +338,17 @@ fn plan_starts(
         // A start moved earlier than its drain needs (the drains it overlapped have moved since)
         // goes later again, where the drain still keeps its margin from there.
         for (index, wanted, capped) in later {
-            let mut drains = drains.clone();
-            drains[index].first_round = wanted.max(now);
-            let from_there = &model::estimate(&drains, sending)[index];
-            let (zone, ..) = &zones[index];
             let Some(close) = drains[index].close else {
                 continue;
             };
+            // Each start is tried against the others as they are, so the one moved goes back.
+            let was = std::mem::replace(&mut drains[index].first_round, wanted.max(now));
+            let from_there = model::estimate_one(&drains, sending, index);
+            drains[index].first_round = was;
+            let Some(from_there) = from_there else {
+                continue;
+            };
+            let (zone, ..) = &zones[index];
             let (needed, _) = auto_start(zone, close, from_there.duration(), settings);
             if needed >= wanted.checked_sub(SECOND).unwrap_or(wanted) {
                 zones[index].2 = Start::Auto { at: wanted, capped };
