@@ -622,7 +622,7 @@ fn drains_table(timeline: &Timeline) -> Markup {
                 tbody {
                     @for drain in &timeline.drains {
                         tr class=[drain.at_risk.then_some("miss")] {
-                            td { (drain.zone) }
+                            td.time { (drain.zone) }
                             td.time { (close_shown(drain, clock).unwrap_or_else(|| "before now".to_owned())) }
                             td.time { (drain.start_text(clock)) }
                             td.num { (drain.remaining_pods) }

@@ -441,14 +441,20 @@ fn pace_text(event: &Event) -> String {
         plural(pace.namespaces as usize)
     );
     if !pace.gangs.is_empty() {
+        // A round of a large zone takes hundreds of gangs: a few named, the rest counted (every one
+        // is in `-o json`, and each pod's line with `-o wide` names its gang).
+        const NAMED: usize = 3;
+        let named = pace.gangs[..pace.gangs.len().min(NAMED)].join(", ");
+        let more = match pace.gangs.len().saturating_sub(NAMED) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
         text.push_str(&format!(
-            ", {} taken whole: {}",
-            if pace.gangs.len() == 1 {
-                "a gang"
-            } else {
-                "gangs"
+            ", {} taken whole: {named}{more}",
+            match pace.gangs.len() {
+                1 => "a gang".to_owned(),
+                n => format!("{n} gangs"),
             },
-            pace.gangs.join(", ")
         ));
     }
     let within =
@@ -632,4 +638,30 @@ fn summary(timeline: &Timeline) -> String {
     let mut out = lines.join("\n");
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{testkit::ts, timeline::RoundPace};
+
+    #[test]
+    fn a_round_names_a_few_gangs_and_counts_the_rest() {
+        let at = ts("2026-11-23T10:00:00Z");
+        let mut event = Event::new(at, at, Some("z".into()), EventKind::Round);
+        event.pace = Some(RoundPace {
+            pods: 40,
+            jobs: 5,
+            namespaces: 1,
+            gangs: (1..=5).map(|i| format!("PodGroup ml/g{i}")).collect(),
+            ..RoundPace::default()
+        });
+        assert_eq!(
+            pace_text(&event),
+            "5 jobs in 1 namespace, 5 gangs taken whole: PodGroup ml/g1, PodGroup ml/g2, \
+             PodGroup ml/g3 and 2 more"
+        );
+        event.pace.as_mut().unwrap().gangs.truncate(1);
+        assert!(pace_text(&event).ends_with("a gang taken whole: PodGroup ml/g1"));
+    }
 }

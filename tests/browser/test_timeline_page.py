@@ -133,7 +133,7 @@ def test_a_large_cluster_s_page_when_given(browser):
     given = os.environ.get("TIDAL_TIMELINE_PAGE")
     if not given:
         pytest.skip("TIDAL_TIMELINE_PAGE not set (cargo bench --bench timeline writes one)")
-    path = Path(given)
+    path = Path(given).resolve()
     page, asked = open_page(browser, path)
     zones = page.eval_on_selector_all("svg.picture g.zone", "lanes => lanes.map(l => l.dataset.zone)")
     assert zones, "no zone drawn"
