@@ -54,6 +54,15 @@ pub(crate) struct Notes {
 }
 
 impl Notes {
+    /// The settings not carried over whose loss could evict more.
+    fn looser(&self) -> Vec<&str> {
+        self.notes
+            .iter()
+            .filter(|n| n.effect == Effect::Looser)
+            .map(|n| n.text.as_str())
+            .collect()
+    }
+
     fn push(&mut self, effect: Effect, text: impl Into<String>) {
         let text = text.into();
         let text = if self.prefix.is_empty() {
@@ -328,12 +337,7 @@ pub(crate) fn convert(policy: &Value, options: &ConvertOptions) -> Result<Conver
         notes.absorb(profile_notes);
         validator.validate(&object).map_err(|violations| {
             // A setting not carried over is the likelier cause (a misspelt argument): say it too.
-            let looser: Vec<&str> = notes
-                .notes
-                .iter()
-                .filter(|n| n.effect == Effect::Looser)
-                .map(|n| n.text.as_str())
-                .collect();
+            let looser = notes.looser();
             let because = if looser.is_empty() {
                 String::new()
             } else {
@@ -356,12 +360,7 @@ pub(crate) fn convert(policy: &Value, options: &ConvertOptions) -> Result<Conver
                 .join("; ")
         ));
     }
-    let looser: Vec<&str> = notes
-        .notes
-        .iter()
-        .filter(|n| n.effect == Effect::Looser)
-        .map(|n| n.text.as_str())
-        .collect();
+    let looser = notes.looser();
     if !looser.is_empty() && !options.allow_looser {
         return Err(format!(
             "{} setting(s) cannot be carried over, and without them tidal could evict pods the \
