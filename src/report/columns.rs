@@ -2,7 +2,7 @@
 //! names (pods, nodes, jobs, zones, times) keep their width and are never cut or split, so that they
 //! can be copied; sentences (reasons, details, verdicts) wrap between words in what is left.
 
-use comfy_table::{ContentArrangement, Table, presets::NOTHING};
+use comfy_table::Table;
 
 use super::wrap;
 
@@ -102,34 +102,69 @@ impl Columns {
     }
 
     /// The table's lines, at most `width` characters where the names allow it.
-    pub fn render(&self, width: Option<usize>) -> String {
+    pub fn render<'a>(&'a self, width: Option<usize>) -> String {
+        use std::borrow::Cow;
+        use unicode_width::UnicodeWidthStr;
+
         let widths = width.map(|width| self.fitted_widths(width));
-        let mut table = Table::new();
-        table
-            .load_style(NOTHING)
-            .set_content_arrangement(ContentArrangement::Disabled)
-            .set_header(self.header.iter().cloned());
-        for row in &self.rows {
-            let cells = row.iter().enumerate().map(|(column, cell)| {
-                match widths
-                    .as_ref()
-                    .and_then(|w| w.get(column))
-                    .copied()
-                    .flatten()
-                {
-                    Some(width) => wrap(cell, width, "").trim_end().to_owned(),
-                    None => cell.clone(),
-                }
-            });
-            table.add_row(cells.collect::<Vec<String>>());
+        let wrapped = |column: usize, cell: &'a str| -> Cow<'a, str> {
+            match widths
+                .as_ref()
+                .and_then(|w| w.get(column))
+                .copied()
+                .flatten()
+            {
+                Some(width) => Cow::Owned(wrap(cell, width, "").trim_end().to_owned()),
+                None => Cow::Borrowed(cell),
+            }
+        };
+        let rows: Vec<Vec<Cow<'a, str>>> = std::iter::once(
+            self.header
+                .iter()
+                .map(|h| Cow::Borrowed(h.as_str()))
+                .collect(),
+        )
+        .chain(self.rows.iter().map(|row| {
+            row.iter()
+                .enumerate()
+                .map(|(column, cell)| wrapped(column, cell))
+                .collect()
+        }))
+        .collect();
+        let columns = self.header.len();
+        let mut column_widths = vec![0; columns];
+        for row in &rows {
+            for (column, cell) in row.iter().enumerate().take(columns) {
+                let widest = cell.lines().map(|l| l.width()).max().unwrap_or(0);
+                column_widths[column] = column_widths[column].max(widest);
+            }
         }
-        for column in table.column_iter_mut() {
-            column.set_padding((0, GAP as u16));
-        }
+        // The last column is never padded: one long sentence there must not widen every line (a
+        // large timeline's wide table held tens of gigabytes of spaces that way).
+        let last = columns.saturating_sub(1);
         let mut out = String::new();
-        for line in table.to_string().lines() {
-            out.push_str(line.trim_end());
-            out.push('\n');
+        let mut line = String::new();
+        for row in &rows {
+            let cells: Vec<Vec<&str>> = (0..columns)
+                .map(|c| {
+                    row.get(c)
+                        .map_or_else(Vec::new, |cell| cell.lines().collect())
+                })
+                .collect();
+            let height = cells.iter().map(Vec::len).max().unwrap_or(0).max(1);
+            for index in 0..height {
+                line.clear();
+                for (column, lines) in cells.iter().enumerate() {
+                    let part = lines.get(index).copied().unwrap_or("");
+                    line.push_str(part);
+                    if column < last {
+                        let pad = column_widths[column] - part.width() + GAP;
+                        line.extend(std::iter::repeat_n(' ', pad));
+                    }
+                }
+                out.push_str(line.trim_end());
+                out.push('\n');
+            }
         }
         out
     }
@@ -237,6 +272,22 @@ mod tests {
             "short",
         ]);
         columns
+    }
+
+    /// A long cell in the last column lengthens its own line only: no line is padded to it.
+    #[test]
+    fn the_last_column_is_never_padded() {
+        let mut columns = Columns::new(&["POD", "DETAIL"]);
+        columns.add_row(["ns/a", "short"]);
+        columns.add_row(["ns/bb", &"x".repeat(10_000)]);
+        columns.add_row(["ns/ccc", ""]);
+        let text = columns.render(None);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "POD     DETAIL");
+        assert_eq!(lines[1], "ns/a    short");
+        assert_eq!(lines[2].len(), 8 + 10_000);
+        assert_eq!(lines[3], "ns/ccc");
+        assert_eq!(text.len(), 15 + 14 + 10_009 + 7);
     }
 
     #[test]
