@@ -114,10 +114,9 @@ pub(super) fn convert(
                 if on {
                     notes.push(
                         Effect::Stricter,
-                        "DefaultEvictor.nodeFit: tidal's node fit also checks required pod \
-                         anti-affinity over the whole topology domain and that of the pods already \
-                         there, and counts the room its planned moves take: it may keep a pod the \
-                         descheduler would move",
+                        "DefaultEvictor.nodeFit: tidal's node fit checks the pod's required \
+                         anti-affinity over the node's whole topology domain, and counts the room its \
+                         planned moves take: it may keep a pod the descheduler would move",
                     );
                 }
             }

@@ -118,11 +118,15 @@ pub(crate) struct AntiAffinityFit {
 }
 
 impl AntiAffinityFit {
-    /// Whether some anti-affinity rule could refuse `pod` a node: it has terms of its own, or pods
-    /// already placed have some. Callers that remember answers per shape of pod must then tell
-    /// apart pods whose labels, namespace or terms differ.
-    pub(crate) fn applies(&mut self, pod: &PodInfo, snapshot: &Snapshot) -> bool {
-        !pod.constraints.anti_affinity.is_empty() || !self.repellers(snapshot).is_empty()
+    /// Why `node` is refused to `pod` by the pod's own required anti-affinity terms, if it is: the
+    /// descheduler's NodeFit check (`podMatchesInterPodAntiAffinity` reads only these).
+    pub(crate) fn own_terms_refuse_pod(
+        &mut self,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        snapshot: &Snapshot,
+    ) -> Option<String> {
+        self.own_terms_refuse(pod, node, snapshot)
     }
 
     /// Why `node` is refused to `pod` by required anti-affinity, if it is: the first rule broken.
