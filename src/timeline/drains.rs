@@ -3,7 +3,10 @@
 //! left at the close are read off the simulation itself; with the drain outlook made at the start,
 //! for its assumptions and its fix.
 
-use std::collections::{BTreeMap, HashMap};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
 
 use jiff::{Timestamp, tz::TimeZone};
 
@@ -150,7 +153,7 @@ impl Drains {
     }
 
     /// What a cycle held back in each draining zone (`held`, by zone), by gate.
-    pub(super) fn note_held(&mut self, held: &BTreeMap<String, Vec<Waiting>>) {
+    pub(super) fn note_held(&mut self, held: &BTreeMap<String, Vec<Arc<Waiting>>>) {
         for (zone, index) in &self.active {
             let mut gates = BTreeMap::new();
             for pod in held.get(zone).into_iter().flatten() {

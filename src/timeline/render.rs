@@ -2,7 +2,10 @@
 //! events in time order (one line per round; each pod on a line of its own with `-o wide`), then each
 //! zone's drain per close, in each zone's own time zone and relative to now.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
 
 use jiff::{SignedDuration, Timestamp};
 
@@ -356,7 +359,7 @@ pub(super) fn event_rows(
     for pod in event
         .waiting
         .iter()
-        .filter(|p| p.next_round.is_none() && !left_to_finish(p))
+        .filter(|p| event.waiting.next_round.is_none() && !left_to_finish(p))
     {
         let key = (pod.namespace.clone(), pod.name.clone());
         if staying.insert(key.clone()) {
@@ -410,8 +413,8 @@ pub(super) fn event_rows(
         };
         rows.push(["evicts".into(), pod_ref(&pod.namespace, &pod.name), detail]);
     }
-    for pod in &event.waiting {
-        let waits = match pod.next_round {
+    for pod in event.waiting.iter() {
+        let waits = match event.waiting.next_round {
             _ if left_to_finish(pod) => "left to finish".to_owned(),
             Some(at) => format!("waits for {}", clock.at(at)),
             None if first_said.contains(&(pod.namespace.clone(), pod.name.clone())) => {
@@ -475,17 +478,17 @@ fn pace_text(event: &Event) -> String {
 /// every one of them was said to stay before (`still`); `1 left to finish` for pods that end by
 /// themselves before the close.
 fn waiting_text(event: &Event, still: bool, clock: &Clock) -> Option<String> {
-    let (finishing, held): (Vec<&Waiting>, Vec<&Waiting>) =
+    let (finishing, held): (Vec<&Arc<Waiting>>, Vec<&Arc<Waiting>>) =
         event.waiting.iter().partition(|pod| left_to_finish(pod));
     let mut parts = Vec::new();
-    if let Some(first) = held.first() {
+    if !held.is_empty() {
         let mut gates: BTreeMap<&str, usize> = BTreeMap::new();
         for pod in &held {
             *gates.entry(pod.gate.as_str()).or_default() += 1;
         }
         let gates: Vec<String> = gates.iter().map(|(g, n)| format!("{g} {n}")).collect();
         let count = held.len();
-        let what = match first.next_round {
+        let what = match event.waiting.next_round {
             Some(at) => format!(
                 "{count} wait{} for {}",
                 if count == 1 { "s" } else { "" },

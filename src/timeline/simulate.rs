@@ -5,7 +5,10 @@
 //! rounds logged and queued ([`Simulation::log_cycle`], [`Simulation::queue_evictions`]), and the
 //! instant of the next cycle ([`Simulation::next_cycle`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
+    sync::Arc,
+};
 
 use jiff::{SignedDuration, Timestamp, tz::TimeZone};
 
@@ -72,6 +75,8 @@ struct Simulation<'c> {
     /// What the last event of each zone said was held, so that a cycle that changes nothing adds
     /// nothing.
     held_shown: BTreeMap<String, BTreeSet<(ObjectKey, String)>>,
+    /// The pods the last cycle held, each shared with the events that list it.
+    last_held: HashMap<ObjectKey, Arc<Waiting>>,
     was_evicting: BTreeMap<String, bool>,
     /// Zones whose due round evicted nothing while pods wait for their budget, limit or cooldown:
     /// tried again one `evictPeriod` later.
@@ -153,6 +158,7 @@ impl<'c> Simulation<'c> {
             drains: Drains::default(),
             rounds: BTreeMap::new(),
             held_shown: BTreeMap::new(),
+            last_held: HashMap::new(),
             was_evicting: BTreeMap::new(),
             retries: BTreeMap::new(),
             auto_starts: BTreeMap::new(),
@@ -514,7 +520,7 @@ impl<'c> Simulation<'c> {
                 }
             }
         }
-        let mut held = held_pods(cycle, &evicted);
+        let mut held = held_pods(cycle, &evicted, &mut self.last_held);
         self.drains.note_held(&held);
         for (zone, waiting) in &held {
             for pod in waiting.iter().filter(|w| w.gate == GateId::Finishes.name()) {
@@ -565,7 +571,7 @@ impl<'c> Simulation<'c> {
                 let number = self.rounds.entry(zone.clone()).or_default();
                 *number += 1;
                 round.round = Some(*number);
-                round.waiting = held.remove(zone).unwrap_or_default();
+                round.waiting.pods = held.remove(zone).unwrap_or_default();
                 self.held_shown
                     .insert(zone.clone(), signature(&round.waiting));
             }
@@ -581,7 +587,7 @@ impl<'c> Simulation<'c> {
             let seen = signature(&waiting);
             if self.held_shown.get(&zone) != Some(&seen) {
                 let mut stuck = Event::new(at, at, Some(zone.clone()), EventKind::Held);
-                stuck.waiting = waiting;
+                stuck.waiting.pods = waiting;
                 self.events.push(stuck);
                 self.held_shown.insert(zone, seen);
             }
@@ -820,10 +826,15 @@ const RETRIED: [&str; 4] = [
     GateId::Notice.name(),
 ];
 
-/// Per zone, the pods the cycle's plans held back (each once, and none evicted).
-fn held_pods(cycle: &CyclePlan, evicted: &HashSet<&ObjectKey>) -> BTreeMap<String, Vec<Waiting>> {
-    let mut held: BTreeMap<String, Vec<Waiting>> = BTreeMap::new();
-    let mut held_keys: HashSet<&ObjectKey> = HashSet::new();
+/// Per zone, the pods the cycle's plans held back (each once, and none evicted). A pod held as the
+/// last cycle held it is the same `Waiting` (`last_held`, replaced by this cycle's).
+fn held_pods(
+    cycle: &CyclePlan,
+    evicted: &HashSet<&ObjectKey>,
+    last_held: &mut HashMap<ObjectKey, Arc<Waiting>>,
+) -> BTreeMap<String, Vec<Arc<Waiting>>> {
+    let mut held: BTreeMap<String, Vec<Arc<Waiting>>> = BTreeMap::new();
+    let mut now_held: HashMap<ObjectKey, Arc<Waiting>> = HashMap::new();
     for plan in &cycle.plans {
         for skip in &plan.skipped {
             let candidate = &skip.candidate;
@@ -831,20 +842,34 @@ fn held_pods(cycle: &CyclePlan, evicted: &HashSet<&ObjectKey>) -> BTreeMap<Strin
                 continue;
             };
             let key = &candidate.pod.key;
-            if !evicted.contains(key) && held_keys.insert(key) {
-                held.entry(zone.clone()).or_default().push(Waiting {
+            if evicted.contains(key) || now_held.contains_key(key) {
+                continue;
+            }
+            let gate = skip.reason.to_string();
+            let node = candidate.pod.node_name.as_deref();
+            let pod = match last_held.get(key) {
+                Some(last)
+                    if last.gate == gate
+                        && last.detail == skip.detail
+                        && last.policy == plan.policy
+                        && last.node.as_deref() == node =>
+                {
+                    Arc::clone(last)
+                }
+                _ => Arc::new(Waiting {
                     namespace: key.namespace.to_string(),
                     name: key.name.to_string(),
-                    node: candidate.pod.node_name.as_deref().map(String::from),
-                    gate: skip.reason.to_string(),
+                    node: node.map(String::from),
+                    gate,
                     detail: skip.detail.clone(),
                     policy: plan.policy.clone(),
-                    next_round: None,
-                    next_round_when: None,
-                });
-            }
+                }),
+            };
+            now_held.insert(key.clone(), Arc::clone(&pod));
+            held.entry(zone.clone()).or_default().push(pod);
         }
     }
+    *last_held = now_held;
     held
 }
 
@@ -870,9 +895,7 @@ fn finish(events: &mut [Event], zone_tz: &BTreeMap<String, TimeZone>, now: Times
         }
     }
     for (index, round) in fills {
-        for waiting in &mut events[index].waiting {
-            waiting.next_round = round;
-        }
+        events[index].waiting.next_round = round;
     }
     for event in events.iter_mut() {
         let tz = event
@@ -883,13 +906,11 @@ fn finish(events: &mut [Event], zone_tz: &BTreeMap<String, TimeZone>, now: Times
             .unwrap_or(TimeZone::UTC);
         event.when = clock::local(&tz, event.shown);
         event.relative = clock::relative(now, event.shown);
-        for waiting in &mut event.waiting {
-            waiting.next_round_when = waiting.next_round.map(|at| clock::local(&tz, at));
-        }
+        event.waiting.next_round_when = event.waiting.next_round.map(|at| clock::local(&tz, at));
     }
 }
 
-fn signature(waiting: &[Waiting]) -> BTreeSet<(ObjectKey, String)> {
+fn signature(waiting: &[Arc<Waiting>]) -> BTreeSet<(ObjectKey, String)> {
     waiting
         .iter()
         .map(|w| {
@@ -1080,12 +1101,9 @@ mod tests {
         assert_eq!(first.round, Some(1));
         assert_eq!(first.waiting.len(), 3);
         assert!(first.waiting.iter().all(|w| w.gate == "budget"));
+        assert_eq!(first.waiting.next_round, Some(ts("2026-11-23T05:45:01Z")));
         assert_eq!(
-            first.waiting[0].next_round,
-            Some(ts("2026-11-23T05:45:01Z"))
-        );
-        assert_eq!(
-            first.waiting[0].next_round_when.as_deref(),
+            first.waiting.next_round_when.as_deref(),
             Some("Mon 06:45 CET")
         );
         assert_eq!(timeline.events[3].round, Some(3));
@@ -1194,7 +1212,7 @@ mod tests {
             second.waiting.iter().all(|w| w.gate == "cooldown"),
             "{second:?}"
         );
-        assert!(second.waiting.iter().all(|w| w.next_round.is_none()));
+        assert!(second.waiting.next_round.is_none());
         assert_eq!(cache.snapshot().node("rev-1").unwrap().pods.len(), 2);
     }
 
