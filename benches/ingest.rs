@@ -10,21 +10,19 @@
 //! 3. The listing peak: the same cluster listed as protobuf pages of 500 through the real list
 //!    decoder into a shared cache, the peak of bytes alive against what the synced cache keeps.
 
-use std::{collections::HashSet, hint::black_box, time::Instant};
+use std::{hint::black_box, time::Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::Pod;
-use kube::{core::ObjectList, runtime::watcher};
+use kube::core::ObjectList;
 use tidal::{
-    cluster::{ClusterCache, NodeInfo, ObjectKind, PodInfo, SharedCache},
-    runtime::{
-        protobuf::{ProtobufKind, decode_list, decode_list_each},
-        watch::{Lenient, LogOnly, Relist, apply_lenient_event, listwatch::PAGE},
-    },
+    cluster::{ClusterCache, NodeInfo, PodInfo},
+    runtime::{protobuf::decode_list, watch::listwatch::PAGE},
 };
 use tidal_testkit::{
     alloc::{self, Counting},
-    protobuf::{self, fixture},
+    listing,
+    protobuf::fixture,
     synthetic::{SyntheticCluster, SyntheticSpec, generate},
 };
 
@@ -97,77 +95,17 @@ fn summary() {
     listing_peak(&cluster);
 }
 
-/// Lists `items` into `shared` as protobuf pages of `PAGE`, each decoded by the real list decoder
-/// (`decode_list_each`, what `runtime::watch::listwatch` calls) and folded in through the watches'
-/// own event handling (Init, InitApply per object, InitDone), page and objects dropped before the
-/// next. Each page is encoded (the API server's side) before the peak is reset for it; its bytes
-/// stay alive while it is decoded, as the HTTP body does. Returns the peak of bytes alive.
-fn list_into<K: ProtobufKind + serde::Serialize>(
-    shared: &SharedCache,
-    items: &[K],
-    plural: &str,
-    kind: &str,
-) -> isize {
-    let (mut relist, mut logged, observer) = (Relist::default(), HashSet::new(), LogOnly);
-    let mut peak = alloc::live();
-    let mut measure = |during: &mut dyn FnMut()| {
-        peak = peak.max(alloc::peak_during(during).1);
-    };
-    measure(&mut || {
-        apply_lenient_event::<K>(
-            shared,
-            &mut relist,
-            watcher::Event::Init,
-            &observer,
-            &mut logged,
-        )
-    });
-    for chunk in items.chunks(PAGE as usize) {
-        let values: Vec<serde_json::Value> = chunk
-            .iter()
-            .map(|item| serde_json::to_value(item).unwrap())
-            .collect();
-        let mut body = Some(protobuf::list(plural, "v1", kind, &values, "1").unwrap());
-        drop(values);
-        measure(&mut || {
-            let page = decode_list_each::<K>(body.as_deref().unwrap()).unwrap();
-            body = None;
-            for item in page.items {
-                let object = Lenient::Read {
-                    object: item.unwrap(),
-                    clamped: Vec::new(),
-                };
-                let event = watcher::Event::InitApply(object);
-                apply_lenient_event(shared, &mut relist, event, &observer, &mut logged);
-            }
-        });
-    }
-    measure(&mut || {
-        let event = watcher::Event::InitDone;
-        apply_lenient_event::<K>(shared, &mut relist, event, &observer, &mut logged)
-    });
-    peak
-}
-
 /// The listing peak against the synced cache, both counted from the same start.
 fn listing_peak(cluster: &SyntheticCluster) {
-    let start = alloc::live();
-    let shared = SharedCache::new(&[ObjectKind::Node, ObjectKind::Pod]);
-    let peak = list_into(&shared, &cluster.nodes, "nodes", "Node").max(list_into(
-        &shared,
-        &cluster.pods,
-        "pods",
-        "Pod",
-    ));
-    let kept = alloc::live() - start;
-    let cache = shared.read();
+    let listed = listing::list_nodes_and_pods(cluster);
+    let cache = listed.shared.read();
     eprintln!(
         "protobuf list of {} nodes / {} pods in pages of {PAGE}: peak {:.0} MB alive, {:.0} MB kept once synced ({:.2}x)",
         cache.node_count(),
         cache.pod_count(),
-        (peak - start) as f64 / 1e6,
-        kept as f64 / 1e6,
-        (peak - start) as f64 / kept as f64,
+        listed.peak as f64 / 1e6,
+        listed.kept as f64 / 1e6,
+        listed.peak as f64 / listed.kept as f64,
     );
 }
 

@@ -4,12 +4,16 @@
 #   - kube-apiserver 1.36: built with Go from the k8s.io/kubernetes tree an openshift/microshift checkout vendors
 #     ($MS_SRC); the same approach as the realnode scripts (a tiny main calling app.NewAPIServerCommand), version
 #     stamped so that clients parse the server version.
+#   - the Kubernetes descheduler (side-by-side.sh): built with the same Go from its own repository at $DESCHEDULER_REF
+#     ($DESCHEDULER_SRC: a checkout or an archive of kubernetes-sigs/descheduler; it vendors its dependencies).
 # Idempotent: what exists is kept (FORCE=1 rebuilds kube-apiserver). The build takes up to an hour on 2 cores with a
 # cold Go cache; it runs under `nice` so the machine stays usable.
 set -euo pipefail
 LIVE_BIN=${LIVE_BIN:-/tmp/tidal-live/bin}
 GO=${GO:-/tmp/gov/bin/go}
 MS_SRC=${MS_SRC:-/tmp/src-ms}
+DESCHEDULER_SRC=${DESCHEDULER_SRC:-/tmp/src-desch}
+DESCHEDULER_REF=${DESCHEDULER_REF:-v0.36.0}
 ETCD_ROOT=${ETCD_ROOT:-/tmp/etcd35}
 K8S_VERSION=${K8S_VERSION:-v1.36.2}
 mkdir -p "$LIVE_BIN"
@@ -50,4 +54,16 @@ if [ ! -x "$LIVE_BIN/kube-apiserver" ] || [ "${FORCE:-0}" = 1 ]; then
   lap "built kube-apiserver"
 fi
 "$LIVE_BIN/kube-apiserver" --version
+
+# 4. the descheduler, for side-by-side.sh only: skipped without its sources
+if [ ! -x "$LIVE_BIN/descheduler" ] || [ "${FORCE:-0}" = 1 ]; then
+  if [ -f "$DESCHEDULER_SRC/cmd/descheduler/descheduler.go" ]; then
+    LDF="-X sigs.k8s.io/descheduler/pkg/version.version=$DESCHEDULER_REF"
+    ( cd "$DESCHEDULER_SRC" && GOEXPERIMENT=nojsonv2 GOFLAGS=-mod=vendor GOTOOLCHAIN=local CGO_ENABLED=0 \
+        nice -n "${NICE:-10}" "$GO" build -p 2 -ldflags "$LDF" -o "$LIVE_BIN/descheduler" ./cmd/descheduler )
+    lap "built the descheduler"
+  else
+    echo "no descheduler sources at DESCHEDULER_SRC=$DESCHEDULER_SRC: side-by-side.sh needs them (see README.md)" >&2
+  fi
+fi
 lap "done"

@@ -7,10 +7,12 @@ pub mod admission;
 pub mod alloc;
 pub mod fake_apiserver;
 pub mod flood;
+pub mod listing;
 pub mod mixed_drain;
 pub mod objects;
 pub mod protobuf;
 pub mod rng;
+pub mod saved;
 pub mod synthetic;
 pub mod webhook_process;
 
