@@ -21,7 +21,7 @@ pub(crate) mod gates;
 pub mod planner;
 pub mod report;
 pub mod runtime;
-pub(crate) mod strategies;
+pub mod strategies;
 #[cfg(test)]
 mod testkit;
 pub mod timeline;

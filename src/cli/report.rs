@@ -8,10 +8,9 @@ use clap::Args;
 use jiff::{SignedDuration, Timestamp};
 
 use super::PacingArgs;
+use crate::strategies::tdm::args::TdmArgs;
 use crate::{
-    api::{
-        self, DeschedulingPolicySpec, GoDuration, PolicyMode, args::TdmArgs, policy::Strategies,
-    },
+    api::{self, DeschedulingPolicySpec, GoDuration, PolicyMode, policy::Strategies},
     cluster::{ClusterCache, DrainStart, PolicyInfo, Snapshot, dump::Dump},
     controller,
     drain::{self, ZoneOutlook},

@@ -31,6 +31,6 @@ pub use model::usage::{MetricSample, UsageSample, UsageSeries};
 pub use model::workload::{PdbInfo, PodGroupInfo};
 pub use store::cache::{ClusterCache, Retired, SnapshotUpdate, Unreadable, WatchProgress};
 pub use store::pod_map::PodMap;
-pub use store::shared::SharedCache;
+pub use store::shared_cache::SharedCache;
 pub use store::snapshot::{JobState, NodeState, Snapshot};
 pub use store::snapshot_map::SnapshotMap;

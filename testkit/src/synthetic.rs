@@ -47,12 +47,11 @@ use k8s_openapi::{
 
 use crate::rng::SplitMix64;
 use tidal::{
-    api::args::TdmArgs,
     api::labels,
     api::{
         BudgetsAfterClose, DeschedulingPolicy, DeschedulingPolicySpec, DrainBefore, GoDuration,
         PodGroup, PolicyMode, RevocableZone, RevocableZoneSpec,
-        args::NamespaceFilter,
+        pod_filters::NamespaceFilter,
         podgroup::PodGroupSpec,
         policy::{EvictionLimits, JobBudgetSpec, PolicyDefaults, Strategies},
         zone::{RevocableZoneStatus, WindowSpec},
@@ -60,6 +59,7 @@ use tidal::{
     cluster::{
         ClusterCache, NodeInfo, ObjectKey, PdbInfo, PodGroupInfo, PodInfo, PolicyInfo, ZoneInfo,
     },
+    strategies::tdm::args::TdmArgs,
     windows::Weekday,
 };
 
