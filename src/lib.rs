@@ -24,6 +24,7 @@ pub mod runtime;
 pub mod strategies;
 #[cfg(test)]
 mod testkit;
+pub mod text;
+pub mod time_windows;
 pub mod timeline;
 pub mod webhook;
-pub mod windows;

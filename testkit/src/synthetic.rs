@@ -60,7 +60,7 @@ use tidal::{
         ClusterCache, NodeInfo, ObjectKey, PdbInfo, PodGroupInfo, PodInfo, PolicyInfo, ZoneInfo,
     },
     strategies::tdm::args::TdmArgs,
-    windows::Weekday,
+    time_windows::Weekday,
 };
 
 /// What to generate. Shares are fractions in `0.0..=1.0`; out-of-range values are clamped.

@@ -18,20 +18,21 @@ use std::{
 
 /// Top-level modules, and which others each may import (besides itself).
 fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
-    let base = ["api", "windows"];
-    let core = ["api", "windows", "cluster", "framework"];
-    let rows: [(&str, &[&str]); 15] = [
-        ("api", &["windows"]),
-        ("windows", &[]),
+    let base = ["api", "time_windows"];
+    let core = ["api", "time_windows", "cluster", "framework"];
+    let rows: [(&str, &[&str]); 16] = [
+        ("api", &["time_windows"]),
+        ("time_windows", &[]),
+        ("text", &["time_windows"]),
         ("cluster", &base),
-        ("framework", &["api", "windows", "cluster"]),
+        ("framework", &["api", "time_windows", "cluster"]),
         ("strategies", &core),
         ("gates", &core),
         (
             "planner",
             &[
                 "api",
-                "windows",
+                "time_windows",
                 "cluster",
                 "framework",
                 "strategies",
@@ -40,17 +41,26 @@ fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
         ),
         (
             "drain",
-            &["api", "windows", "cluster", "framework", "planner"],
+            &["api", "time_windows", "cluster", "framework", "planner"],
         ),
         (
             "report",
-            &["api", "windows", "cluster", "framework", "planner", "drain"],
+            &[
+                "api",
+                "time_windows",
+                "text",
+                "cluster",
+                "framework",
+                "planner",
+                "drain",
+            ],
         ),
         (
             "timeline",
             &[
                 "api",
-                "windows",
+                "time_windows",
+                "text",
                 "cluster",
                 "framework",
                 "planner",
@@ -58,12 +68,12 @@ fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
                 "report",
             ],
         ),
-        ("runtime", &["api", "windows", "cluster"]),
+        ("runtime", &["api", "time_windows", "cluster"]),
         (
             "controller",
             &[
                 "api",
-                "windows",
+                "time_windows",
                 "cluster",
                 "framework",
                 "planner",
@@ -71,12 +81,13 @@ fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
                 "runtime",
             ],
         ),
-        ("webhook", &["api", "windows", "cluster", "runtime"]),
+        ("webhook", &["api", "time_windows", "cluster", "runtime"]),
         (
             "cli",
             &[
                 "api",
-                "windows",
+                "time_windows",
+                "text",
                 "cluster",
                 "framework",
                 "planner",

@@ -35,8 +35,9 @@ impl Tdm {
             .next_change
             .map(|change| {
                 let shown = if state.open {
-                    jiff::tz::TimeZone::get(&zone.time_zone)
-                        .map_or(change, |tz| crate::windows::close_boundary(&tz, change))
+                    jiff::tz::TimeZone::get(&zone.time_zone).map_or(change, |tz| {
+                        crate::time_windows::close_boundary(&tz, change)
+                    })
                 } else {
                     change
                 };

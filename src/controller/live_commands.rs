@@ -1,6 +1,7 @@
-//! One-shot use of the live machinery, for `tidal report` against a cluster: list everything through
-//! the same watches `tidal run` uses, and optionally check each planned eviction with a server-side
-//! dry run so that the report reflects real PodDisruptionBudgets.
+//! The live machinery used once, for the commands that read a cluster and exit (`tidal report`,
+//! `tidal timeline`, `tidal explain`): list everything through the same watches `tidal run` uses, and
+//! for `tidal report --verify` check each planned eviction with a server-side dry run so that the
+//! report reflects real PodDisruptionBudgets.
 
 use std::{sync::Arc, time::Duration};
 

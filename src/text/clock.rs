@@ -3,9 +3,9 @@
 
 use jiff::{SignedDuration, Timestamp, tz::TimeZone};
 
-use crate::windows::ZoneSchedule;
+use crate::time_windows::ZoneSchedule;
 
-pub(crate) use crate::windows::close_boundary;
+pub(crate) use crate::time_windows::close_boundary;
 
 /// The instant to show for a change of `schedule` at `change`: the boundary as written for a close,
 /// the change itself for an opening.
@@ -251,7 +251,7 @@ pub(crate) fn duration(seconds: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::windows::DailyWindow;
+    use crate::time_windows::DailyWindow;
 
     fn ts(text: &str) -> Timestamp {
         text.parse().unwrap()
