@@ -1,6 +1,8 @@
 //! The strategies tidal knows, in the order a policy runs them: one row per row of the strategy table
 //! (`crate::strategies::strategy_table`), which builds the strategy's plugin from its arguments when
-//! the policy enables it.
+//! the policy enables it. Nothing here changes for a new strategy. A new strategy is registered in two
+//! places: its folder `src/strategies/<id>/` (the plugin, its arguments and its tests) and
+//! `src/strategies/mod.rs` (its `mod` line and its row in the strategy table).
 
 use crate::{
     api::policy::Strategies,

@@ -3,10 +3,12 @@
 //!
 //! A strategy is one folder, named by its key under a policy's `spec.strategies` in snake case: its
 //! arguments with their defaults and schema checks (`args.rs`), the plugin (`mod.rs`) and its tests
-//! (`tests.rs`). A new strategy is its folder, its `mod` line below and its row in
-//! [`strategy_table`], from which the strategy's `StrategyId`, its key in the policy's `strategies` and
-//! its row in the planner's registry are made. The files here that are not a strategy's folder are
-//! what several strategies share and none owns; strategies import them and never each other.
+//! (`tests.rs`). A new strategy is registered in two places: its folder `src/strategies/<id>/` (the
+//! plugin, its arguments and its tests) and `src/strategies/mod.rs` (its `mod` line and its row in the
+//! strategy table). From its row in [`strategy_table`] come its `StrategyId`, its key in the policy's
+//! `strategies` and its place in the planner's registry. The files here that are not a strategy's
+//! folder are what several strategies share and none owns; strategies import them and never each
+//! other.
 
 pub mod high_node_utilization;
 pub mod low_node_utilization;
