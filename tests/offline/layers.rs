@@ -313,7 +313,7 @@ fn group_names(group: &str) -> Vec<String> {
 
 /// The plugins (strategies or gates) other than its own that a plugin file's code names: through
 /// `super::`, `super::super::` or `crate::<layer>::`, plainly or in a group. `own` is the file's module
-/// path inside the layer (`["tdm"]`, `["node_utilization", "low"]`).
+/// path inside the layer (`["tdm"]`, `["low_node_utilization", "args"]`).
 fn plugins_named(code: &str, layer: &str, own: &[String]) -> BTreeSet<String> {
     let parent = &own[..own.len() - 1];
     let mut named = BTreeSet::new();
