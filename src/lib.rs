@@ -5,9 +5,10 @@
 //! enforces it), strategies and gates are plugins that never import each other, and decisions are
 //! pure functions of a snapshot and an instant.
 //!
-//! `windows` → `api` → `cluster` → `framework` → `strategies`, `gates` → `planner` → `report` →
-//! `timeline`, with `drain` between `planner` and `report`; `runtime` (over `cluster`) → `controller`,
-//! `webhook`; `cli` on top.
+//! `time_windows` → `api` → `cluster` → `framework` → `strategies`, `gates` → `planner` → `report` →
+//! `timeline`, with `drain` between `planner` and `report` and `text` (over `time_windows`) under
+//! `report`; `runtime` (over `cluster`) → `controller`, `webhook`; `cli` on top. A strategy's
+//! arguments (`strategies/<id>/args.rs`) are API types kept in the strategy's folder.
 
 #![warn(unreachable_pub)]
 
@@ -21,9 +22,10 @@ pub(crate) mod gates;
 pub mod planner;
 pub mod report;
 pub mod runtime;
-pub(crate) mod strategies;
+pub mod strategies;
 #[cfg(test)]
 mod testkit;
+pub mod text;
+pub mod time_windows;
 pub mod timeline;
 pub mod webhook;
-pub mod windows;

@@ -1,10 +1,10 @@
 //! The API types tidal owns (`tidal.dev/v1alpha1`) and the foreign ones it reads.
 
-pub mod args;
 pub mod chart_schema;
 pub(crate) mod descheduler;
 pub mod duration;
 pub mod labels;
+pub mod pod_filters;
 pub mod podgroup;
 pub mod policy;
 pub(crate) mod protections;

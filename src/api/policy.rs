@@ -14,14 +14,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    args::{
-        AntiAffinityArgs, HighNodeUtilizationArgs, LowNodeUtilizationArgs, MakeRoomArgs,
-        NamespaceFilter, NodeAffinityArgs, NodeTaintsArgs, PodLifeTimeArgs, RemoveDuplicatesArgs,
-        RemoveFailedPodsArgs, TdmArgs, TooManyRestartsArgs, TopologySpreadArgs,
-    },
-    duration::GoDuration,
-};
+use super::{duration::GoDuration, pod_filters::NamespaceFilter};
 
 /// A descheduling policy. Several may exist; each runs its strategies on its own interval, and a pod
 /// evicted under one is in flight for all.
@@ -78,56 +71,37 @@ pub enum PolicyMode {
     DryRun,
 }
 
-/// One key per strategy; its value holds the strategy's arguments (`{}` for the defaults).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(extend("minProperties" = 1))]
-pub struct Strategies {
-    /// Time-division multiplexing: drain preemptable pods from revocable zones outside their windows.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tdm: Option<TdmArgs>,
-    /// Move pods off overutilized nodes so that they land on underutilized ones.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub low_node_utilization: Option<LowNodeUtilizationArgs>,
-    /// Empty underutilized nodes so that their pods pack onto the others (bin packing).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub high_node_utilization: Option<HighNodeUtilizationArgs>,
-    /// Spread pods of one owner that pile up on one node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remove_duplicates: Option<RemoveDuplicatesArgs>,
-    /// Rebalance topology domains whose pod counts are further apart than `maxSkew`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remove_pods_violating_topology_spread_constraint: Option<TopologySpreadArgs>,
-    /// Evict pods whose required pod anti-affinity is violated by pods around them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remove_pods_violating_inter_pod_anti_affinity: Option<AntiAffinityArgs>,
-    /// Evict pods whose node no longer satisfies their node affinity (required, or preferred when a
-    /// better node exists).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remove_pods_violating_node_affinity: Option<NodeAffinityArgs>,
-    /// Evict pods that do not tolerate their node's taints.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remove_pods_violating_node_taints: Option<NodeTaintsArgs>,
-    /// Evict pods whose containers restarted too often.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remove_pods_having_too_many_restarts: Option<TooManyRestartsArgs>,
-    /// Evict pods older than a maximum age, optionally only in some states.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pod_life_time: Option<PodLifeTimeArgs>,
-    /// Evict failed pods (which otherwise linger until garbage collection).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remove_failed_pods: Option<RemoveFailedPodsArgs>,
-    /// Evict preemptable pods on non-revocable nodes to make room for a non-preemptable pod that has
-    /// been unschedulable for too long.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub make_room_for_pending: Option<MakeRoomArgs>,
+/// The policy's `strategies`, one field per row of the strategy table
+/// (`crate::strategies::strategy_table`), holding the arguments in the strategy's `args.rs`.
+macro_rules! strategies_struct {
+    ($(
+        $(#[$doc:meta])*
+        $field:ident {
+            id: $id:ident = $run:literal, name: $name:literal,
+            args: $args:ident, plugin: $kind:ident($plugin:ident)
+        }
+    )*) => {
+        /// One key per strategy; its value holds the strategy's arguments (`{}` for the defaults).
+        #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+        #[serde(rename_all = "camelCase")]
+        #[schemars(extend("minProperties" = 1))]
+        pub struct Strategies {
+            $(
+                $(#[$doc])*
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub $field: Option<crate::strategies::$field::args::$args>,
+            )*
+        }
+    };
 }
+
+crate::strategies::strategy_table!(strategies_struct);
 
 impl Strategies {
     /// Whether a strategy of this policy reads measured usage (metrics.k8s.io), so that the controller
     /// polls it only when someone needs it.
     pub fn uses_measured_usage(&self) -> bool {
-        use super::args::UsageSource::Metrics;
+        use crate::strategies::node_usage::args::UsageSource::Metrics;
         let low = self.low_node_utilization.as_ref().map(|a| a.usage.source);
         let high = self.high_node_utilization.as_ref().map(|a| a.usage.source);
         low == Some(Metrics) || high == Some(Metrics)
@@ -135,7 +109,7 @@ impl Strategies {
 
     /// The Prometheus queries this policy's strategies read (`usage.source: Prometheus`).
     pub fn prometheus_queries(&self) -> Vec<String> {
-        use super::args::UsageSource::Prometheus;
+        use crate::strategies::node_usage::args::UsageSource::Prometheus;
         let low = self.low_node_utilization.as_ref().map(|a| &a.usage);
         let high = self.high_node_utilization.as_ref().map(|a| &a.usage);
         low.into_iter()

@@ -12,7 +12,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
 
 use super::duration::{DurationError, GO_DURATION_PATTERN, GoDuration};
-use crate::windows::Weekday;
+use crate::time_windows::Weekday;
 
 /// A zone of nodes labelled `volcano.sh/revocable-zone=<name>`, shared with another system and usable by
 /// Kubernetes only inside its windows. Outside them tidal evicts the zone's preemptable pods.

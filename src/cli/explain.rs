@@ -14,8 +14,9 @@ use crate::{
     controller,
     drain::ZoneOutlook,
     planner::{self, CyclePlan},
-    report::{Format, Report, StrategyLine, WIDTH, wrap},
+    report::{Format, Report, StrategyLine},
     runtime::client,
+    text::{WIDTH, wrap},
 };
 
 #[derive(Debug, Args)]
@@ -126,7 +127,7 @@ pub(crate) async fn explain_live(args: &ExplainArgs) -> anyhow::Result<String> {
     let timeout = input.timeout.as_std().max(Duration::from_secs(1));
     client::check_reachable(&client, &url, timeout.min(REACHABLE_WITHIN)).await?;
     super::report::warn_insecure(insecure);
-    let shared = controller::oneshot::live_cache(client, timeout).await?;
+    let shared = controller::live_commands::live_cache(client, timeout).await?;
     super::report::ask_prometheus(&input.prometheus, &shared).await?;
     let (snapshot, outlooks) = start_due_drains(&mut shared.write(), input)?;
     let (cycle, _) = plan_report(&snapshot, input)?;
@@ -184,11 +185,11 @@ fn render(
 
 fn sentences(
     explanation: &Explanation,
-    clock: &crate::report::clock::Clock,
+    clock: &crate::text::clock::Clock,
     now: jiff::Timestamp,
 ) -> String {
     // A page's width, or the terminal's where it is narrower.
-    let width = crate::report::columns::Layout::for_stdout()
+    let width = crate::text::columns::Layout::for_stdout()
         .width()
         .map_or(WIDTH, |w| w.min(WIDTH));
     let mut out = format!(

@@ -8,15 +8,15 @@ mod pacing;
 mod register;
 mod report;
 mod run;
+mod timeline;
 
 pub use convert::{ConvertArgs, ConvertMode};
 pub use explain::{ExplainArgs, Explanation, Verdict};
 pub use pacing::PacingArgs;
 pub use register::RegisterArgs;
-pub use report::{
-    ReportArgs, TimelineArgs, builtin_policy, report, report_live, timeline, timeline_live,
-};
+pub use report::{ReportArgs, builtin_policy, report, report_live};
 pub use run::RunArgs;
+pub use timeline::{TimelineArgs, timeline, timeline_live};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};

@@ -13,7 +13,6 @@ pub use ingest::Ingest;
 pub use k8s_openapi::api::core::v1::Taint;
 pub use model::Unnamed;
 pub use model::claim::ClaimInfo;
-pub use model::config::{AtRiskCall, DRAIN_ON_TRACK, DrainStart, PolicyInfo, ZoneInfo};
 pub use model::constraints::Constraints;
 pub use model::eviction_notice::{evictable_from, noticed_at};
 pub use model::job_budget::{IntOrPercent, JobBudget, JobStats};
@@ -25,12 +24,14 @@ pub use model::pod_end::{
     EndCause, PodEnd, declared_run_time, finishes_before, overstayed, pod_end, run_time,
 };
 pub use model::pod_status::{ContainerScope, PodStatusSummary};
+pub use model::policy::PolicyInfo;
 pub use model::resources::Resources;
 pub use model::setting::{InvalidValue, Setting};
 pub use model::usage::{MetricSample, UsageSample, UsageSeries};
 pub use model::workload::{PdbInfo, PodGroupInfo};
+pub use model::zone::{AtRiskCall, DRAIN_ON_TRACK, DrainStart, ZoneInfo};
 pub use store::cache::{ClusterCache, Retired, SnapshotUpdate, Unreadable, WatchProgress};
 pub use store::pod_map::PodMap;
-pub use store::shared::SharedCache;
+pub use store::shared_cache::SharedCache;
 pub use store::snapshot::{JobState, NodeState, Snapshot};
 pub use store::snapshot_map::SnapshotMap;

@@ -18,7 +18,7 @@ use crate::{
     cluster::{JobKey, JobState, ObjectKey, PodInfo, PodPhase, PolicyInfo, Setting, Snapshot},
     framework::{Candidate, Gang, GateId, PlanContext, SkipReason, ZonePlacement, ZoneView},
     planner::{self, SkipRows},
-    windows::ZoneState,
+    time_windows::ZoneState,
 };
 
 /// One zone's pods and jobs, as the drain model takes them.

@@ -3,42 +3,37 @@
 
 use std::fmt;
 
-/// The strategies tidal knows. `Display` is the name used in policies, reports, status and metric
-/// labels: the Kubernetes descheduler's plugin names, so that its users recognise them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum StrategyId {
-    Tdm,
-    RemoveFailedPods,
-    PodLifeTime,
-    TooManyRestarts,
-    NodeTaints,
-    NodeAffinity,
-    InterPodAntiAffinity,
-    MakeRoomForPending,
-    RemoveDuplicates,
-    TopologySpread,
-    LowNodeUtilization,
-    HighNodeUtilization,
+/// A row of the strategy table (`crate::strategies::strategy_table`) as `StrategyId` reads it.
+macro_rules! strategy_ids {
+    ($(
+        $(#[$doc:meta])*
+        $field:ident {
+            id: $id:ident = $run:literal, name: $name:literal,
+            args: $args:ident, plugin: $kind:ident($plugin:ident)
+        }
+    )*) => {
+        /// The strategies tidal knows. `Display` is the name used in policies, reports, status and
+        /// metric labels: the Kubernetes descheduler's plugin names, so that its users recognise them.
+        /// Ordered as a policy runs them: a derived order compares the discriminants, the table's `id`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum StrategyId {
+            $($id = $run,)*
+        }
+
+        impl StrategyId {
+            /// Every strategy, in the order of the table.
+            pub const ALL: [StrategyId; [$($name),*].len()] = [$(StrategyId::$id),*];
+
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(StrategyId::$id => $name,)*
+                }
+            }
+        }
+    };
 }
 
-impl StrategyId {
-    pub const fn name(self) -> &'static str {
-        match self {
-            StrategyId::Tdm => "tdm",
-            StrategyId::RemoveFailedPods => "removeFailedPods",
-            StrategyId::PodLifeTime => "podLifeTime",
-            StrategyId::TooManyRestarts => "removePodsHavingTooManyRestarts",
-            StrategyId::NodeTaints => "removePodsViolatingNodeTaints",
-            StrategyId::NodeAffinity => "removePodsViolatingNodeAffinity",
-            StrategyId::InterPodAntiAffinity => "removePodsViolatingInterPodAntiAffinity",
-            StrategyId::MakeRoomForPending => "makeRoomForPending",
-            StrategyId::RemoveDuplicates => "removeDuplicates",
-            StrategyId::TopologySpread => "removePodsViolatingTopologySpreadConstraint",
-            StrategyId::LowNodeUtilization => "lowNodeUtilization",
-            StrategyId::HighNodeUtilization => "highNodeUtilization",
-        }
-    }
-}
+crate::strategies::strategy_table!(strategy_ids);
 
 impl fmt::Display for StrategyId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use jiff::Timestamp;
 
 use super::{Warning, WarningKey};
-use crate::{api::BudgetsAfterClose, cluster::Snapshot, windows::ZoneState};
+use crate::{api::BudgetsAfterClose, cluster::Snapshot, time_windows::ZoneState};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ZoneView {

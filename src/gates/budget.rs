@@ -5,7 +5,7 @@
 
 use std::fmt::Display;
 
-use super::shared::SharedLedger;
+use super::job_ledger::SharedLedger;
 use crate::{
     cluster::Setting,
     framework::{Candidate, Gate, GateId, PlanContext},

@@ -72,7 +72,7 @@ impl Gate for Finishes {
             .drained_zone()
             .and_then(|zone| ctx.zones.get(zone))
             .and_then(|view| jiff::tz::TimeZone::get(&view.time_zone).ok())
-            .map_or(close, |tz| crate::windows::close_boundary(&tz, close));
+            .map_or(close, |tz| crate::time_windows::close_boundary(&tz, close));
         Err(format!(
             "ends by itself at {} ({}{started}), before the close at {shown}: left to finish, with \
              time to evict it should it overstay",

@@ -1,7 +1,7 @@
 //! Gate `invalid`: a pod (or its job) with a setting tidal cannot read is never evicted. Guessing a
 //! default for a malformed budget, cooldown or preemptable value could only widen disruption.
 
-use super::shared::SharedLedger;
+use super::job_ledger::SharedLedger;
 use crate::{
     cluster::Setting,
     framework::{Candidate, Gate, GateId, PlanContext},

@@ -7,10 +7,10 @@
 use jiff::{SignedDuration, Timestamp, tz::TimeZone};
 use serde::Serialize;
 
-use super::clock;
 use crate::{
     api::BudgetsAfterClose,
     drain::{ZoneOutlook, advice::human},
+    text::clock,
 };
 
 #[derive(Clone, Debug, Serialize)]

@@ -2,14 +2,9 @@
 //!
 //! The JSON form is a stable interface: fields are only ever added. Documented in README.md.
 
-pub mod clock;
-pub mod columns;
 pub mod drain;
 pub(crate) mod markdown;
 pub(crate) mod table;
-mod wrap;
-
-pub use wrap::{WIDTH, wrap};
 
 use std::{
     collections::{BTreeMap, HashSet},
@@ -24,7 +19,8 @@ use crate::{
     drain::ZoneOutlook,
     framework::Candidate,
     planner::{self, CyclePlan, Verification},
-    windows::ZoneState,
+    text::{clock, columns},
+    time_windows::ZoneState,
 };
 
 use drain::DrainLine;

@@ -1,11 +1,14 @@
 //! The report for a terminal: kubectl-style aligned columns, grouped by section, summary last.
 
-use super::{
-    Report,
-    columns::{Columns, Layout, section},
-    distinct, pod_ref, zone_state,
+use super::{Report, distinct, pod_ref, zone_state};
+use crate::{
+    framework::SkipReason,
+    text::{
+        WIDTH, clock,
+        columns::{Columns, Layout, section},
+        wrap,
+    },
 };
-use crate::framework::SkipReason;
 
 pub(super) fn render(report: &Report, layout: Layout) -> String {
     let wide = layout == Layout::Wide;
@@ -251,13 +254,13 @@ pub(super) fn render(report: &Report, layout: Layout) -> String {
             } else {
                 String::new()
             };
-            out.push_str(&super::wrap(
+            out.push_str(&wrap(
                 &clock.text(&format!(
                     "{policy}{}: {}",
                     line.strategy,
                     super::strategy_outcome(line)
                 )),
-                layout.width().map_or(super::WIDTH, |w| w.min(super::WIDTH)),
+                layout.width().map_or(WIDTH, |w| w.min(WIDTH)),
                 "  ",
             ));
         }
@@ -321,7 +324,7 @@ fn drain_notes(report: &Report, layout: Layout) -> String {
 }
 
 /// `10m before each eviction (evictionNotice): 2 pods told, 1 told now`.
-fn notice_text(notice: &super::NoticeLine, clock: &super::clock::Clock) -> String {
+fn notice_text(notice: &super::NoticeLine, clock: &clock::Clock) -> String {
     let pods = |n: u32| format!("{n} pod{}", if n == 1 { "" } else { "s" });
     let mut text = format!(
         "{} before each eviction (evictionNotice): {} told",

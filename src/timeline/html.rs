@@ -13,9 +13,9 @@ use jiff::{Timestamp, ToSpan, Unit, ZonedRound};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use super::{Event, EventKind, Phase, Timeline, ZoneTrack, render};
-use crate::report::{
-    clock::{self, Clock},
-    drain::DrainLine,
+use crate::{
+    report::drain::DrainLine,
+    text::clock::{self, Clock},
 };
 
 /// The picture's width in SVG units (it scales to the page).

@@ -361,7 +361,7 @@ pub struct Timeline {
     /// For people: the one time zone the table shows times in (the zones' own when they share
     /// one, else UTC, unless [`Timeline::show_in`] chose another).
     #[serde(skip)]
-    pub clock: crate::report::clock::Clock,
+    pub clock: crate::text::clock::Clock,
 }
 
 impl Timeline {
@@ -372,6 +372,6 @@ impl Timeline {
             .iter()
             .filter(|z| z.error.is_none())
             .map(|z| &z.tz);
-        self.clock = crate::report::clock::Clock::for_zones(readable, time_zone, self.now);
+        self.clock = crate::text::clock::Clock::for_zones(readable, time_zone, self.now);
     }
 }

@@ -12,12 +12,10 @@ use jiff::{SignedDuration, Timestamp};
 use super::{Event, EventKind, Phase, PolicyRun, Timeline, Waiting};
 use crate::{
     drain::advice::human,
-    report::{
+    report::{drain::DrainLine, markdown::table, pod_ref},
+    text::{
         clock::{self, Clock},
         columns::{Columns, Layout, section},
-        drain::DrainLine,
-        markdown::table,
-        pod_ref,
     },
 };
 

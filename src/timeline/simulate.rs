@@ -28,7 +28,7 @@ use crate::{
     drain::{self, Urgency, ZoneOutlook},
     framework::{Candidate, GateId, PlanContext, StrategyId, zone_views},
     planner::{self, CyclePlan, SkipRows},
-    report::clock,
+    text::clock,
 };
 
 /// Cycles simulated at most; a one-second policy interval over a week would be 604,800 plans.
@@ -1061,7 +1061,7 @@ mod tests {
             "{natural}"
         );
         assert!(natural.lines().any(|l| l.chars().count() > 80), "{natural}");
-        let fitted = timeline.to_table_for(crate::report::columns::Layout::Fit(80));
+        let fitted = timeline.to_table_for(crate::text::columns::Layout::Fit(80));
         for line in fitted.lines() {
             assert!(line.chars().count() <= 80, "{line}\n{fitted}");
         }

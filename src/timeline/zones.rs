@@ -3,7 +3,7 @@
 use jiff::{Timestamp, tz::TimeZone};
 
 use super::{Event, EventKind, Phase, PhaseChange, ZoneTrack};
-use crate::{cluster::ZoneInfo, report::clock, windows::ZoneSchedule};
+use crate::{cluster::ZoneInfo, text::clock, time_windows::ZoneSchedule};
 
 /// Zone changes enumerated per zone at most (a whole-day window flips at most a few times a day).
 const MAX_CHANGES: usize = 10_000;

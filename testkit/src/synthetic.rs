@@ -47,12 +47,11 @@ use k8s_openapi::{
 
 use crate::rng::SplitMix64;
 use tidal::{
-    api::args::TdmArgs,
     api::labels,
     api::{
         BudgetsAfterClose, DeschedulingPolicy, DeschedulingPolicySpec, DrainBefore, GoDuration,
         PodGroup, PolicyMode, RevocableZone, RevocableZoneSpec,
-        args::NamespaceFilter,
+        pod_filters::NamespaceFilter,
         podgroup::PodGroupSpec,
         policy::{EvictionLimits, JobBudgetSpec, PolicyDefaults, Strategies},
         zone::{RevocableZoneStatus, WindowSpec},
@@ -60,7 +59,8 @@ use tidal::{
     cluster::{
         ClusterCache, NodeInfo, ObjectKey, PdbInfo, PodGroupInfo, PodInfo, PolicyInfo, ZoneInfo,
     },
-    windows::Weekday,
+    strategies::tdm::args::TdmArgs,
+    time_windows::Weekday,
 };
 
 /// What to generate. Shares are fractions in `0.0..=1.0`; out-of-range values are clamped.

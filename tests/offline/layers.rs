@@ -3,6 +3,12 @@
 //! This reads `src/` and fails on an import that breaks a rule, so a new circle cannot creep back in
 //! unnoticed. Test-only code (items under `#[cfg(test)]`, wherever they are in a file, and files named
 //! `tests.rs` or `testkit.rs`) may reach anywhere.
+//!
+//! Two paths into `src/strategies/` are not the strategies' code. A strategy's arguments
+//! (`src/strategies/<id>/args.rs`) are API types kept in the strategy's folder: they are in the `api`
+//! layer, import only what `api` may, and whoever may import `api` may import them. The strategy table
+//! (`crate::strategies::strategy_table`) is a macro of names that every layer listing the strategies
+//! expands with a macro of its own; it runs no strategy code, so any layer may read it.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -12,20 +18,21 @@ use std::{
 
 /// Top-level modules, and which others each may import (besides itself).
 fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
-    let base = ["api", "windows"];
-    let core = ["api", "windows", "cluster", "framework"];
-    let rows: [(&str, &[&str]); 15] = [
-        ("api", &["windows"]),
-        ("windows", &[]),
+    let base = ["api", "time_windows"];
+    let core = ["api", "time_windows", "cluster", "framework"];
+    let rows: [(&str, &[&str]); 16] = [
+        ("api", &["time_windows"]),
+        ("time_windows", &[]),
+        ("text", &["time_windows"]),
         ("cluster", &base),
-        ("framework", &["api", "windows", "cluster"]),
+        ("framework", &["api", "time_windows", "cluster"]),
         ("strategies", &core),
         ("gates", &core),
         (
             "planner",
             &[
                 "api",
-                "windows",
+                "time_windows",
                 "cluster",
                 "framework",
                 "strategies",
@@ -34,17 +41,26 @@ fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
         ),
         (
             "drain",
-            &["api", "windows", "cluster", "framework", "planner"],
+            &["api", "time_windows", "cluster", "framework", "planner"],
         ),
         (
             "report",
-            &["api", "windows", "cluster", "framework", "planner", "drain"],
+            &[
+                "api",
+                "time_windows",
+                "text",
+                "cluster",
+                "framework",
+                "planner",
+                "drain",
+            ],
         ),
         (
             "timeline",
             &[
                 "api",
-                "windows",
+                "time_windows",
+                "text",
                 "cluster",
                 "framework",
                 "planner",
@@ -52,12 +68,12 @@ fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
                 "report",
             ],
         ),
-        ("runtime", &["api", "windows", "cluster"]),
+        ("runtime", &["api", "time_windows", "cluster"]),
         (
             "controller",
             &[
                 "api",
-                "windows",
+                "time_windows",
                 "cluster",
                 "framework",
                 "planner",
@@ -65,12 +81,13 @@ fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
                 "runtime",
             ],
         ),
-        ("webhook", &["api", "windows", "cluster", "runtime"]),
+        ("webhook", &["api", "time_windows", "cluster", "runtime"]),
         (
             "cli",
             &[
                 "api",
-                "windows",
+                "time_windows",
+                "text",
                 "cluster",
                 "framework",
                 "planner",
@@ -151,9 +168,59 @@ fn imported_modules(code: &str, known: &BTreeSet<&str>) -> BTreeSet<String> {
 
 fn top_module(path: &Path, src: &Path) -> String {
     let relative = path.strip_prefix(src).expect("under src");
+    if is_arguments_file(relative) {
+        return "api".to_owned();
+    }
     let first = relative.components().next().expect("a component");
     let name = first.as_os_str().to_string_lossy().into_owned();
     name.trim_end_matches(".rs").to_owned()
+}
+
+/// `strategies/<folder>/args.rs`: a strategy's arguments, in the `api` layer.
+fn is_arguments_file(relative: &Path) -> bool {
+    let parts: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    parts.len() == 3 && parts[0] == "strategies" && parts[2] == "args.rs"
+}
+
+/// `code` with the paths into `strategies` that are not the strategies' code written as what they
+/// are: `strategies::<folder>::args` (also as a macro's `strategies::$folder::args`) as
+/// `api::<folder>::args`, and the strategy table as a name of no layer.
+fn as_layers(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find("strategies::") {
+        let before_is_ident = rest[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "strategies::".len()..];
+        if before_is_ident {
+            out.push_str("strategies::");
+            rest = after;
+            continue;
+        }
+        let folder = after.strip_prefix("$ ").unwrap_or(after);
+        let name_len = folder
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(folder.len());
+        if folder[..name_len] == *"strategy_table" {
+            out.push_str("STRATEGY_TABLE");
+            rest = &folder[name_len..];
+        } else if name_len > 0 && folder[name_len..].starts_with("::args") {
+            out.push_str("api::");
+            out.push_str(&folder[..name_len]);
+            rest = &folder[name_len..];
+        } else {
+            out.push_str("strategies::");
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -188,7 +255,9 @@ fn every_import_goes_up_the_layers() {
             ));
             continue;
         };
-        let code = production_code(&fs::read_to_string(&path).expect("readable file"));
+        let code = as_layers(&production_code(
+            &fs::read_to_string(&path).expect("readable file"),
+        ));
         for import in imported_modules(&code, &known) {
             if import != module && !may.contains(import.as_str()) {
                 wrong.push(format!("{} imports `{import}`", path.display()));
@@ -202,8 +271,17 @@ fn every_import_goes_up_the_layers() {
     );
 }
 
-/// Modules of a plugin folder that plugins may share: helpers, not plugins.
-const PLUGIN_HELPERS: [&str; 2] = ["shared", "usage"];
+/// Modules of a plugin layer that plugins may share: helpers, not plugins.
+const PLUGIN_HELPERS: [&str; 8] = [
+    "selection",
+    "victim_order",
+    "node_fit",
+    "pod_age",
+    "exit_codes",
+    "node_usage",
+    "job_ledger",
+    "shared_limits",
+];
 
 /// Names at the top level of a `{...}` group that starts at `group` (just past its `{`).
 fn group_names(group: &str) -> Vec<String> {
@@ -235,7 +313,7 @@ fn group_names(group: &str) -> Vec<String> {
 
 /// The plugins (strategies or gates) other than its own that a plugin file's code names: through
 /// `super::`, `super::super::` or `crate::<layer>::`, plainly or in a group. `own` is the file's module
-/// path inside the layer (`["tdm"]`, `["node_utilization", "low"]`).
+/// path inside the layer (`["tdm"]`, `["low_node_utilization", "args"]`).
 fn plugins_named(code: &str, layer: &str, own: &[String]) -> BTreeSet<String> {
     let parent = &own[..own.len() - 1];
     let mut named = BTreeSet::new();
@@ -278,7 +356,8 @@ fn plugins_named(code: &str, layer: &str, own: &[String]) -> BTreeSet<String> {
             }
             let mut target: Vec<String> = base.to_vec();
             target.push(name);
-            let own_line = own.starts_with(&target) || target.starts_with(own);
+            // A plugin is a top-level file or folder of its layer: all in it is its own.
+            let own_line = target.first() == own.first();
             let helper = target
                 .iter()
                 .any(|part| PLUGIN_HELPERS.contains(&part.as_str()));
@@ -327,30 +406,67 @@ fn the_plugin_wall_sees_siblings_helpers_and_families() {
     };
     assert_eq!(
         named(
-            "use super::{shared::Selection, pod_life_time::has_exit_code};",
-            &["failed_pods"]
+            "use super::{selection::Selection, pod_life_time::has_exit_code};",
+            &["remove_failed_pods"]
         ),
         ["pod_life_time"]
     );
     assert_eq!(
-        named("use super::shared::{movable, Selection};", &["tdm"]),
+        named("use super::selection::{movable, Selection};", &["tdm"]),
         Vec::<String>::new()
     );
     assert_eq!(
         named(
-            "use super::usage::X;\nuse crate::strategies::shared::Y;\nuse super::low::Z;",
-            &["node_utilization", "high"]
+            "use args::X;\nuse crate::strategies::node_usage::args::Y;\nuse super::super::tdm::args::Z;",
+            &["high_node_utilization", "args"]
         ),
-        ["node_utilization::low"]
-    );
-    assert_eq!(
-        named("use super::super::tdm::Tdm;", &["node_utilization", "high"]),
         ["tdm"]
     );
     assert_eq!(
-        named("use crate::strategies::tdm::Tdm;", &["duplicates"]),
+        named(
+            "use super::args::X;\nuse crate::strategies::victim_order::Y;",
+            &["low_node_utilization", "tests"]
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        named("use crate::strategies::tdm::Tdm;", &["remove_duplicates"]),
         ["tdm"]
     );
+}
+
+#[test]
+fn arguments_and_the_strategy_table_are_read_as_what_they_are() {
+    let known: BTreeSet<&str> = ["api", "strategies", "cluster"].into_iter().collect();
+    let layers = |code: &str| -> Vec<String> {
+        imported_modules(&as_layers(code), &known)
+            .into_iter()
+            .collect()
+    };
+    assert_eq!(
+        layers("use crate::strategies::tdm::args::TdmArgs;"),
+        ["api"]
+    );
+    assert_eq!(
+        layers("use crate::{cluster::X, strategies::pod_life_time::args::{A, B}};"),
+        ["api", "cluster"]
+    );
+    assert_eq!(
+        layers("pub f: Option<crate::strategies::$ field::args::$ args>,"),
+        ["api"]
+    );
+    assert_eq!(
+        layers("crate::strategies::strategy_table!(ids);"),
+        Vec::<String>::new()
+    );
+    assert_eq!(layers("use crate::strategies::tdm::Tdm;"), ["strategies"]);
+    assert_eq!(
+        layers("use crate::strategies::{selection::S, tdm::args::A};"),
+        ["strategies"]
+    );
+    assert!(is_arguments_file(Path::new("strategies/tdm/args.rs")));
+    assert!(!is_arguments_file(Path::new("strategies/tdm/mod.rs")));
+    assert!(!is_arguments_file(Path::new("api/args.rs")));
 }
 
 #[test]

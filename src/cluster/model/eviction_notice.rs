@@ -3,7 +3,7 @@
 
 use jiff::Timestamp;
 
-use super::{config::ZoneInfo, pod::PodInfo};
+use super::{pod::PodInfo, zone::ZoneInfo};
 use crate::api::labels;
 
 /// When `pod` was told that a drain of `zone` evicts it, if told for the close the zone is draining

@@ -4,7 +4,7 @@ pub(crate) mod cache;
 pub(crate) mod pile;
 pub(crate) mod pod_map;
 pub(crate) mod prefetch;
-pub(crate) mod shared;
+pub(crate) mod shared_cache;
 pub(crate) mod snapshot;
 pub(crate) mod snapshot_map;
 pub(crate) mod versioned;

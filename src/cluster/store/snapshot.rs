@@ -4,7 +4,6 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use crate::cluster::{
     JobStats,
-    model::config::{PolicyInfo, ZoneInfo},
     model::job_budget::JobBudget,
     model::keys::{JobKey, Name, ObjectKey},
     model::namespace::NamespaceInfo,
@@ -14,6 +13,7 @@ use crate::cluster::{
     model::setting::Setting,
     model::usage::UsageSeries,
     model::workload::{PdbInfo, PodGroupInfo},
+    model::{policy::PolicyInfo, zone::ZoneInfo},
     store::pod_map::PodMap,
     store::snapshot_map::SnapshotMap,
     store::versioned::Aggregate,

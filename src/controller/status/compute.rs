@@ -254,7 +254,7 @@ fn condition(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::windows::ZoneState;
+    use crate::time_windows::ZoneState;
 
     fn plan(mode: PolicyMode, error: Option<&str>) -> Plan {
         Plan {

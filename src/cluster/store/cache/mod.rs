@@ -19,7 +19,6 @@ use in_flight::{InFlight, LocalZoneNotes, Terminations};
 pub use snapshot_sync::{Retired, SnapshotUpdate};
 
 use crate::cluster::{
-    model::config::{PolicyInfo, ZoneInfo},
     model::constraints::Constraints,
     model::keys::{Name, ObjectKey, ObjectKind},
     model::namespace::NamespaceInfo,
@@ -27,6 +26,7 @@ use crate::cluster::{
     model::pod::{PodInfo, PodInterner},
     model::usage::{UsageSample, UsageSeries},
     model::workload::{PdbInfo, PodGroupInfo},
+    model::{policy::PolicyInfo, zone::ZoneInfo},
     store::snapshot::{JobState, NodeState},
     store::versioned::Versioned,
 };
