@@ -1,6 +1,7 @@
 //! `tidal convert` never widens disruption: every descheduler policy under
 //! `tests/fixtures/descheduler/` (the descheduler's own examples, README policies, ConfigMap and chart
-//! values, at v0.36.0 and the v1alpha1 ones of v0.26.0; see the NOTICE there) is converted, and the
+//! values, at v0.36.0, the chart values of v0.33.0 to v0.35.1 and the v1alpha1 examples of v0.26.0;
+//! see the NOTICE there) is converted, and the
 //! result planned by `tidal report` on clusters that hold every kind of pod the descheduler's evictor
 //! protects, in every state its plugins act on. No pod the descheduler policy protects is in the plan.
 //!
