@@ -23,7 +23,10 @@ const KINDS: [(&str, &str); 5] = [
     ("nodes", "/api/v1/nodes"),
     ("namespaces", "/api/v1/namespaces"),
     ("persistentvolumeclaims", "/api/v1/persistentvolumeclaims"),
-    ("poddisruptionbudgets", "/apis/policy/v1/poddisruptionbudgets"),
+    (
+        "poddisruptionbudgets",
+        "/apis/policy/v1/poddisruptionbudgets",
+    ),
 ];
 
 /// A watch event's type, its first field (`meta.v1.WatchEvent.type`), read without decoding the rest.
@@ -69,7 +72,9 @@ async fn read_initial_events(client: Client, path: &str) -> Result<(f64, usize, 
             }
         }
     }
-    Err(format!("{path}: the stream ended before its initial events"))
+    Err(format!(
+        "{path}: the stream ended before its initial events"
+    ))
 }
 
 #[tokio::main]

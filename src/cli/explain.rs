@@ -177,10 +177,91 @@ fn render(
     Ok(match args.output {
         Format::Json => serde_json::to_string_pretty(&explanation)? + "\n",
         Format::Yaml => serde_saphyr::to_string(&explanation)?,
-        Format::Table | Format::Wide | Format::Markdown | Format::Html => {
+        Format::Wide => {
+            sentences(&explanation, &report.clock, cycle.now)
+                + &details(
+                    snapshot,
+                    cycle,
+                    &policies,
+                    &pod,
+                    &explanation,
+                    &report.clock,
+                )
+        }
+        Format::Table | Format::Markdown | Format::Html => {
             sentences(&explanation, &report.clock, cycle.now)
         }
     })
+}
+
+/// `-o wide`: the facts about the pod the sentences rest on (node and zone, owner and job, phase,
+/// priority, times), and per policy its verdict in fields and every gate that would stop the pod,
+/// with its reason.
+fn details(
+    snapshot: &Snapshot,
+    cycle: &CyclePlan,
+    policies: &[std::sync::Arc<PolicyInfo>],
+    pod: &std::sync::Arc<PodInfo>,
+    explanation: &Explanation,
+    clock: &crate::text::clock::Clock,
+) -> String {
+    let node = pod.node_name.as_deref();
+    let zone = snapshot
+        .nodes
+        .values()
+        .filter_map(|s| s.node.as_deref())
+        .find(|n| Some(n.name.as_str()) == node)
+        .and_then(|n| n.revocable_zone.clone());
+    let owner = pod
+        .owner
+        .as_deref()
+        .map_or("none (a bare pod)".to_owned(), |o| {
+            format!("{} {}", o.kind, o.name)
+        });
+    let at = |t: Option<jiff::Timestamp>| t.map_or("-".to_owned(), |t| clock.instant(t));
+    let mut out = String::from("\nDETAILS\n");
+    for (field, value) in [
+        ("node", node.unwrap_or("-").to_owned()),
+        ("zone", zone.unwrap_or_else(|| "-".to_owned())),
+        ("owner", owner),
+        ("job", pod.job.to_string()),
+        ("phase", format!("{:?}", pod.phase)),
+        (
+            "priority",
+            match (&pod.priority, pod.priority_class_name.as_deref()) {
+                (Some(p), Some(class)) => format!("{p} ({class})"),
+                (Some(p), None) => p.to_string(),
+                (None, Some(class)) => format!("- ({class})"),
+                (None, None) => "-".to_owned(),
+            },
+        ),
+        ("created", at(pod.created_at)),
+        ("scheduled", at(pod.scheduled_at)),
+    ] {
+        out.push_str(&format!("{field:<10} {value}\n"));
+    }
+    for verdict in &explanation.policies {
+        out.push_str(&format!(
+            "\npolicy {} ({}): {}, strategy {}, gate {}, next round {}\n",
+            verdict.policy,
+            verdict.mode,
+            verdict.outcome,
+            verdict.strategy.as_deref().unwrap_or("-"),
+            verdict.gate.as_deref().unwrap_or("-"),
+            verdict.next_round.as_deref().unwrap_or("-"),
+        ));
+        let Some(info) = policies.iter().find(|p| p.name == verdict.policy) else {
+            continue;
+        };
+        let obstacles = planner::obstacles(snapshot, info, pod, cycle.now);
+        if obstacles.is_empty() {
+            out.push_str("  no protection gate would stop it\n");
+        }
+        for (gate, why) in obstacles {
+            out.push_str(&format!("  gate {gate}: {}\n", clock.text(&why)));
+        }
+    }
+    out
 }
 
 fn sentences(

@@ -14,7 +14,11 @@ use crate::synthetic::SyntheticCluster;
 
 /// Every object of the cluster, as the API server would list it.
 pub fn objects(cluster: &SyntheticCluster) -> impl Iterator<Item = serde_json::Value> + '_ {
-    fn typed<T: Serialize>(kind: &'static str, api_version: &'static str, object: &T) -> serde_json::Value {
+    fn typed<T: Serialize>(
+        kind: &'static str,
+        api_version: &'static str,
+        object: &T,
+    ) -> serde_json::Value {
         let mut value = serde_json::to_value(object).expect("generated objects serialize");
         value["kind"] = kind.into();
         value["apiVersion"] = api_version.into();
@@ -27,11 +31,16 @@ pub fn objects(cluster: &SyntheticCluster) -> impl Iterator<Item = serde_json::V
         "tidal.dev/v1alpha1",
         &cluster.policy,
     ));
-    let groups = (cluster.podgroups.iter())
-        .map(|g| typed("PodGroup", "scheduling.volcano.sh/v1beta1", g));
+    let groups =
+        (cluster.podgroups.iter()).map(|g| typed("PodGroup", "scheduling.volcano.sh/v1beta1", g));
     let pdbs = (cluster.pdbs.iter()).map(|p| typed("PodDisruptionBudget", "policy/v1", p));
     let pods = cluster.pods.iter().map(|p| typed("Pod", "v1", p));
-    nodes.chain(zones).chain(policy).chain(groups).chain(pdbs).chain(pods)
+    nodes
+        .chain(zones)
+        .chain(policy)
+        .chain(groups)
+        .chain(pdbs)
+        .chain(pods)
 }
 
 pub fn write_json(path: &Path, objects: impl IntoIterator<Item = serde_json::Value>) {

@@ -345,3 +345,52 @@ fn a_timeline_span_may_be_given_in_days() {
     let said = String::from_utf8(nonsense.stderr).unwrap();
     assert!(said.contains("or days, such as 2d or 7d"), "{said}");
 }
+
+/// `explain -o wide` adds what the sentences rest on: the pod's node, zone, owner, job, phase,
+/// priority and times, and per policy its verdict in fields and every gate that would stop the pod,
+/// with its reason. The table form has none of it.
+#[test]
+fn explain_wide_adds_the_pod_s_facts_and_every_gate_that_would_stop_it() {
+    let explain = |pod: &str, output: &str| {
+        let out = tidal(&[
+            "explain",
+            "pod",
+            pod,
+            "-f",
+            "examples/demo-cluster.yaml",
+            "--now",
+            "2026-11-23T09:30:00Z",
+            "-o",
+            output,
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let etl = "analytics/etl-nightly-5d9c7b8f4-7ctzq";
+    let table = explain(etl, "table");
+    let wide = explain(etl, "wide");
+    assert!(wide.starts_with(&table), "{wide}");
+    assert!(!table.contains("DETAILS"), "{table}");
+    for line in [
+        "\nDETAILS\n",
+        "\nnode       yarn-a-1\n",
+        "\nzone       yarn-a\n",
+        "\nowner      ReplicaSet etl-nightly-5d9c7b8f4\n",
+        "\njob        ReplicaSet analytics/etl-nightly-5d9c7b8f4\n",
+        "\npriority   1000 (batch-low)\n",
+        "\ncreated    2026-11-22T20:01:11Z\n",
+        "\npolicy revocable-zones (DryRun): waiting, strategy tdm, gate budget, next round \
+         2026-11-23T09:32:00Z\n",
+    ] {
+        assert!(wide.contains(line), "{line:?} in\n{wide}");
+    }
+    // Each gate that would stop a pod no strategy proposes, with its reason.
+    let wide = explain("monitoring/node-exporter-8kq2v", "wide");
+    for line in [
+        "\npolicy revocable-zones (DryRun): notProposed, strategy -, gate -, next round -\n",
+        "\n  gate scope: namespace monitoring is outside the policy's namespaces\n",
+        "\n  gate protected: system-critical (priority 2000001000)\n",
+    ] {
+        assert!(wide.contains(line), "{line:?} in\n{wide}");
+    }
+}

@@ -182,7 +182,7 @@ fn interval_and_total(text: &str) -> (u64, u64) {
 }
 
 /// Seconds of a Go duration as tidal prints them (`1h0m0s`, `23h0m0s`, `2m0s`).
-fn go_seconds(text: &str) -> u64 {
+pub(crate) fn go_seconds(text: &str) -> u64 {
     let mut total = 0;
     let mut number = String::new();
     for c in text.chars() {

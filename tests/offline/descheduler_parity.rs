@@ -1,6 +1,7 @@
 //! `tidal convert` never widens disruption: every descheduler policy under
 //! `tests/fixtures/descheduler/` (the descheduler's own examples, README policies, ConfigMap and chart
-//! values, at v0.36.0 and the v1alpha1 ones of v0.26.0; see the NOTICE there) is converted, and the
+//! values, at v0.36.0, the chart values of v0.33.0 to v0.35.1 and the v1alpha1 examples of v0.26.0;
+//! see the NOTICE there) is converted, and the
 //! result planned by `tidal report` on clusters that hold every kind of pod the descheduler's evictor
 //! protects, in every state its plugins act on. No pod the descheduler policy protects is in the plan.
 //!
@@ -15,15 +16,15 @@ use std::{
 
 use serde_json::{Value, json};
 
-const NOW: &str = "2026-11-23T09:30:00Z";
+pub(crate) const NOW: &str = "2026-11-23T09:30:00Z";
 const LONG_AGO: &str = "2026-10-20T09:00:00Z";
 const RECENTLY: &str = "2026-11-23T09:20:00Z";
 /// A PriorityClass the README's `priorityThreshold.name` example names, and its value here.
-const CLASS: (&str, i32) = ("priorityClassName1", 10000);
+pub(crate) const CLASS: (&str, i32) = ("priorityClassName1", 10000);
 
 use crate::cli::tidal;
 
-fn fixtures() -> Vec<PathBuf> {
+pub(crate) fn fixtures() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
             .unwrap()
@@ -210,7 +211,7 @@ fn node(name: &str, labels: Value, taints: Value) -> Value {
                       "conditions": [{"type": "Ready", "status": "True"}]}})
 }
 
-fn common() -> Vec<Value> {
+pub(crate) fn common() -> Vec<Value> {
     let mut objects = vec![
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "work", "labels": {"team": "a"}}}),
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "namespace1", "labels": {"team": "a"}}}),
@@ -292,7 +293,7 @@ fn sparse_cluster() -> Vec<Value> {
 // ---------------------------------------------------------------------------------------------------
 // What the descheduler protects, modelled from its sources.
 
-fn selector_matches(selector: &Value, labels: &Value) -> bool {
+pub(crate) fn selector_matches(selector: &Value, labels: &Value) -> bool {
     let label = |key: &str| labels[key].as_str();
     let matched = selector["matchLabels"]
         .as_object()
@@ -323,7 +324,7 @@ fn selector_matches(selector: &Value, labels: &Value) -> bool {
 }
 
 /// `k=v,k2=v2`, the only form the fixtures use.
-fn string_selector_matches(selector: &str, labels: &Value) -> bool {
+pub(crate) fn string_selector_matches(selector: &str, labels: &Value) -> bool {
     selector
         .split(',')
         .filter(|p| !p.trim().is_empty())
@@ -525,7 +526,7 @@ fn effective_protections(args: &Value) -> BTreeSet<&'static str> {
 }
 
 /// `Filter` then the namespace part of `PreEvictionFilter`: whether the evictor protects `pod`.
-fn evictor_protects(args: &Value, pod: &Value, cluster: &[Value]) -> bool {
+pub(crate) fn evictor_protects(args: &Value, pod: &Value, cluster: &[Value]) -> bool {
     let meta = &pod["metadata"];
     let annotations = &meta["annotations"];
     let protections = effective_protections(args);
@@ -676,7 +677,7 @@ fn evictor_protects(args: &Value, pod: &Value, cluster: &[Value]) -> bool {
     !namespace_ok()
 }
 
-fn in_scope(scope: &(Value, Value), pod: &Value) -> bool {
+pub(crate) fn in_scope(scope: &(Value, Value), pod: &Value) -> bool {
     let (namespaces, selector) = scope;
     let namespace = pod["metadata"]["namespace"].as_str().unwrap();
     let listed = |key: &str| -> Vec<&str> {

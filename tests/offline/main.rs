@@ -10,6 +10,7 @@ mod chart_rbac;
 mod cli;
 mod convert_never_looser;
 mod crds;
+mod descheduler_decisions;
 mod descheduler_parity;
 mod drain_work;
 mod eviction_notice_e2e;

@@ -595,7 +595,9 @@ fn convert_profile(
             );
             continue;
         };
-        if let Some(args) = strategy_args(mapping, args_of(plugin), notes) {
+        if let Some(mut args) = strategy_args(mapping, args_of(plugin), notes)
+            && descheduler_defaults(mapping, &mut args, notes)
+        {
             strategies.insert(mapping.strategy.to_owned(), Value::Object(args));
         }
     }
@@ -694,6 +696,43 @@ fn strategy_args(
         out.insert((*ours).to_owned(), value);
     }
     Some(out)
+}
+
+/// Where the descheduler's defaults or rules for a plugin differ from tidal's strategy, its own
+/// written out: `false` when the plugin does not run in the descheduler (named in the notes).
+fn descheduler_defaults(
+    mapping: &PluginMapping,
+    args: &mut Map<String, Value>,
+    notes: &mut Notes,
+) -> bool {
+    match mapping.plugin {
+        // `SetDefaults_RemoveFailedPodsArgs`: an hour unless set; tidal's default is no minimum.
+        "RemoveFailedPods" if !args.contains_key("minPodLifetimeSeconds") => {
+            args.insert("minPodLifetimeSeconds".to_owned(), json!(3600));
+            notes.push(
+                Effect::Same,
+                "RemoveFailedPods.minPodLifetimeSeconds not set: the descheduler's default, 3600, \
+                 written out (tidal's default is none)",
+            );
+        }
+        "RemovePodsViolatingNodeAffinity" => {
+            let types = args.get("nodeAffinityType").and_then(Value::as_array);
+            if types.is_none_or(Vec::is_empty) {
+                notes.push(
+                    Effect::Stricter,
+                    "plugin RemovePodsViolatingNodeAffinity not carried over: without \
+                     nodeAffinityType the descheduler refuses the policy (\"nodeAffinityType needs \
+                     to be set\"), so nothing runs in its place",
+                );
+                return false;
+            }
+            // The descheduler looks only at pods with node affinity terms, never at a node
+            // selector alone (`PodHasNodeAffinity`).
+            args.insert("nodeSelectorAsRequired".to_owned(), json!(false));
+        }
+        _ => {}
+    }
+    true
 }
 
 /// `metricsUtilization`: `{metricsServer: true}` or `{source: KubernetesMetrics}` is measured usage
@@ -1120,6 +1159,36 @@ mod tests {
             Some("2m0s")
         );
         assert!(policies_in(&json!({"apiVersion": "v1", "kind": "Pod"})).is_err());
+    }
+
+    #[test]
+    fn the_descheduler_s_own_defaults_and_rules_are_written_out() {
+        let input = descheduler(json!({"name": "p",
+            "pluginConfig": [{"name": "RemovePodsViolatingNodeAffinity", "args": {
+                "nodeAffinityType": ["requiredDuringSchedulingIgnoredDuringExecution"]}}],
+            "plugins": {"deschedule": {"enabled": ["RemoveFailedPods", "RemovePodsViolatingNodeAffinity"]}}}));
+        let converted = convert(&input, &ConvertOptions::default()).unwrap();
+        let strategies = &spec(&converted, 0)["strategies"];
+        // RemoveFailedPods: an hour unless set.
+        assert_eq!(
+            strategies["removeFailedPods"]["minPodLifetimeSeconds"],
+            3600
+        );
+        // A node selector alone is not node affinity to the descheduler.
+        assert_eq!(
+            strategies["removePodsViolatingNodeAffinity"]["nodeSelectorAsRequired"],
+            false
+        );
+        // Without nodeAffinityType the descheduler refuses the policy: nothing runs.
+        let input = descheduler(json!({"name": "p",
+            "plugins": {"deschedule": {"enabled": ["RemoveFailedPods", "RemovePodsViolatingNodeAffinity"]}}}));
+        let converted = convert(&input, &ConvertOptions::default()).unwrap();
+        assert!(spec(&converted, 0)["strategies"]["removePodsViolatingNodeAffinity"].is_null());
+        assert!(
+            texts(&converted).contains("nodeAffinityType needs to be set"),
+            "{}",
+            texts(&converted)
+        );
     }
 
     #[test]

@@ -20,6 +20,11 @@ pub struct NodeAffinityArgs {
     #[serde(default = "default_types")]
     #[schemars(length(min = 1), extend("x-kubernetes-list-type" = "set"))]
     pub node_affinity_type: Vec<AffinityType>,
+    /// Whether `spec.nodeSelector` counts as required affinity: a pod with a node selector its node no
+    /// longer matches, and no required affinity terms, is evicted too. `false` is the descheduler's
+    /// rule (only pods with required affinity terms), which `tidal convert` writes.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub node_selector_as_required: bool,
     #[serde(default)]
     pub namespaces: NamespaceFilter,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -30,6 +35,7 @@ impl Default for NodeAffinityArgs {
     fn default() -> Self {
         NodeAffinityArgs {
             node_affinity_type: default_types(),
+            node_selector_as_required: true,
             namespaces: NamespaceFilter::default(),
             label_selector: None,
         }
@@ -42,6 +48,14 @@ pub enum AffinityType {
     Required,
     #[serde(rename = "preferredDuringSchedulingIgnoredDuringExecution")]
     Preferred,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 fn default_types() -> Vec<AffinityType> {

@@ -2,7 +2,8 @@
 //!
 //! - `requiredDuringSchedulingIgnoredDuringExecution`: the node no longer matches the pod's required
 //!   affinity or node selector, and another node would take the pod (otherwise evicting it only makes it
-//!   pending).
+//!   pending). With `nodeSelectorAsRequired: false`, only pods with required affinity terms, as in
+//!   the descheduler.
 //! - `preferredDuringSchedulingIgnoredDuringExecution`: another node that would take the pod scores
 //!   strictly higher on the pod's preferred terms than its current node.
 
@@ -69,7 +70,9 @@ impl PodByPod for NodeAffinity {
                     continue;
                 }
                 let placement = &pod.constraints;
-                if required && !placement.matches_node(node) {
+                let has_required =
+                    placement.required.is_some() || self.args.node_selector_as_required;
+                if required && has_required && !placement.matches_node(node) {
                     if let Some(other) = fits_elsewhere(pod, ctx, &mut anti_affinity) {
                         out.push(Candidate::new(
                             pod,

@@ -44,6 +44,11 @@ fn required_affinity_evicts_only_when_another_node_fits() {
     let out = cluster.plan("mode: Evict\nstrategies:\n  removePodsViolatingNodeAffinity: {}\n");
     assert_eq!(out.evicted(), ["a/selector-b", "a/wants-b"]);
     assert!(out.reason("a/wants-b").contains("node n2 would"));
+    // The descheduler's rule: a node selector alone is not node affinity.
+    let out = cluster.plan(
+        "mode: Evict\nstrategies:\n  removePodsViolatingNodeAffinity: {nodeSelectorAsRequired: false}\n",
+    );
+    assert_eq!(out.evicted(), ["a/wants-b"]);
 }
 
 #[test]
