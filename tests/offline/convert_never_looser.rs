@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use tidal_testkit::objects::{node, pod};
 
-use crate::cli::tidal;
+use crate::{cli::tidal, support::report_json};
 
 const HOST: &str = "kubernetes.io/hostname";
 
@@ -43,24 +43,12 @@ fn convert(dir: &Path, input: &Path) -> (PathBuf, String) {
 
 /// The pods (`namespace/name`) tidal's report of `policies` on `cluster` evicts.
 fn evicted(cluster: &Path, policies: &Path) -> Vec<String> {
-    let output = tidal(&[
-        "report",
-        "-o",
-        "json",
+    let report = report_json(&[
         "-f",
         cluster.to_str().unwrap(),
         "-f",
         policies.to_str().unwrap(),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    for policy in report["policies"].as_array().unwrap() {
-        assert!(policy["error"].is_null(), "{report}");
-    }
     let mut out: Vec<String> = report["evictions"]
         .as_array()
         .unwrap()

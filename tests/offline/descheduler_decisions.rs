@@ -22,6 +22,7 @@ use crate::{
     descheduler_parity::{
         CLASS, NOW, common, evictor_protects, fixtures, in_scope, string_selector_matches,
     },
+    support::{descheduler_policies_in, report_json},
 };
 
 const NAMESPACE: &str = "work";
@@ -115,31 +116,12 @@ fn defaulted(plugin: &str, mut args: Value) -> Value {
 
 /// The policies in a fixture file: plain, in a ConfigMap's keys, or a chart's `deschedulerPolicy`.
 fn plugins_of(path: &Path) -> Vec<Plugin> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let documents: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap_or_default();
     let mut out = Vec::new();
-    for document in documents {
-        let policies: Vec<Value> = if document["kind"] == "ConfigMap" {
-            document["data"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .filter_map(|(_, t)| serde_saphyr::from_str::<Value>(t.as_str()?).ok())
-                .collect()
-        } else if let Some(policy) = document.get("deschedulerPolicy") {
-            let mut policy = policy.clone();
-            policy["apiVersion"] = document["deschedulerPolicyAPIVersion"].clone();
-            vec![policy]
+    for policy in descheduler_policies_in(path) {
+        if policy["apiVersion"] == "descheduler/v1alpha1" || policy.get("strategies").is_some() {
+            out.extend(v1alpha1_plugins(&policy));
         } else {
-            vec![document]
-        };
-        for policy in policies {
-            if policy["apiVersion"] == "descheduler/v1alpha1" || policy.get("strategies").is_some()
-            {
-                out.extend(v1alpha1_plugins(&policy));
-            } else {
-                out.extend(v1alpha2_plugins(&policy));
-            }
+            out.extend(v1alpha2_plugins(&policy));
         }
     }
     out
@@ -1259,26 +1241,14 @@ fn may_evict(plugin: &Plugin, pod: &Value, objects: &[Value]) -> bool {
 /// What tidal plans on a cluster: `(policy, strategy, pod, waiting)` of each eviction, and of each
 /// pod that waits for a later round (`waiting`: proposed now, held by its job's budget this round).
 fn plan(cluster: &Path, converted: &Path) -> Vec<(String, String, String, bool)> {
-    let output = tidal(&[
-        "report",
+    let report = report_json(&[
         "--now",
         NOW,
-        "-o",
-        "json",
         "-f",
         cluster.to_str().unwrap(),
         "-f",
         converted.to_str().unwrap(),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    for policy in report["policies"].as_array().unwrap() {
-        assert!(policy["error"].is_null(), "{report}");
-    }
     let line = |e: &Value| {
         (
             e["policy"].as_str().unwrap().to_owned(),

@@ -22,7 +22,7 @@ const RECENTLY: &str = "2026-11-23T09:20:00Z";
 /// A PriorityClass the README's `priorityThreshold.name` example names, and its value here.
 pub(crate) const CLASS: (&str, i32) = ("priorityClassName1", 10000);
 
-use crate::cli::tidal;
+use crate::{cli::tidal, support::descheduler_policies_in};
 
 pub(crate) fn fixtures() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -360,29 +360,10 @@ const EVICTING_PLUGINS: [&str; 10] = [
 ];
 
 fn descheduler_policies(path: &Path) -> Vec<Policy> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let documents: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap_or_default();
-    let mut out = Vec::new();
-    for document in documents {
-        let policies: Vec<Value> = if document["kind"] == "ConfigMap" {
-            document["data"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .filter_map(|(_, t)| serde_saphyr::from_str::<Value>(t.as_str()?).ok())
-                .collect()
-        } else if let Some(policy) = document.get("deschedulerPolicy") {
-            let mut policy = policy.clone();
-            policy["apiVersion"] = document["deschedulerPolicyAPIVersion"].clone();
-            vec![policy]
-        } else {
-            vec![document]
-        };
-        for policy in policies {
-            out.push(read_policy(&policy));
-        }
-    }
-    out
+    descheduler_policies_in(path)
+        .iter()
+        .map(read_policy)
+        .collect()
 }
 
 fn read_policy(policy: &Value) -> Policy {

@@ -22,5 +22,6 @@ mod report_e2e;
 mod report_policies_e2e;
 mod snapshot_props;
 mod strategies_report;
+mod support;
 mod timeline_e2e;
 mod why_e2e;
