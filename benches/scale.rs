@@ -12,8 +12,10 @@
 //!    24h`, each as its own process under `/usr/bin/time` (wall time and peak RSS).
 //!
 //! Bytes are counted by a global allocator wrapper (bytes alive, not RSS). Not a criterion bench:
-//! each step is one measurement of seconds to minutes. Needs about 20 GB of memory and 5 GB of disk
-//! at the default size (`TMPDIR` for the saved cluster; `TIDAL_KEEP_DUMPS=DIR` keeps it).
+//! each step is one measurement of seconds to minutes. The generator holds every object it made, as
+//! the Kubernetes types: about 17 GB at the default size before tidal holds anything, so the default
+//! needs a machine of well over 24 GB (`SCALE_PODS=1000000 SCALE_NODES=32500` takes half), and disk
+//! for the saved cluster (`TMPDIR`; `TIDAL_KEEP_DUMPS=DIR` keeps it).
 //! Run with `cargo bench --bench scale`.
 
 use std::{
