@@ -22,7 +22,7 @@ use crate::{
     descheduler_parity::{
         CLASS, NOW, common, evictor_protects, fixtures, in_scope, string_selector_matches,
     },
-    support::{descheduler_policies_in, report_json},
+    support::{descheduler_policies_in, report_json, v1alpha1_evictor},
 };
 
 const NAMESPACE: &str = "work";
@@ -176,19 +176,7 @@ fn v1alpha1_plugins(policy: &Value) -> Vec<Plugin> {
             continue;
         }
         let params = &strategy["params"];
-        let mut evictor = json!({});
-        for key in [
-            "evictLocalStoragePods",
-            "evictDaemonSetPods",
-            "evictSystemCriticalPods",
-            "ignorePvcPods",
-            "evictFailedBarePods",
-        ] {
-            evictor[key] = policy[key].clone();
-        }
-        if let Some(value) = params["thresholdPriority"].as_i64() {
-            evictor["priorityThreshold"] = json!({"value": value});
-        }
+        let mut evictor = v1alpha1_evictor(policy, params);
         evictor["nodeFit"] = params["nodeFit"].clone();
         let mut args = json!({
             "namespaces": params["namespaces"],

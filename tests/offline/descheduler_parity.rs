@@ -22,7 +22,10 @@ const RECENTLY: &str = "2026-11-23T09:20:00Z";
 /// A PriorityClass the README's `priorityThreshold.name` example names, and its value here.
 pub(crate) const CLASS: (&str, i32) = ("priorityClassName1", 10000);
 
-use crate::{cli::tidal, support::descheduler_policies_in};
+use crate::{
+    cli::tidal,
+    support::{descheduler_policies_in, v1alpha1_evictor},
+};
 
 pub(crate) fn fixtures() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -375,19 +378,7 @@ fn read_policy(policy: &Value) -> Policy {
                 continue;
             }
             let params = &strategy["params"];
-            let mut evictor = json!({});
-            for key in [
-                "evictLocalStoragePods",
-                "evictDaemonSetPods",
-                "evictSystemCriticalPods",
-                "ignorePvcPods",
-                "evictFailedBarePods",
-            ] {
-                evictor[key] = policy[key].clone();
-            }
-            if let Some(value) = params["thresholdPriority"].as_i64() {
-                evictor["priorityThreshold"] = json!({"value": value});
-            }
+            let evictor = v1alpha1_evictor(policy, params);
             let selector = if [
                 "LowNodeUtilization",
                 "HighNodeUtilization",

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::cli::tidal;
 
@@ -46,4 +46,23 @@ pub(crate) fn descheduler_policies_in(path: &Path) -> Vec<Value> {
         }
     }
     out
+}
+
+/// A v1alpha1 strategy's evictor settings as v1alpha2 DefaultEvictor arguments: the policy's top-level
+/// switches and the strategy's `thresholdPriority`.
+pub(crate) fn v1alpha1_evictor(policy: &Value, params: &Value) -> Value {
+    let mut evictor = json!({});
+    for key in [
+        "evictLocalStoragePods",
+        "evictDaemonSetPods",
+        "evictSystemCriticalPods",
+        "ignorePvcPods",
+        "evictFailedBarePods",
+    ] {
+        evictor[key] = policy[key].clone();
+    }
+    if let Some(value) = params["thresholdPriority"].as_i64() {
+        evictor["priorityThreshold"] = json!({"value": value});
+    }
+    evictor
 }
