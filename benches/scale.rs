@@ -12,10 +12,12 @@
 //!    24h`, each as its own process under `/usr/bin/time` (wall time and peak RSS).
 //!
 //! Bytes are counted by a global allocator wrapper (bytes alive, not RSS). Not a criterion bench:
-//! each step is one measurement of seconds to minutes. The generator holds every object it made, as
-//! the Kubernetes types: about 17 GB at the default size before tidal holds anything, so the default
-//! needs a machine of well over 24 GB (`SCALE_PODS=1000000 SCALE_NODES=32500` takes half), and disk
-//! for the saved cluster (`TMPDIR`; `TIDAL_KEEP_DUMPS=DIR` keeps it).
+//! each step is one measurement of seconds to minutes. The pods are never all held as Kubernetes
+//! objects (about 8.5 KB each): the deterministic generator makes them again for each step that reads
+//! them, a page at a time, and only the nodes, zones, PodGroups and PDBs stay. Listing subtracts the
+//! generator's own state (measured when it hands out its first pod) from the peak. The default size
+//! needs about 8 GB of memory and 3 GB of disk for the saved cluster (`TMPDIR`; `TIDAL_KEEP_DUMPS=DIR`
+//! keeps it).
 //! Run with `cargo bench --bench scale`.
 
 use std::{
@@ -26,15 +28,18 @@ use std::{
 };
 
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use tidal::{
     api::{DeschedulingPolicySpec, zone::WindowSpec},
-    cluster::{ClusterCache, PolicyInfo, Snapshot},
+    cluster::{ClusterCache, ObjectKind, PodInfo, PolicyInfo, SharedCache, Snapshot},
     framework, planner,
+    runtime::watch::listwatch::PAGE,
 };
 use tidal_testkit::{
     alloc::{self, Counting},
-    listing, saved,
-    synthetic::{SyntheticCluster, SyntheticSpec, churn, generate},
+    listing::{self, Lister},
+    saved,
+    synthetic::{SyntheticCluster, SyntheticSpec, churn, generate_each},
 };
 
 #[global_allocator]
@@ -66,16 +71,9 @@ fn median(mut runs: Vec<Duration>) -> Duration {
 
 /// The cluster: 30 pods a node as at the reference size, three zones on 7.5% of the workers, every
 /// zone closed at `spec.now` (Monday 12:00 UTC; open 20:00-08:00 UTC daily), so that they all drain.
-fn cluster(nodes: usize, pods: usize) -> SyntheticCluster {
-    let spec = SyntheticSpec {
-        nodes,
-        pods,
-        namespaces: (pods / 750).max(8),
-        revocable_zones: 3,
-        revocable_node_share: 0.075,
-        ..SyntheticSpec::large()
-    };
-    let mut cluster = generate(&spec);
+/// Every pod goes to `each`; the cluster returned holds the other objects.
+fn cluster(spec: &SyntheticSpec, each: &mut dyn FnMut(Pod)) -> SyntheticCluster {
+    let mut cluster = generate_each(spec, each);
     for zone in &mut cluster.zones {
         zone.spec.windows = vec![WindowSpec {
             time: "20:00-08:00".into(),
@@ -84,6 +82,81 @@ fn cluster(nodes: usize, pods: usize) -> SyntheticCluster {
         zone.spec.time_zone = "UTC".into();
     }
     cluster
+}
+
+fn spec(nodes: usize, pods: usize) -> SyntheticSpec {
+    SyntheticSpec {
+        nodes,
+        pods,
+        namespaces: (pods / 750).max(8),
+        revocable_zones: 3,
+        revocable_node_share: 0.075,
+        ..SyntheticSpec::large()
+    }
+}
+
+/// Step 1: the nodes, then the pods as the generator makes them, listed into a new shared cache.
+fn list(spec: &SyntheticSpec, nodes: &[Node], pods: usize) {
+    let shared = SharedCache::new(&[ObjectKind::Node, ObjectKind::Pod]);
+    let node_cost = listing::list_into(&shared, nodes, "nodes", "Node");
+    let mut lister = Lister::new(&shared, "pods", "Pod");
+    let mut page = Vec::with_capacity(PAGE as usize);
+    drop(cluster(spec, &mut |pod| {
+        page.push(pod);
+        if page.len() == PAGE as usize {
+            lister.page(&page);
+            page.clear();
+        }
+    }));
+    lister.page(&page);
+    drop(page);
+    let pod_cost = lister.done();
+    let kept = node_cost.kept + pod_cost.kept;
+    let peak = node_cost.peak.max(node_cost.kept + pod_cost.peak);
+    eprintln!(
+        "1. listed as protobuf pages into the shared cache: {} decoding and applying, peak {} alive, {} kept ({:.0} bytes per pod; peak {:.2}x kept)",
+        secs(node_cost.took + pod_cost.took),
+        mb(peak),
+        mb(kept),
+        kept as f64 / pods as f64,
+        peak as f64 / kept as f64,
+    );
+}
+
+/// Step 2: the cache of every object, each pod converted and applied as the generator makes it (the
+/// time is that of converting and applying). Keeps every hundredth pod for the churn.
+fn cache_of(
+    spec: &SyntheticSpec,
+    rest: &SyntheticCluster,
+    pods: usize,
+) -> (ClusterCache, Vec<Pod>) {
+    let before = alloc::live();
+    let mut cache = ClusterCache::new();
+    let started = Instant::now();
+    rest.ingest_into(&mut cache);
+    let mut took = started.elapsed();
+    let (mut sample, mut sample_bytes, mut seen) = (Vec::new(), 0, 0usize);
+    drop(cluster(spec, &mut |pod| {
+        let started = Instant::now();
+        if let Ok(info) = PodInfo::from_pod(&pod) {
+            cache.apply_pod(info, Timestamp::UNIX_EPOCH);
+        }
+        took += started.elapsed();
+        if seen % 100 == 0 {
+            let held = alloc::live();
+            sample.push(pod);
+            sample_bytes += alloc::live() - held;
+        }
+        seen += 1;
+    }));
+    let kept = alloc::live() - before - sample_bytes;
+    eprintln!(
+        "2. cache of every object: {}, {} ({:.0} bytes per pod)",
+        secs(took),
+        mb(kept),
+        kept as f64 / pods as f64
+    );
+    (cache, sample)
 }
 
 fn lnu() -> PolicyInfo {
@@ -139,42 +212,29 @@ fn main() {
         return;
     }
     let (nodes, pods) = (size("SCALE_NODES", 65_000), size("SCALE_PODS", 2_000_000));
+    let spec = spec(nodes, pods);
+    let now = spec.now;
     let started = Instant::now();
-    let cluster = cluster(nodes, pods);
-    let now = cluster.spec.now;
+    let mut made = 0usize;
+    let mut rest = cluster(&spec, &mut |_| made += 1);
     eprintln!(
-        "generated {} nodes, {} pods, {} PodGroups, {} zones in {}",
-        cluster.nodes.len(),
-        cluster.pods.len(),
-        cluster.podgroups.len(),
-        cluster.zones.len(),
+        "generated {} nodes, {made} pods, {} PodGroups, {} zones in {}",
+        rest.nodes.len(),
+        rest.podgroups.len(),
+        rest.zones.len(),
         secs(started.elapsed())
     );
 
-    let listed = listing::list_nodes_and_pods(&cluster);
-    eprintln!(
-        "1. listed as protobuf pages into the shared cache: {} decoding and applying, peak {} alive, {} kept ({:.0} bytes per pod; peak {:.2}x kept)",
-        secs(listed.took),
-        mb(listed.peak),
-        mb(listed.kept),
-        listed.kept as f64 / pods as f64,
-        listed.peak as f64 / listed.kept as f64
-    );
-    drop(listed);
+    list(&spec, &rest.nodes, made);
 
-    let before = alloc::live();
-    let started = Instant::now();
-    let mut cache: ClusterCache = cluster.to_cache();
-    eprintln!(
-        "2. cache of every object: {}, {} ({:.0} bytes per pod)",
-        secs(started.elapsed()),
-        mb(alloc::live() - before),
-        (alloc::live() - before) as f64 / pods as f64
-    );
+    let (mut cache, sample) = cache_of(&spec, &rest, made);
     let started = Instant::now();
     let mut snapshot = cache.snapshot();
     eprintln!("   snapshot built in {}", secs(started.elapsed()));
-    let churned = churn(&cluster, 0.01, 1);
+    // Churn of every sampled pod: 1% of the cluster's pods (and a node per hundred of them).
+    rest.pods = sample;
+    let churned = churn(&rest, 1.0, 1);
+    rest.pods = Vec::new();
     let mut updates = Vec::new();
     for swing in 0..5 {
         if swing % 2 == 0 {
@@ -192,17 +252,17 @@ fn main() {
         churned.events.len(),
         secs(median(updates))
     );
-    if churned.events.len() % 2 == 1 {
-        churned.revert(&mut cache);
-        cache.update_snapshot(&mut snapshot);
-    }
+    // Five swings end churned: back to the cluster as generated.
+    churned.revert(&mut cache);
+    cache.update_snapshot(&mut snapshot);
+    drop(churned);
 
     let (took, evictions, skipped) = plan(&snapshot, &lnu(), now);
     eprintln!(
         "3. lowNodeUtilization: {evictions} evictions, {skipped} skipped, median {} of 3",
         secs(took)
     );
-    let tdm = PolicyInfo::from_policy(&cluster.policy).expect("the synthetic policy has a name");
+    let tdm = PolicyInfo::from_policy(&rest.policy).expect("the synthetic policy has a name");
     let (took, evictions, skipped) = plan(&snapshot, &tdm, now);
     eprintln!(
         "   tdm, three zones draining: {evictions} evictions, {skipped} skipped, median {} of 3",
@@ -218,13 +278,20 @@ fn main() {
         None => dir.path().join("cluster.json"),
     };
     let started = Instant::now();
-    saved::write_json(&path, saved::objects(&cluster));
+    let mut list = saved::JsonList::create(&path);
+    for object in saved::objects_besides_pods(&rest) {
+        list.push(&object);
+    }
+    drop(cluster(&spec, &mut |pod| {
+        list.push(&saved::pod_object(&pod))
+    }));
+    list.finish();
     eprintln!(
-        "4. saved as JSON: {:.0} MB in {}",
+        "4. saved as JSON: {:.0} MB in {} (generating its pods again)",
         std::fs::metadata(&path).unwrap().len() as f64 / 1e6,
         secs(started.elapsed())
     );
-    drop(cluster);
+    drop(rest);
     let file = path.to_str().unwrap();
     let at = now.to_string();
     let common = ["-f", file, "--max-input-size", "64Gi", "--now", &at];

@@ -8,22 +8,37 @@ use std::{
     path::Path,
 };
 
+use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
 
 use crate::synthetic::SyntheticCluster;
 
+fn typed<T: Serialize>(
+    kind: &'static str,
+    api_version: &'static str,
+    object: &T,
+) -> serde_json::Value {
+    let mut value = serde_json::to_value(object).expect("generated objects serialize");
+    value["kind"] = kind.into();
+    value["apiVersion"] = api_version.into();
+    value
+}
+
+/// A pod as the API server would list it.
+pub fn pod_object(pod: &Pod) -> serde_json::Value {
+    typed("Pod", "v1", pod)
+}
+
 /// Every object of the cluster, as the API server would list it.
 pub fn objects(cluster: &SyntheticCluster) -> impl Iterator<Item = serde_json::Value> + '_ {
-    fn typed<T: Serialize>(
-        kind: &'static str,
-        api_version: &'static str,
-        object: &T,
-    ) -> serde_json::Value {
-        let mut value = serde_json::to_value(object).expect("generated objects serialize");
-        value["kind"] = kind.into();
-        value["apiVersion"] = api_version.into();
-        value
-    }
+    objects_besides_pods(cluster).chain(cluster.pods.iter().map(pod_object))
+}
+
+/// Every object of the cluster but its pods (for a cluster whose pods are generated as they are
+/// written: [`crate::synthetic::generate_each`]).
+pub fn objects_besides_pods(
+    cluster: &SyntheticCluster,
+) -> impl Iterator<Item = serde_json::Value> + '_ {
     let nodes = cluster.nodes.iter().map(|n| typed("Node", "v1", n));
     let zones = (cluster.zones.iter()).map(|z| typed("RevocableZone", "tidal.dev/v1alpha1", z));
     let policy = std::iter::once(typed(
@@ -34,30 +49,43 @@ pub fn objects(cluster: &SyntheticCluster) -> impl Iterator<Item = serde_json::V
     let groups =
         (cluster.podgroups.iter()).map(|g| typed("PodGroup", "scheduling.volcano.sh/v1beta1", g));
     let pdbs = (cluster.pdbs.iter()).map(|p| typed("PodDisruptionBudget", "policy/v1", p));
-    let pods = cluster.pods.iter().map(|p| typed("Pod", "v1", p));
-    nodes
-        .chain(zones)
-        .chain(policy)
-        .chain(groups)
-        .chain(pdbs)
-        .chain(pods)
+    nodes.chain(zones).chain(policy).chain(groups).chain(pdbs)
 }
 
 pub fn write_json(path: &Path, objects: impl IntoIterator<Item = serde_json::Value>) {
-    let mut out = BufWriter::new(File::create(path).unwrap());
-    write!(out, r#"{{"apiVersion":"v1","items":["#).unwrap();
-    for (i, object) in objects.into_iter().enumerate() {
-        if i > 0 {
-            out.write_all(b",").unwrap();
-        }
-        serde_json::to_writer(&mut out, &object).unwrap();
+    let mut list = JsonList::create(path);
+    for object in objects {
+        list.push(&object);
     }
-    write!(
-        out,
-        r#"],"kind":"List","metadata":{{"resourceVersion":""}}}}"#
-    )
-    .unwrap();
-    out.flush().unwrap();
+    list.finish();
+}
+
+/// A JSON `List` written an object at a time.
+pub struct JsonList {
+    out: BufWriter<File>,
+    empty: bool,
+}
+
+impl JsonList {
+    pub fn create(path: &Path) -> JsonList {
+        let mut out = BufWriter::new(File::create(path).unwrap());
+        write!(out, r#"{{"apiVersion":"v1","items":["#).unwrap();
+        JsonList { out, empty: true }
+    }
+
+    pub fn push(&mut self, object: &serde_json::Value) {
+        if !self.empty {
+            self.out.write_all(b",").unwrap();
+        }
+        self.empty = false;
+        serde_json::to_writer(&mut self.out, object).unwrap();
+    }
+
+    pub fn finish(mut self) {
+        let end = r#"],"kind":"List","metadata":{"resourceVersion":""}}"#;
+        self.out.write_all(end.as_bytes()).unwrap();
+        self.out.flush().unwrap();
+    }
 }
 
 /// As `kubectl get -o yaml` writes it: `apiVersion`, `items`, `kind`, `metadata`.

@@ -196,13 +196,25 @@ impl SyntheticCluster {
 
 /// Generates the cluster `spec` describes. Deterministic: equal specs give equal clusters.
 pub fn generate(spec: &SyntheticSpec) -> SyntheticCluster {
+    let mut pods = Vec::with_capacity(spec.pods);
+    let mut cluster = generate_each(spec, &mut |pod| pods.push(pod));
+    cluster.pods = pods;
+    cluster
+}
+
+/// Generates the cluster `spec` describes, handing each pod to `each` as it is made instead of
+/// keeping it (`pods` of the result is empty): clusters of millions of pods, whose objects would not
+/// fit in memory, are generated again for each pass over their pods. The pods come in the order
+/// [`generate`] lists them.
+pub fn generate_each(spec: &SyntheticSpec, each: &mut dyn FnMut(Pod)) -> SyntheticCluster {
     let mut rng = SplitMix64::new(spec.seed);
     let zones = zones(spec);
     let mut generator = Generator {
         spec,
         nodes: plan_nodes(spec, &mut rng.split()),
         rng: rng.split(),
-        pods: Vec::with_capacity(spec.pods),
+        each,
+        made: 0,
         podgroups: Vec::new(),
         pdbs: Vec::new(),
         names: 0,
@@ -218,7 +230,7 @@ pub fn generate(spec: &SyntheticSpec) -> SyntheticCluster {
     SyntheticCluster {
         spec: spec.clone(),
         nodes,
-        pods: generator.pods,
+        pods: Vec::new(),
         zones,
         podgroups: generator.podgroups,
         pdbs: generator.pdbs,
@@ -1277,7 +1289,9 @@ struct Generator<'a> {
     spec: &'a SyntheticSpec,
     nodes: Vec<NodePlan>,
     rng: SplitMix64,
-    pods: Vec<Pod>,
+    /// Where each pod goes once made, and how many have gone.
+    each: &'a mut dyn FnMut(Pod),
+    made: usize,
     podgroups: Vec<PodGroup>,
     pdbs: Vec<PodDisruptionBudget>,
     /// Serial numbers for generated name suffixes.
@@ -1285,13 +1299,18 @@ struct Generator<'a> {
 }
 
 impl Generator<'_> {
+    fn emit(&mut self, pod: Pod) {
+        self.made += 1;
+        (self.each)(pod);
+    }
+
     fn next_serial(&mut self) -> u64 {
         self.names += 1;
         self.names
     }
 
     fn room(&self) -> usize {
-        self.spec.pods.saturating_sub(self.pods.len())
+        self.spec.pods.saturating_sub(self.made)
     }
 
     /// DaemonSet pods on every node, then static pods on control-plane nodes, as far as `pods` allows.
@@ -1341,7 +1360,7 @@ impl Generator<'_> {
                     deleted: None,
                 };
                 let pod = draft.into_pod(&mut self.rng);
-                self.pods.push(pod);
+                self.emit(pod);
             }
         }
         for index in 0..self.nodes.len() {
@@ -1394,7 +1413,7 @@ impl Generator<'_> {
                     deleted: None,
                 };
                 let pod = draft.into_pod(&mut self.rng);
-                self.pods.push(pod);
+                self.emit(pod);
             }
         }
     }
@@ -1794,7 +1813,7 @@ impl Generator<'_> {
             deleted,
         };
         let pod = draft.into_pod(&mut self.rng);
-        self.pods.push(pod);
+        self.emit(pod);
     }
 
     /// Name, generateName, controller and identifying labels of one replica, as its controller names it.
@@ -2039,6 +2058,19 @@ mod tests {
         assert_eq!(a.nodes, b.nodes);
         let c = generate(&spec.clone().with_seed(7));
         assert_ne!(a.pods, c.pods, "another seed gives another cluster");
+    }
+
+    #[test]
+    fn pods_handed_out_as_made_are_the_pods_kept() {
+        let spec = SyntheticSpec::small();
+        let kept = generate(&spec);
+        let mut handed = Vec::new();
+        let rest = generate_each(&spec, &mut |pod| handed.push(pod));
+        assert_eq!(handed, kept.pods, "the same pods in the same order");
+        assert!(rest.pods.is_empty());
+        assert_eq!((&rest.nodes, &rest.pdbs), (&kept.nodes, &kept.pdbs));
+        let groups = |c: &SyntheticCluster| serde_json::to_value(&c.podgroups).unwrap();
+        assert_eq!(groups(&rest), groups(&kept));
     }
 
     #[test]

@@ -508,3 +508,31 @@ fn a_zero_deviation_leaves_the_resource_out_of_the_classification() {
     // moves fit their room up to 35% and bring n1 to 30%.
     assert_eq!(cluster.plan(&deviation(5)).evicted().len(), 6);
 }
+
+#[test]
+fn a_smaller_pod_after_a_larger_one_still_takes_the_first_destination_with_room() {
+    // d1 has 1.5 cores of room up to its 50% target, d2 5. The 2-core pods pass d1 by; the 1-core
+    // pod between them must not start its search where they found room.
+    let cpu_only = format!(
+        "mode: Evict\nstrategies:\n  lowNodeUtilization:\n    thresholds: {{cpu: 20}}\n    targetThresholds: {{cpu: 50}}\n{BUDGET}"
+    );
+    let mut cluster = Cluster::new()
+        .node(node("n1").allocatable("10", "100Gi", 110))
+        .node(node("d1").allocatable("3", "100Gi", 110))
+        .node(node("d2").allocatable("10", "100Gi", 110))
+        .pod(pod("a/big1", "n1").requests("2", "1Gi").priority(1))
+        .pod(pod("a/small", "n1").requests("1", "1Gi").priority(2))
+        .pod(pod("a/big2", "n1").requests("2", "1Gi").priority(3));
+    for i in 0..4 {
+        cluster = cluster.pod(
+            pod(&format!("a/p{i}"), "n1")
+                .requests("1", "1Gi")
+                .priority(4),
+        );
+    }
+    let out = cluster.plan(&cpu_only);
+    assert_eq!(out.evicted(), ["a/big1", "a/small", "a/big2"]);
+    assert!(out.reason("a/big1").contains("it fits node d2"));
+    assert!(out.reason("a/small").contains("it fits node d1"));
+    assert!(out.reason("a/big2").contains("it fits node d2"));
+}

@@ -406,6 +406,17 @@ struct Reachable {
     seen: usize,
     /// Moves that fit none of them (a few, to bound the cost of checking).
     failed: Vec<Failed>,
+    /// Where recent moves found room (a few shapes): a move at least as large need not look before.
+    found: Vec<Found>,
+}
+
+/// A move that found room: what it needed and requested, and the position of the destination that
+/// took it. Room only shrinks, so every destination before that position is still too small for it,
+/// and for any move at least as large.
+struct Found {
+    need: Vec<i64>,
+    requests: Resources,
+    at: usize,
 }
 
 /// A move that fit no destination: what it needed on each slot, and its requests.
@@ -441,6 +452,48 @@ impl Reachable {
             spare,
             seen,
             failed: Vec::new(),
+            found: Vec::new(),
+        }
+    }
+
+    /// The first position a move needing `need` and requesting `requests` can fit at: the furthest
+    /// any smaller move found room at.
+    fn skip(&self, need: &[i64], requests: &Resources) -> usize {
+        self.found
+            .iter()
+            .filter(|found| {
+                found
+                    .need
+                    .iter()
+                    .zip(need)
+                    .all(|(found, need)| need >= found)
+                    && within(&found.requests, requests)
+            })
+            .map(|found| found.at)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Remembers where a move found room: in place of the same shape's last find, else of the find
+    /// that skips least.
+    fn remember(&mut self, need: &[i64], requests: &Resources, at: usize) {
+        if let Some(same) =
+            (self.found.iter_mut()).find(|f| f.need == need && f.requests == *requests)
+        {
+            same.at = same.at.max(at);
+            return;
+        }
+        let found = Found {
+            need: need.to_vec(),
+            requests: requests.clone(),
+            at,
+        };
+        if self.found.len() < FOUND_KEPT {
+            self.found.push(found);
+        } else if let Some(least) = self.found.iter_mut().min_by_key(|f| f.at)
+            && least.at < at
+        {
+            *least = found;
         }
     }
 
@@ -458,18 +511,23 @@ impl Reachable {
         self.seen = taken.len();
     }
 
-    /// The first destination (its position here) with at least `need` spare room on every slot and
-    /// that `accept` takes, asked only of those.
-    fn first(&self, need: &[i64], mut accept: impl FnMut(usize) -> bool) -> Option<usize> {
+    /// The first destination (its position here) from `from` on with at least `need` spare room on
+    /// every slot and that `accept` takes, asked only of those.
+    fn first(
+        &self,
+        need: &[i64],
+        from: usize,
+        mut accept: impl FnMut(usize) -> bool,
+    ) -> Option<usize> {
         let len = self.destinations.len();
         let Some((&lead_need, rest_need)) = need.split_first() else {
-            return (0..len).find(|&at| accept(at));
+            return (from..len).find(|&at| accept(at));
         };
-        if len == 0 {
+        if from >= len {
             return None;
         }
         let (lead, rest) = self.spare.split_at(len);
-        let mut from = 0;
+        let mut from = from;
         while let Some(skipped) = lead[from..].iter().position(|&spare| spare >= lead_need) {
             let at = from + skipped;
             let room_on_rest = rest
@@ -493,6 +551,9 @@ fn signature_hash(value: impl Hash) -> u64 {
 
 /// Moves remembered as fitting nowhere, per placement signature.
 const FAILED_KEPT: usize = 16;
+
+/// Moves remembered with where they found room, per placement signature.
+const FOUND_KEPT: usize = 16;
 
 impl<'s> Room<'s> {
     /// `limit(resource)` is the percentage each destination may be filled to on a bounded resource.
@@ -581,18 +642,26 @@ impl<'s> Room<'s> {
         }
         reach.catch_up(taken, destinations, slots);
         let allowed = &reach.destinations;
-        let destination = reach
-            .first(need, |at| {
-                fits(slots, &destinations[allowed[at]], usage, requests)
-            })
-            .map(|at| allowed[at]);
-        if destination.is_none() && reach.failed.len() < FAILED_KEPT {
-            reach.failed.push(Failed {
-                need: need.clone(),
-                requests: requests.clone(),
-            });
+        let from = reach.skip(need, requests);
+        let found = reach.first(need, from, |at| {
+            fits(slots, &destinations[allowed[at]], usage, requests)
+        });
+        match found {
+            Some(at) => {
+                let destination = allowed[at];
+                reach.remember(need, requests, at);
+                Some(destination)
+            }
+            None => {
+                if reach.failed.len() < FAILED_KEPT {
+                    reach.failed.push(Failed {
+                        need: need.clone(),
+                        requests: requests.clone(),
+                    });
+                }
+                None
+            }
         }
-        destination
     }
 
     /// Why no destination takes `pod` for a move using `usage`: each destination's first reason,
