@@ -14,10 +14,11 @@
 //! Bytes are counted by a global allocator wrapper (bytes alive, not RSS). Not a criterion bench:
 //! each step is one measurement of seconds to minutes. The pods are never all held as Kubernetes
 //! objects (about 8.5 KB each): the deterministic generator makes them again for each step that reads
-//! them, a page at a time, and only the nodes, zones, PodGroups and PDBs stay. Listing subtracts the
-//! generator's own state (measured when it hands out its first pod) from the peak. The default size
-//! needs about 8 GB of memory and 3 GB of disk for the saved cluster (`TMPDIR`; `TIDAL_KEEP_DUMPS=DIR`
-//! keeps it).
+//! them, a page at a time, and only the nodes, zones, PodGroups and PDBs stay; listing counts the bytes
+//! allocated while a page is encoded, decoded and applied, not the generator's. The default size needs
+//! about 4 GB of memory and 3 GB of disk for the saved cluster (`TMPDIR`; `TIDAL_KEEP_DUMPS=DIR` keeps
+//! it). The steps allocate millions of small objects: with glibc's malloc the listing alone runs for
+//! tens of minutes at the default size (docs/performance.md).
 //! Run with `cargo bench --bench scale`.
 
 use std::{
