@@ -8,8 +8,8 @@
 # pods, a musl build planned 1.75x slower (tidal_plan_duration_seconds mean 49–53 ms against 28–30 ms)
 # and synced twice as slowly (7.2–7.7 s against 3.6–4.1 s); musl's allocator and its plain memcpy and
 # memcmp, which the cache and the planner lean on (docs/performance.md, "What the figures depend on").
-# glibc is also what the benchmarks measure, and the webhook's `malloc_trim` after bursts of huge
-# requests needs it.
+# The allocator is jemalloc, compiled into the binary (tikv-jemallocator; its build needs make and cc,
+# which the rust image has).
 ARG RUST_VERSION=1.95
 
 # Debian 12 (bookworm) on both sides: the binary needs no glibc newer than the runtime image has.

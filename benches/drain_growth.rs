@@ -14,6 +14,9 @@
 //!
 //! Run with `cargo bench --bench drain_growth`; each size prints its plan (pods, start, margin) once.
 
+// What the binary runs on, so that the figures are the binary's.
+tidal::global_allocator!();
+
 use std::{hint::black_box, time::Duration};
 
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};

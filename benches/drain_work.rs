@@ -5,6 +5,9 @@
 //! Prints pod-hours thrown away, evictions, pods left to finish, and whether the close is met.
 //! Not a criterion bench: the figures are the measurement. Run with `cargo bench --bench drain_work`.
 
+// What the binary runs on, so that the figures are the binary's.
+tidal::global_allocator!();
+
 use tidal_testkit::mixed_drain::{drain, mixed_zone};
 
 fn main() {

@@ -20,8 +20,7 @@ use tidal_testkit::{
     synthetic::{SyntheticSpec, generate},
 };
 
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+tidal::global_allocator!(Counting, Counting);
 
 /// Runs `step`; returns its result, the peak bytes above the start, and the bytes still alive after.
 fn measure<T>(step: impl FnOnce() -> T) -> (T, f64, f64) {

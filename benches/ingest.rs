@@ -26,9 +26,8 @@ use tidal_testkit::{
     synthetic::{SyntheticCluster, SyntheticSpec, generate},
 };
 
-/// Counts the bytes currently allocated.
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+// Counts the bytes currently allocated.
+tidal::global_allocator!(Counting, Counting);
 
 fn via_protobuf(page: &[u8]) -> Vec<PodInfo> {
     decode_list::<Pod>(page)

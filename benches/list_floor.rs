@@ -7,6 +7,9 @@
 //! `TIDAL_FLOOR_KUBECONFIG=PATH cargo bench --bench list_floor` prints one JSON line: the seconds until
 //! the last list ended, and per kind its seconds, bytes and frames.
 
+// What the binary runs on, so that the figures are the binary's.
+tidal::global_allocator!();
+
 use std::time::Instant;
 
 use futures::StreamExt;

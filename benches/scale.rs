@@ -43,8 +43,7 @@ use tidal_testkit::{
     synthetic::{SyntheticCluster, SyntheticSpec, churn, generate_each},
 };
 
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+tidal::global_allocator!(Counting, Counting);
 
 fn size(name: &str, default: usize) -> usize {
     std::env::var(name)

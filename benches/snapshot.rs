@@ -33,6 +33,9 @@
 //! Churn swings the cache back and forth (events, then their undo), so every iteration sees the same
 //! cluster size. Run with `cargo bench --bench snapshot` (`-- steady_cycle` for the cycle alone).
 
+// What the binary runs on, so that the figures are the binary's.
+tidal::global_allocator!();
+
 use std::{
     hint::black_box,
     sync::Arc,

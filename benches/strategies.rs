@@ -5,6 +5,9 @@
 //! Run with `cargo bench --bench strategies`. The cluster is built once through the real ingest path
 //! (`PodInfo::from_pod`, `NodeInfo::from_node`).
 
+// What the binary runs on, so that the figures are the binary's.
+tidal::global_allocator!();
+
 use std::{collections::HashSet, hint::black_box, time::Duration};
 
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -7,6 +7,9 @@
 //! Not a criterion bench: one simulation is the measurement (it takes seconds), run twice.
 //! Run with `cargo bench --bench timeline`.
 
+// What the binary runs on, so that the figures are the binary's.
+tidal::global_allocator!();
+
 use std::time::Instant;
 
 use jiff::SignedDuration;

@@ -9,6 +9,9 @@
 //!
 //! `cargo bench --bench webhook`; figures are in docs/admission.md.
 
+// What the binary runs on, so that the figures are the binary's.
+tidal::global_allocator!();
+
 use std::{
     collections::BTreeMap,
     hint::black_box,

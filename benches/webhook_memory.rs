@@ -7,6 +7,9 @@
 //! Figures are in docs/admission.md. Prints, does not assert: memory is measured and reported, not a
 //! pass/fail bound.
 
+// What the binary runs on, so that the figures are the binary's.
+tidal::global_allocator!();
+
 use std::{path::Path, sync::Arc, time::Duration};
 
 use http_body_util::{BodyExt, Full};

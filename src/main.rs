@@ -8,6 +8,8 @@ use tidal::{
 };
 use tokio_util::sync::CancellationToken;
 
+tidal::global_allocator!();
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logs::init(cli.command.log_format(), cli.command.default_log_level());

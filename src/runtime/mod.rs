@@ -4,6 +4,7 @@
 //! with. Nothing here plans or decides.
 
 pub mod admin;
+pub mod allocator;
 pub mod client;
 pub mod connections;
 pub(crate) mod leader;

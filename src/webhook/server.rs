@@ -440,12 +440,12 @@ impl Drop for Share {
     fn drop(&mut self) {
         drop(self.permit.take());
         // The last large body and answer of a burst are done: give their memory back to the
-        // system, which the allocator would otherwise keep (glibc keeps freed memory in per-thread
-        // arenas: ~200 MiB after a burst of huge pods, against 14 MiB fresh).
+        // system now, which the allocator would otherwise keep for a while (glibc kept ~200 MiB in
+        // its per-thread arenas after a burst of huge pods, against 14 MiB fresh).
         if self.budget.permits.available_permits() == self.budget.total as usize
             && self.budget.trim_due.swap(false, Ordering::Relaxed)
         {
-            release_free_memory();
+            crate::runtime::allocator::release_free_memory();
         }
     }
 }
@@ -485,17 +485,6 @@ impl hyper::body::Body for HeldAnswer {
 
     fn size_hint(&self) -> SizeHint {
         SizeHint::with_exact(self.rest.len() as u64)
-    }
-}
-
-/// Returns the allocator's free memory to the system. glibc (which the image links) only trims the top
-/// of the main heap by itself; `malloc_trim` also releases free pages inside every arena. Other
-/// allocators (musl's) return large blocks as they are freed, so there is nothing to do.
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists; it has no preconditions.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 

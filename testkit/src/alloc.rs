@@ -1,13 +1,18 @@
 //! A global allocator that counts bytes alive (not RSS), for the memory benches: what a structure
 //! keeps and what a step peaks at, independent of the allocator's fragmentation. A bench installs it
-//! with `#[global_allocator] static A: Counting = Counting;`.
+//! with `tidal::global_allocator!(Counting, Counting);`. It hands the work to the allocator tidal
+//! ships with, so that a bench's times are those of the binary.
 
 use std::{
-    alloc::{GlobalAlloc, Layout, System},
+    alloc::{GlobalAlloc, Layout},
     sync::atomic::{AtomicBool, AtomicIsize, Ordering},
 };
 
+use tidal::runtime::allocator::{self, Allocator};
+
 pub struct Counting;
+
+const SHIPPED: Allocator = allocator::ALLOCATOR;
 
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 /// The most bytes alive since [`peak_during`] started, while it runs: outside it, allocations pay no
@@ -25,17 +30,17 @@ fn grew(by: isize) {
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         grew(layout.size() as isize);
-        unsafe { System.alloc(layout) }
+        unsafe { SHIPPED.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
+        unsafe { SHIPPED.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         grew(new_size as isize - layout.size() as isize);
-        unsafe { System.realloc(ptr, layout, new_size) }
+        unsafe { SHIPPED.realloc(ptr, layout, new_size) }
     }
 }
 

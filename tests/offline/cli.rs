@@ -394,3 +394,20 @@ fn explain_wide_adds_the_pod_s_facts_and_every_gate_that_would_stop_it() {
         assert!(wide.contains(line), "{line:?} in\n{wide}");
     }
 }
+
+/// The binary runs on jemalloc with tidal's options compiled in (pages kept for reuse, not decayed):
+/// jemalloc's statistics, asked for through its environment variable, print the options in effect.
+#[cfg(all(target_os = "linux", not(target_env = "msvc")))]
+#[test]
+fn the_binary_runs_on_jemalloc_with_the_options_compiled_in() {
+    let output = Command::new(env!("CARGO_BIN_EXE_tidal"))
+        .arg("--version")
+        .env("_RJEM_MALLOC_CONF", "stats_print:true")
+        .output()
+        .expect("run tidal");
+    assert!(output.status.success(), "{output:?}");
+    let stats = String::from_utf8_lossy(&output.stderr);
+    assert!(stats.contains("jemalloc statistics"), "{stats}");
+    assert!(stats.contains("opt.dirty_decay_ms: -1"), "{stats}");
+    assert!(stats.contains("opt.muzzy_decay_ms: -1"), "{stats}");
+}
