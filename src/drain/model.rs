@@ -881,17 +881,17 @@ fn bound_of(input: &ZoneDrain, zone: &ZoneSim<'_>) -> Bound {
     }
 }
 
+/// Drains built from plain data, for the tests of the model and of the plan that weighs them.
 #[cfg(test)]
-mod tests {
+pub(super) mod fixtures {
     use super::*;
-    use crate::cluster::IntOrPercent;
     use crate::testkit::at;
 
-    fn secs(seconds: i64) -> SignedDuration {
+    pub(crate) fn secs(seconds: i64) -> SignedDuration {
         SignedDuration::from_secs(seconds)
     }
 
-    fn pacing(qps: f64, burst: u32, concurrency: u32) -> Pacing {
+    pub(crate) fn pacing(qps: f64, burst: u32, concurrency: u32) -> Pacing {
         Pacing {
             qps,
             burst,
@@ -900,13 +900,8 @@ mod tests {
         }
     }
 
-    /// The zones' drains from 0 s with a full bucket.
-    fn run(zones: &[ZoneDrain], pacing: Pacing) -> Vec<DrainEstimate> {
-        estimate(zones, &Sending::fresh(pacing, at(0)))
-    }
-
     /// A job of `n` running pods, all on the zone, each gone `grace` seconds after its eviction.
-    fn job(name: &str, n: u32, budget: Option<JobBudget>, grace: i64) -> JobDrain {
+    pub(crate) fn job(name: &str, n: u32, budget: Option<JobBudget>, grace: i64) -> JobDrain {
         JobDrain {
             job: name.to_owned(),
             budget,
@@ -930,7 +925,15 @@ mod tests {
         }
     }
 
-    fn zone(name: &str, close: i64, jobs: Vec<JobDrain>) -> ZoneDrain {
+    /// `n` one-pod jobs named after `prefix`, each pod gone `grace` seconds after its eviction.
+    pub(crate) fn one_pod_jobs(prefix: &str, n: u32, grace: i64) -> Vec<JobDrain> {
+        (0..n)
+            .map(|i| job(&format!("{prefix}{i}"), 1, None, grace))
+            .collect()
+    }
+
+    /// A zone closing `close` seconds after 0, its first round at 0, a round a minute.
+    pub(crate) fn zone(name: &str, close: i64, jobs: Vec<JobDrain>) -> ZoneDrain {
         ZoneDrain {
             zone: name.to_owned(),
             first_round: at(0),
@@ -942,6 +945,19 @@ mod tests {
             jobs,
             stays: BTreeMap::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{job, pacing, secs, zone};
+    use super::*;
+    use crate::cluster::IntOrPercent;
+    use crate::testkit::at;
+
+    /// The zones' drains from 0 s with a full bucket.
+    fn run(zones: &[ZoneDrain], pacing: Pacing) -> Vec<DrainEstimate> {
+        estimate(zones, &Sending::fresh(pacing, at(0)))
     }
 
     #[test]

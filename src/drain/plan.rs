@@ -65,18 +65,31 @@ pub fn draining_policy<'p>(policies: &[&'p PolicyInfo]) -> Option<&'p PolicyInfo
 /// How a zone's drain starts, for the plan.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Start {
-    /// Closed, or draining: the drain is under way (since when, for a close ahead).
+    /// Closed, or draining: the drain is under way (since when, for a close ahead), its next round
+    /// at `next_round`.
     Evicting {
         since: Option<Timestamp>,
         capped: Option<SignedDuration>,
+        next_round: Timestamp,
     },
     /// A fixed lead: the drain starts then.
     Fixed(Timestamp),
-    /// `auto`, not started: the plan chooses.
+    /// `auto`, not started: the plan chooses, within `maxDrainBefore` (`max`).
     Auto {
         at: Timestamp,
         capped: Option<SignedDuration>,
+        max: SignedDuration,
     },
+}
+
+impl Start {
+    /// When the drain's first round may start, seen from `now`.
+    fn first_round(self, now: Timestamp) -> Timestamp {
+        match self {
+            Start::Evicting { next_round, .. } => next_round,
+            Start::Fixed(at) | Start::Auto { at, .. } => at.max(now),
+        }
+    }
 }
 
 /// Every zone's drain ahead of its next close (within the horizon), and of closed zones that still
@@ -115,7 +128,9 @@ pub fn plan(
     let termination: Termination<'_> = &termination;
     let mut pods = inputs::zone_pods(snapshot, policy, &closes, now, termination, live.queued);
 
-    let mut zones: Vec<(&ZoneInfo, ZoneDrain, Start, u32)> = Vec::new();
+    let mut zones: Vec<(&ZoneInfo, u32)> = Vec::new();
+    let mut drains: Vec<ZoneDrain> = Vec::new();
+    let mut starts: Vec<Start> = Vec::new();
     let mut durations_alone = Vec::new();
     for (name, (close, evicting)) in &ahead {
         let (Some(zone), Some(zone_pods)) = (snapshot.zones.get(name), pods.remove(name)) else {
@@ -142,8 +157,9 @@ pub fn plan(
         } else {
             Default::default()
         };
-        let start = first_start(zone, &drain, *evicting, alone, settings);
-        zones.push((zone, drain, start, zone_pods.remaining));
+        starts.push(first_start(zone, &drain, *evicting, alone, now, settings));
+        zones.push((zone, zone_pods.remaining));
+        drains.push(drain);
         durations_alone.push(alone);
     }
     let alone = durations_alone;
@@ -152,21 +168,22 @@ pub fn plan(
         now,
         bucket: live.bucket.clone(),
     };
-    let (estimates, set_by) = plan_starts(&mut zones, now, settings, &sending);
+    let (estimates, set_by) = plan_starts(&mut drains, &mut starts, now, settings, &sending);
     let overlaps = overlaps(&estimates);
     zones
         .into_iter()
+        .zip(drains.into_iter().zip(starts))
         .zip(estimates)
         .zip(alone.into_iter().zip(set_by))
         .enumerate()
         .map(
-            |(index, (((zone, drain, start, remaining), estimate), (alone, set_by)))| {
+            |(index, ((((zone, remaining), (drain, start)), estimate), (alone, set_by)))| {
                 let (drain_start, start_now, capped_lead, lead) = match start {
-                    Start::Evicting { since, capped } => {
+                    Start::Evicting { since, capped, .. } => {
                         (since.or(drain.close.map(|_| now)), false, capped, None)
                     }
                     Start::Fixed(at) => (Some(at), false, None, None),
-                    Start::Auto { at, capped } => (
+                    Start::Auto { at, capped, .. } => (
                         Some(at),
                         at <= now,
                         capped,
@@ -234,8 +251,10 @@ fn first_start(
     drain: &ZoneDrain,
     evicting: bool,
     alone: SignedDuration,
+    now: Timestamp,
     settings: &DrainSettings,
 ) -> Start {
+    let max = zone.spec.max_drain_before.to_signed();
     let Some(close) = drain.close.filter(|_| !evicting) else {
         let fixed = drain.close.and_then(|close| zone.fixed_drain_start(close));
         let started = drain
@@ -243,19 +262,20 @@ fn first_start(
             .and_then(|close| zone.drain_started.filter(|s| s.close == close));
         // An `auto` drain under way still says when `maxDrainBefore` was too short for it.
         let capped = match (drain.close, started) {
-            (Some(close), Some(_)) => auto_start(zone, close, alone, settings).1,
+            (Some(close), Some(_)) => auto_start(close, alone, max, settings).1,
             _ => None,
         };
         return Start::Evicting {
             since: fixed.or(started.map(|s| s.at)),
             capped,
+            next_round: next_round(zone, now),
         };
     };
     if let Some(start) = zone.fixed_drain_start(close) {
         return Start::Fixed(start);
     }
-    let (at, capped) = auto_start(zone, close, alone, settings);
-    Start::Auto { at, capped }
+    let (at, capped) = auto_start(close, alone, max, settings);
+    Start::Auto { at, capped, max }
 }
 
 /// How long a drain takes from its first round, on its own: cooldowns that end later make it longer,
@@ -269,16 +289,15 @@ fn alone(drain: &ZoneDrain, now: Timestamp, settings: &DrainSettings) -> SignedD
     .map_or(SignedDuration::ZERO, DrainEstimate::duration)
 }
 
-/// The start an `auto` drain of this length wants, within `maxDrainBefore`, and the lead it
+/// The start an `auto` drain of this length wants, within `maxDrainBefore` (`max`), and the lead it
 /// would want when `maxDrainBefore` is shorter.
 fn auto_start(
-    zone: &ZoneInfo,
     close: Timestamp,
     duration: SignedDuration,
+    max: SignedDuration,
     settings: &DrainSettings,
 ) -> (Timestamp, Option<SignedDuration>) {
     let wanted = settings.lead_for(duration);
-    let max = zone.spec.max_drain_before.to_signed();
     let capped = (wanted > max).then_some(wanted);
     let at = close.checked_sub(wanted.min(max)).unwrap_or(Timestamp::MIN);
     (at, capped)
@@ -287,71 +306,79 @@ fn auto_start(
 /// Estimates every drain together and moves `auto` starts until each keeps its margin given the
 /// others: a drain that shares the queue takes longer than alone, and so needs a longer lead; a start
 /// moved early for a drain that has moved away since goes later again if the drain keeps its margin
-/// from there. The estimates of the last revision are returned, with the longer drain that set each
-/// start moved early.
+/// from there. Each drain's first round is set from its start; the estimates of the last revision
+/// are returned, with the longer drain that set each start moved early.
 fn plan_starts(
-    zones: &mut [(&ZoneInfo, ZoneDrain, Start, u32)],
+    drains: &mut [ZoneDrain],
+    starts: &mut [Start],
     now: Timestamp,
     settings: &DrainSettings,
     sending: &Sending,
 ) -> (Vec<DrainEstimate>, Vec<Option<SharedDrain>>) {
     // What set each `auto` start that a revision moved: the longer drain a later start would have.
-    let mut set_by: Vec<Option<SharedDrain>> = vec![None; zones.len()];
+    let mut set_by: Vec<Option<SharedDrain>> = vec![None; drains.len()];
     let mut revision = 0;
     loop {
-        for (zone, drain, start, _) in zones.iter_mut() {
-            drain.first_round = match *start {
-                Start::Evicting { .. } => next_round(zone, now),
-                Start::Fixed(at) | Start::Auto { at, .. } => at.max(now),
-            };
+        for (drain, start) in drains.iter_mut().zip(starts.iter()) {
+            drain.first_round = start.first_round(now);
         }
-        let mut drains: Vec<ZoneDrain> = zones.iter().map(|(_, drain, ..)| drain.clone()).collect();
-        let estimates = model::estimate(&drains, sending);
+        let estimates = model::estimate(drains, sending);
         if revision == START_REVISIONS {
             return (estimates, set_by);
         }
         let shared = overlaps(&estimates);
         let mut moved = false;
         let mut later = Vec::new();
-        for (index, ((zone, drain, start, _), estimate)) in
-            zones.iter_mut().zip(&estimates).enumerate()
+        for (index, ((drain, start), estimate)) in drains
+            .iter()
+            .zip(starts.iter_mut())
+            .zip(&estimates)
+            .enumerate()
         {
-            let (Start::Auto { at, .. }, Some(close)) = (*start, drain.close) else {
+            let (Start::Auto { at, max, .. }, Some(close)) = (*start, drain.close) else {
                 continue;
             };
             if at <= now {
                 continue;
             }
-            let (wanted, capped) = auto_start(zone, close, estimate.duration(), settings);
+            let (wanted, capped) = auto_start(close, estimate.duration(), max, settings);
             // A second's difference is the estimate's rounding, not a reason to revise.
             if wanted < at.checked_sub(SECOND).unwrap_or(at) {
-                *start = Start::Auto { at: wanted, capped };
+                *start = Start::Auto {
+                    at: wanted,
+                    capped,
+                    max,
+                };
                 set_by[index] = Some(SharedDrain {
                     needs: estimate.duration(),
                     shared_with: shared[index].clone(),
                 });
                 moved = true;
             } else if wanted > at.checked_add(SECOND).unwrap_or(at) {
-                later.push((index, wanted, capped));
+                later.push((index, wanted, capped, max));
             }
         }
         // A start moved earlier than its drain needs (the drains it overlapped have moved since)
         // goes later again, where the drain still keeps its margin from there.
-        for (index, wanted, capped) in later {
+        for (index, wanted, capped, max) in later {
             let Some(close) = drains[index].close else {
                 continue;
             };
-            // Each start is tried against the others as they are, so the one moved goes back.
+            // Each start is tried against the others as they were estimated, so the one moved
+            // goes back.
             let was = std::mem::replace(&mut drains[index].first_round, wanted.max(now));
-            let from_there = model::estimate_one(&drains, sending, index);
+            let from_there = model::estimate_one(drains, sending, index);
             drains[index].first_round = was;
             let Some(from_there) = from_there else {
                 continue;
             };
-            let (zone, ..) = &zones[index];
-            let (needed, _) = auto_start(zone, close, from_there.duration(), settings);
+            let (needed, _) = auto_start(close, from_there.duration(), max, settings);
             if needed >= wanted.checked_sub(SECOND).unwrap_or(wanted) {
-                zones[index].2 = Start::Auto { at: wanted, capped };
+                starts[index] = Start::Auto {
+                    at: wanted,
+                    capped,
+                    max,
+                };
                 set_by[index] = None;
                 moved = true;
             }
@@ -657,6 +684,115 @@ mod tests {
         assert!(outlook.evicting && outlook.at_risk);
         assert_eq!(outlook.close, None);
         assert_eq!(outlook.remaining, 3);
+    }
+
+    /// An `auto` start as the plan makes it before the drains are weighed together: from the drain's
+    /// length alone, within the default `maxDrainBefore`.
+    fn auto(drain: &ZoneDrain, now: Timestamp, settings: &DrainSettings) -> Start {
+        let max = SignedDuration::from_hours(2);
+        let length = alone(drain, now, settings);
+        let (at, capped) = auto_start(drain.close.unwrap(), length, max, settings);
+        Start::Auto { at, capped, max }
+    }
+
+    #[test]
+    fn starts_weighed_together_through_every_revision() {
+        use crate::{
+            cluster::{IntOrPercent, JobBudget},
+            drain::model::fixtures::{job, one_pod_jobs, pacing, zone},
+            testkit::at,
+        };
+        // Seven drains in one queue at 5 a second: three of one-pod jobs closing together, one
+        // bound by its budget closing earlier, one closing later, one with a fixed start and one
+        // under way. The `auto` starts of a, b and c move earlier and later again through all
+        // eight revisions, some later starts kept and some refused: what each revision decides
+        // rests on every estimate of a start tried later.
+        let now = at(0);
+        let pacing = pacing(5.0, 10, 4);
+        let settings = DrainSettings::new(pacing);
+        let budget = Some(JobBudget::MaxUnavailable(IntOrPercent::Int(4)));
+        let mut drains = vec![
+            zone("a", 3_600, one_pod_jobs("a", 600, 30)),
+            zone("b", 3_600, one_pod_jobs("b", 300, 30)),
+            zone("c", 3_600, one_pod_jobs("c", 100, 30)),
+            zone("d", 3_300, vec![job("big", 40, budget, 20)]),
+            zone("e", 4_200, one_pod_jobs("e", 400, 10)),
+            zone("f", 3_600, one_pod_jobs("f", 200, 30)),
+            zone("g", 1_200, one_pod_jobs("g", 100, 30)),
+        ];
+        let mut starts: Vec<Start> = drains
+            .iter()
+            .map(|drain| auto(drain, now, &settings))
+            .collect();
+        starts[5] = Start::Fixed(at(3_000));
+        starts[6] = Start::Evicting {
+            since: Some(at(-100)),
+            capped: None,
+            next_round: at(30),
+        };
+        let (estimates, set_by) = plan_starts(
+            &mut drains,
+            &mut starts,
+            now,
+            &settings,
+            &Sending::fresh(pacing, now),
+        );
+        let micros = |at: Timestamp| at.duration_since(now).as_micros();
+        let first_rounds: Vec<i128> = drains.iter().map(|d| micros(d.first_round)).collect();
+        assert_eq!(
+            first_rounds,
+            [
+                3_332_690_625,
+                3_310_190_625,
+                3_331_987_500,
+                2_429_925_000,
+                4_037_925_000,
+                3_000_000_000,
+                30_000_000
+            ]
+        );
+        for (drain, start) in drains.iter().zip(&starts) {
+            assert_eq!(drain.first_round, start.first_round(now), "{}", drain.zone);
+        }
+        // a and b start earlier than they need from there: a later start would share the queue.
+        let set: Vec<Option<(i64, Vec<String>)>> = set_by
+            .iter()
+            .map(|by| {
+                Some((
+                    by.as_ref()?.needs.as_secs(),
+                    by.as_ref()?.shared_with.clone(),
+                ))
+            })
+            .collect();
+        let names = |zones: &[&str]| zones.iter().map(|z| (*z).to_owned()).collect();
+        assert_eq!(
+            set,
+            [
+                Some((158, names(&["b", "c"]))),
+                Some((173, names(&["a"]))),
+                None,
+                None,
+                None,
+                None,
+                None
+            ]
+        );
+        let margins: Vec<Option<i64>> = estimates
+            .iter()
+            .map(|e| Some(e.margin()?.as_secs()))
+            .collect();
+        assert_eq!(
+            margins,
+            [
+                Some(61),
+                Some(201),
+                Some(181),
+                Some(310),
+                Some(74),
+                Some(531),
+                Some(1_121)
+            ]
+        );
     }
 
     #[test]
