@@ -297,6 +297,46 @@ struct ZoneSim<'a> {
     in_queue: usize,
 }
 
+impl<'a> ZoneSim<'a> {
+    /// The zone as its drain stands before the estimate.
+    fn new(input: &'a ZoneDrain) -> Self {
+        ZoneSim {
+            input,
+            next_round: input.first_round,
+            due_from: input.first_round,
+            jobs: input
+                .jobs
+                .iter()
+                .map(|job| JobSim {
+                    running: job.stats.running,
+                    total: job.stats.total,
+                    finished: job.stats.finished,
+                    leaving: job
+                        .leaving_until
+                        .iter()
+                        .copied()
+                        .map(Some)
+                        .chain(job.queued.iter().map(|_| None))
+                        .collect(),
+                    next: 0,
+                })
+                .collect(),
+            rounds: Vec::new(),
+            sent_by: None,
+            done_at: input
+                .jobs
+                .iter()
+                .flat_map(|j| j.leaving_until.iter().copied())
+                .max(),
+            gone: Vec::new(),
+            cut_short: false,
+            stuck: false,
+            to_take: input.jobs.iter().map(|job| job.pods.len()).sum(),
+            in_queue: input.jobs.iter().map(|job| job.queued.len()).sum(),
+        }
+    }
+}
+
 impl ZoneSim<'_> {
     fn remaining(&self) -> bool {
         self.to_take > 0
@@ -318,7 +358,7 @@ impl ZoneSim<'_> {
 /// estimate (one send, of tens of thousands) finds the next round without visiting every zone.
 #[derive(Default)]
 struct RoundIndex {
-    /// The zones that have rounds ahead, by their next round, then in their order.
+    /// The zones under way that have rounds ahead, by their next round, then in their order.
     next: BTreeSet<(Timestamp, usize)>,
     /// Those whose last round is followed by a wait (`due_from` before `next_round`): the only
     /// ones another zone's cycle may find due and waiting.
@@ -326,14 +366,6 @@ struct RoundIndex {
 }
 
 impl RoundIndex {
-    fn new(sims: &[ZoneSim<'_>]) -> Self {
-        let mut index = RoundIndex::default();
-        for (zone, sim) in sims.iter().enumerate() {
-            index.add(zone, sim);
-        }
-        index
-    }
-
     fn add(&mut self, zone: usize, sim: &ZoneSim<'_>) {
         if sim.rounds_ahead() {
             self.next.insert((sim.next_round, zone));
@@ -374,107 +406,91 @@ impl Sending {
     }
 }
 
-/// Estimates the drains of `zones` together: they share the sender and its queue, least slack first.
-pub fn estimate(zones: &[ZoneDrain], sending: &Sending) -> Vec<DrainEstimate> {
-    simulate(zones, sending, None)
-        .into_iter()
-        .map(|sim| finish(sim, sending.now))
-        .collect()
+/// When a zone's drain first takes part in the estimate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Entry {
+    /// From the start: evictions of it already wait in the queue.
+    Start,
+    /// At its first round.
+    At(Timestamp),
+    /// Never: nothing to evict, nothing queued.
+    Never,
 }
 
-/// The estimate of `zones[zone]` among them, as [`estimate`] makes it: the drains are followed
-/// only until that zone's figures are final, since what comes after cannot change them.
-pub fn estimate_one(zones: &[ZoneDrain], sending: &Sending, zone: usize) -> Option<DrainEstimate> {
-    if zone >= zones.len() {
-        return None;
-    }
-    let sim = simulate(zones, sending, Some(zone)).into_iter().nth(zone)?;
-    Some(finish(sim, sending.now))
-}
-
-/// Follows the drains of `zones` together, to the end or, with `until_settled`, until that zone's
-/// figures are final.
-fn simulate<'a>(
-    zones: &'a [ZoneDrain],
-    sending: &Sending,
-    until_settled: Option<usize>,
-) -> Vec<ZoneSim<'a>> {
-    if zones.is_empty() {
-        return Vec::new();
-    }
-    let start = zones
-        .iter()
-        .map(|z| z.first_round)
-        .min()
-        .unwrap_or(sending.now)
-        .min(sending.now);
-    let mut sims: Vec<ZoneSim<'_>> = zones
-        .iter()
-        .map(|input| ZoneSim {
-            input,
-            next_round: input.first_round,
-            due_from: input.first_round,
-            jobs: input
-                .jobs
-                .iter()
-                .map(|job| JobSim {
-                    running: job.stats.running,
-                    total: job.stats.total,
-                    finished: job.stats.finished,
-                    leaving: job
-                        .leaving_until
-                        .iter()
-                        .copied()
-                        .map(Some)
-                        .chain(job.queued.iter().map(|_| None))
-                        .collect(),
-                    next: 0,
-                })
-                .collect(),
-            rounds: Vec::new(),
-            sent_by: None,
-            done_at: input
-                .jobs
-                .iter()
-                .flat_map(|j| j.leaving_until.iter().copied())
-                .max(),
-            gone: Vec::new(),
-            cut_short: false,
-            stuck: false,
-            to_take: input.jobs.iter().map(|job| job.pods.len()).sum(),
-            in_queue: input.jobs.iter().map(|job| job.queued.len()).sum(),
-        })
-        .collect();
-    let mut sender = match &sending.bucket {
-        Some(bucket) => Sender::resume(sending.pacing, bucket.clone(), start),
-        None => Sender::new(sending.pacing, start),
-    };
-    let mut queue: EvictionQueue<Request> = EvictionQueue::new();
-    // What the live queue holds goes first, in its order.
-    let mut queued: Vec<(usize, Urgency, Request)> = Vec::new();
-    for (zone, input) in zones.iter().enumerate() {
-        for (job, drain) in input.jobs.iter().enumerate() {
-            for pod in &drain.queued {
-                queued.push((
-                    pod.position,
-                    pod.urgency,
-                    Request {
-                        zone,
-                        job,
-                        terminates_in: pod.terminates_in,
-                        round: None,
-                    },
-                ));
-            }
+impl Entry {
+    fn of(zone: &ZoneDrain) -> Entry {
+        if zone.jobs.iter().any(|job| !job.queued.is_empty()) {
+            Entry::Start
+        } else if zone.jobs.iter().any(|job| !job.pods.is_empty()) {
+            Entry::At(zone.first_round)
+        } else {
+            Entry::Never
         }
     }
-    queued.sort_by_key(|(position, ..)| *position);
-    for (_, urgency, request) in queued {
-        queue.push(urgency, request);
+}
+
+/// Where the queue rested while drains were estimated together: nothing queued, and every drain
+/// begun done with the queue. What follows a rest depends only on the sender and on the drains still
+/// to begin, so that one drain estimated again from another first round, the others as they were,
+/// is followed from the last rest before it begins in either, not from the start.
+#[derive(Debug)]
+pub struct Rests {
+    /// Each zone's entry, as estimated.
+    entries: Vec<Entry>,
+    /// The zones that begin at their first round, by it, then in their order.
+    order: Vec<(Timestamp, usize)>,
+    /// Every close ahead, in order: each is a cycle of the controller.
+    closes: Vec<Timestamp>,
+    /// The rests, in time order: one for each place in `order` at which the queue rested.
+    gaps: Vec<Gap>,
+}
+
+/// A stretch without an event, other than closes that find no zone waiting, in which the queue rests.
+#[derive(Debug)]
+struct Gap {
+    /// The last event before it: the estimate's clock through it.
+    from: Timestamp,
+    /// The first zone of `order` still to begin.
+    next: usize,
+    /// The sender through it.
+    sender: Sender,
+}
+
+impl Rests {
+    /// The last rest before the `up_to`-th zone of `order` began, and before `before`.
+    fn last(&self, up_to: usize, before: Timestamp) -> Option<&Gap> {
+        let by_order = self.gaps.partition_point(|gap| gap.next <= up_to);
+        let by_time = self.gaps.partition_point(|gap| gap.from < before);
+        self.gaps[..by_order.min(by_time)].last()
     }
-    let gone_after = sending.pacing.request;
-    // Every request queued so far was queued by now: the instant of the last event.
-    let mut clock = sending.now;
+
+    /// The rest just before the `next`-th zone of `order` began, if the queue rested then with the
+    /// sender as fresh at `at`: its burst back and no request on the wire.
+    fn fresh_before(&self, next: usize, at: Timestamp) -> bool {
+        let index = self.gaps.partition_point(|gap| gap.next < next);
+        self.gaps
+            .get(index)
+            .is_some_and(|gap| gap.next == next && gap.from <= at && gap.sender.at_rest(at))
+    }
+}
+
+/// Estimates the drains of `zones` together: they share the sender and its queue, least slack first.
+pub fn estimate(zones: &[ZoneDrain], sending: &Sending) -> Vec<DrainEstimate> {
+    estimate_with_rests(zones, sending).0
+}
+
+/// [`estimate`], and where the queue rested meanwhile: what [`estimate_moved`] goes on from.
+pub fn estimate_with_rests(zones: &[ZoneDrain], sending: &Sending) -> (Vec<DrainEstimate>, Rests) {
+    let entries: Vec<Entry> = zones.iter().map(Entry::of).collect();
+    let mut order: Vec<(Timestamp, usize)> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(zone, entry)| match entry {
+            Entry::At(at) => Some((*at, zone)),
+            _ => None,
+        })
+        .collect();
+    order.sort_unstable();
     // A zone's close is a cycle of the controller too (it acts on the zone's new phase): due zones
     // waiting for a round are tried then.
     let mut closes: Vec<Timestamp> = zones
@@ -484,89 +500,402 @@ fn simulate<'a>(
         .collect();
     closes.sort_unstable();
     closes.dedup();
-    let mut closes = closes.into_iter().peekable();
-    let mut rounds = RoundIndex::new(&sims);
+    let mut gaps: Vec<Gap> = Vec::new();
+    let estimates = {
+        let mut run = Run::start(
+            zones,
+            sending,
+            &entries,
+            Joining::new(&order, 0, None),
+            &closes,
+        );
+        loop {
+            let next = run.joining.next;
+            // A close that finds no zone waiting changes nothing: the rest goes on.
+            if run.at_rest() && gaps.last().is_none_or(|gap| gap.next != next) {
+                gaps.push(Gap {
+                    from: run.clock,
+                    next,
+                    sender: run.sender.clone(),
+                });
+            }
+            if !run.step() {
+                break;
+            }
+        }
+        zones
+            .iter()
+            .zip(run.sims)
+            .map(|(input, sim)| finish(sim.unwrap_or_else(|| ZoneSim::new(input)), sending.now))
+            .collect()
+    };
+    let rests = Rests {
+        entries,
+        order,
+        closes,
+        gaps,
+    };
+    (estimates, rests)
+}
+
+/// The estimate of `zones[zone]` among them, as [`estimate`] makes it, given the `rests` of the
+/// estimate of the same drains with that zone's first round elsewhere. Until the zone begins there
+/// or here the two are alike, so this one is taken up from the last rest before then. Once the zone
+/// has begun and settled there, a rest before it begins here, at which the other rested too, both
+/// with the sender as fresh, is followed by the same as there until it begins here: this one skips
+/// to the last rest before then. The drains are followed only until the zone's figures are final,
+/// since what comes after cannot change them.
+pub fn estimate_moved(
+    zones: &[ZoneDrain],
+    sending: &Sending,
+    rests: &Rests,
+    zone: usize,
+) -> Option<DrainEstimate> {
+    let input = zones.get(zone)?;
+    let to = match Entry::of(input) {
+        Entry::Never => return Some(finish(ZoneSim::new(input), sending.now)),
+        Entry::At(to) => Some(to),
+        Entry::Start => None,
+    };
+    // Its place in the order the drains began in the estimate of all.
+    let place = match rests.entries.get(zone) {
+        Some(Entry::At(was)) => rests.order.binary_search(&(*was, zone)).ok(),
+        _ => None,
+    };
+    let moved = to.map(|to| (to, zone));
+    let resume = |gap: &Gap| {
+        let closes = &rests.closes[rests.closes.partition_point(|close| *close < gap.from)..];
+        Run::resume(
+            zones,
+            sending,
+            gap,
+            Joining::new(&rests.order, gap.next, moved),
+            closes,
+        )
+    };
+    let first = match (place, to) {
+        (Some(place), Some(to)) => rests.last(place, to),
+        _ => None,
+    };
+    let mut run = match first {
+        Some(gap) => resume(gap),
+        None => Run::start(
+            zones,
+            sending,
+            &rests.entries,
+            Joining::new(&rests.order, 0, moved),
+            &rests.closes,
+        ),
+    };
     loop {
-        if until_settled.is_some_and(|zone| sims[zone].settled()) {
+        if run.sims[zone].as_ref().is_some_and(ZoneSim::settled) {
             break;
         }
-        let round = rounds.first().map(|(at, zone)| (at, Some(zone)));
-        // A close before the next round is a cycle, while any zone has pods left to take.
-        let cycle = match (round, closes.peek().copied()) {
-            (Some((at, _)), Some(close)) if close < at => Some((close, None)),
-            (round, _) => round,
+        if let (Some(place), Some(to)) = (place, to)
+            && run.sims[zone].is_none()
+            && let Some(gap) = alike_until(&run, rests, place, to)
+        {
+            run = resume(gap);
+            continue;
+        }
+        if !run.step() {
+            break;
+        }
+    }
+    let sim = run.sims[zone].take().unwrap_or_else(|| ZoneSim::new(input));
+    Some(finish(sim, sending.now))
+}
+
+/// Where a run whose moved zone has not begun yet (at `to`; at `place` in the order of the
+/// estimate of all) goes on as the estimate of all went on: the run rests before a zone that began
+/// after the moved one's old place, and the estimate of all rested before that zone too, both with
+/// the sender as fresh, so that what follows is alike until the moved zone begins. The last rest
+/// before it then, if later than now.
+fn alike_until<'r>(
+    run: &Run<'_>,
+    rests: &'r Rests,
+    place: usize,
+    to: Timestamp,
+) -> Option<&'r Gap> {
+    let next = run.joining.next_listed().filter(|next| *next > place)?;
+    let at = rests.order[next].0;
+    let alike =
+        run.at_rest() && run.clock <= at && run.sender.at_rest(at) && rests.fresh_before(next, at);
+    alike
+        .then(|| rests.last(usize::MAX, to))?
+        .filter(|gap| gap.next > next)
+}
+
+/// The drains still to begin at their first round, in order.
+struct Joining<'r> {
+    order: &'r [(Timestamp, usize)],
+    /// The first of `order` still to begin.
+    next: usize,
+    /// A zone that begins elsewhere than `order` has it: where, until it has begun.
+    moved: Option<(Timestamp, usize)>,
+    /// The zone whose place in `order` is passed over.
+    skip: Option<usize>,
+}
+
+impl<'r> Joining<'r> {
+    fn new(
+        order: &'r [(Timestamp, usize)],
+        next: usize,
+        moved: Option<(Timestamp, usize)>,
+    ) -> Self {
+        let mut joining = Joining {
+            order,
+            next,
+            moved,
+            skip: moved.map(|(_, zone)| zone),
         };
-        let send = (!queue.is_empty()).then(|| sender.next_send(clock));
+        joining.pass_over();
+        joining
+    }
+
+    fn pass_over(&mut self) {
+        while self
+            .order
+            .get(self.next)
+            .is_some_and(|(_, zone)| Some(*zone) == self.skip)
+        {
+            self.next += 1;
+        }
+    }
+
+    /// The next to begin, the first zone's among equals.
+    fn peek(&self) -> Option<(Timestamp, usize)> {
+        match (self.order.get(self.next).copied(), self.moved) {
+            (Some(listed), Some(moved)) => Some(listed.min(moved)),
+            (listed, moved) => listed.or(moved),
+        }
+    }
+
+    /// The place in `order` of the next to begin, unless the moved zone begins first.
+    fn next_listed(&self) -> Option<usize> {
+        let listed = self.order.get(self.next)?;
+        self.moved
+            .is_none_or(|moved| *listed < moved)
+            .then_some(self.next)
+    }
+
+    fn pop(&mut self) {
+        if self.moved.is_some() && self.peek() == self.moved {
+            self.moved = None;
+        } else {
+            self.next += 1;
+            self.pass_over();
+        }
+    }
+}
+
+/// The drains followed together through the sender and its queue.
+struct Run<'a> {
+    /// The zones that have begun, by their place in the estimate.
+    sims: Vec<Option<ZoneSim<'a>>>,
+    /// Zones begun that a later event can still change.
+    active: usize,
+    zones: &'a [ZoneDrain],
+    joining: Joining<'a>,
+    closes: &'a [Timestamp],
+    sender: Sender,
+    queue: EvictionQueue<Request>,
+    /// Every request queued so far was queued by now: the instant of the last event.
+    clock: Timestamp,
+    rounds: RoundIndex,
+    gone_after: SignedDuration,
+}
+
+impl<'a> Run<'a> {
+    /// The drains from the estimate's start: the live queue and bucket as they stand.
+    fn start(
+        zones: &'a [ZoneDrain],
+        sending: &Sending,
+        entries: &[Entry],
+        joining: Joining<'a>,
+        closes: &'a [Timestamp],
+    ) -> Self {
+        let start = zones
+            .iter()
+            .map(|z| z.first_round)
+            .min()
+            .unwrap_or(sending.now)
+            .min(sending.now);
+        let sender = match &sending.bucket {
+            Some(bucket) => Sender::resume(sending.pacing, bucket.clone(), start),
+            None => Sender::new(sending.pacing, start),
+        };
+        let mut run = Run {
+            sims: zones.iter().map(|_| None).collect(),
+            active: 0,
+            zones,
+            joining,
+            closes,
+            sender,
+            queue: EvictionQueue::new(),
+            clock: sending.now,
+            rounds: RoundIndex::default(),
+            gone_after: sending.pacing.request,
+        };
+        // What the live queue holds goes first, in its order.
+        let mut queued: Vec<(usize, Urgency, Request)> = Vec::new();
+        for (zone, input) in zones.iter().enumerate() {
+            if entries[zone] != Entry::Start {
+                continue;
+            }
+            run.begin(zone);
+            for (job, drain) in input.jobs.iter().enumerate() {
+                for pod in &drain.queued {
+                    queued.push((
+                        pod.position,
+                        pod.urgency,
+                        Request {
+                            zone,
+                            job,
+                            terminates_in: pod.terminates_in,
+                            round: None,
+                        },
+                    ));
+                }
+            }
+        }
+        queued.sort_by_key(|(position, ..)| *position);
+        for (_, urgency, request) in queued {
+            run.queue.push(urgency, request);
+        }
+        run
+    }
+
+    /// The drains from a rest: the drains begun before it are done with the queue, so only those
+    /// still to begin are followed.
+    fn resume(
+        zones: &'a [ZoneDrain],
+        sending: &Sending,
+        gap: &Gap,
+        joining: Joining<'a>,
+        closes: &'a [Timestamp],
+    ) -> Self {
+        Run {
+            sims: zones.iter().map(|_| None).collect(),
+            active: 0,
+            zones,
+            joining,
+            closes,
+            sender: gap.sender.clone(),
+            queue: EvictionQueue::new(),
+            clock: gap.from,
+            rounds: RoundIndex::default(),
+            gone_after: sending.pacing.request,
+        }
+    }
+
+    /// Nothing queued, and every zone begun done with the queue.
+    fn at_rest(&self) -> bool {
+        self.queue.is_empty() && self.active == 0
+    }
+
+    fn begin(&mut self, zone: usize) {
+        let sim = ZoneSim::new(&self.zones[zone]);
+        if !sim.settled() {
+            self.active += 1;
+        }
+        self.rounds.add(zone, &sim);
+        self.sims[zone] = Some(sim);
+    }
+
+    /// Takes the next event: a send, a round or a close. `false` once none is left.
+    fn step(&mut self) -> bool {
+        let joins = self.joining.peek();
+        let round = match (self.rounds.first(), joins) {
+            (Some(under_way), Some(join)) => Some(under_way.min(join)),
+            (under_way, join) => under_way.or(join),
+        };
+        // A close before the next round is a cycle, while any zone has pods left to take.
+        let cycle = match (round, self.closes.first().copied()) {
+            (Some((at, _)), Some(close)) if close < at => Some((close, None)),
+            (round, _) => round.map(|(at, zone)| (at, Some(zone))),
+        };
+        let send = (!self.queue.is_empty()).then(|| self.sender.next_send(self.clock));
         // Sends that can go before the next round go first: the round then sees them on the wire.
         match (send, cycle) {
-            (Some(at), Some((round_at, _))) if at <= round_at => {
-                clock = at;
-                send_one(&mut sims, &mut sender, &mut queue, at);
-            }
-            (Some(at), None) => {
-                clock = at;
-                send_one(&mut sims, &mut sender, &mut queue, at);
-            }
+            (Some(at), Some((round_at, _))) if at <= round_at => self.send_one(at),
+            (Some(at), None) => self.send_one(at),
             (_, Some((round_at, zone))) => {
-                clock = clock.max(round_at);
+                self.clock = self.clock.max(round_at);
                 if zone.is_none() {
-                    closes.next();
+                    self.closes = &self.closes[1..];
                 }
                 // A round changes its own zone alone: which others wait is known before it.
-                let waiting: Vec<usize> = rounds.waiting.iter().copied().collect();
-                let mut round_of = |zone: usize, sims: &mut [ZoneSim<'_>]| {
-                    rounds.remove(zone, &sims[zone]);
-                    plan_round(&mut sims[zone], zone, round_at, &mut queue, gone_after);
-                    rounds.add(zone, &sims[zone]);
-                };
+                let waiting: Vec<usize> = self.rounds.waiting.iter().copied().collect();
                 if let Some(zone) = zone {
-                    round_of(zone, &mut sims);
+                    if joins == round {
+                        self.joining.pop();
+                        self.begin(zone);
+                    }
+                    self.round_of(zone, round_at);
                 }
                 // The same cycle tries every other zone whose round is due but found nothing last.
                 for other in waiting {
-                    let sim = &sims[other];
+                    let Some(sim) = &self.sims[other] else {
+                        continue;
+                    };
                     let due = Some(other) != zone
                         && sim.due_from <= round_at
                         && sim.next_round > round_at
                         && sim.rounds_ahead();
                     if due {
-                        round_of(other, &mut sims);
+                        self.round_of(other, round_at);
                     }
                 }
             }
-            (None, None) => break,
+            (None, None) => return false,
+        }
+        true
+    }
+
+    fn round_of(&mut self, zone: usize, at: Timestamp) {
+        let Some(sim) = self.sims[zone].as_mut() else {
+            return;
+        };
+        let settled = sim.settled();
+        self.rounds.remove(zone, sim);
+        plan_round(sim, zone, at, &mut self.queue, self.gone_after);
+        self.rounds.add(zone, sim);
+        if !settled && sim.settled() {
+            self.active -= 1;
         }
     }
-    sims
-}
 
-fn send_one(
-    sims: &mut [ZoneSim<'_>],
-    sender: &mut Sender,
-    queue: &mut EvictionQueue<Request>,
-    at: Timestamp,
-) {
-    let Some((_, request)) = queue.pop() else {
-        return;
-    };
-    let answered = sender.send(at);
-    let gone = answered
-        .checked_add(request.terminates_in)
-        .unwrap_or(Timestamp::MAX);
-    let zone = &mut sims[request.zone];
-    zone.in_queue = zone.in_queue.saturating_sub(1);
-    if let Some(slot) = zone.jobs[request.job]
-        .leaving
-        .iter_mut()
-        .find(|slot| slot.is_none())
-    {
-        *slot = Some(gone);
-    }
-    zone.sent_by = Some(zone.sent_by.map_or(answered, |t| t.max(answered)));
-    zone.done_at = Some(zone.done_at.map_or(gone, |t| t.max(gone)));
-    zone.gone.push(gone);
-    if let Some(round) = request.round.and_then(|round| zone.rounds.get_mut(round)) {
-        round.sent_by = round.sent_by.max(answered);
+    fn send_one(&mut self, at: Timestamp) {
+        self.clock = at;
+        let Some((_, request)) = self.queue.pop() else {
+            return;
+        };
+        let answered = self.sender.send(at);
+        let gone = answered
+            .checked_add(request.terminates_in)
+            .unwrap_or(Timestamp::MAX);
+        let Some(zone) = self.sims[request.zone].as_mut() else {
+            return;
+        };
+        let settled = zone.settled();
+        zone.in_queue = zone.in_queue.saturating_sub(1);
+        if let Some(slot) = zone.jobs[request.job]
+            .leaving
+            .iter_mut()
+            .find(|slot| slot.is_none())
+        {
+            *slot = Some(gone);
+        }
+        zone.sent_by = Some(zone.sent_by.map_or(answered, |t| t.max(answered)));
+        zone.done_at = Some(zone.done_at.map_or(gone, |t| t.max(gone)));
+        zone.gone.push(gone);
+        if let Some(round) = request.round.and_then(|round| zone.rounds.get_mut(round)) {
+            round.sent_by = round.sent_by.max(answered);
+        }
+        if !settled && zone.settled() {
+            self.active -= 1;
+        }
     }
 }
 
@@ -1219,10 +1548,11 @@ mod tests {
     }
 
     #[test]
-    fn one_zone_s_estimate_is_its_share_of_the_estimate_of_all() {
+    fn a_zone_moved_and_estimated_from_the_rests_is_its_share_of_the_estimate_of_all() {
         // Zones that share the rate, with budgets, cooldowns that make rounds wait, a round cap,
-        // queued evictions, an empty zone and first rounds apart: each zone's own estimate, followed
-        // until its figures are final, is what the estimate of all says of it.
+        // queued evictions, an empty zone and first rounds apart: each zone estimated again from
+        // another first round, from where the queue rested in the estimate of all as they were,
+        // is what the estimate of all with the zone moved says of it.
         let mut held = job(
             "held",
             6,
@@ -1274,16 +1604,181 @@ mod tests {
             late,
         ];
         let sending = Sending::fresh(pacing(5.0, 10, 4), at(0));
-        let all = estimate(&zones, &sending);
-        for (index, expected) in all.iter().enumerate() {
-            assert_eq!(
-                estimate_one(&zones, &sending, index).as_ref(),
-                Some(expected),
-                "{}",
-                expected.zone
-            );
+        let (_, rests) = estimate_with_rests(&zones, &sending);
+        for index in 0..zones.len() {
+            for shift in [0, -60, 30, 45, 300, 1_500, 3_000] {
+                let mut moved = zones.clone();
+                moved[index].first_round = (zones[index].first_round + secs(shift)).max(at(0));
+                let expected = &estimate(&moved, &sending)[index];
+                assert_eq!(
+                    estimate_moved(&moved, &sending, &rests, index).as_ref(),
+                    Some(expected),
+                    "{} moved by {shift} s",
+                    expected.zone
+                );
+            }
         }
-        assert!(estimate_one(&zones, &sending, zones.len()).is_none());
+        assert!(estimate_moved(&zones, &sending, &rests, zones.len()).is_none());
+    }
+
+    mod moved {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// A drain of one-pod jobs and perhaps a job with a budget whose pods cool down one after
+        /// the other, some of whose evictions may be queued already.
+        #[derive(Clone, Debug)]
+        struct Shape {
+            /// Its first round, in seconds.
+            first: i64,
+            /// `None`: closed.
+            close: Option<i64>,
+            one_pod_jobs: u32,
+            /// The budgeted job's pods, its maxUnavailable, and what takes an evicted pod's place.
+            budgeted: (u32, u32, Replacement),
+            grace: i64,
+            /// Seconds between the ends of the budgeted job's cooldowns.
+            cooldown_step: i64,
+            queued: usize,
+            evict_period: i64,
+            round_cap: Option<u32>,
+            ignore_budgets_after_close: bool,
+        }
+
+        impl Shape {
+            fn drain(&self, index: usize) -> ZoneDrain {
+                let mut jobs: Vec<JobDrain> = (0..self.one_pod_jobs)
+                    .map(|i| job(&format!("z{index}-{i}"), 1, None, self.grace))
+                    .collect();
+                let (pods, most, replacement) = self.budgeted;
+                if pods > 0 {
+                    let mut big = job(
+                        &format!("z{index}-big"),
+                        pods,
+                        Some(JobBudget::MaxUnavailable(IntOrPercent::Int(most))),
+                        self.grace + 10,
+                    );
+                    big.replacement = replacement;
+                    for (i, pod) in big.pods.iter_mut().enumerate() {
+                        pod.from = at(self.first + self.cooldown_step * i as i64);
+                    }
+                    big.queued = (0..self.queued)
+                        .map(|position| QueuedPod {
+                            urgency: Urgency::at(at(self.close.unwrap_or(600) - 120)),
+                            position: position * 7 + index,
+                            terminates_in: secs(self.grace),
+                        })
+                        .collect();
+                    // Its queued pods are its own, on their way out.
+                    big.stats.total += u32::try_from(self.queued).unwrap_or(0);
+                    jobs.push(big);
+                }
+                let mut zone = zone(&format!("z{index}"), 0, jobs);
+                zone.close = self.close.map(at);
+                zone.first_round = at(self.first);
+                zone.evict_period = secs(self.evict_period);
+                zone.round_cap = self.round_cap;
+                zone.ignore_budgets_after_close = self.ignore_budgets_after_close;
+                zone
+            }
+        }
+
+        fn drains() -> impl Strategy<Value = Vec<ZoneDrain>> {
+            let replacement = prop_oneof![
+                Just(Replacement::Runs),
+                Just(Replacement::None),
+                Just(Replacement::Pending),
+            ];
+            let shape = (
+                (
+                    0i64..3_000,
+                    prop_oneof![Just(None), (200i64..5_000).prop_map(Some)],
+                    0u32..40,
+                    (0u32..8, 1u32..3, replacement),
+                    0i64..60,
+                ),
+                (
+                    0i64..90,
+                    prop_oneof![4 => Just(0usize), 1 => 1usize..3],
+                    prop_oneof![Just(30i64), Just(60)],
+                    prop_oneof![3 => Just(None), 1 => (1u32..10).prop_map(Some)],
+                    any::<bool>(),
+                ),
+            )
+                .prop_map(
+                    |(
+                        (first, close, one_pod_jobs, budgeted, grace),
+                        (cooldown_step, queued, evict_period, round_cap, ignore),
+                    )| Shape {
+                        first,
+                        close,
+                        one_pod_jobs,
+                        budgeted,
+                        grace,
+                        cooldown_step,
+                        queued,
+                        evict_period,
+                        round_cap,
+                        ignore_budgets_after_close: ignore,
+                    },
+                );
+            prop::collection::vec(shape, 1..7).prop_map(|shapes| {
+                shapes
+                    .iter()
+                    .enumerate()
+                    .map(|(index, shape)| shape.drain(index))
+                    .collect()
+            })
+        }
+
+        fn sending() -> impl Strategy<Value = Sending> {
+            (
+                prop_oneof![Just(0.0f64), Just(2.0), Just(5.0), Just(20.0)],
+                1u32..20,
+                1u32..6,
+                prop_oneof![Just(50i64), Just(1_000)],
+                0u32..12,
+            )
+                .prop_map(|(qps, burst, concurrency, request, spent)| {
+                    let pacing = Pacing {
+                        qps,
+                        burst,
+                        concurrency,
+                        request: SignedDuration::from_millis(request),
+                    };
+                    // The live bucket, `spent` tokens taken just now.
+                    let mut bucket = TokenBucket::new(qps, burst, at(0));
+                    for _ in 0..spent {
+                        bucket.reserve(at(0));
+                    }
+                    Sending {
+                        pacing,
+                        now: at(0),
+                        bucket: (spent > 0).then_some(bucket),
+                    }
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+
+            #[test]
+            fn a_zone_moved_anywhere_is_estimated_from_the_rests_as_from_the_start(
+                zones in drains(),
+                sending in sending(),
+                pick in any::<prop::sample::Index>(),
+                to in 0i64..6_000,
+            ) {
+                let (_, rests) = estimate_with_rests(&zones, &sending);
+                let index = pick.index(zones.len());
+                let mut moved = zones.clone();
+                moved[index].first_round = at(to);
+                let expected = &estimate(&moved, &sending)[index];
+                let got = estimate_moved(&moved, &sending, &rests, index);
+                prop_assert_eq!(got.as_ref(), Some(expected));
+            }
+        }
     }
 
     #[test]

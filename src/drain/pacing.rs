@@ -93,6 +93,12 @@ impl TokenBucket {
         }
     }
 
+    /// Whether from `at` on the bucket refills as one made new then: its whole burst held, none of
+    /// it taken after `at`.
+    fn full_at(&self, at: Timestamp) -> bool {
+        self.unlimited() || (self.last <= at && self.tokens_at(at) >= self.burst)
+    }
+
     /// How long a token taken at `at` would have to wait; takes nothing.
     pub fn wait_at(&self, at: Timestamp) -> SignedDuration {
         if self.unlimited() {
@@ -188,6 +194,14 @@ impl Sender {
             .unwrap_or(Timestamp::MAX)
     }
 
+    /// Whether from `at` on the sender sends as one made new then: its burst back, no request on
+    /// the wire after `at`, none sent after it.
+    pub fn at_rest(&self, at: Timestamp) -> bool {
+        self.at <= at
+            && self.slots.iter().all(|Reverse(free)| *free <= at)
+            && self.bucket.full_at(at)
+    }
+
     /// Sends one request at `at` (from [`Self::next_send`]); returns when its answer is in.
     pub fn send(&mut self, at: Timestamp) -> Timestamp {
         self.bucket.reserve(at);
@@ -279,6 +293,44 @@ mod tests {
         let mut bucket = TokenBucket::new(1.0, 1, at(5));
         assert_eq!(bucket.reserve(at(5)), SignedDuration::ZERO);
         assert_eq!(bucket.reserve(at(2)), SignedDuration::from_secs(1));
+    }
+
+    #[test]
+    fn a_sender_rests_once_its_burst_is_back_and_nothing_is_on_the_wire() {
+        // Two slots, requests of 3 s: the burst of 2 is back at 1 s, the slots free at 3 s.
+        let pacing = Pacing {
+            qps: 2.0,
+            burst: 2,
+            concurrency: 2,
+            request: SignedDuration::from_secs(3),
+        };
+        let mut sender = Sender::new(pacing, at(0));
+        assert!(sender.at_rest(at(0)));
+        sender.send(at(0));
+        sender.send(at(0));
+        assert!(!sender.at_rest(at(1)) && !sender.at_rest(at(2)));
+        assert!(sender.at_rest(at(3)));
+        // Eight slots, a token a second: the wire is free long before the burst of 4 is back.
+        let pacing = Pacing {
+            qps: 1.0,
+            burst: 4,
+            concurrency: 8,
+            request: ms(50),
+        };
+        let mut sender = Sender::new(pacing, at(0));
+        for _ in 0..4 {
+            sender.send(at(0));
+        }
+        assert!(!sender.at_rest(at(3)));
+        assert!(sender.at_rest(at(4)));
+        // At rest, it sends as one made new then.
+        let mut fresh = Sender::new(pacing, at(4));
+        for _ in 0..10 {
+            let (rested, new) = (sender.next_send(at(4)), fresh.next_send(at(4)));
+            assert_eq!(rested, new);
+            sender.send(rested);
+            fresh.send(new);
+        }
     }
 
     #[test]

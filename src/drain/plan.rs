@@ -322,7 +322,7 @@ fn plan_starts(
         for (drain, start) in drains.iter_mut().zip(starts.iter()) {
             drain.first_round = start.first_round(now);
         }
-        let estimates = model::estimate(drains, sending);
+        let (estimates, rests) = model::estimate_with_rests(drains, sending);
         if revision == START_REVISIONS {
             return (estimates, set_by);
         }
@@ -365,9 +365,9 @@ fn plan_starts(
                 continue;
             };
             // Each start is tried against the others as they were estimated, so the one moved
-            // goes back.
+            // goes back; the estimate goes on from where the queue rested before either start.
             let was = std::mem::replace(&mut drains[index].first_round, wanted.max(now));
-            let from_there = model::estimate_one(drains, sending, index);
+            let from_there = model::estimate_moved(drains, sending, &rests, index);
             drains[index].first_round = was;
             let Some(from_there) = from_there else {
                 continue;
