@@ -41,7 +41,8 @@ def chromium() -> str:
 
 
 def tidal() -> Path:
-    binary = Path(os.environ.get("TIDAL_BIN", ROOT / "target" / "debug" / "tidal"))
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    binary = Path(os.environ.get("TIDAL_BIN", target / "debug" / "tidal"))
     if not binary.exists():
         subprocess.run(["cargo", "build", "--quiet", "--bin", "tidal"], cwd=ROOT, check=True)
     return binary
