@@ -30,6 +30,10 @@ pub struct Constraints {
     /// Equal for pods whose selector, required affinity and tolerations are equal: such pods may run on
     /// the same nodes (resources aside), which lets fit checks remember answers per shape of pod.
     pub signature: u64,
+    /// Equal for equal constraints, every field read: the cache files its one copy of each under it.
+    /// Filed under the signature alone, the workloads of a namespace that spread or repel by their
+    /// own labels, and share a node placement, were compared one by one for every pod ingested.
+    pub fingerprint: u64,
 }
 
 impl Constraints {
@@ -61,9 +65,23 @@ impl Constraints {
             tolerations: spec.tolerations.clone().unwrap_or_default(),
             spread: spec.topology_spread_constraints.clone().unwrap_or_default(),
             signature: 0,
+            fingerprint: 0,
         };
         placement.signature = placement.compute_signature();
+        placement.fingerprint = placement.compute_fingerprint();
         placement
+    }
+
+    fn compute_fingerprint(&self) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        self.signature.hash(&mut hasher);
+        // Most pods declare none of these: their fingerprint is their signature's hash.
+        if !(self.preferred.is_empty() && self.anti_affinity.is_empty() && self.spread.is_empty()) {
+            serde_json::to_vec(&(&self.preferred, &self.anti_affinity, &self.spread))
+                .unwrap_or_default()
+                .hash(&mut hasher);
+        }
+        hasher.finish()
     }
 
     fn compute_signature(&self) -> u64 {

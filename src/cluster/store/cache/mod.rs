@@ -57,7 +57,7 @@ pub struct ClusterCache {
     local_notes: HashMap<String, LocalZoneNotes>,
     /// How long pods this process evicted took to go, by zone.
     terminations: HashMap<String, Terminations>,
-    /// Distinct pod constraints, by signature: pods of one shape share one copy.
+    /// Distinct pod constraints, by fingerprint: pods of one shape share one copy.
     shapes: HashMap<u64, Vec<Weak<Constraints>>>,
     /// Shapes held when `shapes` is next swept of the ones no pod has any more (see `intern`).
     shapes_sweep_at: usize,
@@ -230,7 +230,7 @@ impl ClusterCache {
             });
             self.shapes_sweep_at = (self.shapes.len() * 2).max(1024);
         }
-        let bucket = self.shapes.entry(constraints.signature).or_default();
+        let bucket = self.shapes.entry(constraints.fingerprint).or_default();
         bucket.retain(|known| known.strong_count() > 0);
         if let Some(shared) = bucket
             .iter()
@@ -656,6 +656,32 @@ mod tests {
         assert!(Arc::ptr_eq(&get("a"), &get("b")));
         assert!(!Arc::ptr_eq(&get("a"), &get("c")));
         assert_eq!(get("c").tolerations[0].key.as_deref(), Some("spot"));
+    }
+
+    /// Pods that differ only in what they spread or repel by (a workload's own labels) share a node
+    /// placement but not their constraints: each workload's replicas share their own copy.
+    #[test]
+    fn workloads_spreading_by_their_own_labels_each_share_their_own_constraints() {
+        let mut cache = ClusterCache::new();
+        let spreading = |name: &str, app: &str| {
+            crate::testkit::pod(&format!("ns/{name}"), "n1")
+                .spec(
+                    "topologySpreadConstraints",
+                    serde_json::json!([{"maxSkew": 1, "topologyKey": "zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": {"app": app}}}]),
+                )
+                .build()
+        };
+        for (name, app) in [("a-1", "a"), ("b-1", "b"), ("a-2", "a"), ("b-2", "b")] {
+            cache.apply_pod(spreading(name, app), Timestamp::UNIX_EPOCH);
+        }
+        let get =
+            |name: &str| Arc::clone(&cache.pod(&ObjectKey::new("ns", name)).unwrap().constraints);
+        assert_eq!(get("a-1").signature, get("b-1").signature);
+        assert!(Arc::ptr_eq(&get("a-1"), &get("a-2")));
+        assert!(Arc::ptr_eq(&get("b-1"), &get("b-2")));
+        assert!(!Arc::ptr_eq(&get("a-1"), &get("b-1")));
     }
 
     #[test]
