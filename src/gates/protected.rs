@@ -6,11 +6,17 @@
 //! "true"` lifts the protections the descheduler's evictor filter applies, as it does there; the
 //! namespace label selector (its pre-eviction filter) and node fit (gate `nodefit`) still hold.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::{
     api::protections::{NoEvictionPolicy, Protections},
-    cluster::{JobKey, PdbInfo, PodInfo, rules::matching},
+    cluster::{
+        JobKey, PdbInfo, PodInfo,
+        model::pod_labels::{PerLabelSet, PodLabels},
+        rules::{label_index::SelectorIndex, matching},
+    },
     framework::{Candidate, Gate, GateId, PlanContext},
 };
 
@@ -45,12 +51,65 @@ pub(crate) fn validate(spec: &Protections) -> Result<(), String> {
 pub(crate) struct Protected {
     spec: Protections,
     /// PodDisruptionBudgets by namespace, built on first use.
-    pdbs: Option<HashMap<String, Vec<PdbInfoRef>>>,
+    pdbs: Option<HashMap<String, NamespaceBudgets>>,
     /// Unfinished pods per job, for `minReplicas`.
     replicas: HashMap<JobKey, u32>,
 }
 
-type PdbInfoRef = std::sync::Arc<PdbInfo>;
+/// The PodDisruptionBudgets of one namespace with a selector (policy/v1: a missing selector selects no
+/// pod), filed by a label each selector requires, and what they were found to cover. Matching each pod
+/// weighed against every budget of its namespace cost pods × workloads in a namespace of workloads
+/// with a budget each.
+struct NamespaceBudgets {
+    pdbs: Vec<Arc<PdbInfo>>,
+    index: SelectorIndex,
+    covered: PerLabelSet<bool>,
+}
+
+impl NamespaceBudgets {
+    fn new(pdbs: Vec<Arc<PdbInfo>>) -> Self {
+        let selectors: Vec<Option<&LabelSelector>> =
+            pdbs.iter().map(|pdb| pdb.selector.as_ref()).collect();
+        let index = SelectorIndex::new(&selectors);
+        NamespaceBudgets {
+            pdbs,
+            index,
+            covered: PerLabelSet::default(),
+        }
+    }
+
+    fn cover(&mut self, labels: &PodLabels) -> bool {
+        let (pdbs, index) = (&self.pdbs, &self.index);
+        self.covered
+            .get_or(labels, || covered_by_any(pdbs, index, labels))
+    }
+}
+
+/// Whether a budget of `pdbs` (indexed by `index`) selects a pod with `labels`. An empty selector
+/// selects every pod of the namespace.
+fn covered_by_any(pdbs: &[Arc<PdbInfo>], index: &SelectorIndex, labels: &PodLabels) -> bool {
+    index.candidates(labels.iter()).into_iter().any(|at| {
+        pdbs.get(at as usize)
+            .is_some_and(|pdb| matching::optional_selector_matches(pdb.selector.as_ref(), labels))
+    })
+}
+
+/// The budgets of each namespace that has one with a selector.
+fn budgets_by_namespace<'p>(
+    pdbs: impl Iterator<Item = &'p Arc<PdbInfo>>,
+) -> HashMap<String, NamespaceBudgets> {
+    let mut found: HashMap<String, Vec<Arc<PdbInfo>>> = HashMap::new();
+    for pdb in pdbs.filter(|pdb| pdb.selector.is_some()) {
+        found
+            .entry(pdb.key.namespace.to_string())
+            .or_default()
+            .push(Arc::clone(pdb));
+    }
+    found
+        .into_iter()
+        .map(|(namespace, pdbs)| (namespace, NamespaceBudgets::new(pdbs)))
+        .collect()
+}
 
 impl Protected {
     pub(crate) fn new(spec: &Protections) -> Self {
@@ -62,21 +121,12 @@ impl Protected {
     }
 
     fn covered_by_pdb(&mut self, pod: &PodInfo, ctx: &PlanContext<'_>) -> bool {
-        let index = self.pdbs.get_or_insert_with(|| {
-            let mut index: HashMap<String, Vec<PdbInfoRef>> = HashMap::new();
-            for pdb in ctx.snapshot.pdbs.values() {
-                index
-                    .entry(pdb.key.namespace.to_string())
-                    .or_default()
-                    .push(std::sync::Arc::clone(pdb));
-            }
-            index
-        });
-        index.get(pod.key.namespace.as_str()).is_some_and(|pdbs| {
-            // policy/v1: an empty selector selects every pod of the namespace, a missing one none.
-            pdbs.iter()
-                .any(|pdb| matching::optional_selector_matches(pdb.selector.as_ref(), &pod.labels))
-        })
+        let index = self
+            .pdbs
+            .get_or_insert_with(|| budgets_by_namespace(ctx.snapshot.pdbs.values()));
+        index
+            .get_mut(pod.key.namespace.as_str())
+            .is_some_and(|budgets| budgets.cover(&pod.labels))
     }
 
     fn replicas(&mut self, pod: &PodInfo, ctx: &PlanContext<'_>) -> u32 {
@@ -515,6 +565,59 @@ mod tests {
             "{labelSelector: {matchExpressions: [{key: app, operator: Sometimes}]}}",
         );
         assert!(out.error().is_some_and(|e| e.contains("unknown operator")));
+    }
+
+    /// What a budget covers is found per namespace and label set: the replicas of a workload share
+    /// their (interned) set and its answer, while the same set in a namespace without budgets, or
+    /// another set beside it, gets its own.
+    #[test]
+    fn pdb_coverage_is_found_per_namespace_and_label_set() {
+        let selecting = |key: &str, selector: serde_json::Value| {
+            pdb(key, "unused")
+                .patch(json!({"spec": {"selector": null}}))
+                .patch(json!({"spec": {"selector": selector}}))
+        };
+        let member = |key: &str, labels: &[(&str, &str)]| {
+            labels
+                .iter()
+                .fold(pod(key, "n1").requests("100m", "1Gi"), |pod, (k, v)| {
+                    pod.label(k, v)
+                })
+        };
+        let mut cluster = tainted()
+            .pdb(pdb("a/web", "web"))
+            .pdb(selecting(
+                "a/stores",
+                json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["db", "cache"]}]}),
+            ))
+            .pdb(selecting("c/everything", json!({})))
+            .pdb(selecting("d/nothing", serde_json::Value::Null))
+            .pod(member("a/web-1", &[("app", "web")]))
+            .pod(member("a/web-2", &[("app", "web")]))
+            .pod(member("b/web-1", &[("app", "web")]))
+            .pod(member("a/api-1", &[("app", "api")]))
+            .pod(member("a/web-canary", &[("app", "web"), ("track", "canary")]))
+            .pod(member("a/cache-1", &[("tier", "cache")]))
+            .pod(member("c/bare-labels", &[]))
+            .pod(member("d/bare-labels", &[]));
+        let out = plan(&mut cluster, "{podsWithoutPdb: true}");
+        assert_eq!(
+            out.evicted(),
+            [
+                "a/cache-1",
+                "a/web-1",
+                "a/web-2",
+                "a/web-canary",
+                "c/bare-labels"
+            ]
+        );
+        for uncovered in ["a/api-1", "b/web-1", "d/bare-labels"] {
+            assert_eq!(
+                out.detail(uncovered),
+                "no PodDisruptionBudget covers it",
+                "{uncovered}"
+            );
+        }
     }
 
     /// The descheduler's defaultevictor_test.go cases for `prefer-no-eviction` and `evict`.

@@ -66,6 +66,39 @@ impl Shared for PodLabels {
     }
 }
 
+/// Answers about label sets, remembered per set by identity rather than content: the cache interns
+/// sets, so the replicas of a workload hold one allocation and ask once, at the cost of a pointer's
+/// hash. Each entry holds its set, so that the allocation outlives the entry and its address cannot be
+/// another set's while remembered; equal sets that were not interned are merely asked about apart.
+pub(crate) struct PerLabelSet<T> {
+    known: foldhash::HashMap<usize, (PodLabels, T)>,
+}
+
+impl<T> Default for PerLabelSet<T> {
+    fn default() -> Self {
+        PerLabelSet {
+            known: foldhash::HashMap::default(),
+        }
+    }
+}
+
+impl<T: Copy> PerLabelSet<T> {
+    /// The answer remembered for `labels`, else `answer()`, remembered.
+    pub(crate) fn get_or(&mut self, labels: &PodLabels, answer: impl FnOnce() -> T) -> T {
+        // A set nothing else holds (never interned) cannot be presented again: not worth an entry.
+        if labels.holders() == 1 {
+            return answer();
+        }
+        let address = Arc::as_ptr(&labels.0).cast::<u8>().addr();
+        if let Some((_, known)) = self.known.get(&address) {
+            return *known;
+        }
+        let found = answer();
+        self.known.insert(address, (labels.clone(), found));
+        found
+    }
+}
+
 impl From<BTreeMap<String, String>> for PodLabels {
     fn from(map: BTreeMap<String, String>) -> Self {
         // A BTreeMap iterates in key order: the slice is sorted, as `get` needs.

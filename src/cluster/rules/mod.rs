@@ -2,5 +2,6 @@
 //! as pure functions over the model.
 
 pub(crate) mod anti_affinity;
+pub(crate) mod label_index;
 pub(crate) mod matching;
 pub(crate) mod placement;
