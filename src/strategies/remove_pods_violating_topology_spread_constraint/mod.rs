@@ -12,6 +12,7 @@
 pub mod args;
 
 use std::{
+    borrow::Cow,
     collections::{BTreeMap, BTreeSet, HashMap, HashSet},
     sync::Arc,
 };
@@ -27,7 +28,7 @@ use crate::strategies::victim_order::victim_order;
 use crate::{
     cluster::{
         NodeInfo, NodeState, PodInfo, Resources,
-        rules::{anti_affinity::AntiAffinityFit, matching},
+        rules::{anti_affinity::AntiAffinityFit, label_index::LabelIndex, matching},
     },
     framework::{Balancing, Candidate, Gatekeeper, PlanContext, Plugin, StrategyId},
 };
@@ -175,8 +176,12 @@ impl TopologySpread {
             },
             if honor_taints { placement.signature } else { 0 },
         );
+        let id = cache.len();
         let map = cache.entry(key).or_insert_with(|| {
-            let mut map = DomainMap::default();
+            let mut map = DomainMap {
+                id,
+                ..DomainMap::default()
+            };
             let mut index_of: HashMap<&str, usize> = HashMap::new();
             for (name, state) in &ctx.snapshot.nodes {
                 let Some(node) = state.node.as_deref() else {
@@ -269,22 +274,14 @@ impl TopologySpread {
                 // the average (the smallest first), net of the moves planned before it, where no
                 // required anti-affinity forbids the pod, and is charged to that node.
                 let destination = if self.args.topology_balance_node_fit {
+                    let shape = Shape::of(pod, ctx);
                     let found = order
                         .iter()
                         .take_while(|(count, _)| count + 1 < max)
                         .filter(|(_, d)| below_average[*d])
                         .find_map(|(_, d)| {
-                            domains.nodes[*d].iter().find_map(|state| {
-                                let node = state.node.as_deref()?;
-                                let reserved = taken.reserved.get(node.name.as_str());
-                                (Some(node.name.as_str()) != pod.node_name.as_deref()
-                                    && fits_on_after(pod, state, ctx, reserved)
-                                    && taken
-                                        .anti_affinity
-                                        .refuses(pod, node, ctx.snapshot)
-                                        .is_none())
-                                .then_some(node.name.as_str())
-                            })
+                            let from = (domains.id, *d, shape.clone());
+                            first_fit(pod, &domains.nodes[*d], from, ctx, taken)
                         });
                     match found {
                         Some(node) => Some(node),
@@ -326,53 +323,111 @@ struct Taken<'s> {
     /// Requests, by the node each move was found to fit.
     reserved: HashMap<&'s str, Resources>,
     anti_affinity: AntiAffinityFit,
+    /// How many nodes at the head of each domain (of each domain map) are known to have no room for
+    /// each shape of pod.
+    full: HashMap<(usize, usize, Shape), usize>,
+}
+
+/// What decides whether a node has room for a pod, anti-affinity aside: pods of one shape fit the same
+/// nodes ([`fits_on_after`] reads the constraints the signature covers, the placement rules and the
+/// requests).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Shape {
+    signature: u64,
+    placement: u64,
+    requests: Resources,
+}
+
+impl Shape {
+    fn of(pod: &PodInfo, ctx: &PlanContext<'_>) -> Self {
+        Shape {
+            signature: pod.constraints.signature,
+            placement: ctx.placement_key(pod),
+            requests: pod.requests.clone(),
+        }
+    }
+}
+
+/// The first node of `nodes` other than `pod`'s own with room for it, net of the moves planned so far,
+/// where no required anti-affinity forbids it. Moves only take room within a plan, so a node that had
+/// none for a shape never will: the search starts past those found so far (`from` names the domain and
+/// the shape) and adds those it finds at the head. Starting at the head for each move cost moves × nodes
+/// once the first nodes had filled up.
+fn first_fit<'s>(
+    pod: &PodInfo,
+    nodes: &[&'s Arc<NodeState>],
+    from: (usize, usize, Shape),
+    ctx: &PlanContext<'s>,
+    taken: &mut Taken<'s>,
+) -> Option<&'s str> {
+    let full = taken.full.entry(from).or_default();
+    // While `at_head`, every node passed is full for the shape. The pod's own node and anti-affinity
+    // refusals (which read the pod itself) end the head.
+    let mut at_head = true;
+    for state in nodes.iter().skip(*full) {
+        let Some(node) = state.node.as_deref() else {
+            *full += usize::from(at_head);
+            continue;
+        };
+        if Some(node.name.as_str()) == pod.node_name.as_deref() {
+            at_head = false;
+            continue;
+        }
+        if !fits_on_after(pod, state, ctx, taken.reserved.get(node.name.as_str())) {
+            *full += usize::from(at_head);
+            continue;
+        }
+        if taken
+            .anti_affinity
+            .refuses(pod, node, ctx.snapshot)
+            .is_none()
+        {
+            return Some(node.name.as_str());
+        }
+        at_head = false;
+    }
+    None
 }
 
 /// Topology domains of eligible nodes: names, nodes per domain, domain per node.
 #[derive(Default)]
 struct DomainMap<'s> {
+    /// Tells the maps of one plan apart.
+    id: usize,
     names: Vec<&'s str>,
     nodes: Vec<Vec<&'s Arc<NodeState>>>,
     domain_of: HashMap<&'s str, usize>,
 }
 
-/// The bound pods of one namespace, indexed by label so that a selector with `matchLabels` only looks
-/// at the pods carrying one of its labels.
+/// The bound pods of one namespace, indexed by label so that a selector only looks at the pods carrying
+/// a label it requires (a `matchLabels` pair, a value an `In` expression lists).
 struct NamespacePods<'s> {
     all: Vec<&'s Arc<PodInfo>>,
-    by_label: HashMap<(&'s str, &'s str), Vec<usize>>,
+    index: LabelIndex,
 }
 
 impl<'s> NamespacePods<'s> {
     fn new(all: Vec<&'s Arc<PodInfo>>) -> Self {
-        let mut by_label: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
-        for (i, pod) in all.iter().enumerate() {
-            for (key, value) in &pod.labels {
-                by_label.entry((key, value)).or_default().push(i);
-            }
+        let mut index = LabelIndex::default();
+        for (position, pod) in (0u32..).zip(&all) {
+            index.push(position, pod.labels.iter());
         }
-        NamespacePods { all, by_label }
+        NamespacePods { all, index }
     }
 
-    /// A superset of the pods `selector` matches: the pods carrying its rarest `matchLabels` pair, or
-    /// every pod if it has none.
+    /// A superset of the pods `selector` matches, in namespace order: the pods carrying its rarest
+    /// requirement, or every pod if it has none.
     fn candidates<'a>(
         &'a self,
         selector: &'a LabelSelector,
     ) -> Box<dyn Iterator<Item = &'s Arc<PodInfo>> + 'a> {
-        let rarest = selector
-            .match_labels
-            .iter()
-            .flatten()
-            .map(|(k, v)| {
-                self.by_label
-                    .get(&(k.as_str(), v.as_str()))
-                    .map_or(&[][..], Vec::as_slice)
-            })
-            .min_by_key(|list| list.len());
-        match rarest {
-            Some(list) => Box::new(list.iter().filter_map(|&i| self.all.get(i).copied())),
+        let at = |position: u32| self.all.get(position as usize).copied();
+        match self.index.candidates(selector) {
             None => Box::new(self.all.iter().copied()),
+            Some(Cow::Borrowed(positions)) => {
+                Box::new(positions.iter().filter_map(move |&p| at(p)))
+            }
+            Some(Cow::Owned(positions)) => Box::new(positions.into_iter().filter_map(at)),
         }
     }
 }

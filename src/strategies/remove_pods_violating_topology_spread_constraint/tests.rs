@@ -408,3 +408,57 @@ fn a_domain_the_pods_may_not_enter_does_not_count() {
     // a=2, b=1, c=0: one of a's must go.
     assert_eq!(cluster("true").plan(&lax).evicted().len(), 1);
 }
+
+/// Balance fit skips the nodes already found without room for a shape of pod, and only those: a
+/// node too small for a large pod still takes a small one, and a node one pod's anti-affinity refuses
+/// still takes its like that does not repel what runs there.
+#[test]
+fn balance_fit_skips_only_nodes_without_room_for_the_same_shape() {
+    // Zone a holds four web pods, zone b none: two moves. b1 and b2 each have room for one small
+    // pod, none for the large one, which is weighed first.
+    let zones = || {
+        Cluster::new()
+            .node(
+                node("a1")
+                    .allocatable("4", "8Gi", 110)
+                    .label("zone", "a")
+                    .label("kubernetes.io/hostname", "a1"),
+            )
+            .node(
+                node("b1")
+                    .allocatable("150m", "8Gi", 110)
+                    .label("zone", "b")
+                    .label("kubernetes.io/hostname", "b1"),
+            )
+            .node(
+                node("b2")
+                    .allocatable("150m", "8Gi", 110)
+                    .label("zone", "b")
+                    .label("kubernetes.io/hostname", "b2"),
+            )
+    };
+    let spec = format!("{SPREAD}{BUDGET}");
+    let mut cluster = zones()
+        .pod(web("a/large", "a1", "DoNotSchedule").requests("500m", "128Mi"))
+        .pod(web("a/s1", "a1", "DoNotSchedule").priority(10))
+        .pod(web("a/s2", "a1", "DoNotSchedule").priority(10))
+        .pod(web("a/s3", "a1", "DoNotSchedule").priority(10));
+    assert_eq!(cluster.plan(&spec).evicted(), ["a/s1", "a/s2"]);
+
+    // s1 repels app=db by hostname, and b1 runs a db pod that takes no room: s1 goes to b2, and s2,
+    // of the same shape, still finds b1.
+    let repels_db = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"
+    }]}});
+    let mut cluster = zones()
+        .pod(pod("a/db", "b1").requests("0", "0").label("app", "db"))
+        .pod(
+            web("a/s1", "a1", "DoNotSchedule")
+                .priority(10)
+                .spec("affinity", repels_db),
+        )
+        .pod(web("a/s2", "a1", "DoNotSchedule").priority(20))
+        .pod(web("a/s3", "a1", "DoNotSchedule").priority(30))
+        .pod(web("a/s4", "a1", "DoNotSchedule").priority(40));
+    assert_eq!(cluster.plan(&spec).evicted(), ["a/s1", "a/s2"]);
+}
