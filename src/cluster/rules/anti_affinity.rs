@@ -17,17 +17,23 @@
 //!   `namespaceSelector`'s scope: bad data never opens a destination.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    borrow::Cow,
+    collections::{BTreeMap, BTreeSet, HashMap},
     hash::{Hash, Hasher},
     sync::Arc,
 };
 
-use k8s_openapi::api::core::v1::PodAffinityTerm;
+use k8s_openapi::{
+    api::core::v1::PodAffinityTerm, apimachinery::pkg::apis::meta::v1::LabelSelector,
+};
 
 use crate::cluster::{
     NamespaceInfo, NodeInfo, NodeState, ObjectKey, PodInfo, Snapshot,
     model::{constraints::Constraints, pod_labels::PodLabels},
-    rules::matching,
+    rules::{
+        label_index::{LabelIndex, SelectorIndex},
+        matching,
+    },
 };
 
 /// Whether `namespace` is in the scope of `term`, declared by a pod of `owner_namespace`.
@@ -71,6 +77,81 @@ pub(crate) fn term_selects(
             || matching::selector_matches(selector, labels))
 }
 
+/// The selector to narrow a search of the pods `term` selects with: none for a malformed one, which
+/// selects every pod in scope.
+fn narrowing(term: &PodAffinityTerm) -> Option<&LabelSelector> {
+    term.label_selector
+        .as_ref()
+        .filter(|selector| matching::selector_is_valid(selector).is_ok())
+}
+
+/// How many pods a domain holds before its pods are indexed by label: trying a selector on a few
+/// pods costs less than indexing them, and at most this many tries per check.
+const INDEXED_FROM: usize = 128;
+
+/// The pods of one topology domain, in node order, indexed by label when there are many: a selector
+/// is then tried on the pods carrying a label it requires rather than on the whole domain, which for
+/// a zone of one large namespace cost pods × pods.
+pub(crate) struct DomainPods {
+    nodes: Vec<Arc<NodeState>>,
+    indexed: Option<(Vec<Arc<PodInfo>>, LabelIndex)>,
+}
+
+impl DomainPods {
+    pub(crate) fn new(nodes: Vec<Arc<NodeState>>) -> Self {
+        let count: usize = nodes.iter().map(|state| state.pods.len()).sum();
+        let indexed = (count >= INDEXED_FROM).then(|| {
+            let pods: Vec<Arc<PodInfo>> = nodes
+                .iter()
+                .flat_map(|state| state.pods.values())
+                .cloned()
+                .collect();
+            let mut index = LabelIndex::default();
+            for (position, pod) in (0u32..).zip(&pods) {
+                index.push(position, pod.labels.iter());
+            }
+            (pods, index)
+        });
+        DomainPods { nodes, indexed }
+    }
+
+    /// The domain's pods that `selector` may select, in node order: all of them for `None`.
+    pub(crate) fn candidates<'a>(
+        &'a self,
+        selector: Option<&LabelSelector>,
+    ) -> Box<dyn Iterator<Item = &'a Arc<PodInfo>> + 'a> {
+        let narrowed = self
+            .indexed
+            .as_ref()
+            .zip(selector)
+            .and_then(|((pods, index), selector)| Some((pods, index.candidates(selector)?)));
+        match narrowed {
+            None => Box::new(self.nodes.iter().flat_map(|state| state.pods.values())),
+            Some((pods, Cow::Borrowed(positions))) => {
+                Box::new(positions.iter().filter_map(|&at| pods.get(at as usize)))
+            }
+            Some((pods, Cow::Owned(positions))) => {
+                Box::new(positions.into_iter().filter_map(|at| pods.get(at as usize)))
+            }
+        }
+    }
+}
+
+/// Every pod on a node of `snapshot`, indexed by label.
+fn everyone(snapshot: &Snapshot) -> (Vec<Arc<PodInfo>>, LabelIndex) {
+    let pods: Vec<Arc<PodInfo>> = snapshot
+        .nodes
+        .values()
+        .flat_map(|state| state.pods.values())
+        .cloned()
+        .collect();
+    let mut index = LabelIndex::default();
+    for (position, pod) in (0u32..).zip(&pods) {
+        index.push(position, pod.labels.iter());
+    }
+    (pods, index)
+}
+
 /// Constraints compared by identity: the cache interns them, so the replicas of a workload share one.
 #[derive(Clone)]
 struct Shared(Arc<Constraints>);
@@ -95,6 +176,40 @@ type Term = (Shared, usize, String);
 /// Values by topology value, per topology key.
 type ByDomain<T> = HashMap<String, HashMap<String, T>>;
 
+/// The terms of the pods already placed in one domain, filed by a label each term's selector requires
+/// once there are many: a moving pod is checked against those it may satisfy, in list order, rather
+/// than against one term per workload of the domain.
+struct Repellers {
+    list: Vec<Repeller>,
+    index: Option<SelectorIndex>,
+}
+
+impl Repellers {
+    fn new(list: Vec<Repeller>) -> Self {
+        let index = (list.len() >= INDEXED_FROM / 8).then(|| {
+            let selectors: Vec<Option<&LabelSelector>> = list
+                .iter()
+                .map(|r| narrowing(&r.constraints.anti_affinity[r.term]))
+                .collect();
+            SelectorIndex::new(&selectors)
+        });
+        Repellers { list, index }
+    }
+
+    /// The repellers whose terms may select a pod with `labels`, in list order.
+    fn candidates<'a>(&'a self, labels: &PodLabels) -> Box<dyn Iterator<Item = &'a Repeller> + 'a> {
+        match &self.index {
+            None => Box::new(self.list.iter()),
+            Some(index) => Box::new(
+                index
+                    .candidates(labels.iter())
+                    .into_iter()
+                    .filter_map(|at| self.list.get(at as usize)),
+            ),
+        }
+    }
+}
+
 /// One required term of pods already placed, for one topology domain: which pods declare it there.
 struct Repeller {
     constraints: Arc<Constraints>,
@@ -109,12 +224,14 @@ struct Repeller {
 /// do not change within a plan remembered. The snapshot must be the same for every call.
 #[derive(Default)]
 pub(crate) struct AntiAffinityFit {
-    /// Nodes by topology value, per topology key.
-    domains: ByDomain<Vec<Arc<NodeState>>>,
+    /// Nodes and their pods by topology value, per topology key.
+    domains: ByDomain<DomainPods>,
     /// The terms of the pods already placed, by topology key and value of their node.
-    repellers: Option<ByDomain<Vec<Repeller>>>,
+    repellers: Option<ByDomain<Repellers>>,
     /// How many pods (0, 1, or 2 for more) a term of a namespace selects in a domain.
     selected: HashMap<(Term, String), u8>,
+    /// Every pod on a node, indexed by label: where the pods a term selects are.
+    everyone: Option<(Vec<Arc<PodInfo>>, LabelIndex)>,
 }
 
 impl AntiAffinityFit {
@@ -144,7 +261,10 @@ impl AntiAffinityFit {
             let Some(value) = node.labels.get(key) else {
                 continue;
             };
-            for repeller in by_value.get(value).into_iter().flatten() {
+            let Some(repellers) = by_value.get(value) else {
+                continue;
+            };
+            for repeller in repellers.candidates(&pod.labels) {
                 let term = &repeller.constraints.anti_affinity[repeller.term];
                 let itself = repeller.owners == 1 && repeller.first == pod.key;
                 if !itself
@@ -173,48 +293,116 @@ impl AntiAffinityFit {
         node: &NodeInfo,
         snapshot: &Snapshot,
     ) -> Option<String> {
-        let own_node = pod
-            .node_name
-            .as_deref()
-            .and_then(|n| snapshot.node(n))
-            .and_then(|s| s.node.as_deref());
         for (index, term) in pod.constraints.anti_affinity.iter().enumerate() {
             let key = &term.topology_key;
             let Some(value) = node.labels.get(key) else {
                 continue;
             };
-            let memo = (
-                (
-                    Shared(Arc::clone(&pod.constraints)),
-                    index,
-                    pod.key.namespace.to_string(),
-                ),
-                value.clone(),
-            );
-            let selected = match self.selected.get(&memo) {
-                Some(count) => *count,
-                None => {
-                    let count = self.count_selected(term, &pod.key.namespace, key, value, snapshot);
-                    self.selected.insert(memo, count);
-                    count
-                }
-            };
-            // The pod itself leaves the domain it is counted in.
-            let itself = own_node.is_some_and(|n| n.labels.get(key) == Some(value))
-                && term_selects(
-                    term,
-                    &pod.key.namespace,
-                    &pod.key.namespace,
-                    &pod.labels,
-                    &snapshot.namespaces,
-                );
-            if selected > u8::from(itself) {
+            if self.term_refuses(pod, index, value, snapshot) {
                 return Some(format!(
                     "its required anti-affinity selects a pod in {key}={value}"
                 ));
             }
         }
         None
+    }
+
+    /// Whether `pod`'s term `index` refuses the nodes of the domain `value` of its topology key: it
+    /// selects a pod there, the pod itself aside.
+    fn term_refuses(
+        &mut self,
+        pod: &PodInfo,
+        index: usize,
+        value: &str,
+        snapshot: &Snapshot,
+    ) -> bool {
+        let Some(term) = pod.constraints.anti_affinity.get(index) else {
+            return false;
+        };
+        let key = &term.topology_key;
+        let memo = (
+            (
+                Shared(Arc::clone(&pod.constraints)),
+                index,
+                pod.key.namespace.to_string(),
+            ),
+            value.to_owned(),
+        );
+        let selected = match self.selected.get(&memo) {
+            Some(count) => *count,
+            None => {
+                let count = self.count_selected(term, &pod.key.namespace, key, value, snapshot);
+                self.selected.insert(memo, count);
+                count
+            }
+        };
+        // The pod itself leaves the domain it is counted in.
+        let own_node = pod
+            .node_name
+            .as_deref()
+            .and_then(|n| snapshot.node(n))
+            .and_then(|s| s.node.as_deref());
+        let itself = own_node.is_some_and(|n| n.labels.get(key).map(String::as_str) == Some(value))
+            && term_selects(
+                term,
+                &pod.key.namespace,
+                &pod.key.namespace,
+                &pod.labels,
+                &snapshot.namespaces,
+            );
+        selected > u8::from(itself)
+    }
+
+    /// The topology key of `pod`'s one required term and the values of it whose nodes the term
+    /// refuses ([`Self::own_terms_refuse`]), found from the pods the term may select rather than
+    /// domain by domain. `None` for a pod with no term or several, or one whose selector narrows no
+    /// search (a malformed selector selects every pod in scope).
+    pub(crate) fn refusing_domains(
+        &mut self,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> Option<(String, Vec<String>)> {
+        let [term] = pod.constraints.anti_affinity.as_slice() else {
+            return None;
+        };
+        let key = &term.topology_key;
+        // A term without a selector selects nothing.
+        let Some(selector) = &term.label_selector else {
+            return Some((key.clone(), Vec::new()));
+        };
+        if matching::selector_is_valid(selector).is_err() {
+            return None;
+        }
+        let (pods, index) = self.everyone.get_or_insert_with(|| everyone(snapshot));
+        let positions = index.candidates(selector)?;
+        let mut values: BTreeSet<&str> = BTreeSet::new();
+        for other in positions.iter().filter_map(|&at| pods.get(at as usize)) {
+            if other.phase.is_finished()
+                || !term_selects(
+                    term,
+                    &pod.key.namespace,
+                    &other.key.namespace,
+                    &other.labels,
+                    &snapshot.namespaces,
+                )
+            {
+                continue;
+            }
+            let node = other
+                .node_name
+                .as_deref()
+                .and_then(|n| snapshot.node(n))
+                .and_then(|s| s.node.as_deref());
+            if let Some(value) = node.and_then(|n| n.labels.get(key)) {
+                values.insert(value);
+            }
+        }
+        let refusing = values
+            .into_iter()
+            .filter(|value| self.term_refuses(pod, 0, value, snapshot))
+            .map(str::to_owned)
+            .collect();
+        Some((key.clone(), refusing))
     }
 
     /// Pods (unfinished) of the domain `key=value` that `term` selects: 0, 1, or 2 for two or more.
@@ -226,44 +414,48 @@ impl AntiAffinityFit {
         value: &str,
         snapshot: &Snapshot,
     ) -> u8 {
+        let Some(domain) = self.domain(key, value, snapshot) else {
+            return 0;
+        };
         let mut count = 0u8;
-        for state in self.domain(key, value, snapshot) {
-            for other in state.pods.values() {
-                if !other.phase.is_finished()
-                    && term_selects(
-                        term,
-                        owner_namespace,
-                        &other.key.namespace,
-                        &other.labels,
-                        &snapshot.namespaces,
-                    )
-                {
-                    count += 1;
-                    if count == 2 {
-                        return count;
-                    }
+        for other in domain.candidates(narrowing(term)) {
+            if !other.phase.is_finished()
+                && term_selects(
+                    term,
+                    owner_namespace,
+                    &other.key.namespace,
+                    &other.labels,
+                    &snapshot.namespaces,
+                )
+            {
+                count += 1;
+                if count == 2 {
+                    return count;
                 }
             }
         }
         count
     }
 
-    fn domain(&mut self, key: &str, value: &str, snapshot: &Snapshot) -> &[Arc<NodeState>] {
+    fn domain(&mut self, key: &str, value: &str, snapshot: &Snapshot) -> Option<&DomainPods> {
         let index = self.domains.entry(key.to_owned()).or_insert_with(|| {
-            let mut index: HashMap<String, Vec<Arc<NodeState>>> = HashMap::new();
+            let mut nodes: HashMap<String, Vec<Arc<NodeState>>> = HashMap::new();
             for state in snapshot.nodes.values() {
                 if let Some(v) = state.node.as_deref().and_then(|n| n.labels.get(key)) {
-                    index.entry(v.clone()).or_default().push(Arc::clone(state));
+                    nodes.entry(v.clone()).or_default().push(Arc::clone(state));
                 }
             }
-            index
+            nodes
+                .into_iter()
+                .map(|(value, nodes)| (value, DomainPods::new(nodes)))
+                .collect()
         });
-        index.get(value).map_or(&[], Vec::as_slice)
+        index.get(value)
     }
 
     /// Every required term of the unfinished pods placed on known nodes, once per workload (the
     /// pods that share constraints and namespace) and domain.
-    fn repellers(&mut self, snapshot: &Snapshot) -> &ByDomain<Vec<Repeller>> {
+    fn repellers(&mut self, snapshot: &Snapshot) -> &ByDomain<Repellers> {
         self.repellers.get_or_insert_with(|| {
             let mut index: ByDomain<Vec<Repeller>> = HashMap::new();
             // Where each term of a workload sits in its domain's list.
@@ -309,6 +501,15 @@ impl AntiAffinityFit {
                 }
             }
             index
+                .into_iter()
+                .map(|(key, by_value)| {
+                    let by_value = by_value
+                        .into_iter()
+                        .map(|(value, list)| (value, Repellers::new(list)))
+                        .collect();
+                    (key, by_value)
+                })
+                .collect()
         })
     }
 }
@@ -425,6 +626,45 @@ mod tests {
                 .spec("affinity", repels("w", "zone")),
         );
         assert!(refused(&mut cluster, "x/w-1", "a2").is_some());
+    }
+
+    /// A domain of many pods, holding the terms of many workloads: what is refused, and the rule
+    /// named, are those of checking every pod and every term in order.
+    #[test]
+    fn large_domains_refuse_as_checking_everything_does() {
+        let mut cluster = Cluster::new()
+            .node(host("n1"))
+            .node(host("n2"))
+            .node(node("m1").label("zone", "z2"));
+        for i in 0..150 {
+            let app = format!("f{}", i % 30);
+            cluster = cluster.pod(
+                pod(&format!("a/filler-{i:03}"), "n1")
+                    .label("app", &app)
+                    .spec("affinity", repels(&app, "zone")),
+            );
+        }
+        let malformed = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Near", "values": ["y"]}]},
+            "topologyKey": "zone"
+        }]}});
+        let mut cluster = cluster
+            .pod(pod("c/odd", "n1").spec("affinity", malformed))
+            .pod(pod("a/mover", "m1").label("app", "f7"))
+            .pod(pod("a/other", "m1").label("app", "g"))
+            .pod(pod("b/mover", "m1").label("app", "f7"))
+            .pod(pod("c/mover", "m1").label("app", "g"))
+            .pod(pod("a/seeker", "m1").spec("affinity", repels("f3", "zone")))
+            .pod(pod("a/seeker-none", "m1").spec("affinity", repels("none", "zone")));
+        let why = refused(&mut cluster, "a/mover", "n2").unwrap();
+        assert!(why.contains("of a/filler-007 repels it (zone=z1)"), "{why}");
+        assert_eq!(refused(&mut cluster, "a/other", "n2"), None);
+        assert_eq!(refused(&mut cluster, "b/mover", "n2"), None);
+        let why = refused(&mut cluster, "c/mover", "n2").unwrap();
+        assert!(why.contains("of c/odd"), "{why}");
+        let why = refused(&mut cluster, "a/seeker", "n2").unwrap();
+        assert!(why.contains("selects a pod in zone=z1"), "{why}");
+        assert_eq!(refused(&mut cluster, "a/seeker-none", "n2"), None);
     }
 
     #[test]

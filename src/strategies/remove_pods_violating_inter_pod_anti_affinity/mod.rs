@@ -15,7 +15,10 @@ use k8s_openapi::{
 use crate::strategies::selection::{Selection, still_movable};
 use crate::strategies::victim_order::victim_order;
 use crate::{
-    cluster::{NodeState, PodInfo, rules::matching},
+    cluster::{
+        NodeState, ObjectKey, PodInfo,
+        rules::{anti_affinity::DomainPods, matching},
+    },
     framework::{Balancing, Candidate, Gatekeeper, PlanContext, Plugin, StrategyId},
 };
 use args::AntiAffinityArgs;
@@ -49,24 +52,27 @@ fn effective_selector(term: &PodAffinityTerm, pod: &PodInfo) -> Option<LabelSele
     Some(selector)
 }
 
-/// Nodes by topology value, per topology key, built on first use.
+/// Nodes and their pods by topology value, per topology key, built on first use.
 #[derive(Default)]
-struct Domains<'s> {
-    by_key: HashMap<String, HashMap<&'s str, Vec<&'s Arc<NodeState>>>>,
+struct Domains {
+    by_key: HashMap<String, HashMap<String, DomainPods>>,
 }
 
-impl<'s> Domains<'s> {
-    fn nodes(&mut self, ctx: &PlanContext<'s>, key: &str, value: &str) -> &[&'s Arc<NodeState>] {
+impl Domains {
+    fn pods(&mut self, ctx: &PlanContext<'_>, key: &str, value: &str) -> Option<&DomainPods> {
         let index = self.by_key.entry(key.to_owned()).or_insert_with(|| {
-            let mut index: HashMap<&str, Vec<&Arc<NodeState>>> = HashMap::new();
+            let mut nodes: HashMap<String, Vec<Arc<NodeState>>> = HashMap::new();
             for state in ctx.snapshot.nodes.values() {
                 if let Some(v) = state.node.as_deref().and_then(|n| n.labels.get(key)) {
-                    index.entry(v.as_str()).or_default().push(state);
+                    nodes.entry(v.clone()).or_default().push(Arc::clone(state));
                 }
             }
-            index
+            nodes
+                .into_iter()
+                .map(|(value, nodes)| (value, DomainPods::new(nodes)))
+                .collect()
         });
-        index.get(value).map_or(&[], Vec::as_slice)
+        index.get(value)
     }
 }
 
@@ -83,12 +89,12 @@ impl AntiAffinity {
     }
 
     /// The first pod that `pod`'s anti-affinity terms forbid in its topology domain, with the term's key.
-    fn violation<'s>(
-        ctx: &PlanContext<'s>,
-        domains: &mut Domains<'s>,
+    fn violation(
+        ctx: &PlanContext<'_>,
+        domains: &mut Domains,
         pod: &PodInfo,
         gatekeeper: &dyn Gatekeeper,
-    ) -> Option<(&'s Arc<PodInfo>, String)> {
+    ) -> Option<(ObjectKey, String)> {
         let node = ctx
             .snapshot
             .node(pod.node_name.as_deref()?)?
@@ -118,18 +124,20 @@ impl AntiAffinity {
                             .is_some_and(|ns| matching::selector_matches(s, &ns.labels))
                     })
             };
-            for state in domains.nodes(ctx, &term.topology_key, value) {
-                // Cheapest and most selective tests first: this runs for every pod of the domain.
-                let found = state.pods.values().find(|other| {
-                    in_scope(&other.key.namespace)
-                        && matching::selector_matches(&selector, &other.labels)
-                        && other.key != pod.key
-                        && !other.phase.is_finished()
-                        && !ctx.is_gone(other, gatekeeper)
-                });
-                if let Some(other) = found {
-                    return Some((other, format!("{}={value}", term.topology_key)));
-                }
+            let Some(domain) = domains.pods(ctx, &term.topology_key, value) else {
+                continue;
+            };
+            // Cheapest and most selective tests first: this runs for every pod the selector may
+            // select in the domain.
+            let found = domain.candidates(Some(&selector)).find(|other| {
+                in_scope(&other.key.namespace)
+                    && matching::selector_matches(&selector, &other.labels)
+                    && other.key != pod.key
+                    && !other.phase.is_finished()
+                    && !ctx.is_gone(other, gatekeeper)
+            });
+            if let Some(other) = found {
+                return Some((other.key.clone(), format!("{}={value}", term.topology_key)));
             }
         }
         None
@@ -169,10 +177,7 @@ impl Balancing for AntiAffinity {
             let Some((other, domain)) = Self::violation(ctx, &mut domains, pod, gatekeeper) else {
                 continue;
             };
-            let reason = format!(
-                "required pod anti-affinity violated by {} (same {domain})",
-                other.key
-            );
+            let reason = format!("required pod anti-affinity violated by {other} (same {domain})");
             gatekeeper.offer(Candidate::new(pod, ID, reason));
         }
     }

@@ -97,3 +97,89 @@ fn under_node_fit_a_pod_with_nowhere_to_go_stays_and_its_partner_goes() {
     assert_eq!(out.skipped(), ["a/db-2 nodefit"]);
     assert_eq!(out.evicted(), ["a/db-1"]);
 }
+
+/// In a domain of many pods a term is tried on the pods carrying a label its selector requires; what
+/// is found, and the violator named (the first in node order), are those of trying every pod.
+#[test]
+fn in_a_large_domain_the_first_violator_in_node_order_is_named() {
+    let by_zone = |selector: serde_json::Value, namespaces: &[&str]| {
+        let mut term = json!({"labelSelector": selector, "topologyKey": "zone"});
+        if !namespaces.is_empty() {
+            term["namespaces"] = json!(namespaces);
+        }
+        json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+    };
+    let mut cluster = Cluster::new().node(
+        node("far")
+            .allocatable("64", "64Gi", 110)
+            .label("zone", "z2"),
+    );
+    for n in 1..=5 {
+        cluster = cluster.node(
+            node(&format!("n{n}"))
+                .allocatable("64", "64Gi", 110)
+                .label("zone", "z1"),
+        );
+    }
+    for i in 0..200 {
+        cluster = cluster.pod(
+            pod(&format!("a/filler-{i:03}"), &format!("n{}", 1 + i / 40))
+                .requests("10m", "10Mi")
+                .label("app", &format!("f{}", i % 20)),
+        );
+    }
+    let plain =
+        |key: &str, node: &str, app: &str| pod(key, node).requests("10m", "10Mi").label("app", app);
+    let repelling = |key: &str, node: &str, affinity: serde_json::Value| {
+        pod(key, node)
+            .requests("10m", "10Mi")
+            .spec("affinity", affinity)
+    };
+    let mut cluster = cluster
+        .pod(plain("a/y-1", "n3", "y"))
+        .pod(plain("a/y-0", "n4", "y"))
+        .pod(plain("b/z-1", "n2", "z"))
+        .pod(plain("a/z-far", "far", "z"))
+        .pod(repelling(
+            "a/x-labels",
+            "n1",
+            by_zone(json!({"matchLabels": {"app": "y"}}), &[]),
+        ))
+        .pod(repelling(
+            "a/x-in",
+            "n5",
+            by_zone(
+                json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["none", "y"]}]}),
+                &[],
+            ),
+        ))
+        .pod(repelling(
+            "a/x-other-namespace",
+            "n1",
+            by_zone(json!({"matchLabels": {"app": "z"}}), &["b"]),
+        ))
+        // Its own namespace's z pod is in another zone, b's is out of its scope.
+        .pod(repelling(
+            "a/x-own-namespace",
+            "n1",
+            by_zone(json!({"matchLabels": {"app": "z"}}), &[]),
+        ));
+    let out =
+        cluster.plan("mode: Evict\nstrategies:\n  removePodsViolatingInterPodAntiAffinity: {}\n");
+    assert_eq!(
+        out.evicted(),
+        ["a/x-in", "a/x-labels", "a/x-other-namespace"]
+    );
+    for (pod, violator) in [
+        ("a/x-in", "a/y-1"),
+        ("a/x-labels", "a/y-1"),
+        ("a/x-other-namespace", "b/z-1"),
+    ] {
+        assert!(
+            out.reason(pod)
+                .contains(&format!("violated by {violator} (same zone=z1)")),
+            "{pod}: {}",
+            out.reason(pod)
+        );
+    }
+}
