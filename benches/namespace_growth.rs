@@ -156,7 +156,11 @@ fn decided(plan: &planner::Plan) -> String {
     // Every decision and its reason, in plan order: equal fingerprints, equal plans.
     let mut hasher = DefaultHasher::new();
     for eviction in &plan.evictions {
-        (eviction.candidate.pod.key.to_string(), &eviction.candidate.reason).hash(&mut hasher);
+        (
+            eviction.candidate.pod.key.to_string(),
+            &eviction.candidate.reason,
+        )
+            .hash(&mut hasher);
     }
     for skipped in &plan.skipped {
         let key = skipped.candidate.pod.key.to_string();
