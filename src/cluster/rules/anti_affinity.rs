@@ -86,8 +86,12 @@ fn narrowing(term: &PodAffinityTerm) -> Option<&LabelSelector> {
 }
 
 /// How many pods a domain holds before its pods are indexed by label: trying a selector on a few
-/// pods costs less than indexing them, and at most this many tries per check.
-const INDEXED_FROM: usize = 128;
+/// pods costs less than indexing them. Once a cluster is past the caches, reading a pod is a miss,
+/// so a node's worth of pods (30 at the benches' density) is already worth indexing.
+const INDEXED_FROM: usize = 16;
+
+/// How many terms a domain holds before they are filed by label.
+const FILED_FROM: usize = 16;
 
 /// The pods of one topology domain, in node order, indexed by label when there are many: a selector
 /// is then tried on the pods carrying a label it requires rather than on the whole domain, which for
@@ -106,10 +110,7 @@ impl DomainPods {
                 .flat_map(|state| state.pods.values())
                 .cloned()
                 .collect();
-            let mut index = LabelIndex::default();
-            for (position, pod) in (0u32..).zip(&pods) {
-                index.push(position, pod.labels.iter());
-            }
+            let index = LabelIndex::new(pods.iter().map(|pod| pod.labels.iter()));
             (pods, index)
         });
         DomainPods { nodes, indexed }
@@ -145,10 +146,7 @@ fn everyone(snapshot: &Snapshot) -> (Vec<Arc<PodInfo>>, LabelIndex) {
         .flat_map(|state| state.pods.values())
         .cloned()
         .collect();
-    let mut index = LabelIndex::default();
-    for (position, pod) in (0u32..).zip(&pods) {
-        index.push(position, pod.labels.iter());
-    }
+    let index = LabelIndex::new(pods.iter().map(|pod| pod.labels.iter()));
     (pods, index)
 }
 
@@ -186,7 +184,7 @@ struct Repellers {
 
 impl Repellers {
     fn new(list: Vec<Repeller>) -> Self {
-        let index = (list.len() >= INDEXED_FROM / 8).then(|| {
+        let index = (list.len() >= FILED_FROM).then(|| {
             let selectors: Vec<Option<&LabelSelector>> = list
                 .iter()
                 .map(|r| narrowing(&r.constraints.anti_affinity[r.term]))

@@ -57,45 +57,55 @@ fn listed(index: &Positions, pair: u64) -> &[u32] {
     index.get(&pair).map_or(&[], Vec::as_slice)
 }
 
-/// Label sets by the pairs they carry: the sets a selector may match, without trying the others.
+/// Label sets by the pairs they carry: the sets a selector may match, without trying the others. One
+/// sorted list of (pair, position), so that indexing a few sets costs one allocation.
 #[derive(Default)]
 pub(crate) struct LabelIndex {
-    by_pair: Positions,
+    pairs: Vec<u64>,
+    /// The position of each entry of `pairs`: in increasing order among equal pairs.
+    positions: Vec<u32>,
 }
 
 impl LabelIndex {
-    /// Adds the set at `position`; positions are added in increasing order.
-    pub(crate) fn push<'a>(
-        &mut self,
-        position: u32,
-        labels: impl IntoIterator<Item = (&'a str, &'a str)>,
-    ) {
-        for (key, value) in labels {
-            self.by_pair
-                .entry(pair(key, value))
-                .or_default()
-                .push(position);
+    /// Indexes `sets`, the first at position 0.
+    pub(crate) fn new<'a, S>(sets: impl IntoIterator<Item = S>) -> Self
+    where
+        S: IntoIterator<Item = (&'a str, &'a str)>,
+    {
+        let mut entries: Vec<(u64, u32)> = Vec::new();
+        for (position, labels) in (0u32..).zip(sets) {
+            entries.extend(
+                labels
+                    .into_iter()
+                    .map(|(key, value)| (pair(key, value), position)),
+            );
         }
+        entries.sort_unstable();
+        let (pairs, positions) = entries.into_iter().unzip();
+        LabelIndex { pairs, positions }
+    }
+
+    fn listed(&self, pair: u64) -> &[u32] {
+        let start = self.pairs.partition_point(|&p| p < pair);
+        let end = self.pairs.partition_point(|&p| p <= pair);
+        self.positions.get(start..end).unwrap_or_default()
     }
 
     /// The positions, in increasing order, of the sets `selector` may match: those carrying its
     /// rarest requirement. `None` when it requires no pair, and any set may match.
     pub(crate) fn candidates(&self, selector: &LabelSelector) -> Option<Cow<'_, [u32]>> {
         let count = |required: &Required<'_>| -> usize {
-            required
-                .pairs()
-                .map(|p| listed(&self.by_pair, p).len())
-                .sum()
+            required.pairs().map(|p| self.listed(p).len()).sum()
         };
         let rarest = requirements(selector).min_by_key(count)?;
         Some(match rarest {
-            Required::Pair(key, value) => Cow::Borrowed(listed(&self.by_pair, pair(key, value))),
+            Required::Pair(key, value) => Cow::Borrowed(self.listed(pair(key, value))),
             // A set has one value per key, so the lists are disjoint but for repeated values and
             // colliding hashes.
             Required::OneOf(..) => {
                 let mut merged: Vec<u32> = rarest
                     .pairs()
-                    .flat_map(|p| listed(&self.by_pair, p).iter().copied())
+                    .flat_map(|p| self.listed(p).iter().copied())
                     .collect();
                 merged.sort_unstable();
                 merged.dedup();
@@ -187,10 +197,7 @@ mod tests {
         sets: &[BTreeMap<String, String>],
         selector: &LabelSelector,
     ) -> (Vec<usize>, Vec<usize>) {
-        let mut index = LabelIndex::default();
-        for (position, labels) in (0u32..).zip(sets) {
-            index.push(position, pairs(labels));
-        }
+        let index = LabelIndex::new(sets.iter().map(pairs));
         let all: Vec<u32> = (0..sets.len() as u32).collect();
         let tried = index.candidates(selector).map_or(all, Cow::into_owned);
         let indexed = tried
@@ -226,10 +233,7 @@ mod tests {
             let (indexed, everything) = both_ways(&sets, &s);
             assert_eq!(indexed, everything, "{s:?}");
         }
-        let mut index = LabelIndex::default();
-        for (position, labels) in (0u32..).zip(&sets) {
-            index.push(position, pairs(labels));
-        }
+        let index = LabelIndex::new(sets.iter().map(pairs));
         let narrowed = index
             .candidates(&json_selector(
                 r#"{"matchLabels": {"tier": "web", "app": "b"}}"#,

@@ -408,10 +408,7 @@ struct NamespacePods<'s> {
 
 impl<'s> NamespacePods<'s> {
     fn new(all: Vec<&'s Arc<PodInfo>>) -> Self {
-        let mut index = LabelIndex::default();
-        for (position, pod) in (0u32..).zip(&all) {
-            index.push(position, pod.labels.iter());
-        }
+        let index = LabelIndex::new(all.iter().map(|pod| pod.labels.iter()));
         NamespacePods { all, index }
     }
 
