@@ -19,9 +19,12 @@
 //! - `node_fit`: the `pdb_protection` plan with `protections.nodeFit` and each workload repelling
 //!   itself by zone (the replicas on one node): every candidate's destination is checked against
 //!   the pods of each zone.
+//! - `ingest_spread`: the cache taking in the namespace's pods (converted beforehand), each
+//!   workload spreading by its own label.
 //!
 //! Run with `cargo bench --bench namespace_growth`; each case prints what its plan decided (evictions,
-//! skips by reason, and a fingerprint of every decision and its reason) once before timing.
+//! skips by reason, and a fingerprint of every decision and its reason) and how long that first plan
+//! took, once before timing. `NAMESPACE_GROWTH_PODS=30000,300000` sets other sizes.
 
 use std::{
     collections::{BTreeMap, HashSet},
@@ -30,7 +33,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, SamplingMode, criterion_group, criterion_main};
 use jiff::Timestamp;
 use serde_json::{Value, json};
 use tidal::{
@@ -94,13 +97,11 @@ fn rule_spec(rule: Rule, app: &str) -> Option<(&'static str, Value)> {
     }
 }
 
-/// One namespace of `pods` pods, as the module says.
-fn cluster(pods: usize, placement: Placement, rule: Rule) -> ClusterCache {
+/// The nodes and budgets of a namespace of `pods` pods, as the module says.
+fn nodes_and_budgets(pods: usize) -> ClusterCache {
     let mut cache = ClusterCache::new();
-    let busy = pods.div_ceil(PODS_PER_NODE);
-    let name = |n: usize| format!("node-{n:05}");
-    for n in 0..2 * busy {
-        let built = node(&name(n))
+    for n in 0..2 * pods.div_ceil(PODS_PER_NODE) {
+        let built = node(&node_name(n))
             .label(ZONE, &format!("zone-{}", n % ZONES))
             .allocatable("32", "128Gi", 110);
         cache.apply_node(NodeInfo::from_node(&from(built.into_value())).expect("named"));
@@ -111,26 +112,47 @@ fn cluster(pods: usize, placement: Placement, rule: Rule) -> ClusterCache {
             cache.apply_pdb(PdbInfo::from_pdb(&from(budget.into_value())).expect("named"));
         }
     }
-    for i in 0..pods {
-        let app = workload(i / REPLICAS);
-        let on = match placement {
-            Placement::Together => i / PODS_PER_NODE,
-            Placement::Apart => i % busy,
-        };
-        let mut member = pod(&format!("{NAMESPACE}/{app}-{i:06}"), &name(on))
-            .label("app", &app)
-            .owned_by("ReplicaSet", &app)
-            .requests("1", "1Gi")
-            .created(STARTED)
-            .scheduled_at(STARTED);
-        if let Some((field, value)) = rule_spec(rule, &app) {
-            member = member.spec(field, value);
-        }
-        cache.apply_pod(
-            PodInfo::from_pod(&from(member.into_value())).expect("named"),
-            Timestamp::UNIX_EPOCH,
-        );
+    cache
+}
+
+fn node_name(n: usize) -> String {
+    format!("node-{n:05}")
+}
+
+/// The namespace's pods, converted as the watches convert them.
+fn members(pods: usize, placement: Placement, rule: Rule) -> Vec<PodInfo> {
+    let busy = pods.div_ceil(PODS_PER_NODE);
+    (0..pods)
+        .map(|i| {
+            let app = workload(i / REPLICAS);
+            let on = match placement {
+                Placement::Together => i / PODS_PER_NODE,
+                Placement::Apart => i % busy,
+            };
+            let mut member = pod(&format!("{NAMESPACE}/{app}-{i:06}"), &node_name(on))
+                .label("app", &app)
+                .owned_by("ReplicaSet", &app)
+                .requests("1", "1Gi")
+                .created(STARTED)
+                .scheduled_at(STARTED);
+            if let Some((field, value)) = rule_spec(rule, &app) {
+                member = member.spec(field, value);
+            }
+            PodInfo::from_pod(&from(member.into_value())).expect("named")
+        })
+        .collect()
+}
+
+fn apply_all(cache: &mut ClusterCache, pods: Vec<PodInfo>) {
+    for pod in pods {
+        cache.apply_pod(pod, Timestamp::UNIX_EPOCH);
     }
+}
+
+/// One namespace of `pods` pods, as the module says.
+fn cluster(pods: usize, placement: Placement, rule: Rule) -> ClusterCache {
+    let mut cache = nodes_and_budgets(pods);
+    apply_all(&mut cache, members(pods, placement, rule));
     cache
 }
 
@@ -178,6 +200,17 @@ fn decided(plan: &planner::Plan) -> String {
     )
 }
 
+/// The namespace sizes: `NAMESPACE_GROWTH_PODS` (comma-separated), else 3,000 and 30,000.
+fn sizes() -> Vec<usize> {
+    match std::env::var("NAMESPACE_GROWTH_PODS") {
+        Ok(list) => list
+            .split(',')
+            .map(|n| n.trim().parse().expect("NAMESPACE_GROWTH_PODS: pod counts"))
+            .collect(),
+        Err(_) => vec![3_000, 30_000],
+    }
+}
+
 fn namespace_growth(c: &mut Criterion) {
     let lnu = "lowNodeUtilization: {thresholds: {cpu: 20, memory: 20, pods: 20}, \
                targetThresholds: {cpu: 50, memory: 50, pods: 50}}";
@@ -213,13 +246,14 @@ fn namespace_growth(c: &mut Criterion) {
             policy(lnu, "{podsWithoutPdb: true, nodeFit: true}"),
         ),
     ];
+    let sizes = sizes();
     let mut group = c.benchmark_group("namespace_growth");
     group
         .sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .measurement_time(Duration::from_secs(10));
     for (name, placement, rule, policy) in &cases {
-        for pods in [3_000, 30_000] {
+        for &pods in &sizes {
             let id = format!("{name}/{pods}");
             // Built only when criterion runs this case, so that a filtered run builds nothing else.
             let mut built: Option<Snapshot> = None;
@@ -235,6 +269,34 @@ fn namespace_growth(c: &mut Criterion) {
                 b.iter(|| black_box(plan_once(snapshot, policy).evictions.len()));
             });
         }
+    }
+    // The cache taking in the namespace's pods, each workload spreading by its own label.
+    for &pods in &sizes {
+        let id = format!("ingest_spread/{pods}");
+        let mut built: Option<Vec<PodInfo>> = None;
+        group.bench_function(&id, |b| {
+            let converted = built.get_or_insert_with(|| {
+                let converted = members(pods, Placement::Together, Rule::Spread);
+                let mut cache = nodes_and_budgets(pods);
+                let start = Instant::now();
+                apply_all(&mut cache, converted.clone());
+                let took = start.elapsed();
+                eprintln!(
+                    "{id}: {} pods in {} jobs; first ingest {took:?}",
+                    cache.snapshot().pod_count(),
+                    pods.div_ceil(REPLICAS)
+                );
+                converted
+            });
+            b.iter_batched(
+                || (nodes_and_budgets(pods), converted.clone()),
+                |(mut cache, converted)| {
+                    apply_all(&mut cache, converted);
+                    cache
+                },
+                BatchSize::LargeInput,
+            );
+        });
     }
     group.finish();
 }
