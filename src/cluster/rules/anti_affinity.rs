@@ -230,6 +230,9 @@ pub(crate) struct AntiAffinityFit {
     selected: HashMap<(Term, String), u8>,
     /// Every pod on a node, indexed by label: where the pods a term selects are.
     everyone: Option<(Vec<Arc<PodInfo>>, LabelIndex)>,
+    /// The domains holding a pod that a term of a namespace selects, by term: a workload's
+    /// replicas ask once, not each through every pod its selector may select.
+    occupied: HashMap<Term, Option<Arc<[String]>>>,
 }
 
 impl AntiAffinityFit {
@@ -371,6 +374,36 @@ impl AntiAffinityFit {
         if matching::selector_is_valid(selector).is_err() {
             return None;
         }
+        let memo = (
+            Shared(Arc::clone(&pod.constraints)),
+            0,
+            pod.key.namespace.to_string(),
+        );
+        let occupied = match self.occupied.get(&memo) {
+            Some(known) => known.clone(),
+            None => {
+                let found = self.occupied_domains(term, &pod.key.namespace, snapshot);
+                self.occupied.insert(memo, found.clone());
+                found
+            }
+        }?;
+        let refusing = occupied
+            .iter()
+            .filter(|value| self.term_refuses(pod, 0, value, snapshot))
+            .cloned()
+            .collect();
+        Some((key.clone(), refusing))
+    }
+
+    /// The values of `term`'s topology key whose domains hold a pod it selects, declared in
+    /// `owner_namespace`, in order; `None` when its selector narrows no search.
+    fn occupied_domains(
+        &mut self,
+        term: &PodAffinityTerm,
+        owner_namespace: &str,
+        snapshot: &Snapshot,
+    ) -> Option<Arc<[String]>> {
+        let selector = term.label_selector.as_ref()?;
         let (pods, index) = self.everyone.get_or_insert_with(|| everyone(snapshot));
         let positions = index.candidates(selector)?;
         let mut values: BTreeSet<&str> = BTreeSet::new();
@@ -378,7 +411,7 @@ impl AntiAffinityFit {
             if other.phase.is_finished()
                 || !term_selects(
                     term,
-                    &pod.key.namespace,
+                    owner_namespace,
                     &other.key.namespace,
                     &other.labels,
                     &snapshot.namespaces,
@@ -391,16 +424,11 @@ impl AntiAffinityFit {
                 .as_deref()
                 .and_then(|n| snapshot.node(n))
                 .and_then(|s| s.node.as_deref());
-            if let Some(value) = node.and_then(|n| n.labels.get(key)) {
+            if let Some(value) = node.and_then(|n| n.labels.get(&term.topology_key)) {
                 values.insert(value);
             }
         }
-        let refusing = values
-            .into_iter()
-            .filter(|value| self.term_refuses(pod, 0, value, snapshot))
-            .map(str::to_owned)
-            .collect();
-        Some((key.clone(), refusing))
+        Some(values.into_iter().map(str::to_owned).collect())
     }
 
     /// Pods (unfinished) of the domain `key=value` that `term` selects: 0, 1, or 2 for two or more.
