@@ -811,4 +811,83 @@ mod tests {
                 .contains("excluded by node selector/affinity")
         );
     }
+
+    /// Budget coverage found through the budgets filed by label, and remembered per label set, is
+    /// that of trying every budget of the pod's namespace, on random namespaces of budgets and pods
+    /// that share label sets.
+    mod coverage_against_a_scan {
+        use std::collections::HashSet;
+
+        use proptest::prelude::*;
+        use serde_json::{Value, json};
+
+        use super::super::Protected;
+        use crate::{api::protections::Protections, cluster::rules::matching, testkit::*};
+
+        fn selector(kind: u8, app: u8) -> Value {
+            let app = format!("a{app}");
+            let expression = |key: &str, operator: &str, values: Option<Vec<String>>| json!({"matchExpressions": [{"key": key, "operator": operator, "values": values}]});
+            match kind % 10 {
+                0 => json!({"matchLabels": {"app": app}}),
+                1 => expression("app", "In", Some(vec![app, "a3".to_owned()])),
+                2 => expression("app", "NotIn", Some(vec![app])),
+                3 => expression("tier", "Exists", None),
+                4 => expression("tier", "DoesNotExist", None),
+                5 => json!({}),
+                6 => expression("app", "Near", Some(vec![app])),
+                7 => Value::Null,
+                8 => expression("app", "In", None),
+                _ => json!({"matchLabels": {"app": app, "tier": "t"}}),
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(128))]
+
+            #[test]
+            fn indexed_coverage_is_a_scans(
+                budgets in prop::collection::vec((0u8..3, 0u8..10, 0u8..4), 0..24),
+                members in prop::collection::vec((0u8..3, 0u8..5, any::<bool>()), 1..40),
+            ) {
+                let mut cluster = Cluster::new().node(node("n1"));
+                for (i, &(namespace, kind, app)) in budgets.iter().enumerate() {
+                    let namespace = ["a", "b", "c"][usize::from(namespace)];
+                    let mut budget =
+                        pdb(&format!("{namespace}/b{i:02}"), "unused").patch(json!({"spec": {"selector": null}}));
+                    let selector = selector(kind, app);
+                    if !selector.is_null() {
+                        budget = budget.patch(json!({"spec": {"selector": selector}}));
+                    }
+                    cluster = cluster.pdb(budget);
+                }
+                for (i, &(namespace, app, tier)) in members.iter().enumerate() {
+                    let namespace = ["a", "b", "c"][usize::from(namespace)];
+                    let mut member = pod(&format!("{namespace}/p{i:02}"), "n1");
+                    if app < 4 {
+                        member = member.label("app", &format!("a{app}"));
+                    }
+                    if tier {
+                        member = member.label("tier", "t");
+                    }
+                    cluster = cluster.pod(member);
+                }
+                let snapshot = cluster.snapshot();
+                let pods: Vec<_> =
+                    snapshot.nodes.values().flat_map(|state| state.pods.values()).collect();
+                let policy = policy(json!({}));
+                with_context(&snapshot, &policy, NOW, &HashSet::new(), |ctx| {
+                    let mut protected = Protected::new(&Protections::default());
+                    // Twice: the second time from what was remembered.
+                    for pod in pods.iter().chain(pods.iter().rev()) {
+                        let scanned = snapshot.pdbs.values().any(|pdb| {
+                            *pdb.key.namespace == *pod.key.namespace
+                                && matching::optional_selector_matches(pdb.selector.as_ref(), &pod.labels)
+                        });
+                        prop_assert_eq!(protected.covered_by_pdb(pod, ctx), scanned, "{}", pod.key);
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+    }
 }

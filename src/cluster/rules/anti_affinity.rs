@@ -734,4 +734,296 @@ mod tests {
         let mut blue = cluster().namespace("b", &[("team", "blue")]);
         assert!(refused(&mut blue, "a/x-1", "n2").is_some());
     }
+
+    /// The indexed searches (domains' pods by label, domains' terms by a label they require, a
+    /// term's refusing domains found from the pods it may select) against plain scans of every pod, on
+    /// random clusters whose domains are large enough to be indexed: the same refusals, the same rule
+    /// named.
+    mod against_a_scan {
+        use std::collections::BTreeSet;
+
+        use proptest::prelude::*;
+        use serde_json::{Value, json};
+
+        use super::{super::*, HOST};
+        use crate::testkit::*;
+
+        /// A pod: namespace, node, app (4: none), tier label, finished, and its one term: selector
+        /// kind, app it names, by host rather than zone, which namespaces.
+        type Member = (u8, u8, u8, bool, bool, Option<(u8, u8, bool, u8)>);
+
+        fn selector(kind: u8, app: u8, unique: usize) -> Option<Value> {
+            let app = format!("a{app}");
+            let expression = |operator: &str, values: Option<Vec<String>>| json!({"matchExpressions": [{"key": "app", "operator": operator, "values": values}]});
+            Some(match kind % 10 {
+                0 => json!({"matchLabels": {"app": app}}),
+                // A value of its own makes each such pod a workload of its own.
+                1 => expression("In", Some(vec![app, format!("u{unique}")])),
+                2 => expression("NotIn", Some(vec![app])),
+                3 => json!({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}),
+                4 => json!({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}),
+                5 => json!({}),
+                6 => expression("Near", Some(vec![app])),
+                7 => return None,
+                8 => expression("In", None),
+                _ => json!({"matchLabels": {"app": app, "tier": "t"}}),
+            })
+        }
+
+        fn term((kind, app, by_host, scope): (u8, u8, bool, u8), unique: usize) -> Value {
+            let mut term = json!({"topologyKey": if by_host { HOST } else { "zone" }});
+            if let Some(selector) = selector(kind, app, unique) {
+                term["labelSelector"] = selector;
+            }
+            match scope % 4 {
+                1 => term["namespaces"] = json!(["b"]),
+                2 => term["namespaceSelector"] = json!({}),
+                3 => term["namespaceSelector"] = json!({"matchLabels": {"team": "x"}}),
+                _ => {}
+            }
+            json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+        }
+
+        /// Nodes in two zones (the last node in none); namespace a labelled team=x, b unlabelled, c
+        /// unseen.
+        fn cluster(nodes: u8, members: &[Member]) -> Cluster {
+            let mut cluster = Cluster::new()
+                .namespace("a", &[("team", "x")])
+                .namespace("b", &[]);
+            for n in 0..nodes {
+                let name = format!("n{n}");
+                let mut built = node(&name).label(HOST, &name);
+                if n + 1 < nodes {
+                    built = built.label("zone", &format!("z{}", n % 2));
+                }
+                cluster = cluster.node(built);
+            }
+            for (i, &(namespace, on, app, tier, finished, declared)) in members.iter().enumerate() {
+                let namespace = ["a", "b", "c"][usize::from(namespace % 3)];
+                let mut member = pod(&format!("{namespace}/p{i:02}"), &format!("n{}", on % nodes));
+                if app < 4 {
+                    member = member.label("app", &format!("a{app}"));
+                }
+                if tier {
+                    member = member.label("tier", "t");
+                }
+                if finished {
+                    member = member.phase("Succeeded");
+                }
+                if let Some(declared) = declared {
+                    member = member.spec("affinity", term(declared, i));
+                }
+                cluster = cluster.pod(member);
+            }
+            cluster
+        }
+
+        fn node_of<'s>(snapshot: &'s Snapshot, pod: &PodInfo) -> Option<&'s NodeInfo> {
+            snapshot.node(pod.node_name.as_deref()?)?.node.as_deref()
+        }
+
+        /// The pods of the domain `key=value`, in node order.
+        fn domain<'s>(
+            snapshot: &'s Snapshot,
+            key: &'s str,
+            value: &'s str,
+        ) -> impl Iterator<Item = &'s Arc<PodInfo>> {
+            snapshot
+                .nodes
+                .values()
+                .filter(move |state| {
+                    state
+                        .node
+                        .as_deref()
+                        .and_then(|n| n.labels.get(key))
+                        .map(String::as_str)
+                        == Some(value)
+                })
+                .flat_map(|state| state.pods.values())
+        }
+
+        /// The pod's own terms, each tried on every pod of the node's domain.
+        fn own_terms_scan(pod: &PodInfo, node: &NodeInfo, snapshot: &Snapshot) -> Option<String> {
+            let namespace = &pod.key.namespace;
+            for term in &pod.constraints.anti_affinity {
+                let key = &term.topology_key;
+                let Some(value) = node.labels.get(key) else {
+                    continue;
+                };
+                let selects = |other: &PodInfo| {
+                    term_selects(
+                        term,
+                        namespace,
+                        &other.key.namespace,
+                        &other.labels,
+                        &snapshot.namespaces,
+                    )
+                };
+                let selected = domain(snapshot, key, value)
+                    .filter(|other| !other.phase.is_finished() && selects(other))
+                    .count();
+                let itself = node_of(snapshot, pod)
+                    .is_some_and(|n| n.labels.get(key) == Some(value))
+                    && selects(pod);
+                if selected > usize::from(itself) {
+                    return Some(format!(
+                        "its required anti-affinity selects a pod in {key}={value}"
+                    ));
+                }
+            }
+            None
+        }
+
+        /// What the terms of the pods already placed may say of `pod` on `node`: for each topology
+        /// key, the first workload (in node order) of the node's domain whose term selects it.
+        fn repelled_scan(pod: &PodInfo, node: &NodeInfo, snapshot: &Snapshot) -> Vec<String> {
+            let placed = || {
+                snapshot.nodes.values().filter_map(|state| {
+                    let node = state.node.as_deref()?;
+                    Some(state.pods.values().map(move |other| (node, other)))
+                })
+            };
+            let keys: BTreeSet<&str> = placed()
+                .flatten()
+                .flat_map(|(_, other)| &other.constraints.anti_affinity)
+                .map(|term| term.topology_key.as_str())
+                .collect();
+            let mut found = Vec::new();
+            for key in keys {
+                let Some(value) = node.labels.get(key) else {
+                    continue;
+                };
+                // Workloads (constraints, term, namespace) in order of their first pod: that pod,
+                // and how many declare the term there.
+                let mut workloads: Vec<(*const Constraints, usize, &str, &ObjectKey, usize)> =
+                    Vec::new();
+                for (on, other) in placed().flatten() {
+                    if on.labels.get(key) != Some(value) || other.phase.is_finished() {
+                        continue;
+                    }
+                    for (index, term) in other.constraints.anti_affinity.iter().enumerate() {
+                        if term.topology_key != key {
+                            continue;
+                        }
+                        let identity = (
+                            Arc::as_ptr(&other.constraints),
+                            index,
+                            other.key.namespace.as_str(),
+                        );
+                        match workloads.iter_mut().find(|w| (w.0, w.1, w.2) == identity) {
+                            Some(workload) => workload.4 += 1,
+                            None => workloads.push((identity.0, index, identity.2, &other.key, 1)),
+                        }
+                    }
+                }
+                let first =
+                    workloads
+                        .iter()
+                        .find(|&&(constraints, index, namespace, first, owners)| {
+                            let term = &snapshot
+                                .nodes
+                                .values()
+                                .flat_map(|state| state.pods.values())
+                                .find(|other| Arc::as_ptr(&other.constraints) == constraints)
+                                .map(|other| other.constraints.anti_affinity[index].clone());
+                            !(owners == 1 && *first == pod.key)
+                                && term.as_ref().is_some_and(|term| {
+                                    term_selects(
+                                        term,
+                                        namespace,
+                                        &pod.key.namespace,
+                                        &pod.labels,
+                                        &snapshot.namespaces,
+                                    )
+                                })
+                        });
+                if let Some((_, _, _, first, _)) = first {
+                    found.push(format!(
+                        "the required anti-affinity of {first} repels it ({key}={value})"
+                    ));
+                }
+            }
+            found
+        }
+
+        fn member() -> impl Strategy<Value = Member> {
+            (
+                0u8..3,
+                0u8..6,
+                0u8..5,
+                any::<bool>(),
+                prop::bool::weighted(0.1),
+                prop::option::weighted(0.8, (0u8..10, 0u8..4, prop::bool::weighted(0.3), 0u8..4)),
+            )
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+
+            #[test]
+            fn indexed_searches_find_what_scans_find(
+                nodes in 2u8..6,
+                members in prop::collection::vec(member(), 16..72),
+            ) {
+                let snapshot = cluster(nodes, &members).snapshot();
+                let pods: Vec<&Arc<PodInfo>> =
+                    snapshot.nodes.values().flat_map(|state| state.pods.values()).collect();
+                let nodes: Vec<&NodeInfo> =
+                    snapshot.nodes.values().filter_map(|state| state.node.as_deref()).collect();
+
+                // Each domain's pods a selector may select, through its index.
+                for key in ["zone", HOST] {
+                    let values: BTreeSet<&String> =
+                        nodes.iter().filter_map(|n| n.labels.get(key)).collect();
+                    for value in values {
+                        let states = snapshot
+                            .nodes
+                            .values()
+                            .filter(|s| s.node.as_deref().and_then(|n| n.labels.get(key)) == Some(value))
+                            .cloned()
+                            .collect();
+                        let indexed = DomainPods::new(states);
+                        for term in pods.iter().flat_map(|p| &p.constraints.anti_affinity) {
+                            let Some(selector) = narrowing(term) else {
+                                continue;
+                            };
+                            let found: Vec<&ObjectKey> = indexed
+                                .candidates(Some(selector))
+                                .filter(|p| matching::selector_matches(selector, &p.labels))
+                                .map(|p| &p.key)
+                                .collect();
+                            let scanned: Vec<&ObjectKey> = domain(&snapshot, key, value)
+                                .filter(|p| matching::selector_matches(selector, &p.labels))
+                                .map(|p| &p.key)
+                                .collect();
+                            prop_assert_eq!(found, scanned);
+                        }
+                    }
+                }
+
+                let mut fit = AntiAffinityFit::default();
+                for pod in &pods {
+                    for node in &nodes {
+                        let own = own_terms_scan(pod, node, &snapshot);
+                        prop_assert_eq!(&fit.own_terms_refuse_pod(pod, node, &snapshot), &own);
+                        let repelled = repelled_scan(pod, node, &snapshot);
+                        match (fit.refuses(pod, node, &snapshot), &own) {
+                            (found, Some(_)) => prop_assert_eq!(&found, &own),
+                            (None, None) => prop_assert!(repelled.is_empty(), "{repelled:?}"),
+                            (Some(why), None) => prop_assert!(repelled.contains(&why), "{why}: {repelled:?}"),
+                        }
+                    }
+                    if let Some((key, refusing)) = fit.refusing_domains(pod, &snapshot) {
+                        let scanned: BTreeSet<&String> = nodes
+                            .iter()
+                            .filter(|node| own_terms_scan(pod, node, &snapshot).is_some())
+                            .filter_map(|node| node.labels.get(&key))
+                            .collect();
+                        let refusing: BTreeSet<&String> = refusing.iter().collect();
+                        prop_assert_eq!(refusing, scanned);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -462,3 +462,125 @@ fn balance_fit_skips_only_nodes_without_room_for_the_same_shape() {
         .pod(web("a/s4", "a1", "DoNotSchedule").priority(40));
     assert_eq!(cluster.plan(&spec).evicted(), ["a/s1", "a/s2"]);
 }
+
+/// Balance fit passing the nodes known to have no room for a shape finds, move after move, the node
+/// that trying every node of the domain finds, whatever the pods request and repel.
+mod first_fit_against_a_walk {
+    use std::{collections::HashSet, sync::Arc};
+
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use crate::{
+        cluster::NodeState,
+        framework::PlanContext,
+        strategies::{
+            node_fit::fits_on_after,
+            remove_pods_violating_topology_spread_constraint::{Shape, Taken, first_fit},
+        },
+        testkit::*,
+    };
+
+    const HOST: &str = "kubernetes.io/hostname";
+
+    /// The first node of `nodes` other than the pod's own with room for it where no required
+    /// anti-affinity forbids it, every node tried.
+    fn walk<'s>(
+        pod: &crate::cluster::PodInfo,
+        nodes: &[&'s Arc<NodeState>],
+        ctx: &PlanContext<'s>,
+        taken: &mut Taken<'s>,
+    ) -> Option<&'s str> {
+        nodes.iter().find_map(|state| {
+            let node = state.node.as_deref()?;
+            let reserved = taken.reserved.get(node.name.as_str());
+            (Some(node.name.as_str()) != pod.node_name.as_deref()
+                && fits_on_after(pod, state, ctx, reserved)
+                && taken
+                    .anti_affinity
+                    .refuses(pod, node, ctx.snapshot)
+                    .is_none())
+            .then_some(node.name.as_str())
+        })
+    }
+
+    /// Each pod in turn moved to a node of zone `p % 2` (`p` its position), the node found charged.
+    fn moves(cluster: &mut Cluster, passing: bool) -> Vec<Option<String>> {
+        let snapshot = cluster.snapshot();
+        let policy = policy(json!({}));
+        with_context(&snapshot, &policy, NOW, &HashSet::new(), |ctx| {
+            let zones: Vec<Vec<&Arc<NodeState>>> = ["z0", "z1"]
+                .iter()
+                .map(|zone| {
+                    snapshot
+                        .nodes
+                        .values()
+                        .filter(|s| {
+                            s.node.as_deref().and_then(|n| n.labels.get("zone"))
+                                == Some(&(*zone).to_owned())
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut pods: Vec<_> = snapshot
+                .nodes
+                .values()
+                .flat_map(|state| state.pods.values())
+                .filter(|p| p.key.name.starts_with('p'))
+                .collect();
+            pods.sort_by(|a, b| a.key.cmp(&b.key));
+            let mut taken = Taken::default();
+            pods.iter()
+                .enumerate()
+                .map(|(p, pod)| {
+                    let nodes = &zones[p % 2];
+                    let found = if passing {
+                        let from = (0, p % 2, Shape::of(pod, ctx));
+                        first_fit(pod, nodes, from, ctx, &mut taken)
+                    } else {
+                        walk(pod, nodes, ctx, &mut taken)
+                    }?;
+                    taken.reserved.entry(found).or_default().add(&pod.requests);
+                    Some(found.to_owned())
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn passing_full_nodes_finds_what_walking_finds(
+            free in prop::collection::vec(0u8..3, 2..12),
+            pods in prop::collection::vec((0u8..3, any::<bool>(), 0u8..2, 0u8..3), 1..24),
+        ) {
+            let mut cluster = Cluster::new();
+            for (n, cores) in free.iter().enumerate() {
+                let name = format!("n{n:02}");
+                cluster = cluster
+                    .node(
+                        node(&name)
+                            .allocatable("4", "64Gi", 110)
+                            .label("zone", &format!("z{}", n % 2))
+                            .label(HOST, &name),
+                    )
+                    .pod(pod(&format!("x/fill-{name}"), &name).requests(&format!("{}", 4 - cores), "1Gi"));
+            }
+            for (i, &(app, repels, cores, on)) in pods.iter().enumerate() {
+                let on = format!("n{:02}", (i + usize::from(on)) % free.len());
+                let mut member = pod(&format!("x/p{i:02}"), &on)
+                    .requests(&format!("{}", cores + 1), "1Gi")
+                    .label("app", &format!("a{app}"));
+                if repels {
+                    member = member.spec("affinity", json!({"podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [{
+                            "labelSelector": {"matchLabels": {"app": format!("a{app}")}},
+                            "topologyKey": HOST}]}}));
+                }
+                cluster = cluster.pod(member);
+            }
+            let walked = moves(&mut cluster, false);
+            let passed = moves(&mut cluster, true);
+            prop_assert_eq!(passed, walked);
+        }
+    }
+}
