@@ -26,6 +26,9 @@
 //! skips by reason, and a fingerprint of every decision and its reason) and how long that first plan
 //! took, once before timing. `NAMESPACE_GROWTH_PODS=30000,300000` sets other sizes.
 
+// What the binary runs on, so that the figures are the binary's.
+tidal::global_allocator!();
+
 use std::{
     collections::{BTreeMap, HashSet},
     hash::{DefaultHasher, Hash, Hasher},
