@@ -102,6 +102,20 @@ pub(crate) struct DomainPods {
 }
 
 impl DomainPods {
+    /// Every domain of topology `key`: the nodes carrying it, by its value, in the snapshot's order.
+    pub(crate) fn by_value(snapshot: &Snapshot, key: &str) -> HashMap<String, DomainPods> {
+        let mut nodes: HashMap<String, Vec<Arc<NodeState>>> = HashMap::new();
+        for state in snapshot.nodes.values() {
+            if let Some(v) = state.node.as_deref().and_then(|n| n.labels.get(key)) {
+                nodes.entry(v.clone()).or_default().push(Arc::clone(state));
+            }
+        }
+        nodes
+            .into_iter()
+            .map(|(value, nodes)| (value, DomainPods::new(nodes)))
+            .collect()
+    }
+
     pub(crate) fn new(nodes: Vec<Arc<NodeState>>) -> Self {
         let count: usize = nodes.iter().map(|state| state.pods.len()).sum();
         let indexed = (count >= INDEXED_FROM).then(|| {
@@ -464,18 +478,8 @@ impl AntiAffinityFit {
     }
 
     fn domain(&mut self, key: &str, value: &str, snapshot: &Snapshot) -> Option<&DomainPods> {
-        let index = self.domains.entry(key.to_owned()).or_insert_with(|| {
-            let mut nodes: HashMap<String, Vec<Arc<NodeState>>> = HashMap::new();
-            for state in snapshot.nodes.values() {
-                if let Some(v) = state.node.as_deref().and_then(|n| n.labels.get(key)) {
-                    nodes.entry(v.clone()).or_default().push(Arc::clone(state));
-                }
-            }
-            nodes
-                .into_iter()
-                .map(|(value, nodes)| (value, DomainPods::new(nodes)))
-                .collect()
-        });
+        let index = (self.domains.entry(key.to_owned()))
+            .or_insert_with(|| DomainPods::by_value(snapshot, key));
         index.get(value)
     }
 

@@ -16,7 +16,7 @@ use crate::strategies::selection::{Selection, still_movable};
 use crate::strategies::victim_order::victim_order;
 use crate::{
     cluster::{
-        NodeState, ObjectKey, PodInfo,
+        ObjectKey, PodInfo,
         rules::{anti_affinity::DomainPods, matching},
     },
     framework::{Balancing, Candidate, Gatekeeper, PlanContext, Plugin, StrategyId},
@@ -60,18 +60,8 @@ struct Domains {
 
 impl Domains {
     fn pods(&mut self, ctx: &PlanContext<'_>, key: &str, value: &str) -> Option<&DomainPods> {
-        let index = self.by_key.entry(key.to_owned()).or_insert_with(|| {
-            let mut nodes: HashMap<String, Vec<Arc<NodeState>>> = HashMap::new();
-            for state in ctx.snapshot.nodes.values() {
-                if let Some(v) = state.node.as_deref().and_then(|n| n.labels.get(key)) {
-                    nodes.entry(v.clone()).or_default().push(Arc::clone(state));
-                }
-            }
-            nodes
-                .into_iter()
-                .map(|(value, nodes)| (value, DomainPods::new(nodes)))
-                .collect()
-        });
+        let index = (self.by_key.entry(key.to_owned()))
+            .or_insert_with(|| DomainPods::by_value(ctx.snapshot, key));
         index.get(value)
     }
 }
